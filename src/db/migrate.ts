@@ -1,0 +1,70 @@
+import { readdir, readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import path from 'node:path';
+import type { Db } from './db.ts';
+
+export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
+
+// Any constant works; it only has to be the same in every process that migrates this database.
+const MIGRATION_LOCK_KEY = 7_246_001;
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+/** Reads `NNNN_name.sql` files in version order. */
+export async function loadMigrations(dir = MIGRATIONS_DIR): Promise<Migration[]> {
+  const files = (await readdir(dir)).filter((file) => /^\d+_.+\.sql$/.test(file));
+  const migrations = await Promise.all(
+    files.map(async (file) => ({
+      version: Number.parseInt(file, 10),
+      name: file.replace(/\.sql$/, ''),
+      sql: await readFile(path.join(dir, file), 'utf8'),
+    })),
+  );
+  migrations.sort((a, b) => a.version - b.version);
+  for (let i = 1; i < migrations.length; i++) {
+    if (migrations[i]!.version === migrations[i - 1]!.version) {
+      throw new Error(`two migrations share version ${migrations[i]!.version}`);
+    }
+  }
+  return migrations;
+}
+
+/**
+ * Applies every migration not yet recorded, each in its own transaction, in order. The transaction-scoped
+ * advisory lock makes a second process that starts at the same moment wait, then find the migration
+ * recorded and skip it, instead of applying it twice.
+ */
+export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
+  const migrations = await loadMigrations(dir);
+  await db.query(
+    `CREATE TABLE IF NOT EXISTS gl_migrations (
+       version integer PRIMARY KEY,
+       name text NOT NULL,
+       applied_at timestamptz NOT NULL DEFAULT now())`,
+  ).catch(async (error: unknown) => {
+    // Two processes racing on CREATE TABLE IF NOT EXISTS can collide on the catalog's unique index.
+    if (!(await tableExists(db, 'gl_migrations'))) throw error;
+  });
+  const applied: string[] = [];
+  for (const migration of migrations) {
+    const didApply = await db.transaction(async (tx) => {
+      await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+      const done = await tx.query('SELECT 1 FROM gl_migrations WHERE version = $1', [migration.version]);
+      if (done.rowCount > 0) return false;
+      await tx.exec(migration.sql);
+      await tx.query('INSERT INTO gl_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
+      return true;
+    });
+    if (didApply) applied.push(migration.name);
+  }
+  return applied;
+}
+
+async function tableExists(db: Db, table: string): Promise<boolean> {
+  const result = await db.query<{ found: string | null }>('SELECT to_regclass($1)::text AS found', [table]);
+  return result.rows[0]?.found != null;
+}

@@ -1,0 +1,46 @@
+import { PGlite } from '@electric-sql/pglite';
+import type { Db, QueryResult, Tx } from './db.ts';
+import { INT8_OID, XID8_OID, parseBigint } from './types.ts';
+import { quoteIdent } from './postgres.ts';
+
+/**
+ * Embedded PostgreSQL (PGlite). `dataDir` undefined keeps everything in memory (tests).
+ * PGlite is a single connection: transactions are serialised by PGlite itself, which is what a
+ * single embedded process wants.
+ */
+export async function openPglite(dataDir?: string): Promise<Db> {
+  const db = await PGlite.create(dataDir, {
+    parsers: { [INT8_OID]: parseBigint, [XID8_OID]: parseBigint },
+  });
+
+  // PGlite reports affectedRows 0 for a SELECT; a statement that returns columns counts its rows, like pg.
+  const toResult = <Row>(result: { rows: unknown[]; fields: unknown[]; affectedRows?: number }): QueryResult<Row> => ({
+    rows: result.rows as Row[],
+    rowCount: result.fields.length > 0 ? result.rows.length : (result.affectedRows ?? 0),
+  });
+
+  return {
+    kind: 'pglite',
+    query: async (sql, params) => toResult(await db.query(sql, params as unknown[] | undefined)),
+    exec: async (sql) => {
+      await db.exec(sql);
+    },
+    transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
+      return db.transaction(async (tx) =>
+        work({
+          query: async (sql, params) => toResult(await tx.query(sql, params as unknown[] | undefined)),
+          exec: async (sql) => {
+            await tx.exec(sql);
+          },
+        }),
+      );
+    },
+    async listen(channel, onNotify) {
+      const unlisten = await db.listen(quoteIdent(channel), onNotify);
+      return async () => {
+        await unlisten();
+      };
+    },
+    close: () => db.close(),
+  };
+}

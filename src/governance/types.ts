@@ -1,0 +1,114 @@
+// Shared vocabulary of governance. Every enforcement point, the control plane, the ledger catalog and the
+// API speak these names; they match ../shared/design/API.md and must not be renamed.
+
+export const DIMENSIONS = [
+  'INGEST',
+  'EGRESS',
+  'AI_INFERENCE',
+  'PROVISIONING',
+  'UNDELIVERED_COMMANDS',
+  'API_REQUESTS',
+] as const;
+export type Dimension = (typeof DIMENSIONS)[number];
+
+export const ALLOWANCES = [
+  'LIVE',
+  'BACKLOG',
+  'HTTP',
+  'INTEGRATIONS',
+  'LWM2M',
+  'SPARKPLUG',
+  'DETECTION',
+  'CONNECTORS',
+] as const;
+export type Allowance = (typeof ALLOWANCES)[number];
+
+/** Which level of the cascade supplied a value. */
+export type LimitSourceLevel = 'TENANT_OVERRIDE' | 'TIER' | 'PLATFORM_DEFAULT' | 'SHIPPED_DEFAULT';
+
+/** What happens to traffic over the limit. */
+export type OverLimitBehaviour = 'SHED' | 'REJECT' | 'STABLE_DOWNSAMPLE' | 'DROP_ACCEPTED';
+
+/** API_REQUESTS over-limit policy a tenant may choose (OpenRUM). */
+export type OverLimitPolicy = 'EXACT_REJECT' | 'STABLE_DOWNSAMPLE';
+
+/** Why an admission was metered at the platform default. */
+export type UnresolvedCause = 'pending' | 'unreachable' | 'unknown-tenant';
+
+/**
+ * A limit as configured. Rate dimensions use ratePerSecond + burst; UNDELIVERED_COMMANDS uses ceiling;
+ * API_REQUESTS uses ratePerSecond (a fixed one-second window). Values read from storage are `unknown`
+ * until the cascade has validated them: nothing outside the cascade trusts a stored number.
+ */
+export interface LimitValue {
+  ratePerSecond?: number;
+  burst?: number;
+  ceiling?: number;
+}
+
+/** The raw, unvalidated contents of each configurable level for one dimension. */
+export interface LimitLevels {
+  override?: unknown;
+  tier?: unknown;
+  platformDefault?: unknown;
+}
+
+export interface EffectiveLimit {
+  dimension: Dimension;
+  value: LimitValue;
+  source: LimitSourceLevel;
+}
+
+/** Everything the Governor needs to know about one tenant, as the control plane holds it. */
+export interface TenantGovernanceRecord {
+  tenantId: string;
+  tierId: string | null;
+  levels: Partial<Record<Dimension, LimitLevels>>;
+  apiOverLimitPolicy?: OverLimitPolicy;
+}
+
+/**
+ * Port through which the Governor learns ceilings. Implemented by the control plane's read models.
+ * - loadTenants: a tenant absent from the returned map does not exist (unknown-tenant);
+ *   a rejected promise means the source is unreachable.
+ * - loadPlatformDefaults: the operator-set platform defaults (raw, validated by the cascade).
+ */
+export interface LimitSource {
+  loadTenants(tenantIds: readonly string[]): Promise<ReadonlyMap<string, TenantGovernanceRecord>>;
+  loadPlatformDefaults(): Promise<Partial<Record<Dimension, unknown>>>;
+}
+
+/** Admissions of one (tenant, dimension, allowance) key over a span of whole seconds. */
+export interface AdmissionSummary {
+  tenantId: string;
+  dimension: Dimension;
+  allowance: Allowance | null;
+  /** Unix seconds of the first second covered. */
+  fromSecond: number;
+  /** How many seconds the span covers (more than 1 when a slow recorder made windows merge). */
+  seconds: number;
+  admittedUnits: number;
+  admittedMessages: number;
+  shedUnits: number;
+  shedMessages: number;
+  rejectedUnits: number;
+  rejectedMessages: number;
+  /** Seconds within the span in which the limit was hit. */
+  hitSeconds: number;
+}
+
+/** Traffic admitted at the platform default because the tenant's ceilings were not known. */
+export interface UnresolvedAdmissionSummary {
+  tenantId: string;
+  dimension: Dimension;
+  cause: UnresolvedCause;
+  fromSecond: number;
+  seconds: number;
+  units: number;
+  messages: number;
+}
+
+/** Port through which the Governor hands off its per-second aggregates, in batches. */
+export interface Recorder {
+  record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[]): Promise<void>;
+}

@@ -1,0 +1,106 @@
+// The EventStore port. Two adapters implement it (postgres/ runs on PGlite too, eventstoredb/), and one
+// contract suite (test/integration/ledger/eventStore.contract.ts) proves they behave the same.
+
+/** A position in the global order: compare `commit` first, then `prepare`. */
+export interface Position {
+  /** PostgreSQL: the appending transaction's xid8. EventStoreDB: the commit position. */
+  commit: bigint;
+  /** PostgreSQL: the row's global_position. EventStoreDB: the prepare position. */
+  prepare: bigint;
+}
+
+/** Where a reader starts: after a position, or from the very beginning. */
+export type Checkpoint = Position | 'start';
+
+export type ExpectedRevision = 'any' | 'no_stream' | 'stream_exists' | bigint;
+
+export interface EventMetadata {
+  /** Who caused it: a person's or service's authenticated identity. */
+  actor?: string;
+  /** Why, where a person acted. */
+  reason?: string;
+  /** When it happened (ISO 8601). The store adds when it was recorded. */
+  occurredAt?: string;
+  correlationId?: string;
+  [key: string]: unknown;
+}
+
+export interface NewEvent<Type extends string = string, Data = unknown> {
+  /** A uuid; appending an id that is already stored does not store it again. Generated when absent. */
+  id?: string;
+  type: Type;
+  data: Data;
+  metadata?: EventMetadata;
+}
+
+export interface RecordedEvent<Type extends string = string, Data = unknown> {
+  id: string;
+  stream: string;
+  /** 0-based position within its stream. */
+  revision: bigint;
+  position: Position;
+  type: Type;
+  data: Data;
+  metadata: EventMetadata;
+  recordedAt: Date;
+}
+
+export interface AppendResult {
+  /** The revision of the last event now in the stream. */
+  nextRevision: bigint;
+  /** The global position of the last event appended (or of the already-stored duplicate). */
+  position: Position;
+}
+
+export type Direction = 'forwards' | 'backwards';
+
+export interface ReadStreamOptions {
+  fromRevision?: bigint | 'start' | 'end';
+  direction?: Direction;
+  maxCount?: number;
+}
+
+export interface Subscription extends AsyncIterable<RecordedEvent> {
+  /** Stops the subscription; the iterator ends. */
+  close(): Promise<void>;
+}
+
+export interface EventStore {
+  append(stream: string, events: readonly NewEvent[], options?: { expectedRevision?: ExpectedRevision }): Promise<AppendResult>;
+  /** Events of one stream; an absent stream reads as empty. */
+  readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
+  /** Up to maxCount events after `after`, in the one global order every reader sees. */
+  readAll(after: Checkpoint, maxCount: number): Promise<RecordedEvent[]>;
+  /** Catches up from `after`, then follows live appends, in readAll's order. */
+  subscribe(after: Checkpoint, options?: { types?: readonly string[] }): Subscription;
+  close(): Promise<void>;
+}
+
+/** Optimistic concurrency failed: the stream was not at the revision the caller expected. */
+export class WrongExpectedRevision extends Error {
+  override readonly name = 'WrongExpectedRevision';
+  constructor(
+    readonly stream: string,
+    readonly expected: ExpectedRevision,
+    readonly actual: bigint | 'no_stream',
+  ) {
+    super(`stream ${stream}: expected revision ${String(expected)}, actual ${String(actual)}`);
+  }
+}
+
+export function comparePositions(a: Position, b: Position): number {
+  if (a.commit !== b.commit) return a.commit < b.commit ? -1 : 1;
+  if (a.prepare !== b.prepare) return a.prepare < b.prepare ? -1 : 1;
+  return 0;
+}
+
+/** Opaque, stable text form of a position (GraphQL cursors, checkpoint columns). */
+export function formatPosition(position: Position): string {
+  return `${position.commit}:${position.prepare}`;
+}
+
+export function parsePosition(text: string): Position | undefined {
+  const match = /^(\d+):(\d+)$/.exec(text);
+  if (!match) return undefined;
+  return { commit: BigInt(match[1]!), prepare: BigInt(match[2]!) };
+}

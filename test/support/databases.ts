@@ -1,0 +1,69 @@
+// Every integration suite runs once per storage target: PGlite always, PostgreSQL when DATABASE_URL is set.
+// Each test database is isolated: a fresh in-memory PGlite, or a fresh schema on the real server.
+import { randomBytes } from 'node:crypto';
+import type { Db } from '../../src/db/db.ts';
+import { openPglite } from '../../src/db/pglite.ts';
+import { openPostgres, quoteIdent } from '../../src/db/postgres.ts';
+import { migrate } from '../../src/db/migrate.ts';
+
+export interface StorageTarget {
+  name: 'pglite' | 'postgres';
+  /** Opens a new, empty, migrated database. */
+  open(options?: { migrate?: boolean; max?: number }): Promise<TestDb>;
+}
+
+export interface TestDb {
+  db: Db;
+  /** Opens another pool on the same database (another "process" as far as PostgreSQL can tell). */
+  connectAgain?(options?: { max?: number }): Db;
+  /** Connection settings a child process needs to reach this same database (PostgreSQL only). */
+  env?: Record<string, string>;
+  dispose(): Promise<void>;
+}
+
+export const databaseUrl = process.env.DATABASE_URL;
+
+const pgliteTarget: StorageTarget = {
+  name: 'pglite',
+  async open(options) {
+    const db = await openPglite();
+    if (options?.migrate !== false) await migrate(db);
+    return { db, dispose: () => db.close() };
+  },
+};
+
+const postgresTarget = (url: string): StorageTarget => ({
+  name: 'postgres',
+  async open(options) {
+    const schema = `t_${randomBytes(6).toString('hex')}`;
+    const admin = openPostgres({ connectionString: url, max: 1 });
+    await admin.query(`CREATE SCHEMA ${quoteIdent(schema)}`);
+    const opened: Db[] = [];
+    const connect = (max?: number) => {
+      const db = openPostgres({ connectionString: url, schema, max: max ?? options?.max ?? 10 });
+      opened.push(db);
+      return db;
+    };
+    const db = connect();
+    if (options?.migrate !== false) await migrate(db);
+    return {
+      db,
+      connectAgain: (again) => connect(again?.max),
+      env: { DATABASE_URL: url, GOVERNANCE_DB_SCHEMA: schema },
+      async dispose() {
+        await Promise.all(opened.map((each) => each.close().catch(() => {})));
+        await admin.query(`DROP SCHEMA ${quoteIdent(schema)} CASCADE`).catch(() => {});
+        await admin.close();
+      },
+    };
+  },
+});
+
+/** The targets this run can reach. PostgreSQL is announced as skipped when DATABASE_URL is not set. */
+export const storageTargets: StorageTarget[] = databaseUrl ? [pgliteTarget, postgresTarget(databaseUrl)] : [pgliteTarget];
+
+if (!databaseUrl && !process.env.GOVERNANCE_QUIET_SKIPS) {
+  console.warn('DATABASE_URL is not set: PostgreSQL suites are skipped; PGlite suites run.');
+}
+
+export const postgresOnly: StorageTarget | undefined = databaseUrl ? postgresTarget(databaseUrl) : undefined;
