@@ -1,0 +1,7 @@
+import { pino, type Logger } from 'pino';
+
+export type { Logger };
+
+export function createLogger(level: string): Logger {
+  return pino({ level, base: { service: 'governance-ledger' } });
+}
