@@ -104,3 +104,14 @@ export function parsePosition(text: string): Position | undefined {
   if (!match) return undefined;
   return { commit: BigInt(match[1]!), prepare: BigInt(match[2]!) };
 }
+
+/** An append refused before anything was stored: empty stream name, empty batch, malformed event. */
+export class InvalidAppend extends Error {
+  override readonly name = 'InvalidAppend';
+  constructor(
+    readonly stream: string,
+    readonly reason: string,
+  ) {
+    super(`append to stream ${JSON.stringify(stream)} refused: ${reason}`);
+  }
+}
