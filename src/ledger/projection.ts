@@ -1,0 +1,19 @@
+import type { Tx } from '../db/db.ts';
+import type { RecordedEvent } from './eventStore.ts';
+
+/**
+ * A read model kept in PostgreSQL/PGlite and built from the ledger. The runner applies each event of
+ * `eventTypes` exactly once, in the ledger's global order, in the same transaction as the checkpoint.
+ */
+export interface Projection {
+  /** Unique; the checkpoint's key. */
+  name: string;
+  /** Raise it when `apply` changes meaning: a runner that finds an older stored version rebuilds first. */
+  version: number;
+  eventTypes: readonly string[];
+  /** The read-model tables this projection owns; a rebuild truncates them. */
+  tables: readonly string[];
+  apply(event: RecordedEvent, tx: Tx): Promise<void>;
+  /** Called once a batch has committed, with the events it applied (e.g. to publish them to subscribers). */
+  afterCommit?(events: readonly RecordedEvent[]): void;
+}

@@ -1,0 +1,220 @@
+// Runs one projection: catches up with the ledger page by page (projectNextPage), then follows it live.
+// The live subscription is only a wake-up call: every change goes through the same checkpointed page path,
+// so catch-up, live following and a competing runner all share one exactly-once rule.
+import type { Db } from '../db/db.ts';
+import { comparePositions, type Checkpoint, type EventStore, type Subscription } from './eventStore.ts';
+import type { Projection } from './projection.ts';
+import { loadOrCreateCheckpoint, type StoredCheckpoint } from './checkpoints.ts';
+import { projectNextPage } from './projectPage.ts';
+import { resetProjection } from './resetProjection.ts';
+
+export interface ProjectionRunnerOptions {
+  /** Ledger events read, applied and checkpointed per transaction. */
+  pageSize?: number;
+  /** Wait before retrying after a fault (database or ledger unreachable). */
+  retryDelayMs?: number;
+  onError?: (error: unknown, projection: Projection) => void;
+}
+
+export interface ProjectionLag {
+  projection: string;
+  /** Ledger events (of any type) after the checkpoint, counted up to the probe limit. */
+  eventsBehind: number;
+  /** True when there were at least `eventsBehind` events: the probe stopped counting. */
+  eventsBehindIsLowerBound: boolean;
+  /** How long ago the oldest event not yet projected was recorded; 0 when caught up. */
+  secondsBehind: number;
+  checkpoint: Checkpoint;
+}
+
+export interface ProjectionRunner {
+  readonly projection: Projection;
+  /** Resolves once the projection has applied every event the ledger held when this was called. */
+  waitForCaughtUp(options?: { timeoutMs?: number }): Promise<void>;
+  /** How far behind the ledger the stored checkpoint is (one readAll of at most `probeLimit` events). */
+  lag(options?: { probeLimit?: number }): Promise<ProjectionLag>;
+  /** The last fault, until a later pass succeeds. */
+  lastError(): unknown;
+  stop(): Promise<void>;
+}
+
+/** A checkpoint written by a newer version of the projection: this (older) code must not touch the read model. */
+export class ProjectionSuperseded extends Error {
+  override readonly name = 'ProjectionSuperseded';
+  constructor(
+    readonly projection: string,
+    readonly storedVersion: number,
+    readonly runningVersion: number,
+  ) {
+    super(`projection ${projection}: stored version ${storedVersion} is newer than this code's version ${runningVersion}`);
+  }
+}
+
+export async function startProjectionRunner(
+  db: Db,
+  store: EventStore,
+  projection: Projection,
+  { pageSize = 500, retryDelayMs = 1_000, onError }: ProjectionRunnerOptions = {},
+): Promise<ProjectionRunner> {
+  let checkpoint = await prepareCheckpoint(db, projection);
+  let stopped = false;
+  let fatal: unknown;
+  let fault: unknown;
+  let passRequested = true;
+  let passesStarted = 0;
+  let passesCaughtUp = 0;
+  let wake: (() => void) | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let live: Subscription | undefined;
+  const waiters = new Set<{ pass: number; resolve: () => void; reject: (error: unknown) => void }>();
+
+  const requestPass = () => {
+    passRequested = true;
+    wake?.();
+  };
+
+  const report = (error: unknown) => {
+    fault = error;
+    onError?.(error, projection);
+  };
+
+  const settleWaiters = () => {
+    for (const waiter of waiters) {
+      if (fatal !== undefined) waiter.reject(fatal);
+      else if (passesCaughtUp >= waiter.pass) waiter.resolve();
+      else continue;
+      waiters.delete(waiter);
+    }
+  };
+
+  // A pass reloads the checkpoint (another runner may have moved it) and applies pages until a read
+  // comes back empty: at that moment everything the ledger held when the pass began is projected.
+  const runPass = async () => {
+    checkpoint = await prepareCheckpoint(db, projection);
+    while (!stopped) {
+      const outcome = await projectNextPage(db, store, projection, checkpoint, pageSize);
+      checkpoint = outcome.checkpoint;
+      if (outcome.status === 'caught-up') return true;
+      if (outcome.status === 'moved' && outcome.checkpoint.version !== projection.version) {
+        checkpoint = await prepareCheckpoint(db, projection);
+      }
+    }
+    return false;
+  };
+
+  const followLive = () => {
+    if (live || stopped) return;
+    const subscription = store.subscribe(checkpoint.position, { types: projection.eventTypes });
+    live = subscription;
+    void (async () => {
+      try {
+        for await (const event of subscription) {
+          if (checkpoint.position === 'start' || comparePositions(event.position, checkpoint.position) > 0) requestPass();
+        }
+      } catch (error) {
+        if (!stopped) report(error);
+      } finally {
+        if (live === subscription) live = undefined;
+        // The next successful pass opens a new subscription from its checkpoint.
+        if (!stopped) retryTimer = setTimeout(requestPass, retryDelayMs);
+      }
+    })();
+  };
+
+  const loop = async () => {
+    while (!stopped) {
+      if (!passRequested) {
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
+        continue;
+      }
+      passRequested = false;
+      const pass = ++passesStarted;
+      try {
+        if (await runPass()) {
+          fault = undefined;
+          passesCaughtUp = pass;
+          followLive();
+        }
+      } catch (error) {
+        if (error instanceof ProjectionSuperseded) {
+          fatal = error;
+          report(error);
+          settleWaiters();
+          return;
+        }
+        report(error);
+        retryTimer = setTimeout(requestPass, retryDelayMs);
+      }
+      settleWaiters();
+    }
+  };
+  const running = loop();
+
+  return {
+    projection,
+    waitForCaughtUp({ timeoutMs = 10_000 } = {}) {
+      if (fatal !== undefined) return Promise.reject(fatal);
+      if (stopped) return Promise.reject(new Error(`projection ${projection.name} is stopped`));
+      // Only a pass that starts after this call can prove it saw everything the ledger held at this call.
+      const pass = passesStarted + 1;
+      requestPass();
+      return new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          waiters.delete(waiter);
+          const cause = fault === undefined ? '' : `; last fault: ${String(fault)}`;
+          reject(new Error(`projection ${projection.name} did not catch up within ${timeoutMs} ms${cause}`, { cause: fault }));
+        }, timeoutMs);
+        const waiter = {
+          pass,
+          resolve: () => {
+            clearTimeout(timer);
+            resolve();
+          },
+          reject: (error: unknown) => {
+            clearTimeout(timer);
+            reject(error);
+          },
+        };
+        waiters.add(waiter);
+      });
+    },
+    async lag({ probeLimit = 1_000 } = {}) {
+      const stored = (await loadOrCreateCheckpoint(db, projection.name, projection.version)).position;
+      const ahead = await store.readAll(stored, probeLimit);
+      const oldest = ahead[0];
+      return {
+        projection: projection.name,
+        eventsBehind: ahead.length,
+        eventsBehindIsLowerBound: ahead.length === probeLimit,
+        secondsBehind: oldest ? Math.max(0, (Date.now() - oldest.recordedAt.getTime()) / 1_000) : 0,
+        checkpoint: stored,
+      };
+    },
+    lastError: () => fatal ?? fault,
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      clearTimeout(retryTimer);
+      wake?.();
+      await live?.close();
+      await running;
+      for (const waiter of waiters) waiter.reject(new Error(`projection ${projection.name} was stopped`));
+      waiters.clear();
+    },
+  };
+}
+
+/**
+ * Loads (or creates) the checkpoint and makes it this version's: an older stored version means the read
+ * model was built by older code, so it is emptied and rebuilt from the start of the ledger.
+ */
+async function prepareCheckpoint(db: Db, projection: Projection): Promise<StoredCheckpoint> {
+  for (;;) {
+    const stored = await loadOrCreateCheckpoint(db, projection.name, projection.version);
+    if (stored.version === projection.version) return stored;
+    if (stored.version > projection.version) throw new ProjectionSuperseded(projection.name, stored.version, projection.version);
+    const reset = await db.transaction((tx) => resetProjection(tx, projection, stored));
+    if (reset) return { projection: projection.name, version: projection.version, position: 'start' };
+  }
+}
