@@ -1,6 +1,7 @@
 // The event catalog: every event type the ledger holds, by domain. Each domain keeps its own file here;
 // this index only joins them, so `LedgerEventType` names every type that exists.
 import type { AdmissionEventMap } from './admissions.ts';
+import type { CommandEventMap } from './commands.ts';
 
-export type LedgerEventMap = AdmissionEventMap;
+export type LedgerEventMap = AdmissionEventMap & CommandEventMap;
 export type LedgerEventType = keyof LedgerEventMap;
