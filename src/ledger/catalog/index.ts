@@ -2,6 +2,7 @@
 // this index only joins them, so `LedgerEventType` names every type that exists.
 import type { AdmissionEventMap } from './admissions.ts';
 import type { CommandEventMap } from './commands.ts';
+import type { ControlPlaneEventMap } from './controlPlane.ts';
 
-export type LedgerEventMap = AdmissionEventMap & CommandEventMap;
+export type LedgerEventMap = AdmissionEventMap & CommandEventMap & ControlPlaneEventMap;
 export type LedgerEventType = keyof LedgerEventMap;
