@@ -3,6 +3,7 @@
 import type { AdmissionEventMap } from './admissions.ts';
 import type { CommandEventMap } from './commands.ts';
 import type { ControlPlaneEventMap } from './controlPlane.ts';
+import type { InferenceEventMap } from './inference.ts';
 
-export type LedgerEventMap = AdmissionEventMap & CommandEventMap & ControlPlaneEventMap;
+export type LedgerEventMap = AdmissionEventMap & CommandEventMap & ControlPlaneEventMap & InferenceEventMap;
 export type LedgerEventType = keyof LedgerEventMap;
