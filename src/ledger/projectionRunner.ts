@@ -2,7 +2,7 @@
 // The live subscription is only a wake-up call: every change goes through the same checkpointed page path,
 // so catch-up, live following and a competing runner all share one exactly-once rule.
 import type { Db } from '../db/db.ts';
-import { comparePositions, type Checkpoint, type EventStore, type Subscription } from './eventStore.ts';
+import { comparePositions, type Checkpoint, type EventStore, type Position, type Subscription } from './eventStore.ts';
 import type { Projection } from './projection.ts';
 import { loadOrCreateCheckpoint, type StoredCheckpoint } from './checkpoints.ts';
 import { projectNextPage } from './projectPage.ts';
@@ -13,6 +13,8 @@ export interface ProjectionRunnerOptions {
   pageSize?: number;
   /** Wait before retrying after a fault (database or ledger unreachable). */
   retryDelayMs?: number;
+  /** How soon to read again while a waiter's head is committed but not yet readable (held back). */
+  heldBackPollMs?: number;
   onError?: (error: unknown, projection: Projection) => void;
 }
 
@@ -38,6 +40,15 @@ export interface ProjectionRunner {
   stop(): Promise<void>;
 }
 
+interface Waiter {
+  /** The first pass that may settle this waiter when the head is unknown. */
+  pass: number;
+  /** The ledger's head at the call: reached once the checkpoint is at or past it. */
+  head: Position | undefined | 'unknown';
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
 /** A checkpoint written by a newer version of the projection: this (older) code must not touch the read model. */
 export class ProjectionSuperseded extends Error {
   override readonly name = 'ProjectionSuperseded';
@@ -54,7 +65,7 @@ export async function startProjectionRunner(
   db: Db,
   store: EventStore,
   projection: Projection,
-  { pageSize = 500, retryDelayMs = 1_000, onError }: ProjectionRunnerOptions = {},
+  { pageSize = 500, retryDelayMs = 1_000, heldBackPollMs = 25, onError }: ProjectionRunnerOptions = {},
 ): Promise<ProjectionRunner> {
   let checkpoint = await prepareCheckpoint(db, projection);
   let stopped = false;
@@ -66,11 +77,16 @@ export async function startProjectionRunner(
   let wake: (() => void) | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
   let live: Subscription | undefined;
-  const waiters = new Set<{ pass: number; resolve: () => void; reject: (error: unknown) => void }>();
+  const waiters = new Set<Waiter>();
 
   const requestPass = () => {
     passRequested = true;
     wake?.();
+  };
+
+  const schedulePass = (delayMs: number) => {
+    clearTimeout(retryTimer);
+    retryTimer = setTimeout(requestPass, delayMs);
   };
 
   const report = (error: unknown) => {
@@ -78,10 +94,16 @@ export async function startProjectionRunner(
     onError?.(error, projection);
   };
 
+  const reached = (waiter: Waiter) => {
+    if (waiter.head === 'unknown') return passesCaughtUp >= waiter.pass;
+    if (waiter.head === undefined) return true;
+    return checkpoint.position !== 'start' && comparePositions(checkpoint.position, waiter.head) >= 0;
+  };
+
   const settleWaiters = () => {
     for (const waiter of waiters) {
       if (fatal !== undefined) waiter.reject(fatal);
-      else if (passesCaughtUp >= waiter.pass) waiter.resolve();
+      else if (reached(waiter)) waiter.resolve();
       else continue;
       waiters.delete(waiter);
     }
@@ -92,6 +114,7 @@ export async function startProjectionRunner(
   const runPass = async () => {
     checkpoint = await prepareCheckpoint(db, projection);
     while (!stopped) {
+      settleWaiters();
       const outcome = await projectNextPage(db, store, projection, checkpoint, pageSize);
       checkpoint = outcome.checkpoint;
       if (outcome.status === 'caught-up') return true;
@@ -116,7 +139,7 @@ export async function startProjectionRunner(
       } finally {
         if (live === subscription) live = undefined;
         // The next successful pass opens a new subscription from its checkpoint.
-        if (!stopped) retryTimer = setTimeout(requestPass, retryDelayMs);
+        if (!stopped) schedulePass(retryDelayMs);
       }
     })();
   };
@@ -135,6 +158,10 @@ export async function startProjectionRunner(
           fault = undefined;
           passesCaughtUp = pass;
           followLive();
+          settleWaiters();
+          // A waiter's head is committed but readAll does not show it yet: an older transaction is still
+          // open (PostgreSQL). Its commit may not wake us (another type), so look again soon.
+          if (waiters.size > 0) schedulePass(heldBackPollMs);
         }
       } catch (error) {
         if (error instanceof ProjectionSuperseded) {
@@ -144,7 +171,7 @@ export async function startProjectionRunner(
           return;
         }
         report(error);
-        retryTimer = setTimeout(requestPass, retryDelayMs);
+        schedulePass(retryDelayMs);
       }
       settleWaiters();
     }
@@ -153,11 +180,13 @@ export async function startProjectionRunner(
 
   return {
     projection,
-    waitForCaughtUp({ timeoutMs = 10_000 } = {}) {
-      if (fatal !== undefined) return Promise.reject(fatal);
-      if (stopped) return Promise.reject(new Error(`projection ${projection.name} is stopped`));
-      // Only a pass that starts after this call can prove it saw everything the ledger held at this call.
+    async waitForCaughtUp({ timeoutMs = 10_000 } = {}) {
+      if (fatal !== undefined) throw fatal;
+      if (stopped) throw new Error(`projection ${projection.name} is stopped`);
+      // Without the store's head, only a pass that starts after this call and reads nothing proves it
+      // has seen what the ledger held at this call (blind to events held back behind an open transaction).
       const pass = passesStarted + 1;
+      const head = store.headPosition ? await store.headPosition() : 'unknown';
       requestPass();
       return new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => {
@@ -165,8 +194,9 @@ export async function startProjectionRunner(
           const cause = fault === undefined ? '' : `; last fault: ${String(fault)}`;
           reject(new Error(`projection ${projection.name} did not catch up within ${timeoutMs} ms${cause}`, { cause: fault }));
         }, timeoutMs);
-        const waiter = {
+        const waiter: Waiter = {
           pass,
+          head,
           resolve: () => {
             clearTimeout(timer);
             resolve();
