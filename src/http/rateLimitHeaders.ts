@@ -1,0 +1,42 @@
+// The 429 contract (API.md): Retry-After in whole seconds (at least 1) from the limiter, X-RateLimit-Scope,
+// X-RateLimit-Limit, and the IETF fields in the structured-field form of draft-ietf-httpapi-ratelimit-headers-10
+// (the form the draft has kept since -08):
+//   RateLimit-Policy: "tenant-readings";q=1000;w=1
+//   RateLimit: "tenant-readings";r=0;t=1
+// Every limit here is a rate per second, so each policy's window w is 1 and q is the per-second limit.
+import type { ServerResponse } from 'node:http';
+
+export type RateLimitScope = 'ip' | 'tenant';
+
+export interface RateLimitVerdict {
+  scope: RateLimitScope;
+  /** The policy name in RateLimit-Policy: which limit decided ("ip", "tenant-requests", "tenant-readings"). */
+  policy: string;
+  /** The limit that decided, per second. */
+  limit: number;
+  remaining: number;
+  retryAfterSeconds: number;
+}
+
+/** Headers a browser may read on a tenant-scoped answer. */
+export const EXPOSED_HEADERS =
+  'Retry-After, X-RateLimit-Scope, X-RateLimit-Limit, RateLimit-Policy, RateLimit, X-Request-ID';
+
+/**
+ * Tenant-scoped answers are readable cross-origin, so a browser sender can see why it was limited. IP-scoped
+ * refusals happen before anything is known of the tenant, so they get no CORS grant (as OpenRUM does).
+ * No credentials are ever sent to this endpoint, so a wildcard origin gives nothing away.
+ */
+export function setTenantCors(res: ServerResponse): void {
+  res.setHeader('Access-Control-Allow-Origin', '*');
+  res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS);
+}
+
+export function setRateLimitHeaders(res: ServerResponse, verdict: RateLimitVerdict): void {
+  const retryAfterSeconds = Math.max(1, Math.ceil(verdict.retryAfterSeconds));
+  res.setHeader('Retry-After', String(retryAfterSeconds));
+  res.setHeader('X-RateLimit-Scope', verdict.scope);
+  res.setHeader('X-RateLimit-Limit', String(verdict.limit));
+  res.setHeader('RateLimit-Policy', `"${verdict.policy}";q=${verdict.limit};w=1`);
+  res.setHeader('RateLimit', `"${verdict.policy}";r=${Math.max(0, Math.floor(verdict.remaining))};t=${retryAfterSeconds}`);
+}

@@ -1,0 +1,75 @@
+// The HTTP ingest body and how it is counted. A reading is one stored value (the spec): one key of a
+// measurement entry, one location or one alert. The body is
+//
+//   {"readings": [
+//     {"deviceId": "pump-7", "at": "2026-11-29T14:00:00Z", "measurements": {"temperature": 21.5, "pressure": 1.2}},
+//     {"deviceId": "pump-7", "location": {"latitude": 52.1, "longitude": 4.3}},
+//     {"deviceId": "pump-7", "alert": {"type": "overheat", "level": "warning", "message": "above 90 C"}}
+//   ]}
+//
+// and costs 2 + 1 + 1 = 4 readings. An entry may carry several kinds at once (measurements and a location
+// taken together); it costs the sum. Entries are passed on to the sink as sent: the front door checks only
+// what it must to count them, and the pipeline behind it validates values.
+
+export type DecodedReadings =
+  | { status: 'decoded'; entries: readonly Record<string, unknown>[]; readingCount: number }
+  | { status: 'invalid'; message: string };
+
+const EXPECTED = 'expected {"readings": [ ... ]}';
+
+export function decodeReadings(body: Buffer): DecodedReadings {
+  const parsed = parseJson(body);
+  if (parsed.status === 'invalid') return parsed;
+  const document = parsed.value;
+  if (!isObject(document)) return invalid(`the body must be a JSON object; ${EXPECTED}`);
+  const readings = document.readings;
+  if (readings === undefined) return invalid(`"readings" is missing; ${EXPECTED}`);
+  if (!Array.isArray(readings)) return invalid(`"readings" must be an array; ${EXPECTED}`);
+  let readingCount = 0;
+  for (let i = 0; i < readings.length; i++) {
+    const entry: unknown = readings[i];
+    if (!isObject(entry)) return invalid(`readings[${i}] is not an object`);
+    const cost = costOf(entry, `readings[${i}]`);
+    if (typeof cost === 'string') return invalid(cost);
+    readingCount += cost;
+  }
+  return { status: 'decoded', entries: readings as Record<string, unknown>[], readingCount };
+}
+
+/** Readings in one entry, or the message saying why it cannot be counted. */
+function costOf(entry: Record<string, unknown>, where: string): number | string {
+  if (entry.deviceId !== undefined && typeof entry.deviceId !== 'string') return `${where}.deviceId must be a string`;
+  const { measurements, location, alert } = entry;
+  let cost = 0;
+  if (measurements !== undefined) {
+    if (!isObject(measurements)) return `${where}.measurements must be an object of name to value`;
+    cost += Object.keys(measurements).length;
+  }
+  if (location !== undefined) {
+    if (!isObject(location)) return `${where}.location must be an object`;
+    cost += 1;
+  }
+  if (alert !== undefined) {
+    if (!isObject(alert)) return `${where}.alert must be an object`;
+    cost += 1;
+  }
+  if (cost === 0) return `${where} carries no reading: give measurements (at least one), a location or an alert`;
+  return cost;
+}
+
+export function parseJson(body: Buffer): { status: 'parsed'; value: unknown } | { status: 'invalid'; message: string } {
+  if (body.length === 0) return invalid('the body is empty; it must be JSON');
+  try {
+    return { status: 'parsed', value: JSON.parse(body.toString('utf8')) };
+  } catch (error) {
+    return invalid(`the body is not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+export function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function invalid(message: string): { status: 'invalid'; message: string } {
+  return { status: 'invalid', message };
+}

@@ -1,0 +1,22 @@
+// Where accepted readings go: the port the front door hands admitted, authenticated messages to. The
+// default counts them; natsSink publishes them to NATS JetStream.
+
+export interface AcceptedBatch {
+  tenantId: string;
+  /** 'http' for /v1/ingest, 'integration' for /v1/integrations. */
+  route: 'http' | 'integration';
+  integration?: string;
+  /** Who the credential says sent it. */
+  credential: { kind: 'tenant' | 'device' | 'integration'; subject: string | null };
+  requestId: string;
+  receivedAtMs: number;
+  /** Readings for /v1/ingest, uplinks for /v1/integrations; one unit each is what was charged. */
+  units: number;
+  items: readonly Record<string, unknown>[];
+}
+
+export interface ReadingSink {
+  /** Resolves once the batch is durably handed on; a rejection is a fault (the caller answers 503). */
+  publish(batch: AcceptedBatch): Promise<void>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,74 @@
+// Runs against the machine's real NATS with JetStream (NATS_URL, default 127.0.0.1:4222); skipped, and said
+// so, when no server answers.
+import { randomBytes } from 'node:crypto';
+import { connect, JSONCodec, type NatsConnection } from 'nats';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createNatsSink, subjectFor } from '../../../src/http/natsSink.ts';
+import type { AcceptedBatch } from '../../../src/http/sink.ts';
+
+const natsUrl = process.env.NATS_URL ?? '127.0.0.1:4222';
+const reachable = await connect({ servers: natsUrl, timeout: 1000 })
+  .then(async (connection) => {
+    await connection.close();
+    return true;
+  })
+  .catch(() => false);
+if (!reachable) console.warn(`NATS is not reachable at ${natsUrl}: the NATS sink suite is skipped.`);
+
+describe.skipIf(!reachable)('NATS JetStream sink', () => {
+  const suffix = randomBytes(4).toString('hex');
+  const stream = `GL_TEST_INGEST_${suffix}`;
+  const subjectPrefix = `gltest.${suffix}.ingest`;
+  let reader: NatsConnection;
+
+  beforeAll(async () => {
+    reader = await connect({ servers: natsUrl });
+  });
+  afterAll(async () => {
+    const manager = await reader.jetstreamManager();
+    await manager.streams.delete(stream).catch(() => {});
+    await reader.close();
+  });
+
+  const batch = (requestId: string, tenantId = 'acme'): AcceptedBatch => ({
+    tenantId,
+    route: 'http',
+    credential: { kind: 'device', subject: 'pump-7' },
+    requestId,
+    receivedAtMs: 1_764_400_000_000,
+    units: 2,
+    items: [{ deviceId: 'pump-7', measurements: { t: 1, p: 2 } }],
+  });
+
+  it('creates the stream when missing and stores each batch once, on the tenant subject, by request ID', async () => {
+    const sink = await createNatsSink({ url: natsUrl, stream, subjectPrefix });
+    await sink.publish(batch('req-1'));
+    await sink.publish(batch('req-1'));
+    await sink.publish(batch('req-2', 'tenant.with*dots'));
+    await sink.close();
+
+    const manager = await reader.jetstreamManager();
+    const info = await manager.streams.info(stream);
+    expect(info.state.messages).toBe(2);
+    const first = await manager.streams.getMessage(stream, { seq: 1 });
+    expect(first.subject).toBe(`${subjectPrefix}.acme`);
+    expect(first.header.get('X-Request-ID')).toBe('req-1');
+    expect(JSONCodec<AcceptedBatch>().decode(first.data)).toEqual(batch('req-1'));
+    const second = await manager.streams.getMessage(stream, { seq: 2 });
+    expect(second.subject).toBe(`${subjectPrefix}.tenant%2Ewith%2Adots`);
+  });
+
+  it('reuses an existing stream', async () => {
+    const sink = await createNatsSink({ url: natsUrl, stream, subjectPrefix });
+    await sink.publish(batch('req-3'));
+    await sink.close();
+    expect((await (await reader.jetstreamManager()).streams.info(stream)).state.messages).toBe(3);
+  });
+
+  it('no tenant name can leave its own subject token', () => {
+    expect(subjectFor('p', 'a.b')).toBe('p.a%2Eb');
+    expect(subjectFor('p', '>')).toBe('p.%3E');
+    expect(subjectFor('p', 'a b')).toBe('p.a%20b');
+    expect(subjectFor('p', '100%')).toBe('p.100%25');
+  });
+});

@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import { authorizeSender } from '../../../src/http/authorizeSender.ts';
+import { cachedCredentialLookup } from '../../../src/http/credentialCache.ts';
+import type { IngestCredential } from '../../../src/http/credentials.ts';
+import { requestIdOf } from '../../../src/http/requestId.ts';
+
+const tenantKey: IngestCredential = { tenantId: 'acme', kind: 'tenant', subject: null };
+const deviceKey: IngestCredential = { tenantId: 'acme', kind: 'device', subject: 'pump-7' };
+const integrationKey: IngestCredential = { tenantId: 'acme', kind: 'integration', subject: 'ttn' };
+const http = (entries: Record<string, unknown>[] = []) => ({ route: 'http' as const, tenantId: 'acme', entries });
+const integration = (name: string) => ({ route: 'integration' as const, tenantId: 'acme', integration: name });
+
+describe('authorizeSender', () => {
+  it('refuses a missing key and a key of another tenant', () => {
+    expect(authorizeSender(null, http()).status).toBe('unauthorized');
+    expect(authorizeSender({ ...tenantKey, tenantId: 'other' }, http()).status).toBe('unauthorized');
+  });
+
+  it('a tenant key posts readings and uplinks', () => {
+    expect(authorizeSender(tenantKey, http([{ deviceId: 'any' }])).status).toBe('authorized');
+    expect(authorizeSender(tenantKey, integration('ttn')).status).toBe('authorized');
+  });
+
+  it('a device key posts only its own readings', () => {
+    expect(authorizeSender(deviceKey, http([{ deviceId: 'pump-7' }, {}])).status).toBe('authorized');
+    expect(authorizeSender(deviceKey, http([{ deviceId: 'pump-7' }, { deviceId: 'pump-8' }]))).toMatchObject({
+      status: 'unauthorized',
+      message: expect.stringContaining('readings[1]'),
+    });
+    expect(authorizeSender(deviceKey, integration('ttn')).status).toBe('unauthorized');
+  });
+
+  it('an integration key posts only to its own integration', () => {
+    expect(authorizeSender(integrationKey, integration('ttn')).status).toBe('authorized');
+    expect(authorizeSender(integrationKey, integration('chirpstack')).status).toBe('unauthorized');
+    expect(authorizeSender(integrationKey, http()).status).toBe('unauthorized');
+  });
+});
+
+describe('cachedCredentialLookup', () => {
+  it('answers a verified key from memory until its time to live passes, and never caches a miss', async () => {
+    let nowMs = 0;
+    const calls: string[] = [];
+    const lookup = cachedCredentialLookup(
+      async (key) => {
+        calls.push(key);
+        return key === 'good' ? tenantKey : null;
+      },
+      { ttlMs: 1000, now: () => nowMs },
+    );
+    expect(await lookup('good')).toEqual(tenantKey);
+    expect(await lookup('good')).toEqual(tenantKey);
+    expect(await lookup('bad')).toBeNull();
+    expect(await lookup('bad')).toBeNull();
+    expect(calls).toEqual(['good', 'bad', 'bad']);
+    nowMs = 1000;
+    await lookup('good');
+    expect(calls).toEqual(['good', 'bad', 'bad', 'good']);
+  });
+
+  it('holds at most maxEntries keys, dropping the oldest', async () => {
+    const calls: string[] = [];
+    const lookup = cachedCredentialLookup(
+      async (key) => {
+        calls.push(key);
+        return tenantKey;
+      },
+      { maxEntries: 2 },
+    );
+    for (const key of ['a', 'b', 'c', 'b', 'a']) await lookup(key);
+    expect(calls).toEqual(['a', 'b', 'c', 'a']);
+  });
+});
+
+describe('requestIdOf', () => {
+  it('keeps a sane caller ID and replaces a missing, long or unsafe one', () => {
+    expect(requestIdOf('abc-123_x.y:z')).toBe('abc-123_x.y:z');
+    for (const bad of [undefined, '', 'x'.repeat(129), 'a b', 'line\nbreak', ['a', 'b']]) {
+      expect(requestIdOf(bad)).toMatch(/^[0-9a-f-]{36}$/);
+    }
+  });
+});
