@@ -1,0 +1,33 @@
+// Read model: the operator-set platform default per dimension, and platform settings (branding.default).
+import type { Tx } from '../src/db/db.ts';
+import type { RecordedEvent } from '../src/ledger/eventStore.ts';
+import type { Projection } from '../src/ledger/projection.ts';
+import { asControlPlaneEvent } from '../src/control-plane/view.ts';
+
+export const BRANDING_DEFAULT_KEY = 'branding.default';
+
+export const platformSettingsProjection: Projection = {
+  name: 'control-plane-platform',
+  version: 1,
+  eventTypes: ['PlatformDefaultSet', 'BrandingDefaultSet'],
+  tables: ['gl_platform_defaults', 'gl_platform_settings'],
+  async apply(recorded: RecordedEvent, tx: Tx) {
+    const event = asControlPlaneEvent(recorded);
+    switch (event?.type) {
+      case 'PlatformDefaultSet':
+        await tx.query(
+          `INSERT INTO gl_platform_defaults (dimension, value) VALUES ($1, $2)
+           ON CONFLICT (dimension) DO UPDATE SET value = EXCLUDED.value`,
+          [event.data.dimension, JSON.stringify(event.data.value)],
+        );
+        return;
+      case 'BrandingDefaultSet':
+        await tx.query(
+          `INSERT INTO gl_platform_settings (key, value) VALUES ($1, $2)
+           ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
+          [BRANDING_DEFAULT_KEY, JSON.stringify(event.data.branding)],
+        );
+        return;
+    }
+  },
+};

@@ -1,0 +1,104 @@
+// The control plane's command side: one method per command, each taking the caller's identity and an input,
+// appending exactly one event or nothing. Decisions are optimistic: the target stream is read, the decision
+// appended at the revision that was read, and when another edit got in first (WrongExpectedRevision) the
+// command decides again on the fresh state. Retrying the decision, not the stale event, is what keeps a
+// concurrent edit from being lost: the retried event's `previous` is the value the winner just wrote.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Db } from '../db/db.ts';
+import { WrongExpectedRevision, type EventStore, type ExpectedRevision, type RecordedEvent } from '../ledger/eventStore.ts';
+import type { Actor } from './actor.ts';
+import { authorize } from './authorize.ts';
+import type { CommandDefinition } from './command.ts';
+import { commandError, type CommandResult } from './commandResult.ts';
+import { setBrandingDefault, setPlatformDefault } from './platformCommands.ts';
+import {
+  assignTenantModel,
+  assignTenantTier,
+  clearTenantOverride,
+  registerTenant,
+  setTenantBranding,
+  setTenantOverLimitPolicy,
+  setTenantOverride,
+} from './tenantCommands.ts';
+import { clearTierLimit, defineTier, setTierDefaultModel, setTierLimit } from './tierCommands.ts';
+import { isCommandError } from './validation.ts';
+import { occurredAt, viewOf } from './view.ts';
+
+/** What the control plane tells the Governor: a registered tenant's name is confirmed. */
+export interface TenantNameConfirmer {
+  confirmTenant(tenantId: string): void;
+}
+
+export interface ControlPlaneOptions {
+  db: Db;
+  store: EventStore;
+  governor?: TenantNameConfirmer;
+  now?: () => Date;
+  /** Decisions tried before a command reports ConcurrentEdit. */
+  maxAttempts?: number;
+}
+
+export const CONTROL_PLANE_COMMANDS = {
+  setPlatformDefault,
+  setBrandingDefault,
+  defineTier,
+  setTierLimit,
+  clearTierLimit,
+  setTierDefaultModel,
+  registerTenant,
+  assignTenantTier,
+  setTenantOverride,
+  clearTenantOverride,
+  assignTenantModel,
+  setTenantBranding,
+  setTenantOverLimitPolicy,
+};
+
+type Commands = typeof CONTROL_PLANE_COMMANDS;
+type InputOf<Definition> = Definition extends CommandDefinition<infer Input> ? Input : never;
+
+export type ControlPlane = {
+  [Name in keyof Commands]: (actor: Actor, input: InputOf<Commands[Name]>) => Promise<CommandResult>;
+};
+
+export function createControlPlane({ store, governor, now = () => new Date(), maxAttempts = 50 }: ControlPlaneOptions): ControlPlane {
+  async function run<Input>(definition: CommandDefinition<Input>, actor: Actor, input: Input): Promise<CommandResult> {
+    const plan = definition.plan(input);
+    if (isCommandError(plan)) return { status: 'failed', error: plan };
+    const forbidden = authorize(actor, definition as CommandDefinition<never>, plan);
+    if (forbidden) return { status: 'failed', error: forbidden };
+
+    for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+      const streams = new Map<string, RecordedEvent[]>();
+      await Promise.all([plan.target, ...plan.reads].map(async (stream) => streams.set(stream, await store.readStream(stream))));
+      const target = streams.get(plan.target)!;
+      const last = target.at(-1);
+      // occurredAt never goes back within a stream, so time travel can fold each stream as a prefix.
+      const decidedAt = new Date(Math.max(now().getTime(), last ? occurredAt(last).getTime() : 0));
+      const decided = definition.decide(input, viewOf(streams), decidedAt);
+      if (isCommandError(decided)) return { status: 'failed', error: decided };
+
+      const expectedRevision: ExpectedRevision = last ? last.revision : 'no_stream';
+      const metadata = { actor: actor.id, actorRole: actor.role, occurredAt: decidedAt.toISOString(), ...(decided.reason ? { reason: decided.reason } : {}) };
+      try {
+        const appended = await store.append(plan.target, [{ type: decided.event.type, data: decided.event.data, metadata }], { expectedRevision });
+        if (decided.event.type === 'TenantRegistered') governor?.confirmTenant(decided.event.data.tenantId);
+        return { status: 'applied', position: appended.position };
+      } catch (error) {
+        if (!(error instanceof WrongExpectedRevision)) throw error;
+        // Spread the contenders out so they do not collide again in lock step.
+        await sleep(Math.random() * Math.min(50, 2 * attempt));
+      }
+    }
+    return {
+      status: 'failed',
+      error: commandError('ConcurrentEdit', `${plan.target} kept changing under ${maxAttempts} attempts; nothing was appended, try again`),
+    };
+  }
+
+  const commands = {} as Record<string, (actor: Actor, input: unknown) => Promise<CommandResult>>;
+  for (const [name, definition] of Object.entries(CONTROL_PLANE_COMMANDS)) {
+    commands[name] = (actor, input) => run(definition as CommandDefinition<unknown>, actor, input);
+  }
+  return commands as ControlPlane;
+}

@@ -1,0 +1,32 @@
+// Time travel: the effective limits of a tenant as of a past instant, answered from the ledger itself.
+// The tenant's stream says which tier it was on and which overrides applied then (an override whose
+// expiresAt had passed did not); that tier's and the platform's streams say what they set then; the
+// governance library's cascade resolves them exactly as it resolves today's limits.
+import { resolveEffectiveLimits } from '../governance/cascade.ts';
+import type { Dimension, LimitLevels } from '../governance/types.ts';
+import { PLATFORM_STREAM, tenantStream, tierStream } from '../ledger/catalog/controlPlane.ts';
+import type { EventStore, RecordedEvent } from '../ledger/eventStore.ts';
+import type { TenantEffectiveLimits } from './loadEffectiveLimits.ts';
+import { overrideApplies } from './state.ts';
+import { viewOf } from './view.ts';
+import { DIMENSIONS } from '../governance/types.ts';
+
+/** null: the tenant was not registered at that instant. */
+export async function effectiveLimitsAt(store: EventStore, tenantId: string, at: Date): Promise<TenantEffectiveLimits | null> {
+  const tenant = viewOf(new Map([[tenantStream(tenantId), await store.readStream(tenantStream(tenantId))]]), at).tenant(tenantId);
+  if (!tenant) return null;
+  const streams = new Map<string, RecordedEvent[]>([[PLATFORM_STREAM, await store.readStream(PLATFORM_STREAM)]]);
+  if (tenant.tierId !== null) streams.set(tierStream(tenant.tierId), await store.readStream(tierStream(tenant.tierId)));
+  const view = viewOf(streams, at);
+  const tier = tenant.tierId === null ? undefined : view.tier(tenant.tierId);
+  const levels: Partial<Record<Dimension, LimitLevels>> = {};
+  for (const dimension of DIMENSIONS) {
+    const override = tenant.overrides[dimension];
+    levels[dimension] = {
+      override: overrideApplies(override, at) ? override.value : undefined,
+      tier: tier?.limits[dimension],
+      platformDefault: view.platform.defaults[dimension],
+    };
+  }
+  return { tenantId, tierId: tenant.tierId, limits: resolveEffectiveLimits(levels) };
+}

@@ -1,0 +1,44 @@
+// Commands on the platform stream: the operator-set platform default per dimension, and branding.default.
+import type { Branding } from '../ledger/catalog/controlPlane.ts';
+import { PLATFORM_STREAM } from '../ledger/catalog/controlPlane.ts';
+import type { CommandDefinition } from './command.ts';
+import { checkBranding, checkDimension, checkLimit, checkReason, isCommandError, type LimitInput } from './validation.ts';
+
+export interface SetPlatformDefaultInput extends LimitInput {
+  dimension: string;
+  reason?: string | null;
+}
+
+export interface SetBrandingDefaultInput {
+  branding: Branding;
+  reason?: string | null;
+}
+
+const platformPlan = () => ({ target: PLATFORM_STREAM, reads: [] });
+
+export const setPlatformDefault: CommandDefinition<SetPlatformDefaultInput> = {
+  alsoAllowed: 'nobody',
+  plan: platformPlan,
+  decide(input, view) {
+    const dimension = checkDimension(input.dimension);
+    if (isCommandError(dimension)) return dimension;
+    const value = checkLimit(dimension, input);
+    if (isCommandError(value)) return value;
+    const reason = checkReason(input.reason, false);
+    if (isCommandError(reason)) return reason;
+    const previous = view.platform.defaults[dimension] ?? null;
+    return { event: { type: 'PlatformDefaultSet', data: { dimension, previous, value } }, reason };
+  },
+};
+
+export const setBrandingDefault: CommandDefinition<SetBrandingDefaultInput> = {
+  alsoAllowed: 'nobody',
+  plan: platformPlan,
+  decide(input, view) {
+    const branding = checkBranding(input.branding);
+    if (isCommandError(branding)) return branding;
+    const reason = checkReason(input.reason, false);
+    if (isCommandError(reason)) return reason;
+    return { event: { type: 'BrandingDefaultSet', data: { previous: view.platform.brandingDefault, branding } }, reason };
+  },
+};

@@ -1,0 +1,201 @@
+// Commands on a tenant's stream: register it (which confirms its name), move it to a tier, set or clear an
+// audited override, assign its AI model and branding, and choose its API_REQUESTS over-limit policy.
+import type { Branding } from '../ledger/catalog/controlPlane.ts';
+import { tenantStream, tierStream } from '../ledger/catalog/controlPlane.ts';
+import type { CommandDefinition, StreamPlan } from './command.ts';
+import { commandError, type CommandError } from './commandResult.ts';
+import { overrideApplies, type TenantState } from './state.ts';
+import {
+  checkBranding,
+  checkDimension,
+  checkExpiresAt,
+  checkId,
+  checkLimit,
+  checkModel,
+  checkOverLimitPolicy,
+  checkReason,
+  isCommandError,
+  type LimitInput,
+} from './validation.ts';
+
+export interface RegisterTenantInput {
+  tenantId: string;
+  /** Absent or null: the tenant starts on the platform defaults. */
+  tierId?: string | null;
+}
+
+export interface AssignTenantTierInput {
+  tenantId: string;
+  tierId: string;
+  reason?: string | null;
+}
+
+export interface SetTenantOverrideInput extends LimitInput {
+  tenantId: string;
+  dimension: string;
+  reason: string;
+  /** ISO 8601 or a Date; the override stops applying at that instant. */
+  expiresAt?: string | Date | null;
+}
+
+export interface ClearTenantOverrideInput {
+  tenantId: string;
+  dimension: string;
+  reason: string;
+}
+
+export interface AssignTenantModelInput {
+  tenantId: string;
+  /** null: back to the tier's default model. */
+  model: string | null;
+  reason?: string | null;
+}
+
+export interface SetTenantBrandingInput {
+  tenantId: string;
+  /** null: back to branding.default. */
+  branding: Branding | null;
+  reason?: string | null;
+}
+
+export interface SetTenantOverLimitPolicyInput {
+  tenantId: string;
+  /** Only API_REQUESTS has a choice of policy; defaults to it. */
+  dimension?: string;
+  policy: string;
+  reason?: string | null;
+}
+
+function tenantPlan(input: { tenantId: string }, tierId?: string | null): StreamPlan | CommandError {
+  const badTenant = checkId('tenantId', input.tenantId);
+  if (badTenant) return badTenant;
+  if (tierId === undefined || tierId === null) return { target: tenantStream(input.tenantId), reads: [], tenantId: input.tenantId };
+  return checkId('tierId', tierId) ?? { target: tenantStream(input.tenantId), reads: [tierStream(tierId)], tenantId: input.tenantId };
+}
+
+function existingTenant(tenant: TenantState | undefined, tenantId: string): TenantState | CommandError {
+  return tenant ?? commandError('UnknownTenant', `no tenant ${tenantId} is registered`, 'tenantId');
+}
+
+export const registerTenant: CommandDefinition<RegisterTenantInput> = {
+  alsoAllowed: 'nobody',
+  plan: (input) => tenantPlan(input, input.tierId),
+  decide(input, view) {
+    if (view.tenant(input.tenantId)) {
+      return commandError('TenantAlreadyRegistered', `tenant ${input.tenantId} is already registered`, 'tenantId');
+    }
+    const tierId = input.tierId ?? null;
+    if (tierId !== null && !view.tier(tierId)) return commandError('UnknownTier', `no tier ${tierId} is defined`, 'tierId');
+    return { event: { type: 'TenantRegistered', data: { tenantId: input.tenantId, tierId } } };
+  },
+};
+
+export const assignTenantTier: CommandDefinition<AssignTenantTierInput> = {
+  alsoAllowed: 'nobody',
+  plan: (input) => tenantPlan(input, input.tierId),
+  decide(input, view) {
+    const tenant = existingTenant(view.tenant(input.tenantId), input.tenantId);
+    if (isCommandError(tenant)) return tenant;
+    if (!view.tier(input.tierId)) return commandError('UnknownTier', `no tier ${input.tierId} is defined`, 'tierId');
+    const reason = checkReason(input.reason, false);
+    if (isCommandError(reason)) return reason;
+    return {
+      event: { type: 'TenantTierAssigned', data: { tenantId: tenant.tenantId, previousTierId: tenant.tierId, tierId: input.tierId } },
+      reason,
+    };
+  },
+};
+
+export const setTenantOverride: CommandDefinition<SetTenantOverrideInput> = {
+  alsoAllowed: 'nobody',
+  plan: (input) => tenantPlan(input),
+  decide(input, view, now) {
+    const tenant = existingTenant(view.tenant(input.tenantId), input.tenantId);
+    if (isCommandError(tenant)) return tenant;
+    const dimension = checkDimension(input.dimension);
+    if (isCommandError(dimension)) return dimension;
+    const value = checkLimit(dimension, input);
+    if (isCommandError(value)) return value;
+    const reason = checkReason(input.reason, true);
+    if (isCommandError(reason)) return reason;
+    const expiresAt = checkExpiresAt(input.expiresAt, now);
+    if (isCommandError(expiresAt)) return expiresAt;
+    const current = tenant.overrides[dimension];
+    const previous = overrideApplies(current, now) ? current : null;
+    return {
+      event: { type: 'TenantOverrideSet', data: { tenantId: tenant.tenantId, dimension, previous, value, expiresAt } },
+      reason,
+    };
+  },
+};
+
+export const clearTenantOverride: CommandDefinition<ClearTenantOverrideInput> = {
+  alsoAllowed: 'nobody',
+  plan: (input) => tenantPlan(input),
+  decide(input, view, now) {
+    const tenant = existingTenant(view.tenant(input.tenantId), input.tenantId);
+    if (isCommandError(tenant)) return tenant;
+    const dimension = checkDimension(input.dimension);
+    if (isCommandError(dimension)) return dimension;
+    const reason = checkReason(input.reason, true);
+    if (isCommandError(reason)) return reason;
+    const current = tenant.overrides[dimension];
+    if (!overrideApplies(current, now)) {
+      return commandError('InvalidInput', `tenant ${tenant.tenantId} has no ${dimension} override in force to clear`, 'dimension');
+    }
+    return { event: { type: 'TenantOverrideCleared', data: { tenantId: tenant.tenantId, dimension, previous: current } }, reason };
+  },
+};
+
+export const assignTenantModel: CommandDefinition<AssignTenantModelInput> = {
+  alsoAllowed: 'nobody',
+  plan: (input) => tenantPlan(input),
+  decide(input, view) {
+    const tenant = existingTenant(view.tenant(input.tenantId), input.tenantId);
+    if (isCommandError(tenant)) return tenant;
+    const model = checkModel(input.model);
+    if (isCommandError(model)) return model;
+    const reason = checkReason(input.reason, false);
+    if (isCommandError(reason)) return reason;
+    return { event: { type: 'TenantModelAssigned', data: { tenantId: tenant.tenantId, previous: tenant.model, model } }, reason };
+  },
+};
+
+export const setTenantBranding: CommandDefinition<SetTenantBrandingInput> = {
+  alsoAllowed: 'tenant-admin',
+  plan: (input) => tenantPlan(input),
+  decide(input, view) {
+    const tenant = existingTenant(view.tenant(input.tenantId), input.tenantId);
+    if (isCommandError(tenant)) return tenant;
+    const branding = input.branding === null ? null : checkBranding(input.branding);
+    if (isCommandError(branding)) return branding;
+    const reason = checkReason(input.reason, false);
+    if (isCommandError(reason)) return reason;
+    return { event: { type: 'TenantBrandingSet', data: { tenantId: tenant.tenantId, previous: tenant.branding, branding } }, reason };
+  },
+};
+
+export const setTenantOverLimitPolicy: CommandDefinition<SetTenantOverLimitPolicyInput> = {
+  alsoAllowed: 'tenant-admin',
+  plan: (input) => tenantPlan(input),
+  decide(input, view) {
+    const tenant = existingTenant(view.tenant(input.tenantId), input.tenantId);
+    if (isCommandError(tenant)) return tenant;
+    const dimension = checkDimension(input.dimension ?? 'API_REQUESTS');
+    if (isCommandError(dimension)) return dimension;
+    if (dimension !== 'API_REQUESTS') {
+      return commandError('InvalidInput', `only API_REQUESTS has a choice of over-limit policy, not ${dimension}`, 'dimension');
+    }
+    const policy = checkOverLimitPolicy(input.policy);
+    if (isCommandError(policy)) return policy;
+    const reason = checkReason(input.reason, false);
+    if (isCommandError(reason)) return reason;
+    return {
+      event: {
+        type: 'TenantOverLimitPolicySet',
+        data: { tenantId: tenant.tenantId, dimension, previous: tenant.apiOverLimitPolicy, policy },
+      },
+      reason,
+    };
+  },
+};

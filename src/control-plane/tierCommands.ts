@@ -1,0 +1,100 @@
+// Commands on a tier's stream: define it, set or clear its limit per dimension, name its default AI model.
+import { tierStream } from '../ledger/catalog/controlPlane.ts';
+import type { CommandDefinition, StreamPlan } from './command.ts';
+import { commandError, type CommandError } from './commandResult.ts';
+import type { TierState } from './state.ts';
+import { checkDimension, checkId, checkLimit, checkModel, checkReason, isCommandError, type LimitInput } from './validation.ts';
+
+const TIER_NAME_MAX_CHARS = 200;
+
+export interface DefineTierInput {
+  tierId: string;
+  name: string;
+}
+
+export interface SetTierLimitInput extends LimitInput {
+  tierId: string;
+  dimension: string;
+  reason?: string | null;
+}
+
+export interface ClearTierLimitInput {
+  tierId: string;
+  dimension: string;
+  reason?: string | null;
+}
+
+export interface SetTierDefaultModelInput {
+  tierId: string;
+  /** null: the tier no longer names a default model. */
+  model: string | null;
+  reason?: string | null;
+}
+
+function tierPlan(input: { tierId: string }): StreamPlan | CommandError {
+  return checkId('tierId', input.tierId) ?? { target: tierStream(input.tierId), reads: [] };
+}
+
+function existingTier(tier: TierState | undefined, tierId: string): TierState | CommandError {
+  return tier ?? commandError('UnknownTier', `no tier ${tierId} is defined`, 'tierId');
+}
+
+export const defineTier: CommandDefinition<DefineTierInput> = {
+  alsoAllowed: 'nobody',
+  plan: tierPlan,
+  decide(input, view) {
+    if (view.tier(input.tierId)) return commandError('TierAlreadyDefined', `tier ${input.tierId} is already defined`, 'tierId');
+    const name = typeof input.name === 'string' ? input.name.trim() : '';
+    if (name === '' || name.length > TIER_NAME_MAX_CHARS) {
+      return commandError('InvalidInput', `a tier's name is 1 to ${TIER_NAME_MAX_CHARS} characters`, 'name');
+    }
+    return { event: { type: 'TierDefined', data: { tierId: input.tierId, name } } };
+  },
+};
+
+export const setTierLimit: CommandDefinition<SetTierLimitInput> = {
+  alsoAllowed: 'nobody',
+  plan: tierPlan,
+  decide(input, view) {
+    const tier = existingTier(view.tier(input.tierId), input.tierId);
+    if (isCommandError(tier)) return tier;
+    const dimension = checkDimension(input.dimension);
+    if (isCommandError(dimension)) return dimension;
+    const value = checkLimit(dimension, input);
+    if (isCommandError(value)) return value;
+    const reason = checkReason(input.reason, false);
+    if (isCommandError(reason)) return reason;
+    const previous = tier.limits[dimension] ?? null;
+    return { event: { type: 'TierLimitSet', data: { tierId: tier.tierId, dimension, previous, value } }, reason };
+  },
+};
+
+export const clearTierLimit: CommandDefinition<ClearTierLimitInput> = {
+  alsoAllowed: 'nobody',
+  plan: tierPlan,
+  decide(input, view) {
+    const tier = existingTier(view.tier(input.tierId), input.tierId);
+    if (isCommandError(tier)) return tier;
+    const dimension = checkDimension(input.dimension);
+    if (isCommandError(dimension)) return dimension;
+    const reason = checkReason(input.reason, false);
+    if (isCommandError(reason)) return reason;
+    const previous = tier.limits[dimension];
+    if (!previous) return commandError('InvalidInput', `tier ${tier.tierId} sets no ${dimension} limit to clear`, 'dimension');
+    return { event: { type: 'TierLimitCleared', data: { tierId: tier.tierId, dimension, previous } }, reason };
+  },
+};
+
+export const setTierDefaultModel: CommandDefinition<SetTierDefaultModelInput> = {
+  alsoAllowed: 'nobody',
+  plan: tierPlan,
+  decide(input, view) {
+    const tier = existingTier(view.tier(input.tierId), input.tierId);
+    if (isCommandError(tier)) return tier;
+    const model = checkModel(input.model);
+    if (isCommandError(model)) return model;
+    const reason = checkReason(input.reason, false);
+    if (isCommandError(reason)) return reason;
+    return { event: { type: 'TierDefaultModelSet', data: { tierId: tier.tierId, previous: tier.defaultModel, model } }, reason };
+  },
+};

@@ -1,0 +1,116 @@
+// Input checks shared by every command. Each returns a CommandError (a value, nothing is appended) or the
+// checked value. Limit values are checked by the governance library's validateLimitValue, the same
+// definition of "valid" the cascade uses when it skips a stored level.
+import type { Branding } from '../ledger/catalog/controlPlane.ts';
+import { validateLimitValue } from '../governance/dimensions.ts';
+import { DIMENSIONS, type Dimension, type LimitValue, type OverLimitPolicy } from '../governance/types.ts';
+import { commandError, type CommandError } from './commandResult.ts';
+
+export const REASON_MAX_CHARS = 2_000;
+const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
+const MODEL_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$/;
+const COLOR_PATTERN = /^#[0-9a-fA-F]{6}$/;
+const PRODUCT_NAME_MAX_CHARS = 100;
+const URL_MAX_CHARS = 2_048;
+const OVER_LIMIT_POLICIES: readonly OverLimitPolicy[] = ['EXACT_REJECT', 'STABLE_DOWNSAMPLE'];
+
+/** The limit fields a command input may carry; absent and null mean "not given". */
+export interface LimitInput {
+  ratePerSecond?: number | null;
+  burst?: number | null;
+  ceiling?: number | null;
+}
+
+export function isCommandError(value: unknown): value is CommandError {
+  return typeof value === 'object' && value !== null && typeof (value as CommandError).kind === 'string' && 'message' in value;
+}
+
+/** Tenant and tier ids name streams and URLs: a short, plain identifier. */
+export function checkId(field: 'tenantId' | 'tierId', value: unknown): CommandError | undefined {
+  if (typeof value === 'string' && ID_PATTERN.test(value)) return undefined;
+  return commandError('InvalidInput', `${field} must be 1 to 64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit`, field);
+}
+
+export function checkDimension(value: unknown): Dimension | CommandError {
+  if (typeof value === 'string' && (DIMENSIONS as readonly string[]).includes(value)) return value as Dimension;
+  return commandError('UnknownDimension', `unknown dimension ${JSON.stringify(value)}; known: ${DIMENSIONS.join(', ')}`, 'dimension');
+}
+
+export function checkLimit(dimension: Dimension, input: LimitInput): LimitValue | CommandError {
+  const checked = validateLimitValue(dimension, { ratePerSecond: input.ratePerSecond, burst: input.burst, ceiling: input.ceiling });
+  return checked.ok ? checked.value : commandError('InvalidLimit', checked.message, checked.field);
+}
+
+/** A reason, trimmed; undefined when an optional one is not given. */
+export function checkReason(value: unknown, required: boolean): string | undefined | CommandError {
+  if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) {
+    return required ? commandError('InvalidInput', 'a reason is required', 'reason') : undefined;
+  }
+  if (typeof value !== 'string') return commandError('InvalidInput', 'the reason must be text', 'reason');
+  const reason = value.trim();
+  if (reason.length > REASON_MAX_CHARS) {
+    return commandError('InvalidInput', `the reason is ${reason.length} characters; at most ${REASON_MAX_CHARS} are kept`, 'reason');
+  }
+  return reason;
+}
+
+/** An optional instant after which an override stops applying; it must lie in the future. */
+export function checkExpiresAt(value: unknown, now: Date): string | null | CommandError {
+  if (value === undefined || value === null) return null;
+  const instant = value instanceof Date ? value : typeof value === 'string' ? new Date(value) : undefined;
+  if (!instant || Number.isNaN(instant.getTime())) {
+    return commandError('InvalidInput', 'expiresAt must be an ISO 8601 date-time', 'expiresAt');
+  }
+  if (instant.getTime() <= now.getTime()) {
+    return commandError('InvalidInput', `expiresAt ${instant.toISOString()} is not in the future (now ${now.toISOString()})`, 'expiresAt');
+  }
+  return instant.toISOString();
+}
+
+/** An AI model name, or null to clear an assignment. */
+export function checkModel(value: unknown): string | null | CommandError {
+  if (value === null || value === undefined) return null;
+  if (typeof value === 'string' && MODEL_PATTERN.test(value)) return value;
+  return commandError('InvalidInput', "model must be 1 to 128 letters, digits or '._:/@-', starting with a letter or digit", 'model');
+}
+
+export function checkOverLimitPolicy(value: unknown): OverLimitPolicy | CommandError {
+  if (typeof value === 'string' && (OVER_LIMIT_POLICIES as readonly string[]).includes(value)) return value as OverLimitPolicy;
+  return commandError('InvalidInput', `policy must be one of ${OVER_LIMIT_POLICIES.join(', ')}`, 'policy');
+}
+
+export function checkBranding(value: unknown): Branding | CommandError {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return commandError('InvalidInput', 'branding must be an object', 'branding');
+  }
+  const given = value as Record<string, unknown>;
+  const known = ['productName', 'logoUrl', 'primaryColor'];
+  const unknownField = Object.keys(given).find((key) => !known.includes(key) && given[key] !== undefined && given[key] !== null);
+  if (unknownField) return commandError('InvalidInput', `branding has no field ${unknownField}`, `branding.${unknownField}`);
+  const { productName, logoUrl, primaryColor } = given;
+  if (typeof productName !== 'string' || productName.trim() === '' || productName.length > PRODUCT_NAME_MAX_CHARS) {
+    return commandError('InvalidInput', `productName must be 1 to ${PRODUCT_NAME_MAX_CHARS} characters`, 'branding.productName');
+  }
+  const branding: Branding = { productName: productName.trim() };
+  if (logoUrl !== undefined && logoUrl !== null) {
+    if (typeof logoUrl !== 'string' || logoUrl.length > URL_MAX_CHARS || !isHttpsUrl(logoUrl)) {
+      return commandError('InvalidInput', 'logoUrl must be an https URL', 'branding.logoUrl');
+    }
+    branding.logoUrl = logoUrl;
+  }
+  if (primaryColor !== undefined && primaryColor !== null) {
+    if (typeof primaryColor !== 'string' || !COLOR_PATTERN.test(primaryColor)) {
+      return commandError('InvalidInput', 'primaryColor must be #rrggbb', 'branding.primaryColor');
+    }
+    branding.primaryColor = primaryColor.toLowerCase();
+  }
+  return branding;
+}
+
+function isHttpsUrl(text: string): boolean {
+  try {
+    return new URL(text).protocol === 'https:';
+  } catch {
+    return false;
+  }
+}
