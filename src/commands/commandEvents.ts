@@ -1,0 +1,19 @@
+// Builds the ledger events of the command backlog, so both ledgers (PostgreSQL in-transaction, EventStoreDB
+// streams) record exactly the same facts.
+import type { EventMetadata, NewEvent } from '../ledger/eventStore.ts';
+import type { CommandEventMap, CommandEventType } from '../ledger/catalog/commands.ts';
+import type { CommandActor } from './types.ts';
+
+export type CommandEvent = { [Type in CommandEventType]: NewEvent<Type, CommandEventMap[Type]> }[CommandEventType];
+
+export function commandEvent<Type extends CommandEventType>(
+  type: Type,
+  data: CommandEventMap[Type],
+  actor: CommandActor,
+  occurredAt: Date,
+  reason?: string,
+): NewEvent<Type, CommandEventMap[Type]> {
+  const metadata: EventMetadata = { actor: actor.id, occurredAt: occurredAt.toISOString() };
+  if (reason !== undefined) metadata.reason = reason;
+  return { type, data, metadata };
+}

@@ -1,0 +1,95 @@
+// The vocabulary of the undelivered-command ceiling: what callers send, what they get back, and the
+// ports this part needs. Expected outcomes are values; only faults (storage down) throw.
+import type { Queryable } from '../db/db.ts';
+import type { LimitSourceLevel } from '../governance/types.ts';
+import type { CommandRejectionReason } from '../ledger/catalog/commands.ts';
+
+/** Who asked: recorded on every event as `actor`. */
+export interface CommandActor {
+  id: string;
+}
+
+export interface EnqueueCommandInput {
+  tenantId: string;
+  commandId: string;
+  deviceId: string;
+  /** Any JSON value (already parsed), at most 64 KiB once serialised. */
+  payload: unknown;
+}
+
+export interface CommandRef {
+  tenantId: string;
+  commandId: string;
+}
+
+export type InputField = 'tenantId' | 'commandId' | 'deviceId' | 'payload' | 'reason' | 'error';
+
+/** Bad input: nothing was appended. */
+export interface InvalidCommandInput {
+  status: 'invalid';
+  field: InputField;
+  message: string;
+}
+
+export interface CommandAccepted {
+  status: 'accepted';
+  commandId: string;
+  /** The backlog right after this command joined it (this command included). */
+  undelivered: number;
+  ceiling: number;
+}
+
+export interface CommandRejected {
+  status: 'rejected';
+  commandId: string;
+  reason: CommandRejectionReason;
+  /** CEILING_REACHED: true (enqueue the same commandId again later). UNKNOWN_TENANT: false. */
+  retryable: boolean;
+  /** Whole seconds, at least 1, when retryable; null for UNKNOWN_TENANT. */
+  retryAfterSeconds: number | null;
+  undelivered: number;
+  /** null for UNKNOWN_TENANT: an unknown tenant has no ceiling. */
+  ceiling: number | null;
+}
+
+export type EnqueueOutcome = CommandAccepted | CommandRejected | InvalidCommandInput;
+
+/** A command left the backlog; `undelivered` is the backlog after it left. */
+export interface CommandSettled {
+  status: 'settled';
+  commandId: string;
+  undelivered: number;
+}
+
+/**
+ * The command cannot be settled: no such command for the tenant, or it already left the backlog
+ * (`settledAs` says how). Nothing was appended and the backlog is unchanged.
+ */
+export interface CommandNotSettled {
+  status: 'failed';
+  error:
+    | { kind: 'UnknownCommand'; commandId: string; message: string }
+    | { kind: 'CommandAlreadySettled'; commandId: string; settledAs: string; message: string };
+}
+
+export type SettleOutcome = CommandSettled | CommandNotSettled | InvalidCommandInput;
+
+export interface ExpiryResult {
+  expired: number;
+}
+
+/**
+ * Where a tenant's UNDELIVERED_COMMANDS ceiling comes from; null means the tenant does not exist.
+ * Called with the enqueue's own transaction, so a SQL-backed source reads inside it.
+ * The control plane's `resolveTenantLimit(q, tenantId, 'UNDELIVERED_COMMANDS')` is adapted to this.
+ */
+export type CeilingSource = (q: Queryable, tenantId: string) => Promise<{ ceiling: number; source: LimitSourceLevel } | null>;
+
+export interface CommandBacklog {
+  enqueue(actor: CommandActor, input: EnqueueCommandInput): Promise<EnqueueOutcome>;
+  markDelivered(actor: CommandActor, command: CommandRef): Promise<SettleOutcome>;
+  markFailed(actor: CommandActor, command: CommandRef & { error?: string }): Promise<SettleOutcome>;
+  cancel(actor: CommandActor, command: CommandRef & { reason: string }): Promise<SettleOutcome>;
+  /** Settles as expired every command queued longer than the TTL; run periodically. */
+  expireOlderThanTtl(): Promise<ExpiryResult>;
+}

@@ -1,0 +1,6 @@
+import { createDatabaseCommandBacklog } from '../../../src/commands/postgres/createDatabaseCommandBacklog.ts';
+import { describeCommandBacklog } from './commandBacklog.behaviour.ts';
+
+describeCommandBacklog('command backlog in the database ledger', ({ db, ceilings, commandTtlMs, now }) =>
+  createDatabaseCommandBacklog(db, { ceilings, commandTtlMs, now }),
+);
