@@ -1,0 +1,435 @@
+// The Governor: the in-process decision point every enforcement point calls. admit is synchronous and does
+// no I/O: ceilings arrive through the limit cache in the background, decisions leave as per-second tallies
+// that a timer hands to the Recorder in batches, and shared counters (Redis) are reserved in slices ahead of
+// use. Per call it allocates only its result (and, once per new tenant or allowance, that state).
+import { stableCallerFraction } from './callerHash.ts';
+import { AdmissionBatch } from './admissionBatch.ts';
+import { LimitCache } from './limitCache.ts';
+import { SharedAllowance } from './sharedAllowance.ts';
+import type { SharedBudget } from './sharedAllowance.ts';
+import { slotIndexOf, SLOTS } from './slots.ts';
+import type { SlotSpec } from './slots.ts';
+import { TenantNames } from './tenantNames.ts';
+import { STATUS_KNOWN } from './tenantState.ts';
+import type { AllowanceState } from './tenantState.ts';
+import type { Allowance, Dimension, LimitSource, LimitSourceLevel, OverLimitBehaviour, Recorder } from './types.ts';
+
+export interface GovernorOptions {
+  limitSource: LimitSource;
+  /** Where per-second aggregates go; without one, decisions are not tallied at all. */
+  recorder?: Recorder;
+  /** Wall clock (ms) for cache TTLs, idle names and flushing; admissions are metered by their own `at`. */
+  now?: () => number;
+  /** How long read ceilings are fresh; after that they are refreshed in the background and served stale. */
+  cacheTtlMs?: number;
+  /** How soon a failed read of the LimitSource (or a failed Redis reservation) is tried again. */
+  retryMs?: number;
+  flushIntervalMs?: number;
+  /** Places for unconfirmed HTTP tenant names before they share the overflow allowance. */
+  maxUnconfirmedNames?: number;
+  /** An unconfirmed name idle this long may give its place to a new name. */
+  unconfirmedIdleMs?: number;
+  loadBatchSize?: number;
+  /** Shared counters across replicas; without it each replica meters alone. */
+  sharedBudget?: SharedBudget;
+  /** Faults of background work (LimitSource, Recorder, Redis). They are also counted in stats(). */
+  onError?: (error: unknown, during: 'load' | 'record' | 'shared') => void;
+}
+
+export interface AdmitRequest {
+  tenant: string;
+  dimension: Dimension;
+  /** Required for INGEST and EGRESS; absent for dimensions without allowances. */
+  allowance?: Allowance | null;
+  /** Weighted cost: readings, actions, requests. For charge 'message', the number of messages (usually 1). */
+  units: number;
+  /**
+   * Unix ms the admission is metered at: arrival time for live traffic, the triggering telemetry's arrival
+   * time for EGRESS, each message's send time for BACKLOG.
+   */
+  at: number;
+  /** Identifies the caller for STABLE_DOWNSAMPLE (an SDK session, a client IP). */
+  callerKey?: string;
+  /**
+   * 'message': the once-per-message charge before decoding (HTTP, MQTT and LwM2M allowances), against the
+   * same numbers as the readings but counted separately; then charge the decoded readings with 'readings'
+   * (the default). A message refused here is tallied as one shed/rejected message with 0 units.
+   */
+  charge?: 'readings' | 'message';
+}
+
+export type AdmitBehaviour = 'ADMIT' | OverLimitBehaviour;
+
+export interface AdmitDecision {
+  admitted: boolean;
+  /** ADMIT, or what the caller does with refused traffic: SHED (drop silently), REJECT (429 / retryable),
+   *  DROP_ACCEPTED (answer 202, drop), STABLE_DOWNSAMPLE (429, the caller hashed out for this window). */
+  behaviour: AdmitBehaviour;
+  /** The limit that decided: rate per second (fixed window: per window); half of it while Redis is down. */
+  limit: number;
+  remaining: number;
+  /** 0 when admitted. */
+  retryAfterSeconds: number;
+  /** 'overflow' when an unconfirmed HTTP name was metered on the shared overflow allowance. */
+  scope: 'tenant' | 'overflow';
+  source: LimitSourceLevel;
+}
+
+export interface GovernorStats {
+  tenantStates: number;
+  confirmedTenants: number;
+  unconfirmedNames: number;
+  overflowInUse: boolean;
+  pendingLoads: number;
+  loadFailures: number;
+  recordFailures: number;
+  /** Redis is configured but unreachable: each replica meters at half the limit. */
+  sharedFallbackActive: boolean;
+  sharedFallbackAdmissions: number;
+  sharedFailures: number;
+}
+
+/** A call the Governor cannot meter: a programming fault in the caller, not an over-limit outcome. */
+export class InvalidAdmission extends Error {
+  override readonly name = 'InvalidAdmission';
+}
+
+/** How long after its last use the overflow allowance still counts as in use. */
+const OVERFLOW_IN_USE_MS = 60_000;
+const TRUSTED_SWEEP_PROBES = 64;
+
+export class Governor {
+  private readonly names: TenantNames;
+  private readonly cache: LimitCache;
+  private readonly now: () => number;
+  private readonly recorder: Recorder | null;
+  private readonly shared: SharedBudget | null;
+  private readonly retryMs: number;
+  private readonly onError: NonNullable<GovernorOptions['onError']>;
+  private readonly dirty: AllowanceState[] = [];
+  private batch = new AdmissionBatch();
+  private recording: Promise<void> | null = null;
+  private lastRecordError: unknown = undefined;
+  private readonly timer: NodeJS.Timeout;
+  private recordFailures = 0;
+  private sharedAvailable = true;
+  private sharedRetryAtMs = 0;
+  private sharedFailures = 0;
+  private sharedFallbackAdmissions = 0;
+
+  constructor(options: GovernorOptions) {
+    this.now = options.now ?? Date.now;
+    this.recorder = options.recorder ?? null;
+    this.shared = options.sharedBudget ?? null;
+    this.retryMs = options.retryMs ?? 1000;
+    this.onError = options.onError ?? (() => {});
+    this.names = new TenantNames(options.maxUnconfirmedNames ?? 1024, options.unconfirmedIdleMs ?? 60_000);
+    this.cache = new LimitCache({
+      limitSource: options.limitSource,
+      now: this.now,
+      ttlMs: options.cacheTtlMs ?? 30_000,
+      retryMs: this.retryMs,
+      batchSize: options.loadBatchSize ?? 500,
+      maxConcurrentLoads: 4,
+      onKnown: (state) => this.names.confirm(state.name),
+      onError: (error) => this.onError(error, 'load'),
+    });
+    this.cache.loadPlatformDefaults();
+    this.timer = setInterval(() => this.tick(), options.flushIntervalMs ?? 1000);
+    this.timer.unref();
+  }
+
+  admit(request: AdmitRequest): AdmitDecision {
+    const slotIndex = slotIndexOf(request.dimension, request.allowance);
+    if (slotIndex < 0) {
+      throw new InvalidAdmission(`${request.dimension} is not metered by admit with allowance ${String(request.allowance)}`);
+    }
+    const units = request.units;
+    const at = request.at;
+    if (!(units >= 0 && units < Infinity) || !(at > -Infinity && at < Infinity)) {
+      throw new InvalidAdmission(`units (${units}) and at (${at}) must be finite, units not negative`);
+    }
+    const slot = SLOTS[slotIndex]!;
+    const byMessage = request.charge === 'message';
+    if (byMessage && !slot.messageCharged) {
+      throw new InvalidAdmission(`${slot.dimension}/${String(slot.allowance)} is not charged per message`);
+    }
+    const nowMs = this.now();
+    const state = slot.allowance === 'HTTP' ? this.names.forHttp(request.tenant, nowMs) : this.names.forTrusted(request.tenant);
+    state.lastSeenMs = nowMs;
+    this.cache.refreshIfDue(state, nowMs);
+    const known = state.status === STATUS_KNOWN;
+    const limits = known ? this.cache.limitsOf(state) : this.cache.platformLimits;
+    let rate = limits.ratePerSecond[slot.dimensionIndex]!;
+    let burst = limits.burst[slot.dimensionIndex]!;
+    const allowance = state.allowance(slotIndex);
+    const downsample = slot.kind === 'FIXED_WINDOW' && limits.apiOverLimitPolicy === 'STABLE_DOWNSAMPLE';
+    const behaviour: OverLimitBehaviour = downsample ? 'STABLE_DOWNSAMPLE' : slot.overLimit;
+
+    let sharedActive = false;
+    if (this.shared !== null) {
+      sharedActive = this.sharedAvailable;
+      if (!sharedActive) {
+        // OpenRUM: without the shared counter each process protects itself at half the limit.
+        rate = slot.kind === 'FIXED_WINDOW' ? Math.max(1, Math.floor(rate / 2)) : rate / 2;
+        burst = Math.max(1, burst / 2);
+        if (nowMs >= this.sharedRetryAtMs) this.probeShared(allowance, slot, byMessage, rate * 2, burst * 2, at, units);
+      }
+    }
+
+    let admitted: boolean;
+    let remaining: number;
+    let retryAfterSeconds = 0;
+    if (sharedActive) {
+      const shared = this.sharedOf(allowance, byMessage);
+      admitted = this.takeShared(shared, slot, units, at, rate, burst);
+      remaining = shared.granted;
+      if (!admitted) retryAfterSeconds = Math.max(1, Math.ceil(units / rate));
+    } else if (slot.kind === 'TOKEN_BUCKET') {
+      const bucket = byMessage ? allowance.messageBucket! : allowance.bucket;
+      admitted = bucket.take(units, at, rate, burst);
+      remaining = bucket.remaining();
+      if (!admitted) retryAfterSeconds = bucket.retryAfterSeconds(units, rate, burst);
+    } else {
+      const window = allowance.window!;
+      const second = Math.floor(at / 1000);
+      admitted = downsample
+        ? window.takeDownsampled(units, second, rate, stableCallerFraction(request.callerKey ?? request.tenant))
+        : window.takeExact(units, second, rate);
+      remaining = window.remaining(rate);
+      if (!admitted) retryAfterSeconds = window.retryAfterSeconds(at);
+    }
+    if (admitted && this.shared !== null && !sharedActive) this.sharedFallbackAdmissions++;
+    if (this.recorder !== null) {
+      this.tally(allowance, at, units, byMessage, admitted, behaviour, known || state.isOverflow ? -1 : state.status);
+    }
+    return {
+      admitted,
+      behaviour: admitted ? 'ADMIT' : behaviour,
+      limit: rate,
+      remaining,
+      retryAfterSeconds,
+      scope: state.isOverflow ? 'overflow' : 'tenant',
+      source: limits.source[slot.dimensionIndex]!,
+    };
+  }
+
+  /** The control plane registered this tenant: it keeps an allowance of its own on HTTP. */
+  confirmTenant(name: string): void {
+    this.names.confirm(name);
+  }
+
+  get overflowInUse(): boolean {
+    return this.now() - this.names.overflowLastUsedMs < OVERFLOW_IN_USE_MS;
+  }
+
+  stats(): GovernorStats {
+    return {
+      tenantStates: this.names.states.size,
+      confirmedTenants: this.names.confirmedCount,
+      unconfirmedNames: this.names.unconfirmedCount,
+      overflowInUse: this.overflowInUse,
+      pendingLoads: this.cache.pendingLoads,
+      loadFailures: this.cache.loadFailures,
+      recordFailures: this.recordFailures,
+      sharedFallbackActive: this.shared !== null && !this.sharedAvailable,
+      sharedFallbackAdmissions: this.sharedFallbackAdmissions,
+      sharedFailures: this.sharedFailures,
+    };
+  }
+
+  /** Resolves when no LimitSource read is queued or running. */
+  loadsSettled(): Promise<void> {
+    return this.cache.settled();
+  }
+
+  /** Hands every tally, the current second included, to the Recorder and waits for it. */
+  async flush(): Promise<void> {
+    await this.record(true);
+    if (this.lastRecordError !== undefined) {
+      const error = this.lastRecordError;
+      this.lastRecordError = undefined;
+      throw error;
+    }
+  }
+
+  /** Stops the timer and flushes; rejects if the Recorder could not take the last batch. */
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    await this.flush();
+  }
+
+  private tick(): void {
+    this.names.sweepTrusted(this.now(), TRUSTED_SWEEP_PROBES);
+    // A slow Recorder is not queued behind: its windows keep merging until it is free again.
+    if (this.recording === null) void this.record(false);
+  }
+
+  private async record(includeCurrentSecond: boolean): Promise<void> {
+    while (this.recording !== null) await this.recording;
+    this.collect(includeCurrentSecond);
+    if (this.recorder === null || this.batch.isEmpty) return;
+    const batch = this.batch;
+    this.recording = this.recorder
+      .record([...batch.admissions.values()], [...batch.unresolved.values()])
+      .then(
+        () => {
+          if (this.batch === batch) this.batch = new AdmissionBatch();
+          this.lastRecordError = undefined;
+        },
+        (error: unknown) => {
+          // The batch stays; the next flush adds into its entries.
+          this.recordFailures++;
+          this.lastRecordError = error;
+          this.onError(error, 'record');
+        },
+      )
+      .finally(() => {
+        this.recording = null;
+      });
+    await this.recording;
+  }
+
+  private collect(includeCurrentSecond: boolean): void {
+    const nowSecond = Math.floor(this.now() / 1000);
+    let kept = 0;
+    for (const allowance of this.dirty) {
+      const open = allowance.open;
+      if (open.decisions > 0 && (includeCurrentSecond || open.toSecond < nowSecond)) {
+        allowance.closed.merge(open);
+        open.decisions = 0;
+      }
+      if (allowance.closed.decisions > 0) {
+        this.batch.add(allowance, allowance.closed);
+        allowance.closed.clear(0);
+      }
+      if (open.decisions > 0) this.dirty[kept++] = allowance;
+      else allowance.dirty = false;
+    }
+    this.dirty.length = kept;
+  }
+
+  private tally(
+    allowance: AllowanceState,
+    at: number,
+    units: number,
+    byMessage: boolean,
+    admitted: boolean,
+    behaviour: OverLimitBehaviour,
+    unresolvedCause: number,
+  ): void {
+    if (byMessage && admitted) return; // the readings charge that follows counts the message
+    const second = Math.floor(at / 1000);
+    const open = allowance.open;
+    if (open.decisions === 0) open.clear(second);
+    else if (open.fromSecond !== second) {
+      allowance.closed.merge(open);
+      open.clear(second);
+    }
+    open.decisions++;
+    const messages = byMessage ? units : 1;
+    const countedUnits = byMessage ? 0 : units;
+    if (admitted) {
+      open.admittedUnits += countedUnits;
+      open.admittedMessages += messages;
+      if (unresolvedCause >= 0) {
+        open.unresolvedUnits[unresolvedCause]! += countedUnits;
+        open.unresolvedMessages[unresolvedCause]! += messages;
+      }
+    } else {
+      open.hitSeconds = 1;
+      if (behaviour === 'SHED' || behaviour === 'DROP_ACCEPTED') {
+        open.shedUnits += countedUnits;
+        open.shedMessages += messages;
+      } else {
+        open.rejectedUnits += countedUnits;
+        open.rejectedMessages += messages;
+      }
+    }
+    if (!allowance.dirty) {
+      allowance.dirty = true;
+      this.dirty.push(allowance);
+    }
+  }
+
+  private sharedOf(allowance: AllowanceState, byMessage: boolean): SharedAllowance {
+    if (byMessage) return (allowance.sharedMessages ??= new SharedAllowance(sharedKey(allowance, 'messages')));
+    return (allowance.sharedReadings ??= new SharedAllowance(sharedKey(allowance, 'readings')));
+  }
+
+  private takeShared(shared: SharedAllowance, slot: SlotSpec, units: number, at: number, rate: number, burst: number): boolean {
+    if (slot.kind === 'FIXED_WINDOW') {
+      const second = Math.floor(at / 1000);
+      if (second > shared.windowSecond) {
+        // Slices belong to one window: what is left of the last one is not carried over.
+        shared.windowSecond = second;
+        shared.granted = 0;
+        shared.debt = 0;
+        shared.warm = false;
+        shared.nextAskAtMs = Number.NEGATIVE_INFINITY;
+      }
+    }
+    const slice = Math.max(Math.ceil(rate / 100), units);
+    let admitted = false;
+    if (shared.granted >= units) {
+      shared.granted -= units;
+      admitted = true;
+    } else if (!shared.warm && shared.debt + units <= slice) {
+      shared.debt += units;
+      admitted = true;
+    }
+    if (!shared.inFlight && shared.granted < slice && at >= shared.nextAskAtMs) {
+      this.reserve(shared, slot, rate, burst, at, slice);
+    }
+    return admitted;
+  }
+
+  private probeShared(
+    allowance: AllowanceState,
+    slot: SlotSpec,
+    byMessage: boolean,
+    rate: number,
+    burst: number,
+    at: number,
+    units: number,
+  ): void {
+    this.sharedRetryAtMs = this.now() + this.retryMs;
+    const shared = this.sharedOf(allowance, byMessage);
+    if (!shared.inFlight) this.reserve(shared, slot, rate, burst, at, Math.max(Math.ceil(rate / 100), units));
+  }
+
+  private reserve(shared: SharedAllowance, slot: SlotSpec, rate: number, burst: number, at: number, wantUnits: number): void {
+    shared.inFlight = true;
+    const debtUnits = shared.debt;
+    const windowSecond = shared.windowSecond;
+    this.shared!.reserve({ key: shared.key, kind: slot.kind, ratePerSecond: rate, burst, atMs: at, wantUnits, debtUnits }).then(
+      (granted) => {
+        shared.inFlight = false;
+        this.sharedAvailable = true;
+        if (slot.kind === 'FIXED_WINDOW' && shared.windowSecond !== windowSecond) return;
+        shared.debt -= debtUnits;
+        shared.warm = true;
+        shared.granted += granted;
+        if (granted < wantUnits) {
+          shared.nextAskAtMs =
+            slot.kind === 'FIXED_WINDOW' ? (windowSecond + 1) * 1000 : at + Math.ceil(((wantUnits - granted) * 1000) / rate);
+        }
+      },
+      (error: unknown) => {
+        shared.inFlight = false;
+        this.sharedFailures++;
+        if (this.sharedAvailable) {
+          this.sharedAvailable = false;
+          this.sharedRetryAtMs = this.now() + this.retryMs;
+        }
+        this.onError(error, 'shared');
+      },
+    );
+  }
+}
+
+function sharedKey(allowance: AllowanceState, charge: 'readings' | 'messages'): string {
+  // The tenant name goes last: the other parts contain no ':', so no two keys can collide.
+  return `${allowance.slot.dimension}:${allowance.slot.allowance ?? '-'}:${charge}:${allowance.tenantId}`;
+}
+

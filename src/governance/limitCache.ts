@@ -1,0 +1,149 @@
+// The limit cache: learns tenants' ceilings and the platform defaults from the LimitSource in the background,
+// batched and single-flight per tenant (a tenant already loading is not asked for again). admit never waits:
+// until an answer arrives a tenant is metered at the platform default. Values are refreshed after a TTL and
+// served stale while the refresh runs; a failed refresh keeps the last-known values.
+import { ResolvedLimits } from './resolvedLimits.ts';
+import { STATUS_KNOWN, STATUS_UNKNOWN_TENANT, STATUS_UNREACHABLE } from './tenantState.ts';
+import type { TenantState } from './tenantState.ts';
+import type { Dimension, LimitSource } from './types.ts';
+
+export interface LimitCacheOptions {
+  limitSource: LimitSource;
+  now: () => number;
+  ttlMs: number;
+  /** How soon a failed read is tried again. */
+  retryMs: number;
+  batchSize: number;
+  maxConcurrentLoads: number;
+  /** A tenant the source knows: the Governor confirms it. */
+  onKnown: (state: TenantState) => void;
+  onError: (error: unknown) => void;
+}
+
+export class LimitCache {
+  platformDefaults: Partial<Record<Dimension, unknown>> = {};
+  /** Incremented whenever platform defaults change, so tenants re-resolve lazily. */
+  platformVersion = 0;
+  platformLimits: ResolvedLimits = ResolvedLimits.resolve({}, {});
+  platformDueMs = 0;
+  platformLoading = false;
+  loadFailures = 0;
+  private readonly queue: TenantState[] = [];
+  private inFlight = 0;
+  private scheduled = false;
+  private readonly settledWaiters: (() => void)[] = [];
+  private readonly pumpBound = () => this.pump();
+
+  constructor(private readonly options: LimitCacheOptions) {}
+
+  /** Current limits of a known tenant, re-resolved if the platform defaults changed since. */
+  limitsOf(state: TenantState): ResolvedLimits {
+    if (state.limitsVersion !== this.platformVersion || state.limits === null) {
+      state.limits = ResolvedLimits.resolve(state.record!, this.platformDefaults, state.record!.apiOverLimitPolicy);
+      state.limitsVersion = this.platformVersion;
+    }
+    return state.limits;
+  }
+
+  /** Called on every admit: starts a background read when the tenant's values are due. */
+  refreshIfDue(state: TenantState, nowMs: number): void {
+    if (!state.loading && nowMs >= state.refreshDueMs) {
+      state.loading = true;
+      this.queue.push(state);
+      this.schedule();
+    }
+    if (!this.platformLoading && nowMs >= this.platformDueMs) this.loadPlatformDefaults();
+  }
+
+  get pendingLoads(): number {
+    return this.queue.length + this.inFlight + (this.platformLoading ? 1 : 0);
+  }
+
+  /** Resolves once no read is queued or running (tests and shutdown wait on this, never on a sleep). */
+  settled(): Promise<void> {
+    if (this.pendingLoads === 0) return Promise.resolve();
+    return new Promise((resolve) => this.settledWaiters.push(resolve));
+  }
+
+  loadPlatformDefaults(): void {
+    this.platformLoading = true;
+    this.options.limitSource
+      .loadPlatformDefaults()
+      .then(
+        (defaults) => {
+          if (JSON.stringify(defaults) !== JSON.stringify(this.platformDefaults)) {
+            this.platformDefaults = defaults;
+            this.platformLimits = ResolvedLimits.resolve({}, defaults);
+            this.platformVersion++;
+          }
+          this.platformDueMs = this.options.now() + this.options.ttlMs;
+        },
+        (error: unknown) => {
+          this.loadFailures++;
+          this.platformDueMs = this.options.now() + this.options.retryMs;
+          this.options.onError(error);
+        },
+      )
+      .finally(() => {
+        this.platformLoading = false;
+        this.notifyIfSettled();
+      });
+  }
+
+  private schedule(): void {
+    if (this.scheduled) return;
+    this.scheduled = true;
+    // setImmediate rather than a microtask: admits of the current turn join the same batch.
+    setImmediate(this.pumpBound);
+  }
+
+  private pump(): void {
+    this.scheduled = false;
+    while (this.queue.length > 0 && this.inFlight < this.options.maxConcurrentLoads) {
+      const batch = this.queue.splice(0, this.options.batchSize);
+      this.inFlight++;
+      void this.loadBatch(batch).finally(() => {
+        this.inFlight--;
+        if (this.queue.length > 0) this.schedule();
+        this.notifyIfSettled();
+      });
+    }
+  }
+
+  private async loadBatch(batch: TenantState[]): Promise<void> {
+    try {
+      const records = await this.options.limitSource.loadTenants(batch.map((state) => state.name));
+      const refreshDueMs = this.options.now() + this.options.ttlMs;
+      for (const state of batch) {
+        const record = records.get(state.name);
+        if (record) {
+          state.record = record;
+          state.limitsVersion = -1;
+          state.status = STATUS_KNOWN;
+          this.options.onKnown(state);
+        } else {
+          state.record = null;
+          state.limits = null;
+          state.status = STATUS_UNKNOWN_TENANT;
+        }
+        state.refreshDueMs = refreshDueMs;
+      }
+    } catch (error) {
+      this.loadFailures++;
+      const retryDueMs = this.options.now() + this.options.retryMs;
+      for (const state of batch) {
+        // A tenant already read keeps its last-known values through an outage.
+        if (state.status !== STATUS_KNOWN) state.status = STATUS_UNREACHABLE;
+        state.refreshDueMs = retryDueMs;
+      }
+      this.options.onError(error);
+    } finally {
+      for (const state of batch) state.loading = false;
+    }
+  }
+
+  private notifyIfSettled(): void {
+    if (this.pendingLoads > 0 || this.scheduled) return;
+    for (const resolve of this.settledWaiters.splice(0)) resolve();
+  }
+}

@@ -1,0 +1,29 @@
+// Effective limits of one tenant (or of the platform default) laid out by dimension index for the hot path.
+import { resolveEffectiveLimits } from './cascade.ts';
+import type { LevelsByDimension } from './cascade.ts';
+import type { Dimension, LimitSourceLevel, OverLimitPolicy, TenantGovernanceRecord } from './types.ts';
+
+export class ResolvedLimits {
+  constructor(
+    /** Rate per second (fixed window: requests per window), by dimension index; 0 for count ceilings. */
+    readonly ratePerSecond: readonly number[],
+    readonly burst: readonly number[],
+    readonly source: readonly LimitSourceLevel[],
+    readonly apiOverLimitPolicy: OverLimitPolicy,
+  ) {}
+
+  static resolve(
+    input: TenantGovernanceRecord | LevelsByDimension,
+    platformDefaults: Partial<Record<Dimension, unknown>>,
+    apiOverLimitPolicy: OverLimitPolicy = 'EXACT_REJECT',
+  ): ResolvedLimits {
+    const limits = resolveEffectiveLimits(input, platformDefaults);
+    return new ResolvedLimits(
+      limits.map((each) => each.value.ratePerSecond ?? 0),
+      limits.map((each) => each.value.burst ?? each.value.ratePerSecond ?? 0),
+      limits.map((each) => each.source),
+      apiOverLimitPolicy,
+    );
+  }
+}
+

@@ -1,0 +1,47 @@
+// Shared counting across replicas (REDIS_URL), keeping admit synchronous. Each replica reserves budget from
+// Redis in slices, in the background (as Sentry Relay's global quotas and YouTube's Doorman do), and admits
+// from the slice it holds. Until the first slice of a key (or of a new window) arrives, a replica may admit
+// up to one slice on credit; the credit is debited in Redis with the next reservation.
+//
+// Accuracy bound, per key, with N replicas and slice S = max(ceil(limit / 100), units of the request):
+// - admitted <= limit + N x S per window (fixed window) or per burst + rate x T (token bucket): only the credit
+//   taken before a reply can exceed the shared count;
+// - under sustained demand on every replica, admitted >= limit - 2 x N x S: at most two slices per replica are
+//   left unused when a window ends. With two replicas and the 1% slice, that is within [0.96, 1.02] x limit.
+// When a reservation fails the Governor falls back to local metering at half the limit (OpenRUM) and probes
+// Redis again every `sharedRetryMs`; the first answer returns it to shared counting.
+
+export interface ReserveRequest {
+  key: string;
+  kind: 'TOKEN_BUCKET' | 'FIXED_WINDOW';
+  /** Tokens per second, or requests per window for FIXED_WINDOW. */
+  ratePerSecond: number;
+  burst: number;
+  /** The admission's own time: the shared bucket refills by it, and it picks the window. */
+  atMs: number;
+  wantUnits: number;
+  /** Units admitted on credit, to be debited first. */
+  debtUnits: number;
+}
+
+/** Port to the shared counters; createRedisSharedBudget implements it over ioredis. */
+export interface SharedBudget {
+  /** Resolves with the units granted (0 when the shared budget is spent); rejects when unreachable. */
+  reserve(request: ReserveRequest): Promise<number>;
+  close(): Promise<void>;
+}
+
+export class SharedAllowance {
+  /** Units reserved in Redis and not yet used here. */
+  granted = 0;
+  /** Units admitted on credit before a reply arrived. */
+  debt = 0;
+  inFlight = false;
+  /** A reply has arrived for the current window (token bucket: ever). */
+  warm = false;
+  windowSecond = Number.NEGATIVE_INFINITY;
+  /** Do not ask again before this admission time: the shared budget was spent. */
+  nextAskAtMs = Number.NEGATIVE_INFINITY;
+
+  constructor(readonly key: string) {}
+}

@@ -1,0 +1,105 @@
+// Which tenant names get state of their own. HTTP ingest names its tenant before any credential is checked, so
+// anyone can invent names there. On HTTP a name gets its own allowance only if the control plane confirmed it
+// (confirmTenant, or the LimitSource knows it) or it holds one of a fixed number of places (1024) for
+// unconfirmed names; past that every such name shares one overflow allowance at the platform default.
+// Names seen on other allowances come from authenticated or operator-trusted senders and always get their own.
+//
+// How idle unconfirmed names leave, so junk cannot hold the places forever: an unconfirmed name whose last
+// admission is at least `idleMs` (default 60 s) ago is evicted, oldest idle first, but only when the set is
+// full and a new name needs the place. The set is kept in least-recently-checked order: looking for a victim
+// examines at most EVICTION_PROBES names at the front, evicts the first idle one, and moves busy ones to the
+// back, so the cost per new name is bounded even when all places are busy. Unconfirmed names of trusted
+// senders (which the source may answer as unknown) are swept the same way in the background, idle ones first.
+import { TenantState } from './tenantState.ts';
+
+export const OVERFLOW_TENANT_ID = '(overflow)';
+const EVICTION_PROBES = 4;
+
+export class TenantNames {
+  readonly states = new Map<string, TenantState>();
+  readonly overflow = new TenantState(OVERFLOW_TENANT_ID, true);
+  overflowLastUsedMs = Number.NEGATIVE_INFINITY;
+  confirmedCount = 0;
+  private readonly unconfirmedHttp = new Map<string, TenantState>();
+  private readonly unconfirmedTrusted = new Map<string, TenantState>();
+
+  constructor(
+    private readonly maxUnconfirmed: number,
+    private readonly idleMs: number,
+  ) {}
+
+  get unconfirmedCount(): number {
+    return this.unconfirmedHttp.size + this.unconfirmedTrusted.size;
+  }
+
+  /** State for a name seen on the HTTP allowance: its own, a freed place, or the shared overflow. */
+  forHttp(name: string, nowMs: number): TenantState {
+    const existing = this.states.get(name);
+    if (existing !== undefined) return existing;
+    if (this.unconfirmedHttp.size >= this.maxUnconfirmed && !this.evictIdle(this.unconfirmedHttp, nowMs, EVICTION_PROBES)) {
+      this.overflowLastUsedMs = nowMs;
+      return this.overflow;
+    }
+    const state = new TenantState(name);
+    this.states.set(name, state);
+    this.unconfirmedHttp.set(name, state);
+    return state;
+  }
+
+  /** State for a name seen on an authenticated or trusted allowance: always its own. */
+  forTrusted(name: string): TenantState {
+    const existing = this.states.get(name);
+    if (existing !== undefined) {
+      if (!existing.trusted) this.markTrusted(existing);
+      return existing;
+    }
+    const state = new TenantState(name);
+    state.trusted = true;
+    this.states.set(name, state);
+    this.unconfirmedTrusted.set(name, state);
+    return state;
+  }
+
+  /** The control plane registered the name, or the LimitSource knows it: it keeps its own state. */
+  confirm(name: string): TenantState {
+    let state = this.states.get(name);
+    if (state === undefined) {
+      state = new TenantState(name);
+      this.states.set(name, state);
+    }
+    if (!state.confirmed) {
+      state.confirmed = true;
+      this.confirmedCount++;
+      this.unconfirmedHttp.delete(name);
+      this.unconfirmedTrusted.delete(name);
+    }
+    return state;
+  }
+
+  /** Background sweep of idle unconfirmed names from trusted senders (bounded work per call). */
+  sweepTrusted(nowMs: number, maxProbes: number): void {
+    for (let probe = 0; probe < maxProbes && this.unconfirmedTrusted.size > 0; probe++) {
+      this.evictIdle(this.unconfirmedTrusted, nowMs, 1);
+    }
+  }
+
+  private markTrusted(state: TenantState): void {
+    state.trusted = true;
+    if (!state.confirmed && this.unconfirmedHttp.delete(state.name)) this.unconfirmedTrusted.set(state.name, state);
+  }
+
+  private evictIdle(set: Map<string, TenantState>, nowMs: number, maxProbes: number): boolean {
+    for (let probe = 0; probe < maxProbes; probe++) {
+      const first = set.values().next();
+      if (first.done) return false;
+      const state = first.value;
+      set.delete(state.name);
+      if (nowMs - state.lastSeenMs >= this.idleMs) {
+        this.states.delete(state.name);
+        return true;
+      }
+      set.set(state.name, state);
+    }
+    return false;
+  }
+}
