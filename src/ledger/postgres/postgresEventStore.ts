@@ -1,0 +1,43 @@
+import type { Db } from '../../db/db.ts';
+import type { EventStore, Subscription } from '../eventStore.ts';
+import { appendToStream } from './appendToStream.ts';
+import { createAppendSignal } from './appendSignal.ts';
+import { readAll } from './readAll.ts';
+import { readStream } from './readStream.ts';
+import { subscribe, type SubscribeTiming } from './subscribe.ts';
+
+export type PostgresEventStoreOptions = Partial<SubscribeTiming>;
+
+const DEFAULT_TIMING: SubscribeTiming = { pageSize: 500, pollIntervalMs: 500, heldBackPollMs: 50 };
+
+/**
+ * The EventStore port on PostgreSQL or PGlite (migration 0001_ledger.sql). The store does not own `db`:
+ * close() ends its subscriptions and its LISTEN, and the caller closes the database.
+ */
+export function createPostgresEventStore(db: Db, options: PostgresEventStoreOptions = {}): EventStore {
+  const timing: SubscribeTiming = { ...DEFAULT_TIMING, ...options };
+  const signal = createAppendSignal(db);
+  const subscriptions = new Set<Subscription>();
+
+  return {
+    append: (stream, events, appendOptions) => appendToStream(db, stream, events, appendOptions),
+    readStream: (stream, readOptions) => readStream(db, stream, readOptions),
+    readAll: (after, maxCount) => readAll(db, after, maxCount),
+    subscribe(after, subscribeOptions) {
+      const subscription = subscribe(db, signal, after, subscribeOptions?.types, timing);
+      subscriptions.add(subscription);
+      return {
+        [Symbol.asyncIterator]: () => subscription[Symbol.asyncIterator](),
+        async close() {
+          subscriptions.delete(subscription);
+          await subscription.close();
+        },
+      };
+    },
+    async close() {
+      await Promise.all([...subscriptions].map((subscription) => subscription.close()));
+      subscriptions.clear();
+      await signal.close();
+    },
+  };
+}

@@ -1,0 +1,351 @@
+// The one suite of behaviour every EventStore adapter must show. Adapters run it from their own test file:
+// eventStoreContract('postgres on pglite', async () => ({ store, dispose })). Streams are named per test
+// with a random prefix, so the suite also runs against a shared server that holds other events.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  InvalidAppend,
+  WrongExpectedRevision,
+  comparePositions,
+  type AppendResult,
+  type EventStore,
+  type ExpectedRevision,
+  type NewEvent,
+  type RecordedEvent,
+} from '../../../src/ledger/eventStore.ts';
+import { waitFor } from '../../support/waitFor.ts';
+
+export interface ContractExtras {
+  /**
+   * Appends in a transaction that stays open until commit() is called; resolves once the events are
+   * written but not yet committed. Adapters that cannot hold a transaction open while others write
+   * (PGlite is one connection; EventStoreDB has no client transactions) leave it out.
+   */
+  appendHeldOpen?(stream: string, events: readonly NewEvent[]): Promise<{ commit(): Promise<AppendResult> }>;
+}
+
+export interface OpenedStore {
+  store: EventStore;
+  dispose(): Promise<void>;
+  extra?: ContractExtras;
+}
+
+const event = (type: string, data: unknown = {}): NewEvent => ({ id: randomUUID(), type, data });
+const ids = (events: readonly { id?: string }[]) => events.map((each) => each.id);
+
+async function rejection(promise: Promise<unknown>): Promise<unknown> {
+  return promise.then(
+    () => expect.fail('expected the call to be refused'),
+    (error: unknown) => error,
+  );
+}
+
+/** Every event readAll returns from the start, page by page, restricted to streams with `prefix`. */
+async function readAllOf(store: EventStore, prefix: string, pageSize = 200): Promise<RecordedEvent[]> {
+  const found: RecordedEvent[] = [];
+  let after: Parameters<EventStore['readAll']>[0] = 'start';
+  for (;;) {
+    const page = await store.readAll(after, pageSize);
+    if (page.length === 0) return found;
+    found.push(...page.filter((each) => each.stream.startsWith(prefix)));
+    after = page.at(-1)!.position;
+  }
+}
+
+/**
+ * readAllOf once `count` events of `prefix` are visible. On PostgreSQL readAll holds back a committed event
+ * while any older transaction of the server is still open (another test's, another process's), so even a
+ * writer's own events appear after a moment, not at once.
+ */
+async function readAllWhen(store: EventStore, prefix: string, count: number, pageSize?: number): Promise<RecordedEvent[]> {
+  let found: RecordedEvent[] = [];
+  await waitFor(async () => (found = await readAllOf(store, prefix, pageSize)).length >= count, {
+    description: `${count} events in readAll`,
+  });
+  return found;
+}
+
+/** Collects a subscription's events of streams with `prefix` in the background until closed. */
+function collect(store: EventStore, prefix: string, types?: readonly string[]) {
+  const seen: RecordedEvent[] = [];
+  const subscription = store.subscribe('start', types ? { types } : undefined);
+  const done = (async () => {
+    for await (const each of subscription) if (each.stream.startsWith(prefix)) seen.push(each);
+  })();
+  return {
+    seen,
+    async close() {
+      await subscription.close();
+      await done;
+    },
+  };
+}
+
+export function eventStoreContract(name: string, openStore: () => Promise<OpenedStore>): void {
+  describe(`EventStore contract: ${name}`, () => {
+    // One store for the whole suite (opening PGlite takes seconds); each test keeps to its own streams.
+    let opened: OpenedStore | undefined;
+    beforeAll(async () => {
+      opened = await openStore();
+    });
+    afterAll(async () => {
+      await opened?.dispose();
+    });
+    const withStore = (test: (opened: OpenedStore, prefix: string) => Promise<void>) => () =>
+      test(opened!, `contract-${randomUUID()}`);
+
+    describe('append and read', () => {
+      it('stores a batch with 0-based revisions and reads it back in order', withStore(async ({ store }, prefix) => {
+        const stream = `${prefix}-a`;
+        const batch = [event('Opened', { n: 1 }), { ...event('Noted', { n: 2 }), metadata: { actor: 'ops@x', reason: 'test' } }];
+        const result = await store.append(stream, batch);
+        expect(result.nextRevision).toBe(1n);
+
+        const read = await store.readStream(stream);
+        expect(read.map((each) => [each.id, each.revision, each.type, each.data])).toEqual([
+          [batch[0]!.id, 0n, 'Opened', { n: 1 }],
+          [batch[1]!.id, 1n, 'Noted', { n: 2 }],
+        ]);
+        expect(read[1]!.metadata).toMatchObject({ actor: 'ops@x', reason: 'test' });
+        expect(read[0]!.stream).toBe(stream);
+        expect(read[0]!.recordedAt).toBeInstanceOf(Date);
+        expect(comparePositions(read[1]!.position, result.position)).toBe(0);
+      }));
+
+      it('reads forwards and backwards from a revision, up to maxCount', withStore(async ({ store }, prefix) => {
+        const stream = `${prefix}-a`;
+        await store.append(stream, [0, 1, 2, 3, 4].map((n) => event('Counted', { n })));
+        const revisions = async (options: Parameters<EventStore['readStream']>[1]) =>
+          (await store.readStream(stream, options)).map((each) => each.revision);
+        expect(await revisions({ fromRevision: 2n })).toEqual([2n, 3n, 4n]);
+        expect(await revisions({ fromRevision: 1n, maxCount: 2 })).toEqual([1n, 2n]);
+        expect(await revisions({ direction: 'backwards' })).toEqual([4n, 3n, 2n, 1n, 0n]);
+        expect(await revisions({ direction: 'backwards', fromRevision: 2n, maxCount: 2 })).toEqual([2n, 1n]);
+        expect(await revisions({ direction: 'backwards', fromRevision: 'end', maxCount: 1 })).toEqual([4n]);
+        expect(await revisions({ fromRevision: 9n })).toEqual([]);
+      }));
+
+      it('reads an absent stream as empty', withStore(async ({ store }, prefix) => {
+        expect(await store.readStream(`${prefix}-nothing`)).toEqual([]);
+        expect(await store.readStream(`${prefix}-nothing`, { direction: 'backwards' })).toEqual([]);
+      }));
+
+      it('refuses malformed appends with InvalidAppend and stores nothing', withStore(async ({ store }, prefix) => {
+        const stream = `${prefix}-a`;
+        const same = randomUUID();
+        const malformed: [string, NewEvent[]][] = [
+          [stream, []],
+          ['', [event('Opened')]],
+          [stream, [{ id: 'not-a-uuid', type: 'Opened', data: {} }]],
+          [stream, [{ id: same, type: 'Opened', data: {} }, { id: same, type: 'Opened', data: {} }]],
+          [stream, [event('Fine'), { ...event(''), type: '' }]],
+          [stream, [event('Fine'), { ...event('Big'), data: { n: 1n } }]],
+        ];
+        for (const [target, events] of malformed) {
+          expect(await rejection(store.append(target, events))).toBeInstanceOf(InvalidAppend);
+        }
+        expect(await store.readStream(stream)).toEqual([]);
+      }));
+    });
+
+    describe('expected revision', () => {
+      const cases: { title: string; existing: number; expected: ExpectedRevision; actual?: bigint | 'no_stream' }[] = [
+        { title: "'any' on an absent stream", existing: 0, expected: 'any' },
+        { title: "'any' on a stream with events", existing: 2, expected: 'any' },
+        { title: "'no_stream' on an absent stream", existing: 0, expected: 'no_stream' },
+        { title: "'no_stream' on a stream with events", existing: 2, expected: 'no_stream', actual: 1n },
+        { title: "'stream_exists' on an absent stream", existing: 0, expected: 'stream_exists', actual: 'no_stream' },
+        { title: "'stream_exists' on a stream with events", existing: 2, expected: 'stream_exists' },
+        { title: 'the current revision', existing: 3, expected: 2n },
+        { title: 'a revision behind the stream', existing: 3, expected: 1n, actual: 2n },
+        { title: 'a revision ahead of the stream', existing: 3, expected: 5n, actual: 2n },
+        { title: 'revision 0 on an absent stream', existing: 0, expected: 0n, actual: 'no_stream' },
+      ];
+      for (const { title, existing, expected, actual } of cases) {
+        it(`${actual === undefined ? 'accepts' : 'refuses'} ${title}`, withStore(async ({ store }, prefix) => {
+          const stream = `${prefix}-a`;
+          if (existing > 0) await store.append(stream, Array.from({ length: existing }, () => event('Before')));
+          const attempt = store.append(stream, [event('Attempt')], { expectedRevision: expected });
+          if (actual === undefined) {
+            expect((await attempt).nextRevision).toBe(BigInt(existing));
+            expect(await store.readStream(stream)).toHaveLength(existing + 1);
+          } else {
+            const error = await rejection(attempt);
+            expect(error).toBeInstanceOf(WrongExpectedRevision);
+            expect(error).toMatchObject({ stream, expected, actual });
+            expect(await store.readStream(stream)).toHaveLength(existing);
+          }
+        }));
+      }
+
+      it('lets exactly one of many writers expecting the same revision win', withStore(async ({ store }, prefix) => {
+        const stream = `${prefix}-a`;
+        await store.append(stream, [event('Opened')]);
+        const outcomes = await Promise.allSettled(
+          Array.from({ length: 6 }, () => store.append(stream, [event('Raced')], { expectedRevision: 0n })),
+        );
+        expect(outcomes.filter((each) => each.status === 'fulfilled')).toHaveLength(1);
+        for (const each of outcomes) {
+          if (each.status === 'rejected') expect(each.reason).toBeInstanceOf(WrongExpectedRevision);
+        }
+        expect(await store.readStream(stream)).toHaveLength(2);
+      }));
+
+      it("gives concurrent 'any' writers contiguous revisions", withStore(async ({ store }, prefix) => {
+        const stream = `${prefix}-a`;
+        await Promise.all(Array.from({ length: 8 }, (_, n) => store.append(stream, [event('Raced', { n }), event('Raced', { n })])));
+        const read = await store.readStream(stream);
+        expect(read.map((each) => each.revision)).toEqual(Array.from({ length: 16 }, (_, n) => BigInt(n)));
+      }));
+    });
+
+    describe('idempotent ids', () => {
+      it('does not store a retried batch twice and returns the stored positions', withStore(async ({ store }, prefix) => {
+        const stream = `${prefix}-a`;
+        const batch = [event('Opened'), event('Noted')];
+        const first = await store.append(stream, batch, { expectedRevision: 'no_stream' });
+        const retried = await store.append(stream, batch, { expectedRevision: 'no_stream' });
+        expect(retried.nextRevision).toBe(first.nextRevision);
+        expect(comparePositions(retried.position, first.position)).toBe(0);
+        expect(ids(await store.readStream(stream))).toEqual(ids(batch));
+      }));
+
+      it('does not store an id again after the stream moved on', withStore(async ({ store }, prefix) => {
+        const stream = `${prefix}-a`;
+        const once = event('Opened');
+        await store.append(stream, [once]);
+        await store.append(stream, [event('Noted')]);
+        const again = await store.append(stream, [once]);
+        expect(again.nextRevision).toBe(0n);
+        expect(await store.readStream(stream)).toHaveLength(2);
+      }));
+
+      it('stores an id once when the same batch is appended concurrently', withStore(async ({ store }, prefix) => {
+        const stream = `${prefix}-a`;
+        const batch = [event('Opened'), event('Noted')];
+        const results = await Promise.all(Array.from({ length: 4 }, () => store.append(stream, batch)));
+        expect(new Set(results.map((each) => each.nextRevision))).toEqual(new Set([1n]));
+        expect(ids(await store.readStream(stream))).toEqual(ids(batch));
+      }));
+    });
+
+    describe('global order', () => {
+      it('reads every stream in one order that follows the appends, page by page', withStore(async ({ store }, prefix) => {
+        const appended: NewEvent[] = [];
+        for (let round = 0; round < 5; round++) {
+          for (const name of ['a', 'b', 'c']) {
+            const batch = [event('Counted', { round, name }), event('Counted', { round, name })];
+            await store.append(`${prefix}-${name}`, batch);
+            appended.push(...batch);
+          }
+        }
+        const all = await readAllWhen(store, prefix, appended.length, 4);
+        expect(ids(all)).toEqual(ids(appended));
+        for (let i = 1; i < all.length; i++) expect(comparePositions(all[i - 1]!.position, all[i]!.position)).toBe(-1);
+        expect(await readAllOf(store, prefix, 1000)).toEqual(all);
+      }));
+
+      it('reads nothing after the last event', withStore(async ({ store }, prefix) => {
+        await store.append(`${prefix}-a`, [event('Opened')]);
+        const [only] = await readAllWhen(store, prefix, 1);
+        expect((await store.readAll(only!.position, 10)).filter((each) => each.stream.startsWith(prefix))).toEqual([]);
+      }));
+    });
+
+    describe('subscribe', () => {
+      it('catches up, then follows live appends in readAll order', withStore(async ({ store }, prefix) => {
+        await store.append(`${prefix}-a`, [event('Opened'), event('Noted')]);
+        await store.append(`${prefix}-b`, [event('Opened')]);
+        const subscriber = collect(store, prefix);
+        try {
+          await waitFor(() => subscriber.seen.length === 3, { description: 'the subscriber to catch up' });
+          await store.append(`${prefix}-a`, [event('Noted')]);
+          await store.append(`${prefix}-c`, [event('Opened'), event('Noted')]);
+          await waitFor(() => subscriber.seen.length === 6, { description: 'the live events' });
+          expect(ids(subscriber.seen)).toEqual(ids(await readAllWhen(store, prefix, 6)));
+        } finally {
+          await subscriber.close();
+        }
+      }));
+
+      it('delivers only the requested types', withStore(async ({ store }, prefix) => {
+        const subscriber = collect(store, prefix, ['Wanted']);
+        try {
+          const wanted = [event('Wanted'), event('Wanted')];
+          await store.append(`${prefix}-a`, [wanted[0]!, event('Other')]);
+          await store.append(`${prefix}-b`, [event('Other'), wanted[1]!]);
+          await waitFor(() => subscriber.seen.length === 2, { description: 'the wanted events' });
+          expect(ids(subscriber.seen)).toEqual(ids(wanted));
+        } finally {
+          await subscriber.close();
+        }
+      }));
+
+      it('starts after a checkpoint', withStore(async ({ store }, prefix) => {
+        await store.append(`${prefix}-a`, [event('Opened')]);
+        const [first] = await readAllWhen(store, prefix, 1);
+        const later = event('Noted');
+        await store.append(`${prefix}-a`, [later]);
+        const subscription = store.subscribe(first!.position);
+        const seen: RecordedEvent[] = [];
+        for await (const each of subscription) {
+          if (each.stream.startsWith(prefix)) seen.push(each);
+          if (seen.length === 1) break;
+        }
+        await subscription.close();
+        expect(ids(seen)).toEqual([later.id]);
+      }));
+
+      it('ends the iteration when closed while waiting for events', withStore(async ({ store }, prefix) => {
+        const subscriber = collect(store, prefix);
+        await store.append(`${prefix}-a`, [event('Opened')]);
+        await waitFor(() => subscriber.seen.length === 1, { description: 'the subscriber to see the event' });
+        await subscriber.close();
+      }));
+    });
+
+    describe('race', () => {
+      it('shows a subscriber every event of 8 concurrent writers exactly once, in readAll order', withStore(async ({ store, extra }, prefix) => {
+        const writers = 8;
+        const rounds = 4;
+        const subscriber = collect(store, prefix);
+        const appended: NewEvent[] = [];
+        // Writers 0, 3 and 6 hold their first append's transaction open while the others write and
+        // commit; they commit last, in reverse order, so commits land out of transaction order.
+        const holding = extra?.appendHeldOpen ? [0, 3, 6] : [];
+        try {
+          const held: { commit(): Promise<AppendResult> }[] = [];
+          for (const writer of holding) {
+            const batch = [event('Raced', { writer }), event('Raced', { writer })];
+            held.push(await extra!.appendHeldOpen!(`${prefix}-w${writer}`, batch));
+            appended.push(...batch);
+          }
+          const freeWriter = async (writer: number) => {
+            for (let round = 0; round < rounds; round++) {
+              const batch = [event('Raced', { writer, round }), event('Raced', { writer, round })];
+              appended.push(...batch);
+              await store.append(`${prefix}-w${writer}`, batch);
+              const shared = event('Shared', { writer, round });
+              appended.push(shared);
+              await store.append(`${prefix}-shared`, [shared]);
+            }
+          };
+          await Promise.all(Array.from({ length: writers }, (_, writer) => writer).filter((w) => !holding.includes(w)).map(freeWriter));
+          if (held.length > 0) {
+            // Everything committed so far came after the held transactions began: readers must wait.
+            expect(await readAllOf(store, prefix)).toEqual([]);
+            expect(subscriber.seen).toEqual([]);
+            for (const each of held.reverse()) await each.commit();
+          }
+          await waitFor(() => subscriber.seen.length >= appended.length, { description: 'the subscriber to see every event' });
+          const all = await readAllWhen(store, prefix, appended.length);
+          expect(all).toHaveLength(appended.length);
+          expect(new Set(ids(all))).toEqual(new Set(ids(appended)));
+          expect(ids(subscriber.seen)).toEqual(ids(all));
+        } finally {
+          await subscriber.close();
+        }
+      }));
+    });
+  });
+}
