@@ -1,0 +1,37 @@
+// The HS256 secret when none is configured: a random one kept in the data directory, so tokens minted with
+// `governance token` keep working across restarts. There is deliberately no built-in default secret: a
+// default would be the same on every install and anyone could mint an OPERATOR token for it.
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+
+export interface JwtSecretSettings {
+  jwtSecret?: string;
+  dataDir: string;
+}
+
+export interface JwtSecret {
+  secret: string;
+  /** Where it came from: the environment, a file created earlier, or a file created just now. */
+  origin: 'environment' | 'file' | 'created';
+  path?: string;
+}
+
+export const JWT_SECRET_FILE = 'jwt-secret';
+
+export async function loadOrCreateJwtSecret(settings: JwtSecretSettings): Promise<JwtSecret> {
+  if (settings.jwtSecret) return { secret: settings.jwtSecret, origin: 'environment' };
+  const path = join(settings.dataDir, JWT_SECRET_FILE);
+  await mkdir(settings.dataDir, { recursive: true });
+  const secret = randomBytes(32).toString('base64url');
+  try {
+    // 'wx' fails when the file exists, so two processes starting at once cannot overwrite each other's secret.
+    await writeFile(path, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+    return { secret, origin: 'created', path };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  const stored = (await readFile(path, 'utf8')).trim();
+  if (stored === '') throw new Error(`${path} is empty: delete it to have a new secret created, or set GOVERNANCE_JWT_SECRET`);
+  return { secret: stored, origin: 'file', path };
+}

@@ -1,0 +1,69 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT } from 'jose';
+import { mintToken } from '../../../src/api/auth/token.ts';
+import { createTokenVerifier } from '../../../src/api/auth/verifyToken.ts';
+
+const secret = 'test-secret-of-enough-length-for-hs256';
+const verify = createTokenVerifier({ secret });
+
+describe('mintToken and the verifier', () => {
+  it('round-trips an operator token to its actor', async () => {
+    const token = await mintToken({ secret, role: 'OPERATOR', sub: 'alice', ttl: '1h' });
+    expect(await verify(token)).toEqual({ id: 'alice', role: 'OPERATOR' });
+  });
+
+  it('binds tenant roles to their tenant', async () => {
+    const token = await mintToken({ secret, role: 'TENANT_VIEWER', tenant: 'acme', ttl: 60 });
+    expect(await verify(token)).toEqual({ id: 'local-tenant_viewer', role: 'TENANT_VIEWER', tenantId: 'acme' });
+  });
+
+  it('refuses to mint a tenant role without a tenant, or a tenant on an instance role', async () => {
+    await expect(mintToken({ secret, role: 'TENANT_ADMIN', ttl: 60 })).rejects.toThrow(/needs a tenant/);
+    await expect(mintToken({ secret, role: 'AUDITOR', tenant: 'acme', ttl: 60 })).rejects.toThrow(/not bound/);
+  });
+
+  it('rejects a wrong signature, an expired token, alg=none and garbage', async () => {
+    const wrongKey = await mintToken({ secret: 'another-secret-entirely-different', role: 'OPERATOR', ttl: '1h' });
+    const expired = await mintToken({ secret, role: 'OPERATOR', ttl: -10 });
+    const unsecured = new UnsecuredJWT({ role: 'OPERATOR' }).setSubject('mallory').setExpirationTime('1h').encode();
+    for (const token of [wrongKey, expired, unsecured, 'not.a.jwt', '']) expect(await verify(token)).toBeNull();
+  });
+
+  it('rejects validly signed tokens whose claims name no valid role or no tenant', async () => {
+    const sign = (claims: Record<string, unknown>) =>
+      new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setSubject('x').setExpirationTime('1h').sign(new TextEncoder().encode(secret));
+    expect(await verify(await sign({ role: 'ROOT' }))).toBeNull();
+    expect(await verify(await sign({ role: 'TENANT_ADMIN' }))).toBeNull();
+    const noExpiry = await new SignJWT({ role: 'OPERATOR' }).setProtectedHeader({ alg: 'HS256' }).setSubject('x').sign(new TextEncoder().encode(secret));
+    expect(await verify(noExpiry)).toBeNull();
+  });
+});
+
+describe('verification against a JWKS URL', () => {
+  let server: Server;
+  let jwksUrl: string;
+  let privateKey: CryptoKey;
+
+  beforeAll(async () => {
+    const pair = await generateKeyPair('ES256');
+    privateKey = pair.privateKey;
+    const jwk = { ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
+    server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] })));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    jwksUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/jwks.json`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  it('accepts a token signed by a published key and refuses an HS256 token', async () => {
+    const verifyJwks = createTokenVerifier({ jwksUrl });
+    const token = await new SignJWT({ role: 'SERVICE' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+      .setSubject('ingest')
+      .setExpirationTime('5m')
+      .sign(privateKey);
+    expect(await verifyJwks(token)).toEqual({ id: 'ingest', role: 'SERVICE' });
+    expect(await verifyJwks(await mintToken({ secret, role: 'OPERATOR', ttl: 60 }))).toBeNull();
+  });
+});
