@@ -1,0 +1,111 @@
+// The ledger tells the same backlog as the guard rows: the command-backlog read model, caught up or rebuilt,
+// equals the authoritative count for every tenant. Ceilings come from the control plane, as in the service.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Db } from '../../../src/db/db.ts';
+import type { EventStore } from '../../../src/ledger/eventStore.ts';
+import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
+import { startProjections, type ProjectionSet } from '../../../src/ledger/projectionSet.ts';
+import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
+import { createControlPlane } from '../../../src/control-plane/controlPlane.ts';
+import { controlPlaneProjections } from '../../../src/control-plane/projections.ts';
+import type { Actor } from '../../../src/control-plane/actor.ts';
+import { createCommandBacklog } from '../../../src/commands/createCommandBacklog.ts';
+import { controlPlaneCeilings } from '../../../src/commands/controlPlaneCeilings.ts';
+import { loadCommandBacklogs } from '../../../src/commands/loadCommandBacklogs.ts';
+import type { CommandBacklog } from '../../../src/commands/types.ts';
+import { commandBacklogProjection } from '../../../projections/commandBacklog.ts';
+import { storageTargets, type TestDb } from '../../support/databases.ts';
+
+const operator: Actor = { id: 'ops@example.com', role: 'OPERATOR' };
+const delivery: Actor = { id: 'svc:command-delivery', role: 'SERVICE' };
+
+async function readModel(db: Db) {
+  const { rows } = await db.query<{ tenant_id: string; undelivered: number }>('SELECT tenant_id, undelivered FROM gl_command_backlog_view ORDER BY tenant_id');
+  return rows;
+}
+
+async function guardCounts(db: Db) {
+  const { rows } = await db.query<{ tenant_id: string; undelivered: number }>('SELECT tenant_id, undelivered FROM gl_command_backlog_guard ORDER BY tenant_id');
+  return rows;
+}
+
+describe.each(storageTargets)('command backlog read model on $name', (target) => {
+  let testDb: TestDb;
+  let store: EventStore;
+  let projections: ProjectionSet;
+  let backlog: CommandBacklog;
+
+  beforeAll(async () => {
+    testDb = await target.open();
+    store = createPostgresEventStore(testDb.db);
+    projections = await startProjections(testDb.db, store, [...controlPlaneProjections(), commandBacklogProjection]);
+    const controlPlane = createControlPlane({ db: testDb.db, store });
+    const applied = await Promise.all([
+      controlPlane.defineTier(operator, { tierId: 'basic', name: 'Basic' }),
+      controlPlane.setPlatformDefault(operator, { dimension: 'UNDELIVERED_COMMANDS', ceiling: 7, reason: 'small instance' }),
+    ]);
+    applied.push(await controlPlane.setTierLimit(operator, { tierId: 'basic', dimension: 'UNDELIVERED_COMMANDS', ceiling: 4, reason: 'launch' }));
+    applied.push(await controlPlane.registerTenant(operator, { tenantId: 'acme', tierId: 'basic' }));
+    applied.push(await controlPlane.registerTenant(operator, { tenantId: 'globex', tierId: 'basic' }));
+    applied.push(await controlPlane.registerTenant(operator, { tenantId: 'initech' }));
+    applied.push(
+      await controlPlane.setTenantOverride(operator, { tenantId: 'globex', dimension: 'UNDELIVERED_COMMANDS', ceiling: 2, reason: 'pilot' }),
+    );
+    expect(applied.map((each) => each.status)).toEqual(Array(7).fill('applied'));
+    await projections.waitForCaughtUp();
+    backlog = createCommandBacklog({ db: testDb.db, store, ceilings: controlPlaneCeilings });
+  });
+
+  afterAll(async () => {
+    await projections.close();
+    await store.close();
+    await testDb.dispose();
+  });
+
+  it('enforces the cascade ceiling and reports the backlog with it', async () => {
+    const enqueue = (tenantId: string, commandId: string) => backlog.enqueue(delivery, { tenantId, commandId, deviceId: 'd', payload: { n: 1 } });
+    const outcomes = [];
+    for (let i = 0; i < 6; i++) outcomes.push(await enqueue('acme', `a${i}`));
+    for (let i = 0; i < 3; i++) outcomes.push(await enqueue('globex', `g${i}`));
+    outcomes.push(await enqueue('initech', 'i0'));
+    outcomes.push(await enqueue('hooli', 'h0'));
+    expect(outcomes.map((each) => (each.status === 'rejected' ? each.reason : each.status))).toEqual([
+      ...Array(4).fill('accepted'),
+      'CEILING_REACHED',
+      'CEILING_REACHED',
+      'accepted',
+      'accepted',
+      'CEILING_REACHED',
+      'accepted',
+      'UNKNOWN_TENANT',
+    ]);
+    await backlog.markDelivered(delivery, { tenantId: 'acme', commandId: 'a0' });
+    await backlog.cancel(delivery, { tenantId: 'globex', commandId: 'g1', reason: 'superseded' });
+
+    const backlogs = await loadCommandBacklogs(testDb.db, ['acme', 'globex', 'initech', 'hooli']);
+    expect([...backlogs.values()].sort((a, b) => a.tenantId.localeCompare(b.tenantId))).toEqual([
+      { tenantId: 'acme', undelivered: 3, ceiling: 4, source: 'TIER' },
+      { tenantId: 'globex', undelivered: 1, ceiling: 2, source: 'TENANT_OVERRIDE' },
+      { tenantId: 'initech', undelivered: 1, ceiling: 7, source: 'PLATFORM_DEFAULT' },
+    ]);
+  });
+
+  it('derives from the ledger exactly the guard count, caught up and after a rebuild', async () => {
+    await projections.waitForCaughtUp();
+    const caughtUp = await readModel(testDb.db);
+    const guard = await guardCounts(testDb.db);
+    // The unknown tenant has a rejection in the ledger but no backlog: 0 in the view, no guard row.
+    expect(caughtUp.filter((row) => row.tenant_id !== 'hooli')).toEqual(guard);
+    expect(caughtUp).toContainEqual({ tenant_id: 'hooli', undelivered: 0 });
+
+    await rebuildProjection(testDb.db, store, commandBacklogProjection);
+    expect(await readModel(testDb.db)).toEqual(caughtUp);
+    const totals = await testDb.db.query('SELECT tenant_id, accepted_total, rejected_total, settled_total FROM gl_command_backlog_view ORDER BY tenant_id');
+    expect(totals.rows).toEqual([
+      { tenant_id: 'acme', accepted_total: 4n, rejected_total: 2n, settled_total: 1n },
+      { tenant_id: 'globex', accepted_total: 2n, rejected_total: 1n, settled_total: 1n },
+      { tenant_id: 'hooli', accepted_total: 0n, rejected_total: 1n, settled_total: 0n },
+      { tenant_id: 'initech', accepted_total: 1n, rejected_total: 0n, settled_total: 0n },
+    ]);
+  });
+});
