@@ -1,0 +1,38 @@
+// Read model: admitted, shed and rejected units and messages and limit hits per tenant, dimension and
+// allowance, per minute, with hour and day roll-ups. A summary covering several seconds is split across the
+// minutes it crosses in proportion to its seconds in each (splitAcrossMinutes).
+import type { Tx } from '../src/db/db.ts';
+import type { RecordedEvent } from '../src/ledger/eventStore.ts';
+import type { Projection } from '../src/ledger/projection.ts';
+import type { AdmissionsRecordedData } from '../src/ledger/catalog/admissions.ts';
+import { ADMISSION_TRENDS, familyTables } from '../src/metrics/trends/rollupFamily.ts';
+import { splitAcrossMinutes } from '../src/metrics/trends/splitAcrossMinutes.ts';
+import { upsertRollups, type RollupIncrement } from '../src/metrics/trends/upsertRollups.ts';
+import { wholeCount } from '../src/metrics/trends/wholeCount.ts';
+
+export const admissionTrendsProjection: Projection = {
+  name: 'admission-trends',
+  version: 1,
+  eventTypes: ['AdmissionsRecorded'],
+  tables: familyTables(ADMISSION_TRENDS),
+  async apply(event: RecordedEvent, tx: Tx) {
+    const { entries } = event.data as AdmissionsRecordedData;
+    const increments: RollupIncrement[] = [];
+    for (const entry of entries ?? []) {
+      const counts = {
+        admitted_units: wholeCount(entry.admittedUnits),
+        admitted_messages: wholeCount(entry.admittedMessages),
+        shed_units: wholeCount(entry.shedUnits),
+        shed_messages: wholeCount(entry.shedMessages),
+        rejected_units: wholeCount(entry.rejectedUnits),
+        rejected_messages: wholeCount(entry.rejectedMessages),
+        hits: Math.min(wholeCount(entry.hitSeconds), Math.max(1, wholeCount(entry.seconds))),
+      };
+      const keys = { tenant_id: entry.tenantId, dimension: entry.dimension, allowance: entry.allowance ?? '' };
+      for (const piece of splitAcrossMinutes(entry.fromSecond, wholeCount(entry.seconds), counts)) {
+        increments.push({ keys, minuteStart: piece.minuteStart, counts: piece.counts });
+      }
+    }
+    await upsertRollups(tx, ADMISSION_TRENDS, increments);
+  },
+};

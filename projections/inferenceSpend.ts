@@ -1,0 +1,32 @@
+// Read model: AI inference tokens per tenant per minute, with hour and day roll-ups, so an operator can
+// see which tenant spends (beyond the spec, which counts spend only instance-wide).
+import type { Tx } from '../src/db/db.ts';
+import type { RecordedEvent } from '../src/ledger/eventStore.ts';
+import type { Projection } from '../src/ledger/projection.ts';
+import type { InferenceSpendRecordedData } from '../src/ledger/catalog/inference.ts';
+import { INFERENCE_SPEND, familyTables } from '../src/metrics/trends/rollupFamily.ts';
+import { splitAcrossMinutes } from '../src/metrics/trends/splitAcrossMinutes.ts';
+import { upsertRollups, type RollupIncrement } from '../src/metrics/trends/upsertRollups.ts';
+import { wholeCount } from '../src/metrics/trends/wholeCount.ts';
+
+export const inferenceSpendProjection: Projection = {
+  name: 'inference-spend',
+  version: 1,
+  eventTypes: ['InferenceSpendRecorded'],
+  tables: familyTables(INFERENCE_SPEND),
+  async apply(event: RecordedEvent, tx: Tx) {
+    const { entries } = event.data as InferenceSpendRecordedData;
+    const increments: RollupIncrement[] = [];
+    for (const entry of entries ?? []) {
+      const counts = {
+        input_tokens: wholeCount(entry.inputTokens),
+        output_tokens: wholeCount(entry.outputTokens),
+        requests: wholeCount(entry.requests),
+      };
+      for (const piece of splitAcrossMinutes(entry.fromSecond, wholeCount(entry.seconds), counts)) {
+        increments.push({ keys: { tenant_id: entry.tenantId }, minuteStart: piece.minuteStart, counts: piece.counts });
+      }
+    }
+    await upsertRollups(tx, INFERENCE_SPEND, increments);
+  },
+};

@@ -1,0 +1,29 @@
+// Read model: units and messages admitted at the platform default because a tenant's ceilings were not
+// known, per tenant, dimension and cause, per minute, with hour and day roll-ups.
+import type { Tx } from '../src/db/db.ts';
+import type { RecordedEvent } from '../src/ledger/eventStore.ts';
+import type { Projection } from '../src/ledger/projection.ts';
+import type { UnresolvedAdmissionsRecordedData } from '../src/ledger/catalog/admissions.ts';
+import { UNRESOLVED_ADMISSIONS, familyTables } from '../src/metrics/trends/rollupFamily.ts';
+import { splitAcrossMinutes } from '../src/metrics/trends/splitAcrossMinutes.ts';
+import { upsertRollups, type RollupIncrement } from '../src/metrics/trends/upsertRollups.ts';
+import { wholeCount } from '../src/metrics/trends/wholeCount.ts';
+
+export const unresolvedAdmissionsProjection: Projection = {
+  name: 'unresolved-admissions',
+  version: 1,
+  eventTypes: ['UnresolvedAdmissionsRecorded'],
+  tables: familyTables(UNRESOLVED_ADMISSIONS),
+  async apply(event: RecordedEvent, tx: Tx) {
+    const { entries } = event.data as UnresolvedAdmissionsRecordedData;
+    const increments: RollupIncrement[] = [];
+    for (const entry of entries ?? []) {
+      const counts = { units: wholeCount(entry.units), messages: wholeCount(entry.messages) };
+      const keys = { tenant_id: entry.tenantId, dimension: entry.dimension, cause: entry.cause };
+      for (const piece of splitAcrossMinutes(entry.fromSecond, wholeCount(entry.seconds), counts)) {
+        increments.push({ keys, minuteStart: piece.minuteStart, counts: piece.counts });
+      }
+    }
+    await upsertRollups(tx, UNRESOLVED_ADMISSIONS, increments);
+  },
+};

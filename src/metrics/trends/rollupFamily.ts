@@ -1,0 +1,49 @@
+// A family of trend tables (one per bucket size) that share key and count columns. Projections add
+// per-minute increments through `upsertRollups`; reads and pruning name the tables through the family.
+import { bucketTable, TREND_BUCKETS } from './buckets.ts';
+
+export interface RollupFamily {
+  /** Table name without the bucket suffix. */
+  table: string;
+  /** Text key columns, besides bucket_start. */
+  keys: readonly string[];
+  /** Whole-number count columns, summed on conflict. */
+  counts: readonly string[];
+  /** The tables' PRIMARY KEY columns, as migrations/0030_trends.sql declares them. */
+  primaryKey: readonly string[];
+}
+
+export const ADMISSION_TRENDS: RollupFamily = {
+  table: 'gl_admission_trends',
+  keys: ['tenant_id', 'dimension', 'allowance'],
+  counts: [
+    'admitted_units',
+    'admitted_messages',
+    'shed_units',
+    'shed_messages',
+    'rejected_units',
+    'rejected_messages',
+    'hits',
+  ],
+  primaryKey: ['tenant_id', 'dimension', 'bucket_start', 'allowance'],
+};
+
+export const UNRESOLVED_ADMISSIONS: RollupFamily = {
+  table: 'gl_unresolved_admissions',
+  keys: ['tenant_id', 'dimension', 'cause'],
+  counts: ['units', 'messages'],
+  primaryKey: ['tenant_id', 'dimension', 'cause', 'bucket_start'],
+};
+
+export const INFERENCE_SPEND: RollupFamily = {
+  table: 'gl_inference_spend',
+  keys: ['tenant_id'],
+  counts: ['input_tokens', 'output_tokens', 'requests'],
+  primaryKey: ['tenant_id', 'bucket_start'],
+};
+
+export const ROLLUP_FAMILIES: readonly RollupFamily[] = [ADMISSION_TRENDS, UNRESOLVED_ADMISSIONS, INFERENCE_SPEND];
+
+export function familyTables(family: RollupFamily): string[] {
+  return TREND_BUCKETS.map((bucket) => bucketTable(family.table, bucket));
+}
