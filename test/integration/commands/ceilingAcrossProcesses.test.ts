@@ -1,0 +1,130 @@
+// The guarantee: across processes the ceiling is never exceeded. Two OS processes, 32 concurrent enqueuers
+// each, one tenant with a ceiling of 50, 200 distinct commands, on the machine's PostgreSQL.
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { createInterface, type Interface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
+import { commandsStream } from '../../../src/ledger/catalog/commands.ts';
+import { createDatabaseCommandBacklog } from '../../../src/commands/postgres/createDatabaseCommandBacklog.ts';
+import type { EnqueueOutcome } from '../../../src/commands/types.ts';
+import { postgresOnly, type TestDb } from '../../support/databases.ts';
+import { createCeilingTable, setCeiling, tableCeilings } from './ceilingTable.ts';
+
+const TENANT = 'acme';
+const CEILING = 50;
+const WORKER = fileURLToPath(new URL('./enqueueWorker.ts', import.meta.url));
+
+if (!postgresOnly) console.warn('DATABASE_URL is not set: the two-process command ceiling test is skipped.');
+
+interface Worker {
+  child: ChildProcessWithoutNullStreams;
+  lines: AsyncIterator<string>;
+  output: Interface;
+}
+
+async function nextLine(worker: Worker): Promise<unknown> {
+  const next = await worker.lines.next();
+  if (next.done) throw new Error(`worker ${worker.child.pid} ended early (exit ${worker.child.exitCode})`);
+  return JSON.parse(next.value);
+}
+
+function startWorker(env: Record<string, string>): Worker {
+  const child = spawn(process.execPath, ['--import', 'tsx', WORKER], {
+    env: { ...process.env, ...env, COMMANDS_TENANT: TENANT },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  child.stderr.on('data', (chunk: Buffer) => process.stderr.write(chunk));
+  const output = createInterface({ input: child.stdout });
+  return { child, output, lines: output[Symbol.asyncIterator]() };
+}
+
+describe.skipIf(!postgresOnly)('command ceiling across two processes on PostgreSQL', () => {
+  let testDb: TestDb;
+  let workers: Worker[];
+
+  beforeAll(async () => {
+    testDb = await postgresOnly!.open();
+    await createCeilingTable(testDb.db);
+    await setCeiling(testDb.db, TENANT, CEILING);
+    workers = [startWorker(testDb.env!), startWorker(testDb.env!)];
+    for (const worker of workers) expect(await nextLine(worker)).toEqual({ ready: true });
+  });
+
+  afterAll(async () => {
+    for (const worker of workers ?? []) {
+      worker.child.stdin.end();
+      if (worker.child.exitCode === null) await new Promise((resolve) => worker.child.once('exit', resolve));
+    }
+    await testDb?.dispose();
+  });
+
+  /** Runs one round in both processes at once, sampling the backlog until both have answered. */
+  async function race(commandIds: [string[], string[]]) {
+    let finished = false;
+    const answers = Promise.all(
+      workers.map(async (worker, i) => {
+        worker.child.stdin.write(`${JSON.stringify({ commandIds: commandIds[i] })}\n`);
+        return ((await nextLine(worker)) as { outcomes: EnqueueOutcome[] }).outcomes;
+      }),
+    ).finally(() => (finished = true));
+    let samples = 0;
+    let highestSeen = 0;
+    while (!finished) {
+      const { rows } = await testDb.db.query<{ guard: number | null; queued: bigint }>(
+        `SELECT (SELECT undelivered FROM gl_command_backlog_guard WHERE tenant_id = $1) AS guard,
+                (SELECT count(*) FROM gl_commands WHERE tenant_id = $1 AND status = 'queued') AS queued`,
+        [TENANT],
+      );
+      highestSeen = Math.max(highestSeen, rows[0]!.guard ?? 0, Number(rows[0]!.queued));
+      samples++;
+    }
+    return { outcomes: (await answers).flat(), samples, highestSeen };
+  }
+
+  it('accepts exactly the ceiling, refuses the rest retryably, and frees exactly what was delivered', async () => {
+    const ids = Array.from({ length: 200 }, (_, i) => `cmd-${i}`);
+    const first = await race([ids.slice(0, 100), ids.slice(100)]);
+
+    const accepted = first.outcomes.filter((outcome) => outcome.status === 'accepted');
+    const rejected = first.outcomes.filter((outcome) => outcome.status === 'rejected');
+    expect(accepted).toHaveLength(CEILING);
+    expect(rejected).toHaveLength(150);
+    expect(rejected.every((outcome) => outcome.reason === 'CEILING_REACHED' && outcome.retryable && outcome.retryAfterSeconds! >= 1)).toBe(true);
+    expect(first.samples).toBeGreaterThan(0);
+    expect(first.highestSeen).toBeLessThanOrEqual(CEILING);
+    // Each acceptance saw a distinct count from 1 to 50: no two processes ever shared a slot.
+    expect(accepted.map((outcome) => outcome.undelivered).sort((a, b) => a - b)).toEqual(Array.from({ length: CEILING }, (_, i) => i + 1));
+
+    const here = createDatabaseCommandBacklog(testDb.db, { ceilings: tableCeilings, commandTtlMs: 3_600_000, now: () => new Date() });
+    for (const outcome of accepted.slice(0, 10)) {
+      expect(await here.markDelivered({ id: 'svc:delivery' }, { tenantId: TENANT, commandId: outcome.commandId })).toMatchObject({ status: 'settled' });
+    }
+
+    // Callers retry what was refused, with the same commandIds, from both processes at once.
+    const refusedIds = rejected.map((outcome) => outcome.commandId);
+    const second = await race([refusedIds.slice(0, 75), refusedIds.slice(75)]);
+    expect(second.outcomes.filter((outcome) => outcome.status === 'accepted')).toHaveLength(10);
+    expect(second.outcomes.filter((outcome) => outcome.status === 'rejected')).toHaveLength(140);
+    expect(second.highestSeen).toBeLessThanOrEqual(CEILING);
+
+    // The ledger, in the stream's order, never counts more than the ceiling, and every event's count is the
+    // running count at that point.
+    const store = createPostgresEventStore(testDb.db);
+    const events = await store.readStream(commandsStream(TENANT));
+    await store.close();
+    let running = 0;
+    let highest = 0;
+    for (const event of events) {
+      if (event.type === 'CommandEnqueued') running++;
+      else if (event.type !== 'CommandRejected') running--;
+      highest = Math.max(highest, running);
+      expect((event.data as { undelivered: number }).undelivered).toBe(event.type === 'CommandRejected' ? CEILING : running);
+    }
+    expect(highest).toBe(CEILING);
+    expect(running).toBe(CEILING);
+    expect(events.filter((event) => event.type === 'CommandEnqueued')).toHaveLength(60);
+    expect(events.filter((event) => event.type === 'CommandRejected')).toHaveLength(290);
+    expect(events.filter((event) => event.type === 'CommandDelivered')).toHaveLength(10);
+  });
+});

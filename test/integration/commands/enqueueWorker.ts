@@ -1,0 +1,36 @@
+// A separate OS process that enqueues commands into the same PostgreSQL schema as the test that spawned it.
+// Protocol: prints {"ready":true} once connected; then, for every line {"commandIds":[...]} on stdin, runs
+// ENQUEUERS concurrent enqueuers over those ids and prints one line {"outcomes":[...]}. Exits when stdin ends.
+import { createInterface } from 'node:readline';
+import { openPostgres } from '../../../src/db/postgres.ts';
+import { createDatabaseCommandBacklog } from '../../../src/commands/postgres/createDatabaseCommandBacklog.ts';
+import type { EnqueueOutcome } from '../../../src/commands/types.ts';
+import { tableCeilings } from './ceilingTable.ts';
+
+const ENQUEUERS = 32;
+// Connections to the server: 16 per process, so the two processes hold 32 transactions open at once.
+const POOL_SIZE = 16;
+
+const tenantId = process.env.COMMANDS_TENANT!;
+const db = openPostgres({ connectionString: process.env.DATABASE_URL!, schema: process.env.GOVERNANCE_DB_SCHEMA, max: POOL_SIZE });
+const backlog = createDatabaseCommandBacklog(db, { ceilings: tableCeilings, commandTtlMs: 3_600_000, now: () => new Date() });
+const actor = { id: `svc:command-delivery-${process.pid}` };
+
+// Open every connection before the start signal, so connecting is not part of the race.
+await Promise.all(Array.from({ length: POOL_SIZE }, () => db.transaction((tx) => tx.query('SELECT 1'))));
+process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
+
+for await (const line of createInterface({ input: process.stdin })) {
+  const { commandIds } = JSON.parse(line) as { commandIds: string[] };
+  const pending = [...commandIds];
+  const outcomes: EnqueueOutcome[] = [];
+  await Promise.all(
+    Array.from({ length: ENQUEUERS }, async () => {
+      for (let commandId = pending.shift(); commandId !== undefined; commandId = pending.shift()) {
+        outcomes.push(await backlog.enqueue(actor, { tenantId, commandId, deviceId: `device-${commandId}`, payload: { action: 'unlock' } }));
+      }
+    }),
+  );
+  process.stdout.write(`${JSON.stringify({ outcomes })}\n`);
+}
+await db.close();
