@@ -25,8 +25,9 @@ export function readBodyCapped(req: IncomingMessage, maxBytes: number): Promise<
       chunks.push(chunk);
     };
     const onEnd = () => {
+      const body = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes);
       stop();
-      resolve({ status: 'read', body: chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes) });
+      resolve({ status: 'read', body });
     };
     const onError = (error: Error) => {
       stop();

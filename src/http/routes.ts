@@ -1,0 +1,38 @@
+// The ingest front door's routes for the service's one listener. Browsers may post (CORS): a preflight is
+// answered here without charging anything, since it carries no readings.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Route, RouteHandler } from '../server.ts';
+import { createClientResolver } from './frontDoor.ts';
+import type { FrontDoorDeps } from './frontDoorDeps.ts';
+import { createIngestHandler, INGEST_PREFIX } from './ingestRoute.ts';
+import { createIntegrationsHandler, INTEGRATIONS_PREFIX } from './integrationsRoute.ts';
+import { EXPOSED_HEADERS } from './rateLimitHeaders.ts';
+import { sendJson } from './respond.ts';
+
+export function createIngestRoutes(deps: FrontDoorDeps): Route[] {
+  const clients = createClientResolver(deps);
+  return [
+    { path: INGEST_PREFIX, prefix: true, handle: postOnly(createIngestHandler(deps, clients)) },
+    { path: INTEGRATIONS_PREFIX, prefix: true, handle: postOnly(createIntegrationsHandler(deps, clients)) },
+  ];
+}
+
+function postOnly(handle: RouteHandler): RouteHandler {
+  return (req: IncomingMessage, res: ServerResponse, url: URL) => {
+    if (req.method === 'POST') return handle(req, res, url);
+    if (req.method === 'OPTIONS') {
+      res
+        .writeHead(204, {
+          'Access-Control-Allow-Origin': '*',
+          'Access-Control-Allow-Methods': 'POST',
+          'Access-Control-Allow-Headers': 'Content-Type, X-Device-Key, X-Request-ID',
+          'Access-Control-Expose-Headers': EXPOSED_HEADERS,
+          'Access-Control-Max-Age': '600',
+        })
+        .end();
+      return;
+    }
+    res.setHeader('Allow', 'POST, OPTIONS');
+    sendJson(res, 405, { error: `${req.method ?? 'this method'} is not allowed; POST readings` });
+  };
+}

@@ -1,0 +1,22 @@
+// The tenant (and integration) named in the path. A name that could never be a tenant ID (the control
+// plane's rule: a letter or digit, then up to 63 of letters, digits, '_', '.', ':', '-') is answered 404
+// before the Governor sees it, so it costs no state.
+const TENANT_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
+
+/** The path segments after `prefix`, decoded; null when the path does not have exactly `count` valid segments. */
+export function namesInPath(pathname: string, prefix: string, count: number): string[] | null {
+  const segments = pathname.slice(prefix.length).split('/');
+  if (segments.length !== count) return null;
+  const names: string[] = [];
+  for (const segment of segments) {
+    let name: string;
+    try {
+      name = decodeURIComponent(segment);
+    } catch {
+      return null;
+    }
+    if (!TENANT_ID.test(name)) return null;
+    names.push(name);
+  }
+  return names;
+}
