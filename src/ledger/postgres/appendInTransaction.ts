@@ -1,7 +1,7 @@
 import type { Tx } from '../../db/db.ts';
-import { InvalidAppend, WrongExpectedRevision, type AppendResult, type ExpectedRevision, type NewEvent } from '../eventStore.ts';
-import { LEDGER_CHANNEL_SQL } from './ledgerChannel.ts';
-import { prepareBatch } from './prepareBatch.ts';
+import { InvalidAppend, type AppendResult, type ExpectedRevision, type NewEvent } from '../eventStore.ts';
+import { appendBatch } from './appendBatch.ts';
+import { prepareBatch, type PreparedBatch } from './prepareBatch.ts';
 
 // Any constant: it keeps the ledger's per-stream advisory locks apart from other advisory locks.
 const STREAM_LOCK_CLASS = 7_246_002;
@@ -10,80 +10,19 @@ export interface AppendOptions {
   expectedRevision?: ExpectedRevision;
 }
 
-interface AppendRow {
-  head: bigint | null;
-  allowed: boolean;
-  fresh_count: bigint;
-  last_revision: bigint | null;
-  last_commit: bigint | null;
-  last_prepare: bigint | null;
-}
-
-// One statement for the whole batch. It finds the stream's head and the batch's already-stored ids, checks
-// the expected revision, inserts only new events (when the check passes) with revisions following the head,
-// and notifies subscribers. NOTIFY inside the transaction is delivered only at commit, so a woken reader
-// finds the events. The final SELECT names `notified` because PostgreSQL skips unreferenced SELECT CTEs.
-const APPEND_SQL = `
-WITH batch AS (
-  SELECT b.event_id, b.type, b.data, b.metadata, b.n
-  FROM unnest($2::uuid[], $3::text[], $4::jsonb[], $5::jsonb[]) WITH ORDINALITY AS b(event_id, type, data, metadata, n)
-),
-head AS (SELECT max(revision) AS revision FROM gl_events WHERE stream = $1),
-known AS (
-  SELECT g.revision, g.tx_id, g.global_position, batch.n
-  FROM gl_events g JOIN batch ON g.event_id = batch.event_id
-),
-fresh AS (
-  SELECT batch.*, row_number() OVER (ORDER BY batch.n) AS k
-  FROM batch
-  WHERE NOT EXISTS (SELECT 1 FROM known WHERE known.n = batch.n)
-),
-allowed AS (
-  SELECT CASE $6::text
-    WHEN 'any' THEN true
-    WHEN 'no_stream' THEN head.revision IS NULL
-    WHEN 'stream_exists' THEN head.revision IS NOT NULL
-    ELSE head.revision IS NOT DISTINCT FROM $7::bigint
-  END AS ok
-  FROM head
-),
-inserted AS (
-  INSERT INTO gl_events (event_id, stream, revision, type, data, metadata)
-  SELECT fresh.event_id, $1, coalesce(head.revision, -1) + fresh.k, fresh.type, fresh.data, fresh.metadata
-  FROM fresh, head, allowed
-  WHERE allowed.ok
-  ORDER BY fresh.k
-  RETURNING revision, tx_id, global_position
-),
-notified AS (
-  SELECT pg_notify(${LEDGER_CHANNEL_SQL}, '') FROM (SELECT 1 FROM inserted LIMIT 1) AS any_inserted
-),
-last_event AS (
-  SELECT revision, tx_id, global_position FROM (
-    (SELECT revision, tx_id, global_position, 1 AS pick FROM inserted ORDER BY global_position DESC LIMIT 1)
-    UNION ALL
-    (SELECT revision, tx_id, global_position, 2 AS pick FROM known ORDER BY n DESC LIMIT 1)
-  ) AS candidates ORDER BY pick LIMIT 1
-)
-SELECT head.revision AS head, allowed.ok AS allowed,
-  (SELECT count(*) FROM fresh) AS fresh_count,
-  (SELECT revision FROM last_event) AS last_revision,
-  (SELECT tx_id FROM last_event) AS last_commit,
-  (SELECT global_position FROM last_event) AS last_prepare,
-  (SELECT count(*) FROM notified) AS notifications
-FROM head, allowed`;
-
 /**
  * Appends a batch inside the caller's transaction, so a caller can change its own rows and record the
- * event atomically. Events whose id is already stored are not stored again; a batch made only of stored
- * ids is a no-op that succeeds whatever the expected revision (an idempotent retry) and returns the stored
- * copy of the batch's last event. Otherwise the result names the last event this call stored.
+ * event atomically (commit both or neither). Events whose id is already stored are not stored again; a
+ * batch made only of stored ids is a no-op that succeeds whatever the expected revision (an idempotent
+ * retry) and returns the stored copy of the batch's last event. Otherwise the result names the last event
+ * this call stored.
  *
- * Concurrent appends to one stream queue on a per-stream advisory lock held to the end of the transaction;
- * the lock is taken in its own statement so the append statement's snapshot, taken after it, sees every
- * append committed before. Throws WrongExpectedRevision (nothing stored; the caller's transaction is still
- * usable) and InvalidAppend. A concurrent append of the same event id to another stream surfaces as
- * PostgreSQL's unique violation (23505); appendToStream retries that, a caller here retries its transaction.
+ * Appends to one stream queue on a per-stream advisory lock held to the end of the transaction; the lock
+ * is taken in its own statement so the append statement's snapshot, taken after it, sees every append
+ * committed before. Keep the transaction short: it holds the stream, and readAll holds back every event
+ * committed after it began until it ends. Throws InvalidAppend, and WrongExpectedRevision (nothing stored;
+ * the caller's transaction is still usable). A concurrent append of the same event id elsewhere surfaces as
+ * PostgreSQL's unique violation (code 23505): retry the whole transaction then.
  */
 export async function appendInTransaction(
   tx: Tx,
@@ -91,23 +30,16 @@ export async function appendInTransaction(
   events: readonly NewEvent[],
   options: AppendOptions = {},
 ): Promise<AppendResult> {
-  const batch = prepareBatch(stream, events);
+  return appendLocked(tx, stream, prepareBatch(stream, events), expectedRevisionOf(stream, options));
+}
+
+export async function appendLocked(tx: Tx, stream: string, batch: PreparedBatch, expected: ExpectedRevision): Promise<AppendResult> {
+  await tx.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [STREAM_LOCK_CLASS, stream]);
+  return appendBatch(tx, stream, batch, expected);
+}
+
+export function expectedRevisionOf(stream: string, options: AppendOptions): ExpectedRevision {
   const expected = options.expectedRevision ?? 'any';
   if (typeof expected === 'bigint' && expected < 0n) throw new InvalidAppend(stream, `expected revision ${expected} is negative`);
-  await tx.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [STREAM_LOCK_CLASS, stream]);
-  const { rows } = await tx.query<AppendRow>(APPEND_SQL, [
-    stream,
-    batch.ids,
-    batch.types,
-    batch.data,
-    batch.metadata,
-    typeof expected === 'bigint' ? 'revision' : expected,
-    typeof expected === 'bigint' ? expected.toString() : null,
-  ]);
-  const row = rows[0]!;
-  if (!row.allowed && row.fresh_count > 0n) throw new WrongExpectedRevision(stream, expected, row.head ?? 'no_stream');
-  return {
-    nextRevision: row.last_revision!,
-    position: { commit: row.last_commit!, prepare: row.last_prepare! },
-  };
+  return expected;
 }

@@ -1,15 +1,22 @@
 import type { Db } from '../../db/db.ts';
 import type { AppendResult, NewEvent } from '../eventStore.ts';
-import { appendInTransaction, type AppendOptions } from './appendInTransaction.ts';
+import { appendBatch } from './appendBatch.ts';
+import { appendLocked, expectedRevisionOf, type AppendOptions } from './appendInTransaction.ts';
+import { prepareBatch } from './prepareBatch.ts';
 
 const UNIQUE_VIOLATION = '23505';
-const MAX_ATTEMPTS = 5;
+const MAX_LOCKED_ATTEMPTS = 10;
 
 /**
- * Appends a batch in its own transaction. A unique violation means another transaction stored one of our
- * event ids (or, from a writer that bypassed the stream lock, one of our revisions) while we waited; the
- * retry re-reads the stream, so it then finds the id stored (idempotent no-op) or the revision taken
- * (WrongExpectedRevision when an expected revision was given, the next free revision with 'any').
+ * Appends a batch in its own transaction.
+ *
+ * The first attempt is the append statement alone, without the stream lock: one round trip, which is most
+ * of the cost of a small append. If another writer took the same revision (or stored one of our ids)
+ * meanwhile, UNIQUE turns that into a unique violation and nothing of ours is stored; we then queue on the
+ * stream lock, where writers of one stream take turns instead of colliding again. Every retry re-reads the
+ * stream, so it finds the id stored (idempotent no-op), the revision taken (WrongExpectedRevision when an
+ * expected revision was given) or the next free revision ('any'). A locked attempt can still lose to a
+ * newcomer's unlocked first attempt, hence the bound.
  */
 export async function appendToStream(
   db: Db,
@@ -17,11 +24,18 @@ export async function appendToStream(
   events: readonly NewEvent[],
   options: AppendOptions = {},
 ): Promise<AppendResult> {
+  const batch = prepareBatch(stream, events);
+  const expected = expectedRevisionOf(stream, options);
+  try {
+    return await appendBatch(db, stream, batch, expected);
+  } catch (error) {
+    if (!isUniqueViolation(error)) throw error;
+  }
   for (let attempt = 1; ; attempt++) {
     try {
-      return await db.transaction((tx) => appendInTransaction(tx, stream, events, options));
+      return await db.transaction((tx) => appendLocked(tx, stream, batch, expected));
     } catch (error) {
-      if (attempt >= MAX_ATTEMPTS || !isUniqueViolation(error)) throw error;
+      if (attempt >= MAX_LOCKED_ATTEMPTS || !isUniqueViolation(error)) throw error;
     }
   }
 }

@@ -1,0 +1,116 @@
+// Appending through the EventStore port against a raw INSERT ... SELECT FROM unnest(...) of the same rows,
+// both through `pg` in the same run, on a fresh schema that is dropped at the end. The port adds a
+// transaction, the per-stream lock, the expected-revision and idempotency checks and the NOTIFY; this
+// measures what those cost. Last line: JSON.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { openPostgres, quoteIdent } from '../src/db/postgres.ts';
+import { migrate } from '../src/db/migrate.ts';
+import type { Db } from '../src/db/db.ts';
+import type { NewEvent } from '../src/ledger/eventStore.ts';
+import { createPostgresEventStore } from '../src/ledger/postgres/postgresEventStore.ts';
+
+const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const EVENTS_PER_RUN = 20_000;
+const SINGLE_APPENDS = 1_000;
+const STREAMS = 10;
+
+const smallEvents = (count: number): NewEvent[] =>
+  Array.from({ length: count }, (_, n) => ({ id: randomUUID(), type: 'Counted', data: { n, tenant: 't-1' }, metadata: {} }));
+
+const RAW_INSERT = `
+INSERT INTO gl_events (event_id, stream, revision, type, data, metadata)
+SELECT * FROM unnest($1::uuid[], $2::text[], $3::bigint[], $4::text[], $5::jsonb[], $6::jsonb[])`;
+
+async function rawRate(db: Db, batchSize: number, tag: string): Promise<number> {
+  const batches = EVENTS_PER_RUN / batchSize;
+  const next = new Map<string, number>();
+  const started = performance.now();
+  for (let b = 0; b < batches; b++) {
+    const stream = `raw-${tag}-${b % STREAMS}`;
+    const first = next.get(stream) ?? 0;
+    next.set(stream, first + batchSize);
+    const events = smallEvents(batchSize);
+    await db.query(RAW_INSERT, [
+      events.map((each) => each.id),
+      events.map(() => stream),
+      events.map((_, i) => String(first + i)),
+      events.map((each) => each.type),
+      events.map((each) => JSON.stringify(each.data)),
+      events.map((each) => JSON.stringify(each.metadata)),
+    ]);
+  }
+  return EVENTS_PER_RUN / ((performance.now() - started) / 1000);
+}
+
+async function portRate(append: (stream: string, events: NewEvent[]) => Promise<unknown>, batchSize: number, tag: string) {
+  const batches = EVENTS_PER_RUN / batchSize;
+  const started = performance.now();
+  for (let b = 0; b < batches; b++) await append(`port-${tag}-${b % STREAMS}`, smallEvents(batchSize));
+  return EVENTS_PER_RUN / ((performance.now() - started) / 1000);
+}
+
+async function main() {
+  const schema = `bench_${randomBytes(5).toString('hex')}`;
+  const admin = openPostgres({ connectionString: url, max: 1 });
+  await admin.query(`CREATE SCHEMA ${quoteIdent(schema)}`);
+  const db = openPostgres({ connectionString: url, schema, max: 2 });
+  const store = createPostgresEventStore(db);
+  const append = (stream: string, events: NewEvent[]) => store.append(stream, events);
+  try {
+    await migrate(db);
+    // Warm both paths (connections, plans) before timing.
+    await portRate(append, 1000, 'warm');
+    await rawRate(db, 1000, 'warm');
+
+    const results: Record<string, { ours: number; baseline: number; ratio: number }> = {};
+    for (const batchSize of [100, 1000]) {
+      // Alternate the order across two rounds so neither side always runs on a warmer table.
+      const ours: number[] = [];
+      const baseline: number[] = [];
+      for (let round = 0; round < 2; round++) {
+        if (round === 0) {
+          ours.push(await portRate(append, batchSize, `${batchSize}-${round}`));
+          baseline.push(await rawRate(db, batchSize, `${batchSize}-${round}`));
+        } else {
+          baseline.push(await rawRate(db, batchSize, `${batchSize}-${round}`));
+          ours.push(await portRate(append, batchSize, `${batchSize}-${round}`));
+        }
+      }
+      const best = { ours: Math.max(...ours), baseline: Math.max(...baseline) };
+      results[`batch${batchSize}`] = { ...best, ratio: best.ours / best.baseline };
+      console.log(
+        `batch ${batchSize}: port ${Math.round(best.ours)} events/s, raw ${Math.round(best.baseline)} events/s, ratio ${(best.ours / best.baseline).toFixed(2)}`,
+      );
+    }
+
+    const singleStarted = performance.now();
+    for (let i = 0; i < SINGLE_APPENDS; i++) await append(`single-${i % STREAMS}`, smallEvents(1));
+    const singleAppendsPerSecond = SINGLE_APPENDS / ((performance.now() - singleStarted) / 1000);
+    console.log(`single-event appends: ${Math.round(singleAppendsPerSecond)} appends/s`);
+
+    const headline = results.batch1000!;
+    console.log(
+      JSON.stringify({
+        bench: 'ledger-append',
+        ours: Math.round(headline.ours),
+        baseline: Math.round(headline.baseline),
+        ratio: Number(headline.ratio.toFixed(3)),
+        unit: 'events/s',
+        batchSize: 1000,
+        batch100: {
+          ours: Math.round(results.batch100!.ours),
+          baseline: Math.round(results.batch100!.baseline),
+          ratio: Number(results.batch100!.ratio.toFixed(3)),
+        },
+        singleAppendsPerSecond: Math.round(singleAppendsPerSecond),
+      }),
+    );
+  } finally {
+    await store.close();
+    await db.close();
+    await admin.query(`DROP SCHEMA ${quoteIdent(schema)} CASCADE`);
+    await admin.close();
+  }
+}
+
+await main();
