@@ -8,6 +8,7 @@ import type { EventStore } from '../../src/ledger/eventStore.ts';
 import { createPostgresEventStore } from '../../src/ledger/postgres/postgresEventStore.ts';
 import { startProjections, type ProjectionSet } from '../../src/ledger/projectionSet.ts';
 import type { StorageTarget, TestDb } from './databases.ts';
+import { waitFor } from './waitFor.ts';
 
 export const OPERATOR: Actor = { id: 'alice@ops', role: 'OPERATOR' };
 
@@ -45,11 +46,45 @@ export async function openControlPlane(
     controlPlane,
     clock,
     ...(projections ? { projections } : {}),
-    caughtUp: async () => projections?.waitForCaughtUp({ timeoutMs: 20_000 }),
+    caughtUp: () => (projections ? caughtUpWithHead(db, projections) : Promise.resolve()),
     async close() {
       await projections?.close();
       await store.close();
       await testDb.dispose();
     },
   };
+}
+
+/**
+ * Caught up with every event committed before this call. waitForCaughtUp alone can resolve early on a shared
+ * PostgreSQL server: reads stop below the oldest open transaction of the whole server (other suites' too),
+ * so a pass may find "nothing more" while our last events are still held back. So also wait until every
+ * checkpoint has passed the ledger's last committed row.
+ */
+async function caughtUpWithHead(db: Db, projections: ProjectionSet): Promise<void> {
+  const { rows } = await db.query<{ commit: string; prepare: string }>(
+    'SELECT tx_id::text AS commit, global_position::text AS prepare FROM gl_events ORDER BY tx_id DESC, global_position DESC LIMIT 1',
+  );
+  const head = rows[0];
+  await waitFor(
+    async () => {
+      await projections.waitForCaughtUp({ timeoutMs: 20_000 });
+      if (!head) return true;
+      const names = projections.runners.map((runner) => runner.projection.name);
+      const checkpoints = await db.query<{ commit_position: string | null; prepare_position: string | null }>(
+        'SELECT commit_position::text, prepare_position::text FROM gl_checkpoints WHERE projection = ANY($1::text[])',
+        [names],
+      );
+      return (
+        checkpoints.rows.length === names.length &&
+        checkpoints.rows.every(
+          (row) =>
+            row.commit_position !== null &&
+            (BigInt(row.commit_position) > BigInt(head.commit) ||
+              (BigInt(row.commit_position) === BigInt(head.commit) && BigInt(row.prepare_position!) >= BigInt(head.prepare))),
+        )
+      );
+    },
+    { timeoutMs: 30_000, description: 'control-plane projections past the ledger head' },
+  );
 }
