@@ -1,7 +1,7 @@
 // Turns the per-second tallies of dirty allowances into Recorder batches. Entries are keyed by
 // (tenant, dimension, allowance) or (tenant, dimension, cause); a batch the Recorder failed to take stays here
 // and the next flush adds into the same entries, so memory is bounded by active keys and no count is lost.
-import type { AllowanceState } from './tenantState.ts';
+import type { AllowanceState } from './allowanceState.ts';
 import { CAUSE_NAMES } from './tally.ts';
 import type { Tally } from './tally.ts';
 import type { AdmissionSummary, UnresolvedAdmissionSummary } from './types.ts';

@@ -11,7 +11,7 @@ import { slotIndexOf, SLOTS } from './slots.ts';
 import type { SlotSpec } from './slots.ts';
 import { TenantNames } from './tenantNames.ts';
 import { STATUS_KNOWN } from './tenantState.ts';
-import type { AllowanceState } from './tenantState.ts';
+import type { AllowanceState } from './allowanceState.ts';
 import type { Allowance, Dimension, LimitSource, LimitSourceLevel, OverLimitBehaviour, Recorder } from './types.ts';
 
 export interface GovernorOptions {
@@ -30,6 +30,11 @@ export interface GovernorOptions {
   /** An unconfirmed name idle this long may give its place to a new name. */
   unconfirmedIdleMs?: number;
   loadBatchSize?: number;
+  /**
+   * How many admits may pass between reads of the wall clock (which only ages cache entries and idle names).
+   * Reading it costs more than an admit on some hosts; the background tick reads it too.
+   */
+  clockReadEveryAdmits?: number;
   /** Shared counters across replicas; without it each replica meters alone. */
   sharedBudget?: SharedBudget;
   /** Faults of background work (LimitSource, Recorder, Redis). They are also counted in stats(). */
@@ -116,9 +121,14 @@ export class Governor {
   private sharedRetryAtMs = 0;
   private sharedFailures = 0;
   private sharedFallbackAdmissions = 0;
+  private clockMs: number;
+  private admitsSinceClockRead = 0;
+  private readonly clockReadEveryAdmits: number;
 
   constructor(options: GovernorOptions) {
     this.now = options.now ?? Date.now;
+    this.clockMs = this.now();
+    this.clockReadEveryAdmits = options.clockReadEveryAdmits ?? 256;
     this.recorder = options.recorder ?? null;
     this.shared = options.sharedBudget ?? null;
     this.retryMs = options.retryMs ?? 1000;
@@ -154,16 +164,20 @@ export class Governor {
     if (byMessage && !slot.messageCharged) {
       throw new InvalidAdmission(`${slot.dimension}/${String(slot.allowance)} is not charged per message`);
     }
-    const nowMs = this.now();
+    if (++this.admitsSinceClockRead >= this.clockReadEveryAdmits) {
+      this.admitsSinceClockRead = 0;
+      this.clockMs = this.now();
+    }
+    const nowMs = this.clockMs;
     const state = slot.allowance === 'HTTP' ? this.names.forHttp(request.tenant, nowMs) : this.names.forTrusted(request.tenant);
     state.lastSeenMs = nowMs;
     this.cache.refreshIfDue(state, nowMs);
     const known = state.status === STATUS_KNOWN;
     const limits = known ? this.cache.limitsOf(state) : this.cache.platformLimits;
-    let rate = limits.ratePerSecond[slot.dimensionIndex]!;
-    let burst = limits.burst[slot.dimensionIndex]!;
-    const allowance = state.allowance(slotIndex);
-    const downsample = slot.kind === 'FIXED_WINDOW' && limits.apiOverLimitPolicy === 'STABLE_DOWNSAMPLE';
+    const allowance = state.allowance(slotIndex, limits);
+    let rate = allowance.ratePerSecond;
+    let burst = allowance.burst;
+    const downsample = allowance.downsample;
     const behaviour: OverLimitBehaviour = downsample ? 'STABLE_DOWNSAMPLE' : slot.overLimit;
 
     let sharedActive = false;
@@ -186,7 +200,7 @@ export class Governor {
       remaining = shared.granted;
       if (!admitted) retryAfterSeconds = Math.max(1, Math.ceil(units / rate));
     } else if (slot.kind === 'TOKEN_BUCKET') {
-      const bucket = byMessage ? allowance.messageBucket! : allowance.bucket;
+      const bucket = byMessage ? allowance.messageBucket! : allowance;
       admitted = bucket.take(units, at, rate, burst);
       remaining = bucket.remaining();
       if (!admitted) retryAfterSeconds = bucket.retryAfterSeconds(units, rate, burst);
@@ -201,7 +215,8 @@ export class Governor {
     }
     if (admitted && this.shared !== null && !sharedActive) this.sharedFallbackAdmissions++;
     if (this.recorder !== null) {
-      this.tally(allowance, at, units, byMessage, admitted, behaviour, known || state.isOverflow ? -1 : state.status);
+      const refused = admitted ? 0 : behaviour === 'SHED' || behaviour === 'DROP_ACCEPTED' ? 1 : 2;
+      this.tally(allowance, at, units, byMessage, refused, known || state.isOverflow ? -1 : state.status);
     }
     return {
       admitted,
@@ -210,7 +225,7 @@ export class Governor {
       remaining,
       retryAfterSeconds,
       scope: state.isOverflow ? 'overflow' : 'tenant',
-      source: limits.source[slot.dimensionIndex]!,
+      source: allowance.source,
     };
   }
 
@@ -260,7 +275,8 @@ export class Governor {
   }
 
   private tick(): void {
-    this.names.sweepTrusted(this.now(), TRUSTED_SWEEP_PROBES);
+    this.clockMs = this.now();
+    this.names.sweepTrusted(this.clockMs, TRUSTED_SWEEP_PROBES);
     // A slow Recorder is not queued behind: its windows keep merging until it is free again.
     if (this.recording === null) void this.record(false);
   }
@@ -294,62 +310,22 @@ export class Governor {
     const nowSecond = Math.floor(this.now() / 1000);
     let kept = 0;
     for (const allowance of this.dirty) {
-      const open = allowance.open;
-      if (open.decisions > 0 && (includeCurrentSecond || open.toSecond < nowSecond)) {
-        allowance.closed.merge(open);
-        open.decisions = 0;
-      }
+      if (includeCurrentSecond || allowance.openSecond < nowSecond) allowance.closeOpenSecond();
       if (allowance.closed.decisions > 0) {
         this.batch.add(allowance, allowance.closed);
-        allowance.closed.clear(0);
+        allowance.closed.clear();
       }
-      if (open.decisions > 0) this.dirty[kept++] = allowance;
+      if (allowance.openDecisions > 0) this.dirty[kept++] = allowance;
       else allowance.dirty = false;
     }
     this.dirty.length = kept;
   }
 
-  private tally(
-    allowance: AllowanceState,
-    at: number,
-    units: number,
-    byMessage: boolean,
-    admitted: boolean,
-    behaviour: OverLimitBehaviour,
-    unresolvedCause: number,
-  ): void {
-    if (byMessage && admitted) return; // the readings charge that follows counts the message
-    const second = Math.floor(at / 1000);
-    const open = allowance.open;
-    if (open.decisions === 0) open.clear(second);
-    else if (open.fromSecond !== second) {
-      allowance.closed.merge(open);
-      open.clear(second);
-    }
-    open.decisions++;
-    const messages = byMessage ? units : 1;
-    const countedUnits = byMessage ? 0 : units;
-    if (admitted) {
-      open.admittedUnits += countedUnits;
-      open.admittedMessages += messages;
-      if (unresolvedCause >= 0) {
-        open.unresolvedUnits[unresolvedCause]! += countedUnits;
-        open.unresolvedMessages[unresolvedCause]! += messages;
-      }
-    } else {
-      open.hitSeconds = 1;
-      if (behaviour === 'SHED' || behaviour === 'DROP_ACCEPTED') {
-        open.shedUnits += countedUnits;
-        open.shedMessages += messages;
-      } else {
-        open.rejectedUnits += countedUnits;
-        open.rejectedMessages += messages;
-      }
-    }
-    if (!allowance.dirty) {
-      allowance.dirty = true;
-      this.dirty.push(allowance);
-    }
+  private tally(allowance: AllowanceState, at: number, units: number, byMessage: boolean, refused: number, cause: number): void {
+    // A message admitted before decoding is counted by the readings charge that follows it.
+    if (byMessage && refused === 0) return;
+    const becameDirty = allowance.count(Math.floor(at / 1000), byMessage ? 0 : units, byMessage ? units : 1, refused, cause);
+    if (becameDirty) this.dirty.push(allowance);
   }
 
   private sharedOf(allowance: AllowanceState, byMessage: boolean): SharedAllowance {

@@ -16,9 +16,6 @@ export interface SlotSpec {
   messageCharged: boolean;
 }
 
-/** Key used in SLOT_TABLE for dimensions without allowances. */
-const NO_ALLOWANCE = 'NONE';
-
 export const SLOTS: readonly SlotSpec[] = DIMENSIONS.flatMap((dimension, dimensionIndex) => {
   const spec = DIMENSION_CATALOG[dimension];
   if (spec.kind === 'COUNT_CEILING') return [];
@@ -36,15 +33,16 @@ export const SLOTS: readonly SlotSpec[] = DIMENSIONS.flatMap((dimension, dimensi
 
 export const SLOT_COUNT = SLOTS.length;
 
-const SLOT_TABLE: Record<string, Record<string, number>> = {};
-for (const slot of SLOTS) {
-  (SLOT_TABLE[slot.dimension] ??= {})[slot.allowance ?? NO_ALLOWANCE] = slot.index;
-}
+// Parallel arrays scanned linearly: the names callers pass are interned constants, so each comparison is a
+// pointer check, which measured several times faster than a keyed lookup on a table of varying keys.
+const SLOT_DIMENSIONS: readonly Dimension[] = SLOTS.map((slot) => slot.dimension);
+const SLOT_ALLOWANCES: readonly (Allowance | null)[] = SLOTS.map((slot) => slot.allowance);
 
 /** The slot of a (dimension, allowance) pair, or -1 when the Governor does not meter that pair. */
 export function slotIndexOf(dimension: Dimension, allowance: Allowance | null | undefined): number {
-  const byAllowance = SLOT_TABLE[dimension];
-  if (byAllowance === undefined) return -1;
-  const index = byAllowance[allowance ?? NO_ALLOWANCE];
-  return index === undefined ? -1 : index;
+  const wanted = allowance === undefined ? null : allowance;
+  for (let index = 0; index < SLOT_COUNT; index++) {
+    if (SLOT_DIMENSIONS[index] === dimension && SLOT_ALLOWANCES[index] === wanted) return index;
+  }
+  return -1;
 }

@@ -1,5 +1,5 @@
-// Counts of one allowance over a span of whole seconds: what the Governor hands the Recorder. Plain number
-// fields, reset in place, so counting a decision allocates nothing.
+// Counts of one allowance over a span of whole seconds, waiting for the Recorder: the closed seconds an
+// AllowanceState has folded in since the last flush (several of them when a slow Recorder made windows merge).
 
 export const CAUSE_PENDING = 0;
 export const CAUSE_UNREACHABLE = 1;
@@ -18,12 +18,10 @@ export class Tally {
   rejectedMessages = 0;
   hitSeconds = 0;
   /** Admitted at the platform default while the tenant's ceilings were unknown, by cause. */
-  unresolvedUnits = [0, 0, 0];
-  unresolvedMessages = [0, 0, 0];
+  readonly unresolvedUnits = [0, 0, 0];
+  readonly unresolvedMessages = [0, 0, 0];
 
-  clear(second: number): void {
-    this.fromSecond = second;
-    this.toSecond = second;
+  clear(): void {
     this.decisions = 0;
     this.admittedUnits = 0;
     this.admittedMessages = 0;
@@ -32,33 +30,18 @@ export class Tally {
     this.rejectedUnits = 0;
     this.rejectedMessages = 0;
     this.hitSeconds = 0;
-    for (let cause = 0; cause < 3; cause++) {
+    for (let cause = 0; cause < CAUSE_NAMES.length; cause++) {
       this.unresolvedUnits[cause] = 0;
       this.unresolvedMessages[cause] = 0;
     }
   }
 
-  /** Adds another span; the result covers both (windows merge, no count is lost). */
-  merge(other: Tally): void {
-    if (other.decisions === 0) return;
+  /** Widens the span to cover `second`. */
+  cover(second: number): void {
     if (this.decisions === 0) {
-      this.fromSecond = other.fromSecond;
-      this.toSecond = other.toSecond;
-    } else {
-      if (other.fromSecond < this.fromSecond) this.fromSecond = other.fromSecond;
-      if (other.toSecond > this.toSecond) this.toSecond = other.toSecond;
-    }
-    this.decisions += other.decisions;
-    this.admittedUnits += other.admittedUnits;
-    this.admittedMessages += other.admittedMessages;
-    this.shedUnits += other.shedUnits;
-    this.shedMessages += other.shedMessages;
-    this.rejectedUnits += other.rejectedUnits;
-    this.rejectedMessages += other.rejectedMessages;
-    this.hitSeconds += other.hitSeconds;
-    for (let cause = 0; cause < 3; cause++) {
-      this.unresolvedUnits[cause]! += other.unresolvedUnits[cause]!;
-      this.unresolvedMessages[cause]! += other.unresolvedMessages[cause]!;
-    }
+      this.fromSecond = second;
+      this.toSecond = second;
+    } else if (second < this.fromSecond) this.fromSecond = second;
+    else if (second > this.toSecond) this.toSecond = second;
   }
 }

@@ -1,12 +1,8 @@
 // Per-tenant state the Governor keeps: what is known of the tenant's ceilings, and one AllowanceState per slot
 // in use. Created once per tenant (or allowance) and then updated in place.
-import { FixedWindow } from './fixedWindow.ts';
+import { AllowanceState } from './allowanceState.ts';
 import type { ResolvedLimits } from './resolvedLimits.ts';
-import type { SharedAllowance } from './sharedAllowance.ts';
 import { SLOT_COUNT, SLOTS } from './slots.ts';
-import type { SlotSpec } from './slots.ts';
-import { Tally } from './tally.ts';
-import { TokenBucket } from './tokenBucket.ts';
 import type { TenantGovernanceRecord } from './types.ts';
 
 // Status values double as the unresolved cause index of tally.ts while the ceilings are not known.
@@ -14,28 +10,6 @@ export const STATUS_PENDING = 0;
 export const STATUS_UNREACHABLE = 1;
 export const STATUS_UNKNOWN_TENANT = 2;
 export const STATUS_KNOWN = 3;
-
-export class AllowanceState {
-  readonly bucket = new TokenBucket();
-  /** Per-message charge before decoding (HTTP, MQTT, LwM2M), against the same numbers as the readings. */
-  readonly messageBucket: TokenBucket | null;
-  readonly window: FixedWindow | null;
-  /** Decisions of the current second. */
-  readonly open = new Tally();
-  /** Earlier seconds not yet handed to the Recorder (merged while the Recorder is slow). */
-  readonly closed = new Tally();
-  dirty = false;
-  sharedReadings: SharedAllowance | null = null;
-  sharedMessages: SharedAllowance | null = null;
-
-  constructor(
-    readonly tenantId: string,
-    readonly slot: SlotSpec,
-  ) {
-    this.messageBucket = slot.messageCharged ? new TokenBucket() : null;
-    this.window = slot.kind === 'FIXED_WINDOW' ? new FixedWindow() : null;
-  }
-}
 
 export class TenantState {
   confirmed = false;
@@ -59,7 +33,9 @@ export class TenantState {
     if (isOverflow) this.refreshDueMs = Number.POSITIVE_INFINITY;
   }
 
-  allowance(slotIndex: number): AllowanceState {
-    return this.slots[slotIndex] ?? (this.slots[slotIndex] = new AllowanceState(this.name, SLOTS[slotIndex]!));
+  allowance(slotIndex: number, limits: ResolvedLimits): AllowanceState {
+    const allowance = this.slots[slotIndex] ?? (this.slots[slotIndex] = new AllowanceState(this.name, SLOTS[slotIndex]!));
+    if (allowance.limits !== limits) allowance.useLimits(limits);
+    return allowance;
   }
 }

@@ -8,7 +8,7 @@ let governors: Governor[] = [];
 let clock = T0;
 
 function governor(source: MemoryLimitSource, options: Partial<GovernorOptions> = {}): Governor {
-  const created = new Governor({ limitSource: source, now: () => clock, ...options });
+  const created = new Governor({ limitSource: source, now: () => clock, clockReadEveryAdmits: 1, ...options });
   governors.push(created);
   return created;
 }
