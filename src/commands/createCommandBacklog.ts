@@ -5,6 +5,7 @@ import type { Db } from '../db/db.ts';
 import type { EventStore } from '../ledger/eventStore.ts';
 import { DEFAULT_COMMAND_TTL_MS } from './backlogOptions.ts';
 import { createDatabaseCommandBacklog } from './postgres/createDatabaseCommandBacklog.ts';
+import { createStreamCommandBacklog } from './stream/createStreamCommandBacklog.ts';
 import type { CeilingSource, CommandBacklog } from './types.ts';
 
 export interface CommandBacklogSettings {
@@ -17,6 +18,14 @@ export interface CommandBacklogSettings {
   now?: () => Date;
 }
 
-export function createCommandBacklog({ db, ceilings, commandTtlMs = DEFAULT_COMMAND_TTL_MS, now = () => new Date() }: CommandBacklogSettings): CommandBacklog {
+export function createCommandBacklog({
+  db,
+  store,
+  ceilings,
+  ledger = 'database',
+  commandTtlMs = DEFAULT_COMMAND_TTL_MS,
+  now = () => new Date(),
+}: CommandBacklogSettings): CommandBacklog {
+  if (ledger === 'stream') return createStreamCommandBacklog({ store, db, ceilings, commandTtlMs, now });
   return createDatabaseCommandBacklog(db, { ceilings, commandTtlMs, now });
 }

@@ -5,6 +5,7 @@ import type { Db } from '../../db/db.ts';
 import { appendInTransaction } from '../../ledger/postgres/appendInTransaction.ts';
 import { commandsStream, SETTLEMENT_EVENT_TYPES } from '../../ledger/catalog/commands.ts';
 import { commandEvent } from '../commandEvents.ts';
+import { EXPIRY_ACTOR } from '../expiryActor.ts';
 import { retryAfterSeconds } from '../retryAfter.ts';
 import { retryTransaction } from '../retryTransaction.ts';
 import type { BacklogOptions } from '../backlogOptions.ts';
@@ -117,6 +118,3 @@ export function createDatabaseCommandBacklog(db: Db, { ceilings, commandTtlMs, n
     },
   };
 }
-
-/** Expiry is the service's own doing, not a caller's. */
-export const EXPIRY_ACTOR: CommandActor = { id: 'system:command-expiry' };

@@ -1,0 +1,165 @@
+// The command backlog when the ledger is EventStoreDB (EVENTSTORE_URL): there is no shared transaction
+// between the ledger and PostgreSQL, so the tenant's commands stream itself is the guard. Each decision is
+// made on the stream folded up to its last revision and appended with that revision expected; when another
+// process appended first (WrongExpectedRevision), the state is caught up and the decision made again. So
+// every event in the stream was decided on everything before it, and the count it carries never passes the
+// ceiling however many processes enqueue. Written against the EventStore port only, so the same code runs
+// (and is tested) on the PostgreSQL adapter, which enforces expected revisions the same way.
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Db } from '../../db/db.ts';
+import { WrongExpectedRevision, type EventStore, type NewEvent } from '../../ledger/eventStore.ts';
+import { commandsStream, SETTLEMENT_EVENT_TYPES, type CommandSettlement } from '../../ledger/catalog/commands.ts';
+import type { BacklogOptions } from '../backlogOptions.ts';
+import { commandEvent } from '../commandEvents.ts';
+import { EXPIRY_ACTOR } from '../expiryActor.ts';
+import { retryAfterSeconds } from '../retryAfter.ts';
+import { settleOutcome, type SettleDecision } from '../settleOutcome.ts';
+import { checkText, validateEnqueue, validateRef } from '../validateCommand.ts';
+import type { CommandActor, CommandBacklog, CommandRef, EnqueueOutcome, SettleOutcome } from '../types.ts';
+import { emptyCommandsState, foldCommandEvent, type TenantCommandsState } from './foldCommandStream.ts';
+
+/** Decisions tried before giving up under contention (a fault: the stream kept changing). */
+const MAX_ATTEMPTS = 200;
+
+export interface StreamBacklogOptions extends BacklogOptions {
+  store: EventStore;
+  /** For the ceilings, and to find tenants with a backlog (the command-backlog read model) for expiry. */
+  db: Db;
+}
+
+export function createStreamCommandBacklog({ store, db, ceilings, commandTtlMs, now }: StreamBacklogOptions): CommandBacklog {
+  const states = new Map<string, TenantCommandsState>();
+
+  const catchUp = async (tenantId: string): Promise<TenantCommandsState> => {
+    const state = states.get(tenantId) ?? emptyCommandsState();
+    states.set(tenantId, state);
+    const fromRevision = state.revision === 'no_stream' ? 'start' : state.revision + 1n;
+    for (const event of await store.readStream(commandsStream(tenantId), { fromRevision })) {
+      // Concurrent calls of this process share the state and may read the same events: fold each once.
+      if (state.revision === 'no_stream' || event.revision > state.revision) foldCommandEvent(state, event);
+    }
+    return state;
+  };
+
+  /**
+   * Decides on the caught-up state and appends at its revision, deciding again after every conflict.
+   * `decide` returns the events to append (none: nothing to record) and the answer to give once stored.
+   */
+  const decideAndAppend = async <Answer>(
+    tenantId: string,
+    decide: (state: TenantCommandsState) => { events: NewEvent[]; answer: Answer },
+  ): Promise<Answer> => {
+    for (let attempt = 1; ; attempt++) {
+      const state = await catchUp(tenantId);
+      const { events, answer } = decide(state);
+      if (events.length === 0) return answer;
+      try {
+        await store.append(commandsStream(tenantId), events, { expectedRevision: state.revision });
+        return answer;
+      } catch (error) {
+        if (!(error instanceof WrongExpectedRevision) || attempt >= MAX_ATTEMPTS) throw error;
+        // Spread contenders out so they do not collide again in lock step.
+        await sleep(Math.random() * Math.min(20, attempt));
+      }
+    }
+  };
+
+  const settle = async (
+    actor: CommandActor,
+    ref: CommandRef,
+    settlement: Exclude<CommandSettlement, 'expired'>,
+    detail: { error?: string | null; reason?: string },
+  ): Promise<SettleOutcome> => {
+    const decision = await decideAndAppend<SettleDecision>(ref.tenantId, (state) => {
+      const command = state.commands.get(ref.commandId);
+      if (!command) return { events: [], answer: { kind: 'unknown' } };
+      if (command.status !== 'queued') return { events: [], answer: { kind: 'already-settled', settledAs: command.status } };
+      const at = now();
+      const data = { tenantId: ref.tenantId, commandId: ref.commandId, undelivered: state.undelivered - 1 };
+      const event =
+        settlement === 'failed'
+          ? commandEvent('CommandFailed', { ...data, error: detail.error ?? null }, actor, at)
+          : commandEvent(SETTLEMENT_EVENT_TYPES[settlement], data, actor, at, detail.reason);
+      return { events: [event], answer: { kind: 'settled', undelivered: data.undelivered } };
+    });
+    return settleOutcome(ref.commandId, decision);
+  };
+
+  return {
+    async enqueue(actor, input): Promise<EnqueueOutcome> {
+      const command = validateEnqueue(input);
+      if (command.status === 'invalid') return command;
+      const limit = await ceilings(db, command.tenantId);
+      const base = { tenantId: command.tenantId, commandId: command.commandId, deviceId: command.deviceId };
+      if (!limit) {
+        const rejected = { commandId: command.commandId, reason: 'UNKNOWN_TENANT', retryable: false, retryAfterSeconds: null, undelivered: 0, ceiling: null } as const;
+        await store.append(commandsStream(command.tenantId), [commandEvent('CommandRejected', { ...base, ...rejected }, actor, now())]);
+        return { status: 'rejected', ...rejected };
+      }
+      return decideAndAppend<EnqueueOutcome>(command.tenantId, (state) => {
+        const earlier = state.commands.get(command.commandId);
+        if (earlier) {
+          // Counted once: the first acceptance is answered again and nothing new is recorded.
+          return { events: [], answer: { status: 'accepted', commandId: command.commandId, undelivered: earlier.undeliveredAtEnqueue, ceiling: earlier.ceilingAtEnqueue } };
+        }
+        const at = now();
+        if (state.undelivered < limit.ceiling) {
+          const undelivered = state.undelivered + 1;
+          const data = { ...base, payload: command.payload, undelivered, ceiling: limit.ceiling, ceilingSource: limit.source };
+          return {
+            events: [commandEvent('CommandEnqueued', data, actor, at)],
+            answer: { status: 'accepted', commandId: command.commandId, undelivered, ceiling: limit.ceiling },
+          };
+        }
+        const rejected = {
+          commandId: command.commandId,
+          reason: 'CEILING_REACHED',
+          retryable: true,
+          retryAfterSeconds: retryAfterSeconds(state, at),
+          undelivered: state.undelivered,
+          ceiling: limit.ceiling,
+        } as const;
+        return { events: [commandEvent('CommandRejected', { ...base, ...rejected }, actor, at)], answer: { status: 'rejected', ...rejected } };
+      });
+    },
+
+    async markDelivered(actor, ref) {
+      return validateRef(ref) ?? settle(actor, ref, 'delivered', {});
+    },
+
+    async markFailed(actor, ref) {
+      return validateRef(ref) ?? checkText('error', ref.error, false) ?? settle(actor, ref, 'failed', { error: ref.error ?? null });
+    },
+
+    async cancel(actor, ref) {
+      return validateRef(ref) ?? checkText('reason', ref.reason, true) ?? settle(actor, ref, 'cancelled', { reason: ref.reason });
+    },
+
+    async expireOlderThanTtl() {
+      // Tenants with a backlog: what the read model knows (every process's commands, once projected) and
+      // what this process has seen itself (its own, even before the projection caught up).
+      const { rows } = await db.query<{ tenant_id: string }>('SELECT tenant_id FROM gl_command_backlog_view WHERE undelivered > 0');
+      const tenants = new Set([...rows.map((row) => row.tenant_id), ...[...states].filter(([, state]) => state.undelivered > 0).map(([id]) => id)]);
+      let expired = 0;
+      for (const tenantId of tenants) {
+        expired += await decideAndAppend(tenantId, (state) => {
+          const at = now();
+          const cutoff = at.getTime() - commandTtlMs;
+          const due = [...state.commands].filter(([, command]) => command.status === 'queued' && command.enqueuedAt.getTime() < cutoff);
+          due.sort(([a, left], [b, right]) => left.enqueuedAt.getTime() - right.enqueuedAt.getTime() || a.localeCompare(b));
+          if (due.length === 0) return { events: [], answer: 0 };
+          const events = due.map(([commandId, command], i) =>
+            commandEvent(
+              'CommandExpired',
+              { tenantId, commandId, undelivered: state.undelivered - i - 1, enqueuedAt: command.enqueuedAt.toISOString(), ttlMs: commandTtlMs },
+              EXPIRY_ACTOR,
+              at,
+            ),
+          );
+          return { events, answer: due.length };
+        });
+      }
+      return { expired };
+    },
+  };
+}
