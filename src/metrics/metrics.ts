@@ -1,0 +1,180 @@
+// The service's Prometheus metrics, on a registry of their own (nothing leaks into prom-client's global
+// one), all named devicechain_<service>_... as the spec names governance_unresolved_admissions_total.
+// Pushed metrics are fed in batches (createMetricsRecorder, the inference meter); pulled ones ask the
+// sources the service supplies, at scrape time.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { OTHER_TENANTS, TenantLabels, type TenantLabelOptions } from './tenantLabels.ts';
+import { watchSources, type MetricSources } from './sources.ts';
+
+export interface MetricsOptions {
+  /** GOVERNANCE_SERVICE: the metric prefix is devicechain_<service>_. */
+  service: string;
+  /** How many tenants are labelled by name; the rest are tenant="other". */
+  namedTenants?: number;
+  tenantLabels?: Omit<TenantLabelOptions, 'named'>;
+  /** Default process metrics (CPU, memory, event loop); off in tests that count series. */
+  processMetrics?: boolean;
+}
+
+export const DEFAULT_NAMED_TENANTS = 50;
+
+export function metricPrefix(service: string): string {
+  const name = service.trim().toLowerCase().replace(/[^a-z0-9_]/g, '_');
+  return `devicechain_${name || 'governance'}_`;
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
+
+export interface TenantSeriesLabels {
+  dimension: string;
+  /** '' for a dimension without allowances. */
+  allowance: string;
+  tenant: string;
+}
+
+export interface TenantUnits {
+  admitted: number;
+  shed: number;
+  rejected: number;
+  hitSeconds: number;
+}
+
+export function createMetrics(options: MetricsOptions) {
+  const registry = new Registry();
+  const prefix = metricPrefix(options.service);
+  const registers = [registry];
+  const tenants = new TenantLabels({ named: options.namedTenants ?? DEFAULT_NAMED_TENANTS, ...options.tenantLabels });
+  const byTenant = ['dimension', 'allowance', 'tenant'] as const;
+  // The label sets each named tenant has used, so its series can be removed when it loses its name.
+  const tenantSeries = new Map<string, Map<string, TenantSeriesLabels>>();
+
+  const metrics = {
+    registry,
+    prefix,
+    tenants,
+    unresolvedAdmissions: new Counter({
+      name: `${prefix}governance_unresolved_admissions_total`,
+      help: "Units admitted at the platform default because the tenant's ceilings were not known, by dimension and cause (pending, unreachable, unknown-tenant).",
+      labelNames: ['dimension', 'cause'] as const,
+      registers,
+    }),
+    admittedUnits: new Counter({
+      name: `${prefix}governance_admitted_units_total`,
+      help: 'Units admitted within the limit, by dimension, allowance and tenant (the busiest tenants by name, the rest as other).',
+      labelNames: byTenant,
+      registers,
+    }),
+    shedUnits: new Counter({
+      name: `${prefix}governance_shed_units_total`,
+      help: 'Units over the limit that were dropped and counted, by dimension, allowance and tenant.',
+      labelNames: byTenant,
+      registers,
+    }),
+    rejectedUnits: new Counter({
+      name: `${prefix}governance_rejected_units_total`,
+      help: 'Units over the limit that were refused visibly (429 or a retryable rejection), by dimension, allowance and tenant.',
+      labelNames: byTenant,
+      registers,
+    }),
+    limitHitSeconds: new Counter({
+      name: `${prefix}governance_limit_hit_seconds_total`,
+      help: 'Seconds in which a limit was hit, by dimension, allowance and tenant.',
+      labelNames: byTenant,
+      registers,
+    }),
+    nameOverflowInUse: new Gauge({
+      name: `${prefix}governance_name_overflow_in_use`,
+      help: 'Whether unconfirmed HTTP ingest tenant names are sharing the one overflow allowance (1) or not (0).',
+      registers,
+    }),
+    redisCounterFallback: new Gauge({
+      name: `${prefix}governance_redis_fallback`,
+      help: 'Whether rate counters fell back to this replica alone because Redis is unreachable (1) or not (0).',
+      registers,
+    }),
+    commandBacklog: new Gauge({
+      name: `${prefix}governance_command_backlog`,
+      help: 'Undelivered commands waiting, by tenant (the largest backlogs by name, the rest summed as other).',
+      labelNames: ['tenant'] as const,
+      registers,
+    }),
+    commandBacklogCeiling: new Gauge({
+      name: `${prefix}governance_command_backlog_ceiling`,
+      help: 'The undelivered-command ceiling in force, by tenant (the tenants named in command_backlog).',
+      labelNames: ['tenant'] as const,
+      registers,
+    }),
+    ledgerAppendSeconds: new Histogram({
+      name: `${prefix}ledger_append_duration_seconds`,
+      help: 'Time to append one batch of events to the ledger, by outcome (ok or error).',
+      labelNames: ['outcome'] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers,
+    }),
+    projectionLagSeconds: new Gauge({
+      name: `${prefix}projection_lag_seconds`,
+      help: 'How long ago the oldest ledger event a projection has not applied yet was recorded; 0 when caught up.',
+      labelNames: ['projection'] as const,
+      registers,
+    }),
+    inferenceInputTokens: new Counter({
+      name: `${prefix}ai_inference_input_tokens_total`,
+      help: 'Input tokens the AI inference provider reported, instance-wide.',
+      registers,
+    }),
+    inferenceOutputTokens: new Counter({
+      name: `${prefix}ai_inference_output_tokens_total`,
+      help: 'Output tokens the AI inference provider reported, instance-wide.',
+      registers,
+    }),
+    collectErrors: new Counter({
+      name: `${prefix}metrics_collect_errors_total`,
+      help: 'Scrapes at which a metric source failed; its metric kept its last values.',
+      labelNames: ['source'] as const,
+      registers,
+    }),
+    /** Counts a batch's units on the per-tenant counters (one inc per label set; see metricsRecorder). */
+    addTenantUnits(labels: TenantSeriesLabels, units: TenantUnits): void {
+      if (labels.tenant !== OTHER_TENANTS) {
+        let series = tenantSeries.get(labels.tenant);
+        if (!series) tenantSeries.set(labels.tenant, (series = new Map()));
+        series.set(`${labels.dimension}\u0000${labels.allowance}`, labels);
+      }
+      if (units.admitted > 0) metrics.admittedUnits.inc(labels, units.admitted);
+      if (units.shed > 0) metrics.shedUnits.inc(labels, units.shed);
+      if (units.rejected > 0) metrics.rejectedUnits.inc(labels, units.rejected);
+      if (units.hitSeconds > 0) metrics.limitHitSeconds.inc(labels, units.hitSeconds);
+    },
+    /** Supplies the pulled metrics' sources (any subset; a later call replaces the named ones). */
+    useSources(sources: MetricSources): void {
+      watchSources(metrics, sources);
+    },
+    async render(): Promise<string> {
+      return registry.metrics();
+    },
+  };
+
+  // A demoted tenant's series are removed: its units count under "other" from now on, and the set of
+  // series stays at most (named + 1) per dimension and allowance.
+  tenants.onDemoted = (demoted) => {
+    for (const tenant of demoted) {
+      for (const labels of tenantSeries.get(tenant)?.values() ?? []) {
+        for (const counter of [metrics.admittedUnits, metrics.shedUnits, metrics.rejectedUnits, metrics.limitHitSeconds]) {
+          counter.remove(labels);
+        }
+      }
+      tenantSeries.delete(tenant);
+    }
+  };
+
+  if (options.processMetrics !== false) {
+    collectDefaultMetrics({ register: registry, prefix });
+    // prom-client names these gauges *_total, which `promtool check metrics` rejects (a _total suffix
+    // promises a counter). The same numbers remain, broken down by type, in nodejs_active_handles,
+    // nodejs_active_requests and nodejs_active_resources.
+    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) {
+      registry.removeSingleMetric(`${prefix}${name}`);
+    }
+  }
+  return metrics;
+}

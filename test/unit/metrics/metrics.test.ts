@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import { createMetrics, metricPrefix } from '../../../src/metrics/metrics.ts';
+import { createMetricsRecorder } from '../../../src/metrics/metricsRecorder.ts';
+import type { AdmissionSummary } from '../../../src/governance/types.ts';
+
+function admission(overrides: Partial<AdmissionSummary>): AdmissionSummary {
+  return {
+    tenantId: 'acme',
+    dimension: 'INGEST',
+    allowance: 'LIVE',
+    fromSecond: 1_000,
+    seconds: 1,
+    admittedUnits: 0,
+    admittedMessages: 0,
+    shedUnits: 0,
+    shedMessages: 0,
+    rejectedUnits: 0,
+    rejectedMessages: 0,
+    hitSeconds: 0,
+    ...overrides,
+  };
+}
+
+const sample = (text: string, series: string) => {
+  const line = text.split('\n').find((each) => each.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+};
+
+describe('metrics', () => {
+  it('names every metric devicechain_<service>_, the service made a valid metric name', () => {
+    expect(metricPrefix('governance')).toBe('devicechain_governance_');
+    expect(metricPrefix('Event-Sources')).toBe('devicechain_event_sources_');
+  });
+
+  it('counts a batch of summaries per tenant, dimension and allowance, and unresolved ones by dimension and cause', async () => {
+    const metrics = createMetrics({ service: 'governance', processMetrics: false });
+    const recorder = createMetricsRecorder(metrics);
+    await recorder.record(
+      [
+        admission({ admittedUnits: 100, shedUnits: 5, hitSeconds: 1 }),
+        admission({ fromSecond: 1_001, admittedUnits: 50, shedUnits: 7, hitSeconds: 1 }),
+        admission({ dimension: 'AI_INFERENCE', allowance: null, admittedUnits: 3, rejectedUnits: 2, hitSeconds: 1 }),
+      ],
+      [
+        { tenantId: 'acme', dimension: 'INGEST', cause: 'unreachable', fromSecond: 1_000, seconds: 1, units: 10, messages: 1 },
+        { tenantId: 'globex', dimension: 'INGEST', cause: 'unreachable', fromSecond: 1_000, seconds: 1, units: 4, messages: 1 },
+        { tenantId: 'globex', dimension: 'INGEST', cause: 'unknown-tenant', fromSecond: 1_000, seconds: 1, units: 1, messages: 1 },
+      ],
+    );
+    const text = await metrics.render();
+    const p = 'devicechain_governance_governance_';
+    expect(sample(text, `${p}admitted_units_total{dimension="INGEST",allowance="LIVE",tenant="acme"}`)).toBe(150);
+    expect(sample(text, `${p}shed_units_total{dimension="INGEST",allowance="LIVE",tenant="acme"}`)).toBe(12);
+    expect(sample(text, `${p}limit_hit_seconds_total{dimension="INGEST",allowance="LIVE",tenant="acme"}`)).toBe(2);
+    expect(sample(text, `${p}rejected_units_total{dimension="AI_INFERENCE",allowance="",tenant="acme"}`)).toBe(2);
+    expect(sample(text, `${p}unresolved_admissions_total{dimension="INGEST",cause="unreachable"}`)).toBe(14);
+    expect(sample(text, `${p}unresolved_admissions_total{dimension="INGEST",cause="unknown-tenant"}`)).toBe(1);
+  });
+
+  it('reads the pulled gauges from the sources at scrape time: largest backlogs by name, the rest as other', async () => {
+    const metrics = createMetrics({ service: 'governance', namedTenants: 2, processMetrics: false });
+    let overflow = false;
+    metrics.useSources({
+      commandBacklogs: async () => [
+        { tenantId: 'a', undelivered: 5, ceiling: 1000 },
+        { tenantId: 'b', undelivered: 900, ceiling: 1000 },
+        { tenantId: 'c', undelivered: 7, ceiling: 50 },
+        { tenantId: 'd', undelivered: 1, ceiling: 1000 },
+      ],
+      projectionLags: async () => [{ projection: 'admission-trends', secondsBehind: 2.5 }],
+      redisCounterFallback: () => true,
+      nameOverflowInUse: () => overflow,
+    });
+    let text = await metrics.render();
+    const p = 'devicechain_governance_';
+    expect(sample(text, `${p}governance_command_backlog{tenant="b"}`)).toBe(900);
+    expect(sample(text, `${p}governance_command_backlog{tenant="c"}`)).toBe(7);
+    expect(sample(text, `${p}governance_command_backlog{tenant="other"}`)).toBe(6);
+    expect(sample(text, `${p}governance_command_backlog_ceiling{tenant="c"}`)).toBe(50);
+    expect(sample(text, `${p}governance_command_backlog{tenant="a"}`)).toBeUndefined();
+    expect(sample(text, `${p}projection_lag_seconds{projection="admission-trends"}`)).toBe(2.5);
+    expect(sample(text, `${p}governance_redis_fallback`)).toBe(1);
+    expect(sample(text, `${p}governance_name_overflow_in_use`)).toBe(0);
+    overflow = true;
+    text = await metrics.render();
+    expect(sample(text, `${p}governance_name_overflow_in_use`)).toBe(1);
+  });
+
+  it('keeps a failing source’s last values and counts the failure, without failing the scrape', async () => {
+    const metrics = createMetrics({ service: 'governance', processMetrics: false });
+    let failing = false;
+    metrics.useSources({
+      commandBacklogs: async () => {
+        if (failing) throw new Error('database unreachable');
+        return [{ tenantId: 'a', undelivered: 5, ceiling: 1000 }];
+      },
+    });
+    await metrics.render();
+    failing = true;
+    const text = await metrics.render();
+    expect(sample(text, 'devicechain_governance_governance_command_backlog{tenant="a"}')).toBe(5);
+    expect(sample(text, 'devicechain_governance_governance_command_backlog_ceiling{tenant="a"}')).toBe(1000);
+    expect(sample(text, 'devicechain_governance_metrics_collect_errors_total{source="commandBacklogs"}')).toBe(1);
+  });
+});

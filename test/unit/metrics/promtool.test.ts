@@ -1,0 +1,66 @@
+// The alert rules, their unit tests, the Prometheus config and the /metrics output, checked by promtool
+// itself. CI installs promtool (Debian package `prometheus`); without it this suite says so and skips.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { createMetrics } from '../../../src/metrics/metrics.ts';
+import { createMetricsRecorder } from '../../../src/metrics/metricsRecorder.ts';
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const hasPromtool = spawnSync('promtool', ['--version']).status === 0;
+if (!hasPromtool) console.warn('promtool is not installed (Debian package `prometheus`): alert rule and metrics checks are skipped.');
+
+function promtool(args: string[], input?: string): string {
+  return execFileSync('promtool', args, { cwd: ROOT, input, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] });
+}
+
+describe.skipIf(!hasPromtool)('promtool', () => {
+  it('accepts the alert rules', () => {
+    expect(promtool(['check', 'rules', 'alerts/governance.rules.yml'])).toContain('SUCCESS: 5 rules found');
+  });
+
+  it('passes the alert unit tests: each alert fires and stays silent where it should', () => {
+    expect(promtool(['test', 'rules', 'alerts/governance.test.yml'])).toContain('SUCCESS');
+  });
+
+  it('accepts the Prometheus config docker-compose mounts', () => {
+    expect(promtool(['check', 'config', '--syntax-only', 'prometheus/prometheus.yml'])).toContain('SUCCESS');
+  });
+
+  it('finds nothing to lint in /metrics, with every metric of ours holding a series', async () => {
+    const metrics = createMetrics({ service: 'event-sources' });
+    metrics.useSources({
+      commandBacklogs: async () => [{ tenantId: 'acme', undelivered: 3, ceiling: 1000 }],
+      projectionLags: async () => [{ projection: 'admission-trends', secondsBehind: 0.5 }],
+      redisCounterFallback: () => false,
+      nameOverflowInUse: () => true,
+    });
+    await createMetricsRecorder(metrics).record(
+      [
+        {
+          tenantId: 'acme',
+          dimension: 'INGEST',
+          allowance: 'HTTP',
+          fromSecond: 1,
+          seconds: 1,
+          admittedUnits: 5,
+          admittedMessages: 1,
+          shedUnits: 2,
+          shedMessages: 1,
+          rejectedUnits: 1,
+          rejectedMessages: 1,
+          hitSeconds: 1,
+        },
+      ],
+      [{ tenantId: 'acme', dimension: 'INGEST', cause: 'unreachable', fromSecond: 1, seconds: 1, units: 3, messages: 1 }],
+    );
+    metrics.ledgerAppendSeconds.observe({ outcome: 'ok' }, 0.004);
+    metrics.inferenceInputTokens.inc(10);
+    metrics.inferenceOutputTokens.inc(20);
+    const text = await metrics.render();
+    expect(text).toContain('devicechain_event_sources_governance_unresolved_admissions_total{dimension="INGEST",cause="unreachable"} 3');
+    const result = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
+    expect(result.stdout + result.stderr).toBe('');
+    expect(result.status).toBe(0);
+  });
+});
