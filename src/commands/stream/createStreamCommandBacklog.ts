@@ -17,6 +17,7 @@ import { settleOutcome, type SettleDecision } from '../settleOutcome.ts';
 import { checkText, validateEnqueue, validateRef } from '../validateCommand.ts';
 import type { CommandActor, CommandBacklog, CommandRef, EnqueueOutcome, SettleOutcome } from '../types.ts';
 import { emptyCommandsState, foldCommandEvent, type TenantCommandsState } from './foldCommandStream.ts';
+import { createKeyedQueue } from './keyedQueue.ts';
 
 /** Decisions tried before giving up under contention (a fault: the stream kept changing). */
 const MAX_ATTEMPTS = 200;
@@ -29,6 +30,7 @@ export interface StreamBacklogOptions extends BacklogOptions {
 
 export function createStreamCommandBacklog({ store, db, ceilings, commandTtlMs, now }: StreamBacklogOptions): CommandBacklog {
   const states = new Map<string, TenantCommandsState>();
+  const oneAtATimePerTenant = createKeyedQueue();
 
   const catchUp = async (tenantId: string): Promise<TenantCommandsState> => {
     const state = states.get(tenantId) ?? emptyCommandsState();
@@ -45,10 +47,10 @@ export function createStreamCommandBacklog({ store, db, ceilings, commandTtlMs, 
    * Decides on the caught-up state and appends at its revision, deciding again after every conflict.
    * `decide` returns the events to append (none: nothing to record) and the answer to give once stored.
    */
-  const decideAndAppend = async <Answer>(
+  const decideAndAppend = <Answer>(
     tenantId: string,
     decide: (state: TenantCommandsState) => { events: NewEvent[]; answer: Answer },
-  ): Promise<Answer> => {
+  ): Promise<Answer> => oneAtATimePerTenant(tenantId, async () => {
     for (let attempt = 1; ; attempt++) {
       const state = await catchUp(tenantId);
       const { events, answer } = decide(state);
@@ -62,7 +64,7 @@ export function createStreamCommandBacklog({ store, db, ceilings, commandTtlMs, 
         await sleep(Math.random() * Math.min(20, attempt));
       }
     }
-  };
+  });
 
   const settle = async (
     actor: CommandActor,

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { commandsStream } from '../../../src/ledger/catalog/commands.ts';
-import { createDatabaseCommandBacklog } from '../../../src/commands/postgres/createDatabaseCommandBacklog.ts';
+import { createCommandBacklog } from '../../../src/commands/createCommandBacklog.ts';
 import type { EnqueueOutcome } from '../../../src/commands/types.ts';
 import { postgresOnly, type TestDb } from '../../support/databases.ts';
 import { createCeilingTable, setCeiling, tableCeilings } from './ceilingTable.ts';
@@ -29,9 +29,11 @@ async function nextLine(worker: Worker): Promise<unknown> {
   return JSON.parse(next.value);
 }
 
-function startWorker(env: Record<string, string>): Worker {
+type Ledger = 'database' | 'stream';
+
+function startWorker(env: Record<string, string>, ledger: Ledger): Worker {
   const child = spawn(process.execPath, ['--import', 'tsx', WORKER], {
-    env: { ...process.env, ...env, COMMANDS_TENANT: TENANT },
+    env: { ...process.env, ...env, COMMANDS_TENANT: TENANT, COMMANDS_LEDGER: ledger },
     stdio: ['pipe', 'pipe', 'pipe'],
   });
   child.stderr.on('data', (chunk: Buffer) => process.stderr.write(chunk));
@@ -39,7 +41,9 @@ function startWorker(env: Record<string, string>): Worker {
   return { child, output, lines: output[Symbol.asyncIterator]() };
 }
 
-describe.skipIf(!postgresOnly)('command ceiling across two processes on PostgreSQL', () => {
+// 'database': guard row + ledger event in one transaction. 'stream': the tenant's stream appended at an
+// expected revision (the EVENTSTORE_URL path), here through the PostgreSQL adapter of the same port.
+describe.skipIf(!postgresOnly).each<Ledger>(['database', 'stream'])('command ceiling across two processes on PostgreSQL, %s path', (ledger) => {
   let testDb: TestDb;
   let workers: Worker[];
 
@@ -47,7 +51,7 @@ describe.skipIf(!postgresOnly)('command ceiling across two processes on PostgreS
     testDb = await postgresOnly!.open();
     await createCeilingTable(testDb.db);
     await setCeiling(testDb.db, TENANT, CEILING);
-    workers = [startWorker(testDb.env!), startWorker(testDb.env!)];
+    workers = [startWorker(testDb.env!, ledger), startWorker(testDb.env!, ledger)];
     for (const worker of workers) expect(await nextLine(worker)).toEqual({ ready: true });
   });
 
@@ -71,12 +75,16 @@ describe.skipIf(!postgresOnly)('command ceiling across two processes on PostgreS
     let samples = 0;
     let highestSeen = 0;
     while (!finished) {
-      const { rows } = await testDb.db.query<{ guard: number | null; queued: bigint }>(
+      // Three views of the backlog, each committed state: the guard row and the queued command rows (database
+      // path), and the ledger's own running count (both paths).
+      const { rows } = await testDb.db.query<{ guard: number | null; queued: bigint; ledger: bigint }>(
         `SELECT (SELECT undelivered FROM gl_command_backlog_guard WHERE tenant_id = $1) AS guard,
-                (SELECT count(*) FROM gl_commands WHERE tenant_id = $1 AND status = 'queued') AS queued`,
-        [TENANT],
+                (SELECT count(*) FROM gl_commands WHERE tenant_id = $1 AND status = 'queued') AS queued,
+                (SELECT count(*) FILTER (WHERE type = 'CommandEnqueued') - count(*) FILTER (WHERE type <> 'CommandEnqueued' AND type <> 'CommandRejected')
+                   FROM gl_events WHERE stream = $2) AS ledger`,
+        [TENANT, commandsStream(TENANT)],
       );
-      highestSeen = Math.max(highestSeen, rows[0]!.guard ?? 0, Number(rows[0]!.queued));
+      highestSeen = Math.max(highestSeen, rows[0]!.guard ?? 0, Number(rows[0]!.queued), Number(rows[0]!.ledger));
       samples++;
     }
     return { outcomes: (await answers).flat(), samples, highestSeen };
@@ -96,7 +104,8 @@ describe.skipIf(!postgresOnly)('command ceiling across two processes on PostgreS
     // Each acceptance saw a distinct count from 1 to 50: no two processes ever shared a slot.
     expect(accepted.map((outcome) => outcome.undelivered).sort((a, b) => a - b)).toEqual(Array.from({ length: CEILING }, (_, i) => i + 1));
 
-    const here = createDatabaseCommandBacklog(testDb.db, { ceilings: tableCeilings, commandTtlMs: 3_600_000, now: () => new Date() });
+    const store = createPostgresEventStore(testDb.db);
+    const here = createCommandBacklog({ db: testDb.db, store, ceilings: tableCeilings, ledger });
     for (const outcome of accepted.slice(0, 10)) {
       expect(await here.markDelivered({ id: 'svc:delivery' }, { tenantId: TENANT, commandId: outcome.commandId })).toMatchObject({ status: 'settled' });
     }
@@ -110,7 +119,6 @@ describe.skipIf(!postgresOnly)('command ceiling across two processes on PostgreS
 
     // The ledger, in the stream's order, never counts more than the ceiling, and every event's count is the
     // running count at that point.
-    const store = createPostgresEventStore(testDb.db);
     const events = await store.readStream(commandsStream(TENANT));
     await store.close();
     let running = 0;

@@ -1,9 +1,10 @@
 // A separate OS process that enqueues commands into the same PostgreSQL schema as the test that spawned it.
-// Protocol: prints {"ready":true} once connected; then, for every line {"commandIds":[...]} on stdin, runs
+// COMMANDS_LEDGER picks the path. Protocol: prints {"ready":true} once connected; then, for every line {"commandIds":[...]} on stdin, runs
 // ENQUEUERS concurrent enqueuers over those ids and prints one line {"outcomes":[...]}. Exits when stdin ends.
 import { createInterface } from 'node:readline';
 import { openPostgres } from '../../../src/db/postgres.ts';
-import { createDatabaseCommandBacklog } from '../../../src/commands/postgres/createDatabaseCommandBacklog.ts';
+import { createCommandBacklog } from '../../../src/commands/createCommandBacklog.ts';
+import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import type { EnqueueOutcome } from '../../../src/commands/types.ts';
 import { tableCeilings } from './ceilingTable.ts';
 
@@ -13,7 +14,10 @@ const POOL_SIZE = 16;
 
 const tenantId = process.env.COMMANDS_TENANT!;
 const db = openPostgres({ connectionString: process.env.DATABASE_URL!, schema: process.env.GOVERNANCE_DB_SCHEMA, max: POOL_SIZE });
-const backlog = createDatabaseCommandBacklog(db, { ceilings: tableCeilings, commandTtlMs: 3_600_000, now: () => new Date() });
+const store = createPostgresEventStore(db);
+// COMMANDS_LEDGER=stream runs the stream-revision path (the EVENTSTORE_URL one) through the same port.
+const ledger = process.env.COMMANDS_LEDGER === 'stream' ? 'stream' : 'database';
+const backlog = createCommandBacklog({ db, store, ceilings: tableCeilings, ledger });
 const actor = { id: `svc:command-delivery-${process.pid}` };
 
 // Open every connection before the start signal, so connecting is not part of the race.
@@ -33,4 +37,5 @@ for await (const line of createInterface({ input: process.stdin })) {
   );
   process.stdout.write(`${JSON.stringify({ outcomes })}\n`);
 }
+await store.close();
 await db.close();
