@@ -23,25 +23,6 @@ import type { ReadingSink } from '../../../src/http/sink.ts';
 import { createServer, listen } from '../../../src/server.ts';
 import type { Service } from '../../../src/service.ts';
 import type { Db } from '../../../src/db/db.ts';
-import { TokenBucket } from '../../../src/governance/tokenBucket.ts';
-
-/** Per-IP token buckets, until the governance library's EdgeLimiter is wired in. */
-export function perKeyEdgeLimit(ratePerSecond: number, burst = ratePerSecond): EdgeLimit {
-  const buckets = new Map<string, TokenBucket>();
-  return {
-    admit(key, atMs) {
-      let bucket = buckets.get(key);
-      if (!bucket) buckets.set(key, (bucket = new TokenBucket()));
-      const admitted = bucket.take(1, atMs, ratePerSecond, burst);
-      return {
-        admitted,
-        limit: ratePerSecond,
-        remaining: bucket.remaining(),
-        retryAfterSeconds: admitted ? 0 : bucket.retryAfterSeconds(1, ratePerSecond, burst),
-      };
-    },
-  };
-}
 
 export class TableLimitSource implements LimitSource {
   readonly records = new Map<string, TenantGovernanceRecord>();

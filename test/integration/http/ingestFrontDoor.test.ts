@@ -2,9 +2,9 @@
 import { connect } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { CountingSink } from '../../../src/http/countingSink.ts';
+import { createEdgeLimit } from '../../../src/http/edgeLimit.ts';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
 import {
-  perKeyEdgeLimit,
   readingsBody,
   startFrontDoor,
   TableLimitSource,
@@ -38,7 +38,7 @@ describe('HTTP ingest front door', () => {
       .tenant('tiny', { INGEST: { override: { ratePerSecond: 5, burst: 5 } } })
       .tenant('other', {});
     clockMs = Date.UTC(2026, 10, 29, 12, 0, 0);
-    door = await startFrontDoor({ db: testDb.db, limits, edgeLimit: perKeyEdgeLimit(1000), maxBodyBytes: 4096, now: () => clockMs });
+    door = await startFrontDoor({ db: testDb.db, limits, edgeLimit: createEdgeLimit({ ratePerSecond: 1000 }), maxBodyBytes: 4096, now: () => clockMs });
     deviceKey = await door.register({ tenantId: 'acme', kind: 'device', subject: 'pump-7' });
     tenantKey = await door.register({ tenantId: 'acme', kind: 'tenant', subject: null });
     otherTenantKey = await door.register({ tenantId: 'other', kind: 'tenant', subject: null });
