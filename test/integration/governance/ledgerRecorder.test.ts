@@ -1,0 +1,80 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { storageTargets } from '../../support/databases.ts';
+import type { TestDb } from '../../support/databases.ts';
+import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
+import type { EventStore } from '../../../src/ledger/eventStore.ts';
+import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
+import type { AdmissionsRecordedData, UnresolvedAdmissionsRecordedData } from '../../../src/ledger/catalog/admissions.ts';
+import { createLedgerRecorder } from '../../../src/governance/ledgerRecorder.ts';
+import { Governor } from '../../../src/governance/governor.ts';
+import { MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
+
+const T0 = 1_800_000_000_000;
+
+describe.each(storageTargets)('ledger recorder on $name', (target) => {
+  let testDb: TestDb;
+  let store: EventStore;
+
+  // One database for the file (opening one is the slow part); each test reads only the events it appended.
+  beforeAll(async () => {
+    testDb = await target.open();
+    store = createPostgresEventStore(testDb.db);
+  });
+
+  afterAll(async () => {
+    await store.close();
+    await testDb.dispose();
+  });
+
+  async function appendedBy(act: () => Promise<void>) {
+    const before = await store.readStream(ADMISSIONS_STREAM);
+    await act();
+    return (await store.readStream(ADMISSIONS_STREAM)).slice(before.length);
+  }
+
+  it('appends the Governor summaries as AdmissionsRecorded and UnresolvedAdmissionsRecorded events', async () => {
+    const source = new MemoryLimitSource().tenant('acme', { INGEST: { tier: { ratePerSecond: 10, burst: 10 } } });
+    let clock = T0;
+    const governor = new Governor({
+      limitSource: source,
+      recorder: createLedgerRecorder(store, { actor: 'event-sources', now: () => clock }),
+      now: () => clock,
+      clockReadEveryAdmits: 1,
+    });
+    governor.admit({ tenant: 'acme', dimension: 'INGEST', allowance: 'LIVE', units: 4, at: T0 });
+    await governor.loadsSettled();
+    for (let i = 0; i < 12; i++) governor.admit({ tenant: 'acme', dimension: 'INGEST', allowance: 'LIVE', units: 1, at: T0 + 1000 });
+    clock = T0 + 2000;
+    const events = await appendedBy(() => governor.close());
+
+    expect(events.map((event) => event.type)).toEqual(['AdmissionsRecorded', 'UnresolvedAdmissionsRecorded']);
+    expect(events[0]!.metadata).toMatchObject({ actor: 'event-sources', occurredAt: new Date(T0 + 2000).toISOString() });
+    const [admitted] = (events[0]!.data as AdmissionsRecordedData).entries;
+    expect(admitted).toMatchObject({ tenantId: 'acme', dimension: 'INGEST', allowance: 'LIVE', admittedUnits: 14, shedUnits: 2, hitSeconds: 1 });
+    expect((events[1]!.data as UnresolvedAdmissionsRecordedData).entries).toEqual([
+      expect.objectContaining({ tenantId: 'acme', dimension: 'INGEST', cause: 'pending', units: 4, messages: 1 }),
+    ]);
+  });
+
+  it('splits a large batch into several events of one append, and appends nothing for an empty batch', async () => {
+    const recorder = createLedgerRecorder(store, { maxEntriesPerEvent: 2 });
+    expect(await appendedBy(() => recorder.record([], []))).toEqual([]);
+    const entries = Array.from({ length: 5 }, (_, i) => ({
+      tenantId: `t${i}`,
+      dimension: 'EGRESS' as const,
+      allowance: 'DETECTION' as const,
+      fromSecond: T0 / 1000,
+      seconds: 1,
+      admittedUnits: i,
+      admittedMessages: i,
+      shedUnits: 0,
+      shedMessages: 0,
+      rejectedUnits: 0,
+      rejectedMessages: 0,
+      hitSeconds: 0,
+    }));
+    const events = await appendedBy(() => recorder.record(entries, []));
+    expect(events.map((event) => (event.data as AdmissionsRecordedData).entries.length)).toEqual([2, 2, 1]);
+    expect(events.flatMap((event) => (event.data as AdmissionsRecordedData).entries)).toEqual(entries);
+  });
+});
