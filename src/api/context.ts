@@ -1,0 +1,21 @@
+// What every resolver sees: who is asking (from the verified token) and the parts of the service it reads
+// and commands. A fresh context per request also scopes the dataloaders' caches to that request.
+import type { Actor } from '../control-plane/actor.ts';
+import type { Queryable } from '../db/db.ts';
+import type { EventStore } from '../ledger/eventStore.ts';
+import type { CommandBacklog } from '../commands/types.ts';
+import type { ControlPlane } from '../control-plane/controlPlane.ts';
+import type { ApiPubSub } from './pubsub.ts';
+
+export interface ApiDependencies {
+  /** Read models; every read query goes through here (tests wrap it to count statements). */
+  db: Queryable;
+  store: EventStore;
+  controlPlane: ControlPlane;
+  commandBacklog: CommandBacklog;
+  pubsub: ApiPubSub;
+}
+
+export interface ApiContext extends ApiDependencies {
+  actor: Actor;
+}

@@ -1,0 +1,45 @@
+// The yoga server over the Pothos schema: GraphiQL on GET from a browser, POST, and subscriptions over SSE,
+// behind bearer-token auth and query-shape limits. Tests call `yoga.fetch` on it in-process; the service
+// mounts it at /graphql through createGraphQLRoute.
+import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import type { Logger } from '../logger.ts';
+import type { ApiDependencies } from './context.ts';
+import { schema } from './schema/index.ts';
+import type { TokenVerifier } from './auth/verifyToken.ts';
+import { useAuth } from './useAuth.ts';
+import { useProtection } from './useProtection.ts';
+
+export const GRAPHQL_PATH = '/graphql';
+
+export interface GraphQLServerOptions extends ApiDependencies {
+  verify: TokenVerifier;
+  /** Unmasked error messages; only where NODE_ENV=development. */
+  development?: boolean;
+  logger?: Logger;
+}
+
+export type GraphQLServer = YogaServerInstance<Record<string, unknown>, ApiDependencies>;
+
+export function createGraphQLServer({ verify, development = false, logger, ...dependencies }: GraphQLServerOptions): GraphQLServer {
+  return createYoga<Record<string, unknown>, ApiDependencies>({
+    schema,
+    graphqlEndpoint: GRAPHQL_PATH,
+    graphiql: { title: 'governance-ledger' },
+    landingPage: false,
+    // Outside development a fault answers "Unexpected error." and is logged; typed errors and GraphQLErrors
+    // (FORBIDDEN, UNKNOWN_TENANT, BAD_USER_INPUT) are meant for the client and pass unchanged.
+    maskedErrors: !development,
+    logging: logger
+      ? {
+          debug: (...args: unknown[]) => logger.debug({ args }, 'graphql'),
+          info: (...args: unknown[]) => logger.info({ args }, 'graphql'),
+          warn: (...args: unknown[]) => logger.warn({ args }, 'graphql'),
+          error: (...args: unknown[]) => logger.error({ args }, 'graphql'),
+        }
+      : false,
+    plugins: [useAuth(verify), useProtection()],
+    // A new object per request: the dataloaders cache per context, so nothing is shared between requests.
+    // useAuth adds the actor, completing ApiContext.
+    context: () => ({ ...dependencies }),
+  });
+}

@@ -1,0 +1,42 @@
+// Page sizes and cursors of every connection. Cursors are opaque to clients (base64url of the ledger
+// position or key they stand for) so we may change what they encode without breaking anyone.
+import { GraphQLError } from './graphqlError.ts';
+
+export { MAX_PAGE_SIZE } from '../control-plane/listTenants.ts';
+import { MAX_PAGE_SIZE } from '../control-plane/listTenants.ts';
+export const DEFAULT_PAGE_SIZE = 50;
+
+export function pageSize(first: number | null | undefined): number {
+  if (first === null || first === undefined) return DEFAULT_PAGE_SIZE;
+  if (!Number.isInteger(first) || first < 0 || first > MAX_PAGE_SIZE) {
+    throw new GraphQLError(`first must be from 0 to ${MAX_PAGE_SIZE}`, {
+      extensions: { code: 'PAGE_SIZE_OUT_OF_RANGE', field: 'first', max: MAX_PAGE_SIZE },
+    });
+  }
+  return first;
+}
+
+export function encodeCursor(key: string): string {
+  return Buffer.from(key, 'utf8').toString('base64url');
+}
+
+export function decodeCursor(cursor: string | null | undefined): string | undefined {
+  if (cursor === null || cursor === undefined) return undefined;
+  const key = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
+  if (key === '') throw new GraphQLError('after is not a cursor this API handed out', { extensions: { code: 'BAD_CURSOR', field: 'after' } });
+  return key;
+}
+
+/** A Relay connection over a page read forwards from a cursor; backwards paging is not offered. */
+export function toConnection<Node>(page: { nodes: readonly Node[]; hasNextPage: boolean }, keyOf: (node: Node) => string) {
+  const edges = page.nodes.map((node) => ({ node, cursor: encodeCursor(keyOf(node)) }));
+  return {
+    edges,
+    pageInfo: {
+      hasNextPage: page.hasNextPage,
+      hasPreviousPage: false,
+      startCursor: edges[0]?.cursor ?? null,
+      endCursor: edges.at(-1)?.cursor ?? null,
+    },
+  };
+}

@@ -1,0 +1,17 @@
+// `npm run schema:print`: writes the schema as Pothos builds it, sorted, to schema/schema.graphql. The file is
+// checked in; test/unit/api/schemaDrift.test.ts fails when it differs from what the code builds.
+import { writeFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { printSchema } from 'graphql';
+import { schema } from './schema/index.ts';
+
+export const SCHEMA_FILE = fileURLToPath(new URL('../../schema/schema.graphql', import.meta.url));
+
+export function printedSchema(): string {
+  return `${printSchema(schema)}\n`;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  await writeFile(SCHEMA_FILE, printedSchema());
+  console.log(`wrote ${SCHEMA_FILE}`);
+}

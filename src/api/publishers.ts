@@ -1,0 +1,57 @@
+// Wraps the projections whose commits subscribers hear about: the limit history (limitChanged) and the
+// admission trends (sheds). Wrapping keeps the projections unaware of GraphQL; the runner calls afterCommit
+// once their transaction has committed.
+import type { Dimension } from '../governance/types.ts';
+import type { AdmissionsRecordedData } from '../ledger/catalog/admissions.ts';
+import { formatPosition, type RecordedEvent } from '../ledger/eventStore.ts';
+import type { Projection } from '../ledger/projection.ts';
+import { limitHistoryProjection } from '../../projections/limitHistory.ts';
+import { admissionTrendsProjection } from '../../projections/admissionTrends.ts';
+import type { ApiPubSub } from './pubsub.ts';
+
+function withAfterCommit(projection: Projection, publish: (events: readonly RecordedEvent[]) => void): Projection {
+  return {
+    ...projection,
+    afterCommit(events) {
+      projection.afterCommit?.(events);
+      publish(events);
+    },
+  };
+}
+
+/** For the limit-history projection: one notice per limit change it committed. */
+export function publishingLimitChanges(projection: Projection, pubsub: ApiPubSub): Projection {
+  return withAfterCommit(projection, (events) => {
+    for (const event of events) {
+      const data = event.data as { tenantId?: unknown; tierId?: unknown; dimension?: Dimension };
+      pubsub.publish('limitChanged', {
+        position: formatPosition(event.position),
+        tenantId: typeof data.tenantId === 'string' ? data.tenantId : null,
+        // A tenant's own change names its new tier too; it concerns that tenant only.
+        tierId: typeof data.tenantId !== 'string' && typeof data.tierId === 'string' ? data.tierId : null,
+        dimension: data.dimension ?? null,
+      });
+    }
+  });
+}
+
+/** For the admission-trends projection: every summary that shed or refused something, on its tenant's topic. */
+export function publishingSheds(projection: Projection, pubsub: ApiPubSub): Projection {
+  return withAfterCommit(projection, (events) => {
+    for (const event of events) {
+      if (event.type !== 'AdmissionsRecorded') continue;
+      for (const summary of (event.data as AdmissionsRecordedData).entries ?? []) {
+        if (summary.shedUnits > 0 || summary.rejectedUnits > 0) pubsub.publish('sheds', summary.tenantId, summary);
+      }
+    }
+  });
+}
+
+/** The service's projections, with the two that feed subscriptions wrapped to publish; the rest unchanged. */
+export function withApiPublishers(projections: readonly Projection[], pubsub: ApiPubSub): Projection[] {
+  return projections.map((projection) => {
+    if (projection.name === limitHistoryProjection.name) return publishingLimitChanges(projection, pubsub);
+    if (projection.name === admissionTrendsProjection.name) return publishingSheds(projection, pubsub);
+    return projection;
+  });
+}

@@ -1,0 +1,86 @@
+// Command delivery: enqueue against the tenant's undelivered-command ceiling, and settle a delivered one.
+// A refusal at the ceiling is an expected, retryable outcome (CommandRejected), never an error.
+import type { CommandAccepted, CommandRejected, CommandSettled, SettleOutcome } from '../../commands/types.ts';
+import { canDeliverCommands } from '../auth/roles.ts';
+import { builder } from '../builder.ts';
+import { CommandAlreadySettled, Forbidden, InvalidInput, UnknownCommand } from './errorClasses.ts';
+
+const CommandRejectionReasonEnum = builder.enumType('CommandRejectionReason', {
+  values: ['CEILING_REACHED', 'UNKNOWN_TENANT'] as const,
+});
+
+const CommandAcceptedType = builder.objectRef<CommandAccepted>('CommandAccepted').implement({
+  description: 'The command joined the backlog; `undelivered` counts it.',
+  isTypeOf: (value) => (value as { status?: string }).status === 'accepted',
+  fields: (t) => ({
+    commandId: t.exposeID('commandId'),
+    undelivered: t.exposeInt('undelivered'),
+    ceiling: t.exposeInt('ceiling'),
+  }),
+});
+
+const CommandRejectedType = builder.objectRef<CommandRejected>('CommandRejected').implement({
+  description: 'Refused, and nothing was queued. CEILING_REACHED is retryable after retryAfterSeconds with the same commandId.',
+  isTypeOf: (value) => (value as { status?: string }).status === 'rejected',
+  fields: (t) => ({
+    commandId: t.exposeID('commandId'),
+    reason: t.field({ type: CommandRejectionReasonEnum, resolve: (rejected) => rejected.reason }),
+    retryable: t.exposeBoolean('retryable'),
+    retryAfterSeconds: t.exposeInt('retryAfterSeconds', { nullable: true }),
+    undelivered: t.exposeInt('undelivered'),
+    ceiling: t.exposeInt('ceiling', { nullable: true }),
+  }),
+});
+
+// Errors are answered as returned values: the errors plugin picks their union member.
+const EnqueueCommandResult = builder.errorUnion('EnqueueCommandResult', {
+  types: [CommandAcceptedType, CommandRejectedType, InvalidInput, Forbidden],
+});
+
+const EnqueueCommandInput = builder.inputType('EnqueueCommandInput', {
+  fields: (t) => ({
+    tenantId: t.id({ required: true }),
+    commandId: t.id({ required: true }),
+    deviceId: t.id({ required: true }),
+    payload: t.field({ type: 'JSON', required: true }),
+  }),
+});
+
+const MarkCommandDeliveredInput = builder.inputType('MarkCommandDeliveredInput', {
+  fields: (t) => ({ tenantId: t.id({ required: true }), commandId: t.id({ required: true }) }),
+});
+
+const CommandSettledType = builder.objectRef<CommandSettled>('CommandSettled').implement({
+  description: 'The command left the backlog; `undelivered` is the backlog after it left.',
+  fields: (t) => ({ commandId: t.exposeID('commandId'), undelivered: t.exposeInt('undelivered') }),
+});
+
+function settled(outcome: SettleOutcome): CommandSettled {
+  if (outcome.status === 'settled') return outcome;
+  if (outcome.status === 'invalid') throw new InvalidInput(outcome.message, outcome.field);
+  if (outcome.error.kind === 'UnknownCommand') throw new UnknownCommand(outcome.error.message, 'commandId');
+  throw new CommandAlreadySettled(outcome.error.message, 'commandId');
+}
+
+builder.mutationFields((t) => ({
+  enqueueCommand: t.field({
+    type: EnqueueCommandResult,
+    args: { input: t.arg({ type: EnqueueCommandInput, required: true }) },
+    resolve: async (_root, { input }, { actor, commandBacklog }) => {
+      if (!canDeliverCommands(actor, input.tenantId)) return new Forbidden(`role ${actor.role} may not enqueue commands for tenant ${input.tenantId}`);
+      const outcome = await commandBacklog.enqueue(actor, { ...input, payload: input.payload });
+      return outcome.status === 'invalid' ? new InvalidInput(outcome.message, outcome.field) : outcome;
+    },
+  }),
+  markCommandDelivered: t.field({
+    type: CommandSettledType,
+    args: { input: t.arg({ type: MarkCommandDeliveredInput, required: true }) },
+    authScopes: (_root, { input }) => ({ deliverCommands: input.tenantId }),
+    errors: {
+      types: [Forbidden, InvalidInput, UnknownCommand, CommandAlreadySettled],
+      directResult: true,
+      union: { name: 'MarkCommandDeliveredPayload' },
+    },
+    resolve: async (_root, { input }, { actor, commandBacklog }) => settled(await commandBacklog.markDelivered(actor, input)),
+  }),
+}));

@@ -1,0 +1,44 @@
+import { builder } from '../builder.ts';
+import { effectiveLimitsAt, loadEffectiveLimits, type TenantLimit } from '../readModels.ts';
+import { UnknownTenantError } from '../queryErrors.ts';
+import type { ApiContext } from '../context.ts';
+import { DimensionEnum, LimitSourceEnum } from './enums.ts';
+import { LimitValueType } from './limitValue.ts';
+
+export const EffectiveLimitType = builder.objectRef<TenantLimit>('EffectiveLimit').implement({
+  description: 'The limit in force for one dimension, and the level of the cascade that supplied it.',
+  fields: (t) => ({
+    dimension: t.field({ type: DimensionEnum, resolve: (limit) => limit.dimension }),
+    value: t.field({ type: LimitValueType, resolve: (limit) => limit.value }),
+    source: t.field({ type: LimitSourceEnum, resolve: (limit) => limit.source }),
+    tierId: t.id({ nullable: true, resolve: (limit) => limit.tierId }),
+  }),
+});
+
+/** One read for every tenant of a request, whichever fields asked (Query.effectiveLimits, Tenant.effectiveLimits). */
+export async function loadEffectiveLimitsBatch(tenantIds: readonly string[], context: ApiContext): Promise<Array<TenantLimit[] | Error>> {
+  const byTenant = await loadEffectiveLimits(context.db, tenantIds);
+  return tenantIds.map((tenantId) => byTenant.get(tenantId) ?? new UnknownTenantError(tenantId));
+}
+
+builder.queryFields((t) => ({
+  effectiveLimits: t.loadableList({
+    type: EffectiveLimitType,
+    description: 'The limits in force for a tenant now, one per dimension.',
+    args: { tenantId: t.arg.id({ required: true }) },
+    authScopes: (_root, { tenantId }) => ({ readTenant: tenantId }),
+    load: (tenantIds: string[], context) => loadEffectiveLimitsBatch(tenantIds, context),
+    resolve: (_root, { tenantId }) => tenantId,
+  }),
+  effectiveLimitsAt: t.field({
+    type: [EffectiveLimitType],
+    description: 'The limits that were in force for a tenant at a past instant, replayed from the ledger.',
+    args: { tenantId: t.arg.id({ required: true }), at: t.arg({ type: 'DateTime', required: true }) },
+    authScopes: (_root, { tenantId }) => ({ auditTenant: tenantId }),
+    resolve: async (_root, { tenantId, at }, context) => {
+      const limits = await effectiveLimitsAt(context, tenantId, at);
+      if (!limits) throw new UnknownTenantError(tenantId);
+      return limits;
+    },
+  }),
+}));

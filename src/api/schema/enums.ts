@@ -1,0 +1,14 @@
+import { ALLOWANCES, DIMENSIONS } from '../../governance/types.ts';
+import { TREND_BUCKETS } from '../../metrics/trends/buckets.ts';
+import { builder } from '../builder.ts';
+
+export const DimensionEnum = builder.enumType('Dimension', { values: DIMENSIONS });
+
+export const AllowanceEnum = builder.enumType('Allowance', { values: ALLOWANCES });
+
+export const LimitSourceEnum = builder.enumType('LimitSource', {
+  description: 'Which level of the cascade supplied a value.',
+  values: ['TENANT_OVERRIDE', 'TIER', 'PLATFORM_DEFAULT', 'SHIPPED_DEFAULT'] as const,
+});
+
+export const TrendBucketEnum = builder.enumType('TrendBucket', { values: TREND_BUCKETS });

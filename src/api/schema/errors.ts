@@ -1,0 +1,46 @@
+// The typed errors of mutation payloads. Every one implements `Error { message }`, so a client can always
+// ask `... on Error { message }` and only spell out the kinds it acts on.
+import { builder } from '../builder.ts';
+import {
+  CommandAlreadySettled,
+  ConcurrentEdit,
+  Forbidden,
+  InvalidInput,
+  InvalidLimit,
+  TenantAlreadyRegistered,
+  TierAlreadyDefined,
+  UnknownCommand,
+  UnknownTenant,
+  UnknownTier,
+} from './errorClasses.ts';
+
+export const ErrorInterface = builder.interfaceRef<Error>('Error').implement({
+  fields: (t) => ({ message: t.exposeString('message') }),
+});
+
+builder.objectType(Forbidden, {
+  name: 'Forbidden',
+  description: 'The caller’s role or tenant does not allow this. Nothing was appended.',
+  interfaces: [ErrorInterface],
+});
+
+const fieldErrors = [
+  [InvalidLimit, 'InvalidLimit', 'A limit outside 1 to 1,000,000, or a field the dimension does not use.'],
+  [InvalidInput, 'InvalidInput', 'Input that is malformed or missing.'],
+  [UnknownTenant, 'UnknownTenant', 'No tenant with that id is registered.'],
+  [UnknownTier, 'UnknownTier', 'No tier with that id is defined.'],
+  [UnknownCommand, 'UnknownCommand', 'No command with that id is in the tenant’s backlog or history.'],
+  [CommandAlreadySettled, 'CommandAlreadySettled', 'The command already left the backlog (delivered, failed, cancelled or expired).'],
+  [TierAlreadyDefined, 'TierAlreadyDefined', 'A tier with that id exists.'],
+  [TenantAlreadyRegistered, 'TenantAlreadyRegistered', 'A tenant with that id exists.'],
+  [ConcurrentEdit, 'ConcurrentEdit', 'Someone changed the same thing at the same moment; read again and retry.'],
+] as const;
+
+for (const [errorClass, name, description] of fieldErrors) {
+  builder.objectType(errorClass, {
+    name,
+    description: `${description} Nothing was appended.`,
+    interfaces: [ErrorInterface],
+    fields: (t) => ({ field: t.exposeString('field', { nullable: true }) }),
+  });
+}

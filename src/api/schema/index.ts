@@ -1,0 +1,21 @@
+// Imports every type file (each registers its types and fields on the builder) and builds the schema.
+import { builder } from '../builder.ts';
+import './scalars.ts';
+import './enums.ts';
+import './errors.ts';
+import './limitValue.ts';
+import './effectiveLimit.ts';
+import './tier.ts';
+import './override.ts';
+import './commandBacklog.ts';
+import './tenant.ts';
+import './limitHistory.ts';
+import './trends.ts';
+import './limitMutations.ts';
+import './commandMutations.ts';
+import './subscriptions.ts';
+import './viewer.ts';
+
+builder.queryType({});
+
+export const schema = builder.toSchema({ sortSchema: true });

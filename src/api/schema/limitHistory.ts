@@ -1,0 +1,58 @@
+import { builder } from '../builder.ts';
+import { limitHistory, type LimitChangeRecord } from '../readModels.ts';
+import { decodeCursor, pageSize, toConnection } from '../paging.ts';
+import { Forbidden } from './errorClasses.ts';
+import { canAuditTenant, canReadEverything } from '../auth/roles.ts';
+import { DimensionEnum } from './enums.ts';
+import { LimitValueType } from './limitValue.ts';
+
+export const LimitChangeType = builder.objectRef<LimitChangeRecord>('LimitChange').implement({
+  description: 'One change to a limit or to what a tenant inherits, as the ledger recorded it.',
+  fields: (t) => ({
+    position: t.exposeString('position', { description: 'The ledger position of the event (commit:prepare; a lapse adds :expired).' }),
+    at: t.field({ type: 'DateTime', resolve: (change) => change.at }),
+    actor: t.exposeString('actor'),
+    reason: t.exposeString('reason', { nullable: true }),
+    kind: t.exposeString('kind', { description: 'What changed, e.g. OVERRIDE_SET, TIER_LIMIT_CLEARED, OVERRIDE_EXPIRED.' }),
+    tenantId: t.exposeID('tenantId', { nullable: true }),
+    tierId: t.exposeID('tierId', { nullable: true }),
+    dimension: t.field({ type: DimensionEnum, nullable: true, resolve: (change) => change.dimension }),
+    previous: t.field({ type: LimitValueType, nullable: true, resolve: (change) => change.previous }),
+    value: t.field({ type: LimitValueType, nullable: true, resolve: (change) => change.value }),
+    previousTierId: t.exposeID('previousTierId', { nullable: true }),
+    expiresAt: t.field({ type: 'DateTime', nullable: true, description: 'For overrides: when it lapses (or lapsed).', resolve: (change) => change.expiresAt }),
+    previousPolicy: t.exposeString('previousPolicy', { nullable: true, description: 'OVER_LIMIT_POLICY_SET only.' }),
+    policy: t.exposeString('policy', { nullable: true, description: 'OVER_LIMIT_POLICY_SET only.' }),
+  }),
+});
+
+const LimitChangeConnection = builder.connectionObject({ type: LimitChangeType, name: 'LimitChangeConnection' });
+
+builder.queryFields((t) => ({
+  limitHistory: t.field({
+    type: LimitChangeConnection,
+    description: 'Limit changes, newest first; filters combine. Cursors stand for ledger positions.',
+    args: {
+      tenantId: t.arg.id(),
+      tierId: t.arg.id(),
+      dimension: t.arg({ type: DimensionEnum }),
+      first: t.arg.int(),
+      after: t.arg.string(),
+    },
+    // A tenant role reads its own tenant's history only, so it must name its tenant.
+    authScopes: (_root, { tenantId }, { actor }) =>
+      canReadEverything(actor) || (tenantId !== null && tenantId !== undefined && canAuditTenant(actor, tenantId)),
+    unauthorizedError: () => new Forbidden('limitHistory: a tenant role must name its own tenantId'),
+    resolve: async (_root, args, context) => {
+      const first = pageSize(args.first);
+      const page = await limitHistory(context.db, {
+        tenantId: args.tenantId ?? undefined,
+        tierId: args.tierId ?? undefined,
+        dimension: args.dimension ?? undefined,
+        first,
+        after: decodeCursor(args.after),
+      });
+      return toConnection(page, (change) => change.position);
+    },
+  }),
+}));

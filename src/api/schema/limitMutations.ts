@@ -1,0 +1,105 @@
+// The control plane's commands as mutations. Each takes `input`, appends one event or nothing, and answers a
+// payload union: Applied with the ledger position, or one of the typed errors. The control plane decides
+// who may run what (operators everything, tenant admins their own tenant's choices), so these fields only
+// pass the caller's identity along.
+import { builder } from '../builder.ts';
+import type { ApiContext } from '../context.ts';
+import { applied, COMMAND_ERRORS, type Applied } from './applyResult.ts';
+import { DimensionEnum } from './enums.ts';
+
+const AppliedType = builder.objectRef<Applied>('Applied').implement({
+  description: 'The command appended its event; `position` is where it stands in the ledger.',
+  fields: (t) => ({ position: t.exposeString('position') }),
+});
+
+const SetPlatformDefaultInput = builder.inputType('SetPlatformDefaultInput', {
+  fields: (t) => ({
+    dimension: t.field({ type: DimensionEnum, required: true }),
+    ratePerSecond: t.int(),
+    burst: t.int(),
+    ceiling: t.int(),
+    reason: t.string(),
+  }),
+});
+
+const DefineTierInput = builder.inputType('DefineTierInput', {
+  fields: (t) => ({ tierId: t.id({ required: true }), name: t.string({ required: true }) }),
+});
+
+const SetTierLimitInput = builder.inputType('SetTierLimitInput', {
+  fields: (t) => ({
+    tierId: t.id({ required: true }),
+    dimension: t.field({ type: DimensionEnum, required: true }),
+    ratePerSecond: t.int(),
+    burst: t.int(),
+    ceiling: t.int(),
+    reason: t.string(),
+  }),
+});
+
+const ClearTierLimitInput = builder.inputType('ClearTierLimitInput', {
+  fields: (t) => ({
+    tierId: t.id({ required: true }),
+    dimension: t.field({ type: DimensionEnum, required: true }),
+    reason: t.string(),
+  }),
+});
+
+const RegisterTenantInput = builder.inputType('RegisterTenantInput', {
+  fields: (t) => ({ tenantId: t.id({ required: true }), tierId: t.id() }),
+});
+
+const AssignTenantTierInput = builder.inputType('AssignTenantTierInput', {
+  fields: (t) => ({ tenantId: t.id({ required: true }), tierId: t.id({ required: true }), reason: t.string() }),
+});
+
+const SetTenantOverrideInput = builder.inputType('SetTenantOverrideInput', {
+  fields: (t) => ({
+    tenantId: t.id({ required: true }),
+    dimension: t.field({ type: DimensionEnum, required: true }),
+    ratePerSecond: t.int(),
+    burst: t.int(),
+    ceiling: t.int(),
+    reason: t.string({ required: true }),
+    expiresAt: t.field({ type: 'DateTime' }),
+  }),
+});
+
+const ClearTenantOverrideInput = builder.inputType('ClearTenantOverrideInput', {
+  fields: (t) => ({
+    tenantId: t.id({ required: true }),
+    dimension: t.field({ type: DimensionEnum, required: true }),
+    reason: t.string({ required: true }),
+  }),
+});
+
+type Command = keyof typeof COMMAND_ERRORS;
+
+/** One mutation per command: same name, `input` passed through, result mapped to the payload union. */
+function commandMutation<Name extends Command>(name: Name, input: Parameters<typeof builder.inputType>[0] | object) {
+  builder.mutationField(name, (t) =>
+    t.field({
+      type: AppliedType,
+      args: { input: t.arg({ type: input as never, required: true }) },
+      errors: {
+        types: COMMAND_ERRORS[name],
+        directResult: true,
+        union: { name: `${name[0]!.toUpperCase()}${name.slice(1)}Payload` },
+      },
+      resolve: async (_root, args, context) => {
+        const run = context.controlPlane[name] as (actor: ApiContext['actor'], input: unknown) => ReturnType<ApiContext['controlPlane'][Name]>;
+        return applied(await run(context.actor, args.input));
+      },
+    }),
+  );
+}
+
+builder.mutationType({});
+commandMutation('setPlatformDefault', SetPlatformDefaultInput);
+commandMutation('defineTier', DefineTierInput);
+commandMutation('setTierLimit', SetTierLimitInput);
+commandMutation('clearTierLimit', ClearTierLimitInput);
+commandMutation('registerTenant', RegisterTenantInput);
+commandMutation('assignTenantTier', AssignTenantTierInput);
+commandMutation('setTenantOverride', SetTenantOverrideInput);
+commandMutation('clearTenantOverride', ClearTenantOverrideInput);

@@ -1,0 +1,84 @@
+import { shedTrend, type TrendPoint } from '../../metrics/trends/shedTrend.ts';
+import { topShedders, type TenantShed } from '../../metrics/trends/topShedders.ts';
+import { unresolvedAdmissions, type UnresolvedAdmissionCount } from '../../metrics/trends/unresolvedAdmissions.ts';
+import { InvalidTrendQuery } from '../../metrics/trends/trendQuery.ts';
+import { builder } from '../builder.ts';
+import { badInput } from '../queryErrors.ts';
+import { pageSize } from '../paging.ts';
+import { DimensionEnum, TrendBucketEnum } from './enums.ts';
+import { TenantType } from './tenant.ts';
+
+const TrendPointType = builder.objectRef<TrendPoint>('TrendPoint').implement({
+  description: 'Units admitted, shed and rejected in one bucket, and the seconds in which a limit was hit.',
+  fields: (t) => ({
+    start: t.field({ type: 'DateTime', resolve: (point) => point.start }),
+    admitted: t.exposeFloat('admitted'),
+    shed: t.exposeFloat('shed'),
+    rejected: t.exposeFloat('rejected'),
+    hits: t.exposeInt('hits'),
+  }),
+});
+
+const TenantShedType = builder.objectRef<TenantShed>('TenantShed').implement({
+  fields: (t) => ({
+    tenantId: t.exposeID('tenantId'),
+    tenant: t.field({ type: TenantType, nullable: true, resolve: (shed) => shed.tenantId }),
+    shed: t.exposeFloat('shed'),
+    rejected: t.exposeFloat('rejected'),
+    hits: t.exposeInt('hits'),
+  }),
+});
+
+const UnresolvedAdmissionCountType = builder.objectRef<UnresolvedAdmissionCount>('UnresolvedAdmissionCount').implement({
+  description: 'Units admitted at the platform default because the tenant’s ceilings were not known.',
+  fields: (t) => ({
+    dimension: t.field({ type: DimensionEnum, resolve: (count) => count.dimension }),
+    cause: t.exposeString('cause', { description: 'unreachable, unknown-tenant or pending' }),
+    count: t.exposeFloat('count'),
+    messages: t.exposeFloat('messages'),
+  }),
+});
+
+/** The trend readers check their input and throw InvalidTrendQuery; the client gets it as BAD_USER_INPUT. */
+async function asUserInput<T>(read: () => Promise<T>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (error instanceof InvalidTrendQuery) throw badInput(error.field, error.message);
+    throw error;
+  }
+}
+
+builder.queryFields((t) => ({
+  shedTrend: t.field({
+    type: [TrendPointType],
+    args: {
+      tenantId: t.arg.id({ required: true }),
+      dimension: t.arg({ type: DimensionEnum, required: true }),
+      from: t.arg({ type: 'DateTime', required: true }),
+      to: t.arg({ type: 'DateTime', required: true }),
+      bucket: t.arg({ type: TrendBucketEnum, required: true }),
+    },
+    authScopes: (_root, { tenantId }) => ({ auditTenant: tenantId }),
+    resolve: (_root, args, context) => asUserInput(() => shedTrend(context.db, args)),
+  }),
+  topShedders: t.field({
+    type: [TenantShedType],
+    description: 'The tenants that shed or were refused the most units over a range.',
+    args: {
+      dimension: t.arg({ type: DimensionEnum }),
+      from: t.arg({ type: 'DateTime', required: true }),
+      to: t.arg({ type: 'DateTime', required: true }),
+      first: t.arg.int(),
+    },
+    authScopes: { readEverything: true },
+    resolve: (_root, { dimension, from, to, first }, context) =>
+      asUserInput(() => topShedders(context.db, { dimension: dimension ?? undefined, from, to, first: pageSize(first ?? 10) })),
+  }),
+  unresolvedAdmissions: t.field({
+    type: [UnresolvedAdmissionCountType],
+    args: { from: t.arg({ type: 'DateTime', required: true }), to: t.arg({ type: 'DateTime', required: true }) },
+    authScopes: { readEverything: true },
+    resolve: (_root, range, context) => asUserInput(() => unresolvedAdmissions(context.db, range)),
+  }),
+}));
