@@ -3,6 +3,7 @@ import type { EventStore, Subscription } from '../eventStore.ts';
 import { appendToStream } from './appendToStream.ts';
 import { createAppendSignal } from './appendSignal.ts';
 import { readAll } from './readAll.ts';
+import { readHeadPosition } from './readHeadPosition.ts';
 import { readStream } from './readStream.ts';
 import { subscribe, type SubscribeTiming } from './subscribe.ts';
 
@@ -23,6 +24,7 @@ export function createPostgresEventStore(db: Db, options: PostgresEventStoreOpti
     append: (stream, events, appendOptions) => appendToStream(db, stream, events, appendOptions),
     readStream: (stream, readOptions) => readStream(db, stream, readOptions),
     readAll: (after, maxCount) => readAll(db, after, maxCount),
+    headPosition: () => readHeadPosition(db),
     subscribe(after, subscribeOptions) {
       const subscription = subscribe(db, signal, after, subscribeOptions?.types, timing);
       subscriptions.add(subscription);
