@@ -6,13 +6,27 @@ import type { Db } from './db/db.ts';
 import { openDb } from './db/open.ts';
 import { migrate } from './db/migrate.ts';
 import { createLogger, type Logger } from './logger.ts';
+import type { EventStore } from './ledger/eventStore.ts';
+import { createPostgresEventStore } from './ledger/postgres/postgresEventStore.ts';
+import { startProjections, type ProjectionSet } from './ledger/projectionSet.ts';
+import { Governor } from './governance/governor.ts';
+import { createLedgerRecorder } from './governance/ledgerRecorder.ts';
+import { createReadModelLimitSource } from './control-plane/limitSource.ts';
+import { feedConfirmedTenants } from './control-plane/feedConfirmedTenants.ts';
+import { allProjections } from '../projections/index.ts';
 import type { ReadinessCheck } from './http/health.ts';
 import type { Route } from './server.ts';
+
+/** A projection further behind the ledger than this makes /readyz answer 503. */
+const MAX_READY_LAG_SECONDS = 30;
 
 export interface Service {
   settings: Settings;
   logger: Logger;
   db: Db;
+  store: EventStore;
+  governor: Governor;
+  projections: ProjectionSet;
   readiness: ReadinessCheck[];
   routes: Route[];
   close(): Promise<void>;
@@ -23,12 +37,30 @@ export async function startService(settings: Settings, logger: Logger = createLo
   const db = await openDb(settings);
   const applied = await migrate(db);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+  const store = createPostgresEventStore(db);
 
-  const closers: Array<() => Promise<void>> = [];
+  const governor = new Governor({
+    limitSource: createReadModelLimitSource(db),
+    recorder: createLedgerRecorder(store),
+    onError: (error: unknown) => logger.warn({ err: error }, 'governor background work failed'),
+  });
+  await feedConfirmedTenants(db, governor);
+  const projections = await startProjections(db, store, allProjections({ governor }), {
+    onError: (error, projection) => logger.error({ err: error, projection: projection.name }, 'projection failed'),
+  });
+
+  // Closed in reverse order of this list: projections stop before the governor's last flush lands in the store.
+  const closers: Array<() => Promise<void>> = [() => governor.close(), () => projections.close()];
   const readiness: ReadinessCheck[] = [
     async () => {
       await db.query('SELECT 1');
       return null;
+    },
+    async () => {
+      const behind = (await projections.lag()).filter((lag) => lag.secondsBehind > MAX_READY_LAG_SECONDS);
+      return behind.length === 0
+        ? null
+        : `projections behind: ${behind.map((lag) => `${lag.projection} ${Math.round(lag.secondsBehind)}s`).join(', ')}`;
     },
   ];
   const routes: Route[] = [];
@@ -37,10 +69,14 @@ export async function startService(settings: Settings, logger: Logger = createLo
     settings,
     logger,
     db,
+    store,
+    governor,
+    projections,
     readiness,
     routes,
     async close() {
       for (const close of closers.reverse()) await close().catch((error: unknown) => logger.warn({ err: error }, 'close failed'));
+      await store.close();
       await db.close();
     },
   };

@@ -1,0 +1,23 @@
+// Every read model the service keeps, for the projection workers and for `governance projections rebuild`.
+import type { Projection } from '../src/ledger/projection.ts';
+import type { TenantNameConfirmer } from '../src/control-plane/controlPlane.ts';
+import { controlPlaneProjections } from '../src/control-plane/projections.ts';
+import { commandBacklogProjection } from './commandBacklog.ts';
+import { admissionTrendsProjection } from './admissionTrends.ts';
+import { unresolvedAdmissionsProjection } from './unresolvedAdmissions.ts';
+import { inferenceSpendProjection } from './inferenceSpend.ts';
+
+export interface ProjectionDependencies {
+  /** Told of every registered tenant, so its HTTP name has its own allowance. */
+  governor?: TenantNameConfirmer;
+}
+
+export function allProjections(dependencies: ProjectionDependencies = {}): Projection[] {
+  return [
+    ...controlPlaneProjections(dependencies.governor),
+    commandBacklogProjection,
+    admissionTrendsProjection,
+    unresolvedAdmissionsProjection,
+    inferenceSpendProjection,
+  ];
+}
