@@ -13,7 +13,8 @@ export interface Route {
   handle: RouteHandler;
 }
 
-export function createServer(service: Service, routes: readonly Route[]): Server {
+/** Needs only the service's logger and readiness checks, so a front door can be served without a whole service. */
+export function createServer(service: Pick<Service, 'logger' | 'readiness'>, routes: readonly Route[]): Server {
   const table: Route[] = [
     { path: '/healthz', handle: handleHealthz },
     { path: '/readyz', handle: (_req, res) => handleReadyz(service.readiness, res) },
