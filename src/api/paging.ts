@@ -1,6 +1,6 @@
 // Page sizes and cursors of every connection. Cursors are opaque to clients (base64url of the ledger
 // position or key they stand for) so we may change what they encode without breaking anyone.
-import { GraphQLError } from './graphqlError.ts';
+import { GraphQLError } from './graphql.ts';
 
 export { MAX_PAGE_SIZE } from '../control-plane/listTenants.ts';
 import { MAX_PAGE_SIZE } from '../control-plane/listTenants.ts';

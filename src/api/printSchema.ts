@@ -2,7 +2,7 @@
 // checked in; test/unit/api/schemaDrift.test.ts fails when it differs from what the code builds.
 import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { printSchema } from 'graphql';
+import { printSchema } from './graphql.ts';
 import { schema } from './schema/index.ts';
 
 export const SCHEMA_FILE = fileURLToPath(new URL('../../schema/schema.graphql', import.meta.url));

@@ -1,6 +1,6 @@
 // Errors of read fields. A query field answers data or a GraphQL error with a code; the typed unions are for
 // mutations, whose clients must act on each outcome.
-import { GraphQLError } from './graphqlError.ts';
+import { GraphQLError } from './graphql.ts';
 
 export class UnknownTenantError extends GraphQLError {
   constructor(tenantId: string) {

@@ -2,7 +2,7 @@
 // the value into one of these, and the errors plugin answers it as a member of the mutation's payload union
 // (see schema/errors.ts). Forbidden is also a GraphQLError, so on a field that does not list it the refusal
 // reaches the client as an error with code FORBIDDEN rather than being masked.
-import { GraphQLError } from '../graphqlError.ts';
+import { GraphQLError } from '../graphql.ts';
 
 export class Forbidden extends GraphQLError {
   constructor(message: string) {

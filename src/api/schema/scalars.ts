@@ -1,5 +1,4 @@
-import { Kind } from 'graphql';
-import { GraphQLError } from '../graphqlError.ts';
+import { GraphQLError, Kind } from '../graphql.ts';
 import { builder } from '../builder.ts';
 
 function parseDateTime(value: unknown): Date {

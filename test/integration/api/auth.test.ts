@@ -1,0 +1,129 @@
+// Authentication (401 before anything runs) and tenant isolation (FORBIDDEN and no data) through yoga.fetch.
+import { SignJWT, UnsecuredJWT } from 'jose';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mintToken } from '../../../src/api/auth/token.ts';
+import { storageTargets } from '../../support/databases.ts';
+import { openApiHarness, TEST_SECRET, type ApiHarness } from './apiHarness.ts';
+
+describe.each(storageTargets)('GraphQL auth on $name', (target) => {
+  let api: ApiHarness;
+  let operator: string;
+
+  beforeAll(async () => {
+    api = await openApiHarness(target);
+    operator = await api.token('OPERATOR');
+    await api.gql(operator, 'mutation { defineTier(input: { tierId: "gold", name: "Gold" }) { __typename } }');
+    for (const tenantId of ['acme', 'globex']) {
+      await api.gql(operator, `mutation { registerTenant(input: { tenantId: "${tenantId}", tierId: "gold" }) { __typename } }`);
+    }
+    await api.projections.waitForCaughtUp();
+  });
+  afterAll(() => api?.dispose());
+
+  const viewerQuery = '{ viewer { id role tenantId } }';
+
+  async function statusWith(authorization: string | undefined): Promise<number> {
+    const response = await api.yoga.fetch('http://localhost/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(authorization === undefined ? {} : { authorization }) },
+      body: JSON.stringify({ query: viewerQuery }),
+    });
+    return response.status;
+  }
+
+  it('answers 401 with no token, an expired token, a wrong signature, alg=none or a malformed header', async () => {
+    const expired = await mintToken({ secret: TEST_SECRET, role: 'OPERATOR', ttl: -60 });
+    const wrongSignature = await mintToken({ secret: 'some-other-secret-nobody-configured', role: 'OPERATOR', ttl: '1h' });
+    const algNone = new UnsecuredJWT({ role: 'OPERATOR' }).setSubject('mallory').setExpirationTime('1h').encode();
+    const noRole = await new SignJWT({}).setProtectedHeader({ alg: 'HS256' }).setSubject('x').setExpirationTime('1h').sign(new TextEncoder().encode(TEST_SECRET));
+    expect(await statusWith(undefined)).toBe(401);
+    expect(await statusWith(`Bearer ${expired}`)).toBe(401);
+    expect(await statusWith(`Bearer ${wrongSignature}`)).toBe(401);
+    expect(await statusWith(`Bearer ${algNone}`)).toBe(401);
+    expect(await statusWith(`Bearer ${noRole}`)).toBe(401);
+    expect(await statusWith(`Basic ${Buffer.from('a:b').toString('base64')}`)).toBe(401);
+    const unauthenticated = await api.gql(null, viewerQuery);
+    expect(unauthenticated.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
+    expect(unauthenticated.data).toBeUndefined();
+  });
+
+  it('names the caller from a valid token', async () => {
+    const response = await api.gql(await api.token('TENANT_VIEWER', 'acme'), viewerQuery);
+    expect(response).toEqual({ status: 200, data: { viewer: { id: 'tenant_viewer-acme', role: 'TENANT_VIEWER', tenantId: 'acme' } } });
+  });
+
+  it('serves GraphiQL to a browser without a token', async () => {
+    const response = await api.yoga.fetch('http://localhost/graphql', { headers: { accept: 'text/html' } });
+    expect(response.status).toBe(200);
+    expect(await response.text()).toContain('governance-ledger');
+  });
+
+  it('refuses a tenant role another tenant, in root fields and nested fields, with FORBIDDEN and no data', async () => {
+    const viewer = await api.token('TENANT_VIEWER', 'acme');
+    const own = await api.gql(viewer, '{ effectiveLimits(tenantId: "acme") { dimension source } }');
+    expect(own.errors).toBeUndefined();
+
+    for (const query of [
+      '{ effectiveLimits(tenantId: "globex") { dimension source } }',
+      '{ commandBacklog(tenantId: "globex") { undelivered ceiling } }',
+      '{ shedTrend(tenantId: "globex", dimension: INGEST, from: "2026-01-01T00:00:00Z", to: "2026-01-01T01:00:00Z", bucket: MINUTE) { shed } }',
+      '{ effectiveLimitsAt(tenantId: "globex", at: "2030-01-01T00:00:00Z") { source } }',
+      '{ limitHistory(tenantId: "globex") { edges { node { kind } } } }',
+      '{ limitHistory { edges { node { kind tenantId } } } }',
+      '{ tenants(first: 10) { edges { node { id } } } }',
+      '{ tiers { id } }',
+      '{ topShedders(from: "2026-01-01T00:00:00Z", to: "2026-01-02T00:00:00Z") { tenantId } }',
+      '{ unresolvedAdmissions(from: "2026-01-01T00:00:00Z", to: "2026-01-02T00:00:00Z") { count } }',
+    ]) {
+      const response = await api.gql(viewer, query);
+      expect(response.errors?.map((error) => error.extensions?.code), query).toEqual(['FORBIDDEN']);
+      expect(response.data ?? null, query).toBeNull();
+    }
+
+    // Alongside its own tenant, the other tenant's subtree is refused and empty, and nothing of it leaks.
+    const mixed = await api.gql<{ mine: unknown; theirs: unknown }>(
+      viewer,
+      `{ mine: tenant(id: "acme") { id commandBacklog { tenantId undelivered } tier { id } }
+         theirs: tenant(id: "globex") { id commandBacklog { tenantId undelivered } effectiveLimits { source } } }`,
+    );
+    expect(mixed.data).toEqual({ mine: { id: 'acme', commandBacklog: { tenantId: 'acme', undelivered: 0 }, tier: { id: 'gold' } }, theirs: null });
+    expect(mixed.errors?.map((error) => [error.path, error.extensions?.code])).toEqual([[['theirs'], 'FORBIDDEN']]);
+    expect(JSON.stringify(mixed)).not.toContain('"globex"');
+  });
+
+  it('lets auditors and enforcement services read any tenant, and not mutate', async () => {
+    for (const role of ['AUDITOR', 'SERVICE'] as const) {
+      const token = await api.token(role);
+      const read = await api.gql(token, '{ effectiveLimits(tenantId: "globex") { dimension } }');
+      expect(read.errors, role).toBeUndefined();
+    }
+    const auditor = await api.token('AUDITOR');
+    expect((await api.gql(auditor, '{ tenants(first: 5) { edges { node { id } } } }')).errors).toBeUndefined();
+    expect((await api.gql(await api.token('SERVICE'), '{ tiers { id } }')).errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
+  });
+
+  it('answers a mutation by TENANT_VIEWER or AUDITOR with Forbidden and appends nothing', async () => {
+    const before = await api.store.readAll('start', 10_000);
+    const mutations = [
+      'mutation { setTenantOverride(input: { tenantId: "acme", dimension: INGEST, ratePerSecond: 5, reason: "try" }) { __typename ... on Error { message } } }',
+      'mutation { setPlatformDefault(input: { dimension: INGEST, ratePerSecond: 5 }) { __typename ... on Error { message } } }',
+      'mutation { defineTier(input: { tierId: "sneaky", name: "Sneaky" }) { __typename ... on Error { message } } }',
+      'mutation { enqueueCommand(input: { tenantId: "acme", commandId: "c1", deviceId: "d1", payload: {} }) { __typename ... on Error { message } } }',
+      'mutation { markCommandDelivered(input: { tenantId: "acme", commandId: "c1" }) { __typename ... on Error { message } } }',
+    ];
+    for (const token of [await api.token('TENANT_VIEWER', 'acme'), await api.token('AUDITOR')]) {
+      for (const mutation of mutations) {
+        const response = await api.gql<Record<string, { __typename: string }>>(token, mutation);
+        expect(Object.values(response.data ?? {})[0]?.__typename, mutation).toBe('Forbidden');
+      }
+    }
+    // A tenant admin may deliver its own tenant's commands, never another tenant's.
+    const admin = await api.token('TENANT_ADMIN', 'acme');
+    const foreign = await api.gql<{ enqueueCommand: { __typename: string } }>(
+      admin,
+      'mutation { enqueueCommand(input: { tenantId: "globex", commandId: "c1", deviceId: "d1", payload: {} }) { __typename } }',
+    );
+    expect(foreign.data?.enqueueCommand.__typename).toBe('Forbidden');
+    expect(await api.store.readAll('start', 10_000)).toHaveLength(before.length);
+  });
+});
