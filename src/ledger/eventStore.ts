@@ -77,9 +77,8 @@ export interface EventStore {
    * The position of the last event committed so far (system events excluded), or undefined while the
    * ledger is empty. Unlike readAll it is not held back by open transactions: a reader whose checkpoint
    * reaches it has seen everything committed before the call (the projection runner's waitForCaughtUp).
-   * Optional until every adapter has it; without it waitForCaughtUp can only trust an empty readAll.
    */
-  headPosition?(): Promise<Position | undefined>;
+  headPosition(): Promise<Position | undefined>;
   close(): Promise<void>;
 }
 

@@ -18,9 +18,9 @@ export function instrumentEventStore(store: EventStore, metrics: Metrics): Event
     },
     readStream: (stream, options) => store.readStream(stream, options),
     readAll: (after, maxCount) => store.readAll(after, maxCount),
+    headPosition: () => store.headPosition(),
     subscribe: (after, options) => store.subscribe(after, options),
     close: () => store.close(),
   };
-  if (store.headPosition) instrumented.headPosition = () => store.headPosition!();
   return instrumented;
 }
