@@ -41,10 +41,8 @@ export interface ProjectionRunner {
 }
 
 interface Waiter {
-  /** The first pass that may settle this waiter when the head is unknown. */
-  pass: number;
   /** The ledger's head at the call: reached once the checkpoint is at or past it. */
-  head: Position | undefined | 'unknown';
+  head: Position | undefined;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
@@ -72,8 +70,6 @@ export async function startProjectionRunner(
   let fatal: unknown;
   let fault: unknown;
   let passRequested = true;
-  let passesStarted = 0;
-  let passesCaughtUp = 0;
   let wake: (() => void) | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
   let live: Subscription | undefined;
@@ -95,7 +91,6 @@ export async function startProjectionRunner(
   };
 
   const reached = (waiter: Waiter) => {
-    if (waiter.head === 'unknown') return passesCaughtUp >= waiter.pass;
     if (waiter.head === undefined) return true;
     return checkpoint.position !== 'start' && comparePositions(checkpoint.position, waiter.head) >= 0;
   };
@@ -110,7 +105,7 @@ export async function startProjectionRunner(
   };
 
   // A pass reloads the checkpoint (another runner may have moved it) and applies pages until a read
-  // comes back empty: at that moment everything the ledger held when the pass began is projected.
+  // comes back empty, settling waiters whose head the checkpoint has reached on the way.
   const runPass = async () => {
     checkpoint = await prepareCheckpoint(db, projection);
     while (!stopped) {
@@ -152,11 +147,9 @@ export async function startProjectionRunner(
         continue;
       }
       passRequested = false;
-      const pass = ++passesStarted;
       try {
         if (await runPass()) {
           fault = undefined;
-          passesCaughtUp = pass;
           followLive();
           settleWaiters();
           // A waiter's head is committed but readAll does not show it yet: an older transaction is still
@@ -183,10 +176,9 @@ export async function startProjectionRunner(
     async waitForCaughtUp({ timeoutMs = 10_000 } = {}) {
       if (fatal !== undefined) throw fatal;
       if (stopped) throw new Error(`projection ${projection.name} is stopped`);
-      // Without the store's head, only a pass that starts after this call and reads nothing proves it
-      // has seen what the ledger held at this call (blind to events held back behind an open transaction).
-      const pass = passesStarted + 1;
-      const head = store.headPosition ? await store.headPosition() : 'unknown';
+      // The head, not an empty read: on PostgreSQL an empty read can mean "held back behind an older open
+      // transaction" while events committed before this call are waiting to become readable.
+      const head = await store.headPosition();
       requestPass();
       return new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => {
@@ -195,7 +187,6 @@ export async function startProjectionRunner(
           reject(new Error(`projection ${projection.name} did not catch up within ${timeoutMs} ms${cause}`, { cause: fault }));
         }, timeoutMs);
         const waiter: Waiter = {
-          pass,
           head,
           resolve: () => {
             clearTimeout(timer);
