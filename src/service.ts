@@ -13,6 +13,7 @@ import { Governor } from './governance/governor.ts';
 import { createLedgerRecorder } from './governance/ledgerRecorder.ts';
 import { createReadModelLimitSource } from './control-plane/limitSource.ts';
 import { feedConfirmedTenants } from './control-plane/feedConfirmedTenants.ts';
+import { createControlPlane, type ControlPlane } from './control-plane/controlPlane.ts';
 import { allProjections } from '../projections/index.ts';
 import type { ReadinessCheck } from './http/health.ts';
 import type { Route } from './server.ts';
@@ -26,6 +27,7 @@ export interface Service {
   db: Db;
   store: EventStore;
   governor: Governor;
+  controlPlane: ControlPlane;
   projections: ProjectionSet;
   readiness: ReadinessCheck[];
   routes: Route[];
@@ -45,6 +47,7 @@ export async function startService(settings: Settings, logger: Logger = createLo
     onError: (error: unknown) => logger.warn({ err: error }, 'governor background work failed'),
   });
   await feedConfirmedTenants(db, governor);
+  const controlPlane = createControlPlane({ db, store, governor });
   const projections = await startProjections(db, store, allProjections({ governor }), {
     onError: (error, projection) => logger.error({ err: error, projection: projection.name }, 'projection failed'),
   });
@@ -71,6 +74,7 @@ export async function startService(settings: Settings, logger: Logger = createLo
     db,
     store,
     governor,
+    controlPlane,
     projections,
     readiness,
     routes,
