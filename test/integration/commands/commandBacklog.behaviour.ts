@@ -8,7 +8,9 @@ import { commandsStream } from '../../../src/ledger/catalog/commands.ts';
 import type { CeilingSource, CommandBacklog } from '../../../src/commands/types.ts';
 import { DEFAULT_RETRY_AFTER_SECONDS } from '../../../src/commands/retryAfter.ts';
 import { MAX_PAYLOAD_BYTES } from '../../../src/commands/validateCommand.ts';
+import { startCommandExpiry } from '../../../src/commands/startCommandExpiry.ts';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
+import { waitFor } from '../../support/waitFor.ts';
 import { createCeilingTable, setCeiling, tableCeilings } from './ceilingTable.ts';
 
 export type BacklogFactory = (settings: {
@@ -172,6 +174,23 @@ export function describeCommandBacklog(name: string, makeBacklog: BacklogFactory
         expect.objectContaining({ commandId: 'old2', undelivered: 1, ttlMs: TTL_MS }),
       ]);
       expect(await enqueue('c2')).toMatchObject({ status: 'accepted', undelivered: 2 });
+    });
+
+    it('expires on its own when the service runs the periodic pass, and stops cleanly', async () => {
+      // Earlier still than the other expiry test, for the same reason.
+      clock = new Date('2024-01-01T00:00:00Z');
+      await enqueue('stale');
+      clock = new Date(clock.getTime() + TTL_MS + 1);
+      await enqueue('fresh');
+      const reported: number[] = [];
+      const errors: unknown[] = [];
+      const stop = startCommandExpiry(backlog, { intervalMs: 10, onExpired: (n) => reported.push(n), onError: (e) => errors.push(e) });
+      await waitFor(() => reported.length > 0, { description: 'an expiry pass that expired something' });
+      await stop();
+      expect(reported).toEqual([1]);
+      expect(errors).toEqual([]);
+      expect(await events()).toEqual(['CommandEnqueued', 'CommandEnqueued', 'CommandExpired']);
+      expect(await backlog.markDelivered(actor, ref('fresh'))).toMatchObject({ status: 'settled', undelivered: 0 });
     });
 
     it('keeps the queue when the ceiling drops below it, and refuses until the backlog is below', async () => {
