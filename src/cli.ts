@@ -6,6 +6,13 @@ import { migrate } from './db/migrate.ts';
 import { createLogger } from './logger.ts';
 import { startService } from './service.ts';
 import { createServer, listen } from './server.ts';
+import { createPostgresEventStore } from './ledger/postgres/postgresEventStore.ts';
+import { rebuildProjection } from './ledger/rebuild.ts';
+import { progressBar } from './ledger/rebuildProgress.ts';
+import { allProjections } from '../projections/index.ts';
+import { loadOrCreateJwtSecret } from './api/auth/jwtSecret.ts';
+import { mintToken } from './api/auth/token.ts';
+import { isRole, isTenantRole } from './api/auth/roles.ts';
 
 const USAGE = `usage: governance <command>
   serve                          start the service (GraphQL, ingest, metrics, projections)
@@ -46,6 +53,49 @@ async function runMigrations(): Promise<void> {
   }
 }
 
+/** Rebuilds one projection (by name) or all of them, each with its own progress bar. */
+async function rebuildProjections(name: string | undefined): Promise<void> {
+  const settings = readSettings();
+  const projections = allProjections().filter((projection) => !name || projection.name === name);
+  if (projections.length === 0) {
+    const known = allProjections().map((projection) => projection.name);
+    throw new UsageError(`no projection named ${name}; known: ${known.join(', ')}`);
+  }
+  const db = await openDb(settings);
+  const store = createPostgresEventStore(db);
+  try {
+    await migrate(db);
+    for (const projection of projections) {
+      const bar = progressBar(projection.name);
+      try {
+        const result = await rebuildProjection(db, store, projection, { onProgress: bar.onProgress });
+        bar.stop();
+        console.log(`${result.projection}: ${result.eventsApplied} events applied of ${result.eventsRead} read in ${result.seconds.toFixed(1)} s`);
+      } finally {
+        bar.stop();
+      }
+    }
+  } finally {
+    await store.close();
+    await db.close();
+  }
+}
+
+async function token(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: { role: { type: 'string' }, tenant: { type: 'string' }, sub: { type: 'string' }, ttl: { type: 'string', default: '1h' } },
+  });
+  if (!isRole(values.role)) throw new UsageError('--role is one of OPERATOR, AUDITOR, SERVICE, TENANT_ADMIN, TENANT_VIEWER');
+  if (isTenantRole(values.role) !== Boolean(values.tenant)) {
+    throw new UsageError(isTenantRole(values.role) ? `--role ${values.role} needs --tenant` : `--tenant goes only with TENANT_ADMIN or TENANT_VIEWER`);
+  }
+  const { secret } = await loadOrCreateJwtSecret(readSettings());
+  console.log(await mintToken({ secret, role: values.role, tenant: values.tenant, sub: values.sub, ttl: values.ttl! }));
+}
+
+class UsageError extends Error {}
+
 async function main(argv: string[]): Promise<void> {
   const [command, ...rest] = argv;
   switch (command) {
@@ -53,12 +103,22 @@ async function main(argv: string[]): Promise<void> {
       return serve();
     case 'migrate':
       return runMigrations();
+    case 'projections':
+      if (rest[0] !== 'rebuild') throw new UsageError('projections takes: rebuild [name]');
+      return rebuildProjections(rest[1]);
+    case 'token':
+      return token(rest);
     default:
-      console.error(USAGE);
-      process.exitCode = command ? 2 : 0;
-      void parseArgs;
-      void rest;
+      throw new UsageError(command ? `unknown command ${command}` : 'a command is required');
   }
 }
 
-await main(process.argv.slice(2));
+await main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    console.error(`${(error as Error).message}\n\n${USAGE}`);
+    process.exitCode = 2;
+    return;
+  }
+  console.error(error);
+  process.exitCode = 1;
+});
