@@ -40,6 +40,13 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
   );
 }
 
+/**
+ * How long a test waits for events to become readable. On PostgreSQL readAll holds back every event
+ * committed after the oldest write transaction still open on the whole server began, so another suite's
+ * long bulk load on the same server delays (never loses) what we read.
+ */
+const VISIBLE_WITHIN_MS = 50_000;
+
 /** Every event readAll returns from the start, page by page, restricted to streams with `prefix`. */
 async function readAllOf(store: EventStore, prefix: string, pageSize = 200): Promise<RecordedEvent[]> {
   const found: RecordedEvent[] = [];
@@ -53,13 +60,13 @@ async function readAllOf(store: EventStore, prefix: string, pageSize = 200): Pro
 }
 
 /**
- * readAllOf once `count` events of `prefix` are visible. On PostgreSQL readAll holds back a committed event
- * while any older transaction of the server is still open (another test's, another process's), so even a
- * writer's own events appear after a moment, not at once.
+ * readAllOf once `count` events of `prefix` are visible: on PostgreSQL even a writer's own events can
+ * appear after a moment, not at once (see VISIBLE_WITHIN_MS).
  */
 async function readAllWhen(store: EventStore, prefix: string, count: number, pageSize?: number): Promise<RecordedEvent[]> {
   let found: RecordedEvent[] = [];
   await waitFor(async () => (found = await readAllOf(store, prefix, pageSize)).length >= count, {
+    timeoutMs: VISIBLE_WITHIN_MS,
     description: `${count} events in readAll`,
   });
   return found;
@@ -258,10 +265,10 @@ export function eventStoreContract(name: string, openStore: () => Promise<Opened
         await store.append(`${prefix}-b`, [event('Opened')]);
         const subscriber = collect(store, prefix);
         try {
-          await waitFor(() => subscriber.seen.length === 3, { description: 'the subscriber to catch up' });
+          await waitFor(() => subscriber.seen.length === 3, { timeoutMs: VISIBLE_WITHIN_MS, description: 'the subscriber to catch up' });
           await store.append(`${prefix}-a`, [event('Noted')]);
           await store.append(`${prefix}-c`, [event('Opened'), event('Noted')]);
-          await waitFor(() => subscriber.seen.length === 6, { description: 'the live events' });
+          await waitFor(() => subscriber.seen.length === 6, { timeoutMs: VISIBLE_WITHIN_MS, description: 'the live events' });
           expect(ids(subscriber.seen)).toEqual(ids(await readAllWhen(store, prefix, 6)));
         } finally {
           await subscriber.close();
@@ -274,7 +281,7 @@ export function eventStoreContract(name: string, openStore: () => Promise<Opened
           const wanted = [event('Wanted'), event('Wanted')];
           await store.append(`${prefix}-a`, [wanted[0]!, event('Other')]);
           await store.append(`${prefix}-b`, [event('Other'), wanted[1]!]);
-          await waitFor(() => subscriber.seen.length === 2, { description: 'the wanted events' });
+          await waitFor(() => subscriber.seen.length === 2, { timeoutMs: VISIBLE_WITHIN_MS, description: 'the wanted events' });
           expect(ids(subscriber.seen)).toEqual(ids(wanted));
         } finally {
           await subscriber.close();
@@ -299,7 +306,7 @@ export function eventStoreContract(name: string, openStore: () => Promise<Opened
       it('ends the iteration when closed while waiting for events', withStore(async ({ store }, prefix) => {
         const subscriber = collect(store, prefix);
         await store.append(`${prefix}-a`, [event('Opened')]);
-        await waitFor(() => subscriber.seen.length === 1, { description: 'the subscriber to see the event' });
+        await waitFor(() => subscriber.seen.length === 1, { timeoutMs: VISIBLE_WITHIN_MS, description: 'the subscriber to see the event' });
         await subscriber.close();
       }));
     });
@@ -337,7 +344,7 @@ export function eventStoreContract(name: string, openStore: () => Promise<Opened
             expect(subscriber.seen).toEqual([]);
             for (const each of held.reverse()) await each.commit();
           }
-          await waitFor(() => subscriber.seen.length >= appended.length, { description: 'the subscriber to see every event' });
+          await waitFor(() => subscriber.seen.length >= appended.length, { timeoutMs: VISIBLE_WITHIN_MS, description: 'the subscriber to see every event' });
           const all = await readAllWhen(store, prefix, appended.length);
           expect(all).toHaveLength(appended.length);
           expect(new Set(ids(all))).toEqual(new Set(ids(appended)));

@@ -1,8 +1,10 @@
-import { describe } from 'vitest';
-import { storageTargets } from '../../support/databases.ts';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { storageTargets, type StorageTarget, type TestDb } from '../../support/databases.ts';
+import { waitFor } from '../../support/waitFor.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { appendInTransaction } from '../../../src/ledger/postgres/appendInTransaction.ts';
-import type { AppendResult } from '../../../src/ledger/eventStore.ts';
+import { WrongExpectedRevision, type AppendResult, type EventStore, type RecordedEvent } from '../../../src/ledger/eventStore.ts';
 import { eventStoreContract, type ContractExtras } from './eventStore.contract.ts';
 
 describe.each(storageTargets)('PostgreSQL event store on $name', (target) => {
@@ -35,5 +37,125 @@ describe.each(storageTargets)('PostgreSQL event store on $name', (target) => {
         await dispose();
       },
     };
+  });
+
+  describe('adapter specifics', () => {
+    let opened: TestDb;
+    let store: EventStore;
+    beforeAll(async () => {
+      opened = await (target as StorageTarget).open();
+      // A poll interval no test waits for: whatever arrives was woken by NOTIFY or the held-back poll.
+      // The waits below are long only because another suite's long transaction on the same server holds
+      // every reader back (see VISIBLE_WITHIN_MS in the contract).
+      store = createPostgresEventStore(opened.db, { pollIntervalMs: 60_000, heldBackPollMs: 50 });
+    });
+    afterAll(async () => {
+      await store.close();
+      await opened.dispose();
+    });
+    const fresh = () => `specifics-${randomUUID()}`;
+    const probe = () => ({ id: randomUUID(), type: 'Probe', data: {} });
+
+    it('appendInTransaction commits and rolls back with the caller’s own writes', async () => {
+      const stream = fresh();
+      await opened.db.exec('CREATE TABLE IF NOT EXISTS guard_rows (stream text PRIMARY KEY, appended int NOT NULL)');
+      await opened.db.transaction(async (tx) => {
+        await tx.query('INSERT INTO guard_rows VALUES ($1, 1)', [stream]);
+        await appendInTransaction(tx, stream, [probe()], { expectedRevision: 'no_stream' });
+      });
+      await expect(
+        opened.db.transaction(async (tx) => {
+          await tx.query('UPDATE guard_rows SET appended = 2 WHERE stream = $1', [stream]);
+          await appendInTransaction(tx, stream, [probe()], { expectedRevision: 0n });
+          throw new Error('the caller changes its mind');
+        }),
+      ).rejects.toThrow('the caller changes its mind');
+      expect(await store.readStream(stream)).toHaveLength(1);
+      const guard = await opened.db.query<{ appended: number }>('SELECT appended FROM guard_rows WHERE stream = $1', [stream]);
+      expect(guard.rows[0]!.appended).toBe(1);
+    });
+
+    it('leaves the caller’s transaction usable after WrongExpectedRevision', async () => {
+      const stream = fresh();
+      await store.append(stream, [probe()]);
+      const outcome = await opened.db.transaction(async (tx) => {
+        const refused = await appendInTransaction(tx, stream, [probe()], { expectedRevision: 'no_stream' }).catch((e: unknown) => e);
+        await appendInTransaction(tx, stream, [probe()], { expectedRevision: 0n });
+        return refused;
+      });
+      expect(outcome).toBeInstanceOf(WrongExpectedRevision);
+      expect(await store.readStream(stream)).toHaveLength(2);
+    });
+
+    it('stores only the new events of a batch that repeats some stored ids', async () => {
+      const stream = fresh();
+      const [a, b, c] = [probe(), probe(), probe()];
+      await store.append(stream, [a, b]);
+      const result = await store.append(stream, [b, c, a]);
+      expect(result.nextRevision).toBe(2n);
+      expect((await store.readStream(stream)).map((each) => each.id)).toEqual([a.id, b.id, c.id]);
+    });
+
+    it('refuses to change or remove a stored event', async () => {
+      const stream = fresh();
+      await store.append(stream, [probe()]);
+      await expect(opened.db.query("UPDATE gl_events SET type = 'Changed' WHERE stream = $1", [stream])).rejects.toThrow(/append-only/);
+      await expect(opened.db.query('DELETE FROM gl_events WHERE stream = $1', [stream])).rejects.toThrow(/append-only/);
+    });
+
+    it('wakes a live subscriber through NOTIFY, not the poll', async () => {
+      const stream = fresh();
+      const seen: RecordedEvent[] = [];
+      const subscription = store.subscribe('start');
+      const done = (async () => {
+        for await (const each of subscription) if (each.stream === stream) seen.push(each);
+      })();
+      try {
+        await store.append(stream, [probe()]);
+        await waitFor(() => seen.length === 1, { timeoutMs: 50_000, description: 'the first event' });
+        await store.append(stream, [probe()]);
+        await waitFor(() => seen.length === 2, { timeoutMs: 50_000, description: 'the NOTIFY to wake the subscriber' });
+      } finally {
+        await subscription.close();
+        await done;
+      }
+    });
+
+    // PGlite cannot hold one transaction open while another connection appends: it has one connection.
+    it.skipIf(target.name === 'pglite')(
+      'holds events back behind an older open transaction, then delivers them without a NOTIFY',
+      async () => {
+        const stream = fresh();
+        const other = opened.connectAgain!({ max: 1 });
+        let release!: () => void;
+        const released = new Promise<void>((resolve) => (release = resolve));
+        let began!: () => void;
+        const hasXid = new Promise<void>((resolve) => (began = resolve));
+        // An older transaction that writes nothing to the ledger, so its commit sends no NOTIFY.
+        const older = other.transaction(async (tx) => {
+          await tx.query('SELECT pg_current_xact_id()');
+          began();
+          await released;
+        });
+        const seen: RecordedEvent[] = [];
+        const subscription = store.subscribe('start');
+        const done = (async () => {
+          for await (const each of subscription) if (each.stream === stream) seen.push(each);
+        })();
+        try {
+          await hasXid;
+          await store.append(stream, [probe(), probe()]);
+          expect((await store.readAll('start', 1_000_000)).filter((each) => each.stream === stream)).toEqual([]);
+          release();
+          await older;
+          await waitFor(() => seen.length === 2, { timeoutMs: 50_000, description: 'the held-back events' });
+        } finally {
+          release();
+          await subscription.close();
+          await done;
+          await other.close();
+        }
+      },
+    );
   });
 });
