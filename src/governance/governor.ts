@@ -121,6 +121,8 @@ export class Governor {
   private sharedRetryAtMs = 0;
   private sharedFailures = 0;
   private sharedFallbackAdmissions = 0;
+  private reservationsInFlight = 0;
+  private readonly reservationWaiters: (() => void)[] = [];
   private clockMs: number;
   private admitsSinceClockRead = 0;
   private readonly clockReadEveryAdmits: number;
@@ -258,6 +260,12 @@ export class Governor {
     return this.cache.settled();
   }
 
+  /** Resolves when no shared-budget reservation is on its way to or from Redis. */
+  reservationsSettled(): Promise<void> {
+    if (this.reservationsInFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.reservationWaiters.push(resolve));
+  }
+
   /** Hands every tally, the current second included, to the Recorder and waits for it. */
   async flush(): Promise<void> {
     await this.record(true);
@@ -376,31 +384,37 @@ export class Governor {
 
   private reserve(shared: SharedAllowance, slot: SlotSpec, rate: number, burst: number, at: number, wantUnits: number): void {
     shared.inFlight = true;
+    this.reservationsInFlight++;
     const debtUnits = shared.debt;
     const windowSecond = shared.windowSecond;
-    this.shared!.reserve({ key: shared.key, kind: slot.kind, ratePerSecond: rate, burst, atMs: at, wantUnits, debtUnits }).then(
-      (granted) => {
+    this.shared!.reserve({ key: shared.key, kind: slot.kind, ratePerSecond: rate, burst, atMs: at, wantUnits, debtUnits })
+      .then(
+        (granted) => {
+          this.sharedAvailable = true;
+          // A slice of a window that has passed is of no use any more.
+          if (slot.kind === 'FIXED_WINDOW' && shared.windowSecond !== windowSecond) return;
+          shared.debt -= debtUnits;
+          shared.warm = true;
+          shared.granted += granted;
+          if (granted < wantUnits) {
+            // Spent: ask again when the window turns, or when the shared bucket has refilled the shortfall.
+            shared.nextAskAtMs =
+              slot.kind === 'FIXED_WINDOW' ? (windowSecond + 1) * 1000 : at + Math.ceil(((wantUnits - granted) * 1000) / rate);
+          }
+        },
+        (error: unknown) => {
+          this.sharedFailures++;
+          if (this.sharedAvailable) {
+            this.sharedAvailable = false;
+            this.sharedRetryAtMs = this.now() + this.retryMs;
+          }
+          this.onError(error, 'shared');
+        },
+      )
+      .finally(() => {
         shared.inFlight = false;
-        this.sharedAvailable = true;
-        if (slot.kind === 'FIXED_WINDOW' && shared.windowSecond !== windowSecond) return;
-        shared.debt -= debtUnits;
-        shared.warm = true;
-        shared.granted += granted;
-        if (granted < wantUnits) {
-          shared.nextAskAtMs =
-            slot.kind === 'FIXED_WINDOW' ? (windowSecond + 1) * 1000 : at + Math.ceil(((wantUnits - granted) * 1000) / rate);
-        }
-      },
-      (error: unknown) => {
-        shared.inFlight = false;
-        this.sharedFailures++;
-        if (this.sharedAvailable) {
-          this.sharedAvailable = false;
-          this.sharedRetryAtMs = this.now() + this.retryMs;
-        }
-        this.onError(error, 'shared');
-      },
-    );
+        if (--this.reservationsInFlight === 0) for (const resolve of this.reservationWaiters.splice(0)) resolve();
+      });
   }
 }
 

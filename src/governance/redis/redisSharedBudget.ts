@@ -1,0 +1,63 @@
+// The SharedBudget port over Redis (ioredis). Commands fail fast instead of queueing while the connection is
+// down (no offline queue, a command timeout), so the Governor learns of an outage at once and meters at half
+// the limit; ioredis keeps reconnecting in the background and the Governor's next probe finds it back.
+import { Redis } from 'ioredis';
+import type { ReserveRequest, SharedBudget } from '../sharedAllowance.ts';
+import { RESERVE_TOKENS, RESERVE_WINDOW } from './reserveScripts.ts';
+
+export interface RedisSharedBudgetOptions {
+  url: string;
+  /** Prefix of every key (per deployment; tests use one per test). */
+  keyPrefix?: string;
+  commandTimeoutMs?: number;
+  /** Connection errors; ioredis retries on its own, so these are for the log. */
+  onError?: (error: Error) => void;
+}
+
+export interface RedisSharedBudget extends SharedBudget {
+  /** Resolves once connected (the service waits for it at startup so the first second is not a fallback). */
+  ready(): Promise<void>;
+}
+
+interface ReserveCommands {
+  glReserveTokens(key: string, rate: number, burst: number, atMs: number, want: number, debt: number): Promise<number>;
+  glReserveWindow(key: string, limit: number, want: number, debt: number): Promise<number>;
+}
+
+export function createRedisSharedBudget(options: RedisSharedBudgetOptions): RedisSharedBudget {
+  const { url, keyPrefix = 'governance:', commandTimeoutMs = 250, onError = () => {} } = options;
+  const redis = new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    commandTimeout: commandTimeoutMs,
+    retryStrategy: (attempt) => Math.min(attempt * 100, 1000),
+  });
+  redis.on('error', onError);
+  redis.defineCommand('glReserveTokens', { numberOfKeys: 1, lua: RESERVE_TOKENS });
+  redis.defineCommand('glReserveWindow', { numberOfKeys: 1, lua: RESERVE_WINDOW });
+  const commands = redis as unknown as ReserveCommands;
+
+  return {
+    reserve(request: ReserveRequest): Promise<number> {
+      if (request.kind === 'TOKEN_BUCKET') {
+        return commands.glReserveTokens(
+          keyPrefix + request.key,
+          request.ratePerSecond,
+          request.burst,
+          request.atMs,
+          request.wantUnits,
+          request.debtUnits,
+        );
+      }
+      const windowKey = `${keyPrefix}${request.key}:${Math.floor(request.atMs / 1000)}`;
+      return commands.glReserveWindow(windowKey, request.ratePerSecond, request.wantUnits, request.debtUnits);
+    },
+    ready() {
+      if (redis.status === 'ready') return Promise.resolve();
+      return new Promise((resolve) => redis.once('ready', () => resolve()));
+    },
+    async close() {
+      redis.disconnect();
+    },
+  };
+}

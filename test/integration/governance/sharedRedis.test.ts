@@ -1,0 +1,163 @@
+// Two Governors share ceilings through the machine's real Redis; when Redis is unreachable (a closed port, or
+// a connection that dies mid-run) each meters alone at half the limit, without an exception, and returns to
+// shared counting when Redis answers again.
+import net from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Governor } from '../../../src/governance/governor.ts';
+import { createRedisSharedBudget } from '../../../src/governance/redis/redisSharedBudget.ts';
+import { MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
+
+const redisUrl = process.env.REDIS_URL;
+if (!redisUrl) console.warn('REDIS_URL is not set: the shared-counter suite against Redis is skipped.');
+
+const LIMIT = 2000;
+const closers: (() => Promise<unknown> | unknown)[] = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+});
+
+function source() {
+  return new MemoryLimitSource().tenant('acme', { API_REQUESTS: { override: { ratePerSecond: LIMIT } }, INGEST: { override: { ratePerSecond: 500, burst: 500 } } });
+}
+
+async function sharedGovernor(url: string, keyPrefix: string, wait = true) {
+  const budget = createRedisSharedBudget({ url, keyPrefix, commandTimeoutMs: 500 });
+  if (wait) await budget.ready();
+  const governor = new Governor({ limitSource: source(), sharedBudget: budget, retryMs: 20 });
+  closers.push(() => budget.close(), () => governor.close());
+  governor.confirmTenant('acme');
+  governor.admit({ tenant: 'acme', dimension: 'AI_INFERENCE', units: 0, at: 0 });
+  await governor.loadsSettled();
+  return { governor, budget };
+}
+
+const apiRequest = (at: number) => ({ tenant: 'acme', dimension: 'API_REQUESTS', units: 1, at }) as const;
+
+/** Offers `perStep` requests to each governor at each of 100 steps of one window, letting replies arrive between steps. */
+async function driveWindow(governors: Governor[], windowStartMs: number, perStep: number): Promise<number> {
+  let admitted = 0;
+  for (let step = 0; step < 100; step++) {
+    const at = windowStartMs + step * 10;
+    for (const governor of governors) {
+      for (let i = 0; i < perStep; i++) if (governor.admit(apiRequest(at)).admitted) admitted++;
+    }
+    await Promise.all(governors.map((governor) => governor.reservationsSettled()));
+  }
+  return admitted;
+}
+
+describe.skipIf(!redisUrl)('shared counters on Redis', () => {
+  const prefix = () => `gl-test:${randomBytes(6).toString('hex')}:`;
+  const windowStart = (Math.floor(Date.now() / 1000) + 10) * 1000;
+
+  it('holds the combined admissions of two replicas within [0.95, 1.10] x the limit over 10 windows', async () => {
+    const keyPrefix = prefix();
+    const a = await sharedGovernor(redisUrl!, keyPrefix);
+    const b = await sharedGovernor(redisUrl!, keyPrefix);
+    for (let w = 0; w < 10; w++) {
+      const admitted = await driveWindow([a.governor, b.governor], windowStart + w * 1000, 20); // 2x the limit offered
+      expect(admitted / LIMIT).toBeGreaterThanOrEqual(0.95);
+      expect(admitted / LIMIT).toBeLessThanOrEqual(1.1);
+    }
+    expect(a.governor.stats().sharedFallbackActive).toBe(false);
+  });
+
+  it('shares a token bucket between replicas', async () => {
+    const keyPrefix = prefix();
+    const replicas = [await sharedGovernor(redisUrl!, keyPrefix), await sharedGovernor(redisUrl!, keyPrefix)];
+    let admitted = 0;
+    const start = windowStart;
+    for (let step = 0; step <= 400; step++) {
+      for (const { governor } of replicas) {
+        for (let i = 0; i < 5; i++) {
+          if (governor.admit({ tenant: 'acme', dimension: 'INGEST', allowance: 'LIVE', units: 1, at: start + step * 10 }).admitted) admitted++;
+        }
+      }
+      await Promise.all(replicas.map(({ governor }) => governor.reservationsSettled()));
+    }
+    const allowed = 500 + 500 * 4; // the burst plus four seconds at 500/s
+    expect(admitted / allowed).toBeGreaterThanOrEqual(0.95);
+    expect(admitted / allowed).toBeLessThanOrEqual(1.1);
+  });
+
+  it('meters at half the limit, without an exception, when Redis is at a closed port', async () => {
+    const errors: string[] = [];
+    const budget = createRedisSharedBudget({ url: 'redis://127.0.0.1:1', keyPrefix: prefix(), onError: () => {} });
+    const governor = new Governor({ limitSource: source(), sharedBudget: budget, onError: (_e, during) => errors.push(during) });
+    closers.push(() => budget.close(), () => governor.close());
+    governor.confirmTenant('acme');
+    governor.admit(apiRequest(windowStart));
+    await governor.loadsSettled();
+    await governor.reservationsSettled();
+    let admitted = 0;
+    let last;
+    for (let i = 0; i < 3000; i++) {
+      last = governor.admit(apiRequest(windowStart + 1000));
+      if (last.admitted) admitted++;
+    }
+    expect(admitted).toBe(LIMIT / 2);
+    expect(last).toMatchObject({ admitted: false, limit: LIMIT / 2, behaviour: 'REJECT' });
+    expect(governor.stats()).toMatchObject({ sharedFallbackActive: true, sharedFallbackAdmissions: LIMIT / 2 });
+    expect(errors).toContain('shared');
+  });
+
+  it('falls back when the connection dies mid-run and returns to shared counting when Redis answers', async () => {
+    const proxy = await startProxy(new URL(redisUrl!));
+    closers.push(() => proxy.stop());
+    const { governor } = await sharedGovernor(`redis://127.0.0.1:${proxy.port}`, prefix());
+    expect(await driveWindow([governor], windowStart, 30)).toBe(LIMIT);
+    expect(governor.stats().sharedFallbackActive).toBe(false);
+
+    await proxy.stop();
+    let admitted = 0;
+    for (let i = 0; i < 3000; i++) {
+      if (governor.admit(apiRequest(windowStart + 1000)).admitted) admitted++;
+      if (i === 0) await governor.reservationsSettled();
+    }
+    expect(governor.stats().sharedFallbackActive).toBe(true);
+    expect(admitted).toBeLessThanOrEqual(LIMIT / 2 + LIMIT / 100);
+
+    await proxy.start();
+    let window = windowStart + 2000;
+    while (governor.stats().sharedFallbackActive) {
+      governor.admit(apiRequest(window));
+      await governor.reservationsSettled();
+      await new Promise((resolve) => setImmediate(resolve));
+      window += 1;
+    }
+    expect(await driveWindow([governor], windowStart + 5000, 30)).toBe(LIMIT);
+  });
+});
+
+/** A TCP proxy to Redis that can be stopped (every connection cut) and started again on the same port. */
+async function startProxy(target: URL) {
+  const sockets = new Set<net.Socket>();
+  let server: net.Server | null = null;
+  let port = 0;
+  const start = () =>
+    new Promise<void>((resolve) => {
+      server = net.createServer((client) => {
+        const upstream = net.connect(Number(target.port || 6379), target.hostname);
+        for (const socket of [client, upstream]) {
+          sockets.add(socket);
+          socket.on('close', () => sockets.delete(socket));
+          socket.on('error', () => socket.destroy());
+        }
+        client.pipe(upstream).pipe(client);
+      });
+      server.listen(port, '127.0.0.1', () => {
+        port = (server!.address() as net.AddressInfo).port;
+        resolve();
+      });
+    });
+  const stop = () =>
+    new Promise<void>((resolve) => {
+      for (const socket of sockets) socket.destroy();
+      if (server === null) return resolve();
+      server.close(() => resolve());
+      server = null;
+    });
+  await start();
+  return { get port() { return port; }, start, stop };
+}
