@@ -6,7 +6,7 @@ import { migrate } from './db/migrate.ts';
 import { createLogger } from './logger.ts';
 import { startService } from './service.ts';
 import { createServer, listen } from './server.ts';
-import { createPostgresEventStore } from './ledger/postgres/postgresEventStore.ts';
+import { openEventStore } from './ledger/openEventStore.ts';
 import { rebuildProjection } from './ledger/rebuild.ts';
 import { progressBar } from './ledger/rebuildProgress.ts';
 import { allProjections } from '../projections/index.ts';
@@ -62,7 +62,7 @@ async function rebuildProjections(name: string | undefined): Promise<void> {
     throw new UsageError(`no projection named ${name}; known: ${known.join(', ')}`);
   }
   const db = await openDb(settings);
-  const store = createPostgresEventStore(db);
+  const store = openEventStore(db, settings.eventStoreUrl);
   try {
     await migrate(db);
     for (const projection of projections) {

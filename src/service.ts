@@ -7,13 +7,17 @@ import { openDb } from './db/open.ts';
 import { migrate } from './db/migrate.ts';
 import { createLogger, type Logger } from './logger.ts';
 import type { EventStore } from './ledger/eventStore.ts';
-import { createPostgresEventStore } from './ledger/postgres/postgresEventStore.ts';
+import { openEventStore } from './ledger/openEventStore.ts';
 import { startProjections, type ProjectionSet } from './ledger/projectionSet.ts';
 import { Governor } from './governance/governor.ts';
 import { createLedgerRecorder } from './governance/ledgerRecorder.ts';
 import { createReadModelLimitSource } from './control-plane/limitSource.ts';
 import { feedConfirmedTenants } from './control-plane/feedConfirmedTenants.ts';
 import { createControlPlane, type ControlPlane } from './control-plane/controlPlane.ts';
+import { createCommandBacklog } from './commands/createCommandBacklog.ts';
+import { controlPlaneCeilings } from './commands/controlPlaneCeilings.ts';
+import { startCommandExpiry } from './commands/startCommandExpiry.ts';
+import type { CommandBacklog } from './commands/types.ts';
 import { allProjections } from '../projections/index.ts';
 import type { ReadinessCheck } from './http/health.ts';
 import type { Route } from './server.ts';
@@ -28,6 +32,7 @@ export interface Service {
   store: EventStore;
   governor: Governor;
   controlPlane: ControlPlane;
+  commands: CommandBacklog;
   projections: ProjectionSet;
   readiness: ReadinessCheck[];
   routes: Route[];
@@ -39,7 +44,7 @@ export async function startService(settings: Settings, logger: Logger = createLo
   const db = await openDb(settings);
   const applied = await migrate(db);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
-  const store = createPostgresEventStore(db);
+  const store = openEventStore(db, settings.eventStoreUrl);
 
   const governor = new Governor({
     limitSource: createReadModelLimitSource(db),
@@ -48,12 +53,15 @@ export async function startService(settings: Settings, logger: Logger = createLo
   });
   await feedConfirmedTenants(db, governor);
   const controlPlane = createControlPlane({ db, store, governor });
+  // With EVENTSTORE_URL the ledger shares no transaction with the database: the backlog guards itself by stream revision.
+  const commands = createCommandBacklog({ db, store, ceilings: controlPlaneCeilings, ledger: settings.eventStoreUrl ? 'stream' : 'database' });
   const projections = await startProjections(db, store, allProjections({ governor }), {
     onError: (error, projection) => logger.error({ err: error, projection: projection.name }, 'projection failed'),
   });
 
   // Closed in reverse order of this list: projections stop before the governor's last flush lands in the store.
   const closers: Array<() => Promise<void>> = [() => governor.close(), () => projections.close()];
+  closers.push(startCommandExpiry(commands, { onError: (error) => logger.warn({ err: error }, 'command expiry failed') }));
   const readiness: ReadinessCheck[] = [
     async () => {
       await db.query('SELECT 1');
@@ -75,6 +83,7 @@ export async function startService(settings: Settings, logger: Logger = createLo
     store,
     governor,
     controlPlane,
+    commands,
     projections,
     readiness,
     routes,
