@@ -18,6 +18,12 @@ export const ErrorInterface = builder.interfaceRef<Error>('Error').implement({
   fields: (t) => ({ message: t.exposeString('message') }),
 });
 
+/** An error that names the input field at fault, when one is; every mutation payload can be asked for it. */
+const InputErrorInterface = builder.interfaceRef<Error & { field: string | null }>('InputError').implement({
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ field: t.exposeString('field', { nullable: true }) }),
+});
+
 builder.objectType(Forbidden, {
   name: 'Forbidden',
   description: 'The caller’s role or tenant does not allow this. Nothing was appended.',
@@ -40,7 +46,6 @@ for (const [errorClass, name, description] of fieldErrors) {
   builder.objectType(errorClass, {
     name,
     description: `${description} Nothing was appended.`,
-    interfaces: [ErrorInterface],
-    fields: (t) => ({ field: t.exposeString('field', { nullable: true }) }),
+    interfaces: [ErrorInterface, InputErrorInterface],
   });
 }
