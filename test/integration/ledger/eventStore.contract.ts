@@ -252,6 +252,15 @@ export function eventStoreContract(name: string, openStore: () => Promise<Opened
         expect(await readAllOf(store, prefix, 1000)).toEqual(all);
       }));
 
+      it('reports a head position at or after the last append, and readAll reaches it', withStore(async ({ store }, prefix) => {
+        const appended = await store.append(`${prefix}-a`, [event('Opened'), event('Noted')]);
+        const head = await store.headPosition();
+        expect(head).toBeDefined();
+        expect(comparePositions(head!, appended.position)).toBeGreaterThanOrEqual(0);
+        const [, last] = await readAllWhen(store, prefix, 2);
+        expect(comparePositions(last!.position, appended.position)).toBe(0);
+      }));
+
       it('reads nothing after the last event', withStore(async ({ store }, prefix) => {
         await store.append(`${prefix}-a`, [event('Opened')]);
         const [only] = await readAllWhen(store, prefix, 1);
