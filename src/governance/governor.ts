@@ -354,6 +354,7 @@ export class Governor {
       }
     }
     const slice = Math.max(Math.ceil(rate / 100), units);
+    shared.offeredSinceAsk += units;
     let admitted = false;
     if (shared.granted >= units) {
       shared.granted -= units;
@@ -362,8 +363,9 @@ export class Governor {
       shared.debt += units;
       admitted = true;
     }
-    if (!shared.inFlight && shared.granted < slice && at >= shared.nextAskAtMs) {
-      this.reserve(shared, slot, rate, burst, at, slice);
+    const wantUnits = shared.wantUnits > slice ? shared.wantUnits : slice;
+    if (!shared.inFlight && shared.granted < wantUnits && at >= shared.nextAskAtMs) {
+      this.reserve(shared, slot, rate, burst, at, wantUnits);
     }
     return admitted;
   }
@@ -387,10 +389,12 @@ export class Governor {
     this.reservationsInFlight++;
     const debtUnits = shared.debt;
     const windowSecond = shared.windowSecond;
+    shared.offeredSinceAsk = 0;
     this.shared!.reserve({ key: shared.key, kind: slot.kind, ratePerSecond: rate, burst, atMs: at, wantUnits, debtUnits })
       .then(
         (granted) => {
           this.sharedAvailable = true;
+          shared.wantUnits = Math.min(Math.ceil(rate / 20), 2 * shared.offeredSinceAsk);
           // A slice of a window that has passed is of no use any more.
           if (slot.kind === 'FIXED_WINDOW' && shared.windowSecond !== windowSecond) return;
           shared.debt -= debtUnits;
