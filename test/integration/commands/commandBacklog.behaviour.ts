@@ -1,5 +1,6 @@
 // The required behaviour of a CommandBacklog, run against each implementation (the database-transaction
 // path and the stream-revision path) on each storage target.
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/db.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
@@ -9,7 +10,7 @@ import type { CeilingSource, CommandBacklog } from '../../../src/commands/types.
 import { DEFAULT_RETRY_AFTER_SECONDS } from '../../../src/commands/retryAfter.ts';
 import { MAX_PAYLOAD_BYTES } from '../../../src/commands/validateCommand.ts';
 import { startCommandExpiry } from '../../../src/commands/startCommandExpiry.ts';
-import { storageTargets, type TestDb } from '../../support/databases.ts';
+import { storageTargets, type StorageTarget, type TestDb } from '../../support/databases.ts';
 import { waitFor } from '../../support/waitFor.ts';
 import { createCeilingTable, setCeiling, tableCeilings } from './ceilingTable.ts';
 
@@ -24,19 +25,27 @@ export type BacklogFactory = (settings: {
 const actor = { id: 'svc:command-delivery' };
 const TTL_MS = 60_000;
 
-export function describeCommandBacklog(name: string, makeBacklog: BacklogFactory) {
-  describe.each(storageTargets)(`${name} on $name`, (target) => {
+export interface SuiteOptions {
+  /** The ledger; by default the PostgreSQL adapter on the test database. */
+  openStore?: (db: Db) => EventStore;
+  targets?: StorageTarget[];
+}
+
+export function describeCommandBacklog(name: string, makeBacklog: BacklogFactory, { openStore = createPostgresEventStore, targets = storageTargets }: SuiteOptions = {}) {
+  describe.each(targets)(`${name} on $name`, (target) => {
     let testDb: TestDb;
     let store: EventStore;
     let backlog: CommandBacklog;
     let clock: Date;
     let tenant: string;
     let tenants = 0;
+    // Unique per run: a ledger outside the test database (EventStoreDB) keeps earlier runs' streams.
+    const run = randomBytes(4).toString('hex');
 
     // One database per target (opening one is the slow part); each test works on a tenant of its own.
     beforeAll(async () => {
       testDb = await target.open();
-      store = createPostgresEventStore(testDb.db);
+      store = openStore(testDb.db);
       await createCeilingTable(testDb.db);
     });
 
@@ -46,7 +55,7 @@ export function describeCommandBacklog(name: string, makeBacklog: BacklogFactory
     });
 
     beforeEach(async () => {
-      tenant = `tenant-${++tenants}`;
+      tenant = `tenant-${run}-${++tenants}`;
       await setCeiling(testDb.db, tenant, 3);
       clock = new Date('2026-01-01T00:00:00Z');
       backlog = makeBacklog({ db: testDb.db, store, ceilings: tableCeilings, commandTtlMs: TTL_MS, now: () => clock });
@@ -239,6 +248,7 @@ export function describeCommandBacklog(name: string, makeBacklog: BacklogFactory
       expect(await backlog.markDelivered(actor, ref(''))).toMatchObject({ status: 'invalid', field: 'commandId' });
       expect(await backlog.cancel(actor, { tenantId: tenant, commandId: 'c', reason: ' ' })).toMatchObject({ status: 'invalid', field: 'reason' });
       expect(await eventCount()).toBe(before);
+      expect(await events()).toEqual([]);
       // 256 characters and a payload of exactly 64 KiB are still fine.
       const blob = 'x'.repeat(MAX_PAYLOAD_BYTES - JSON.stringify({ b: '' }).length);
       expect(await backlog.enqueue(actor, { tenantId: tenant, commandId: 'c'.repeat(256), deviceId: 'd'.repeat(256), payload: { b: blob } })).toMatchObject({
