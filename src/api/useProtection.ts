@@ -1,14 +1,18 @@
-// Limits on what one query may ask for, checked at validation before anything runs. The numbers leave room
-// for the deepest query the dashboards send (tenants -> edges -> node -> tier -> limits -> value: depth 7)
-// and for `tenants(first: 500) { ... }`: armor's cost counts the query's shape, not the page size, which
-// the connection fields cap at MAX_PAGE_SIZE themselves.
+// Limits on what one query may ask for, checked at validation before anything runs. Our schema has no cycles
+// and its deepest path (tenants -> edges -> node -> tier -> limits -> value -> ratePerSecond) is 7 deep, so
+// depth 10 refuses only crafted queries. Armor's cost multiplies a selection by its literal `first` and by
+// 1.5 per level: `tenants(first: 500) { edges { node { effectiveLimits { source } commandBacklog { undelivered } } } }`
+// costs about 16,600, a page of 500 history entries with every field about 41,000, and a page of 500
+// tenants with every field of tier, limits, overrides and backlog about 119,000. 150,000 admits each of
+// those once and refuses such pages repeated under aliases. A `first` passed as a variable costs as 1, which
+// is why the connection fields also cap every page at 500 themselves.
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
 import type { Plugin } from 'graphql-yoga';
 
 export const PROTECTION_LIMITS = {
   maxDepth: 10,
   maxAliases: 15,
-  maxCost: 5000,
+  maxCost: 150_000,
   maxTokens: 2000,
   maxDirectives: 20,
 } as const;
