@@ -56,11 +56,11 @@ export async function topInferenceSpenders(q: Queryable, query: TimeRange & { fi
   const first = checkFirst(query.first);
   const union = segmentUnion(INFERENCE_SPEND, fromSecond, toSecond, 'tenant_id, input_tokens, output_tokens, requests', '', [first]);
   const result = await q.query<SpendRow>(
-    `SELECT tenant_id, sum(input_tokens)::float8 AS input_tokens, sum(output_tokens)::float8 AS output_tokens,
-            sum(requests)::float8 AS requests
+    `SELECT tenant_id, sum(input_tokens::float8) AS input_tokens, sum(output_tokens::float8) AS output_tokens,
+            sum(requests::float8) AS requests
        FROM (${union.sql}) AS segments
       GROUP BY tenant_id
-      ORDER BY sum(input_tokens) + sum(output_tokens) DESC, tenant_id
+      ORDER BY sum(input_tokens::float8) + sum(output_tokens::float8) DESC, tenant_id
       LIMIT $1`,
     union.params,
   );

@@ -40,8 +40,8 @@ export async function shedTrend(q: Queryable, query: ShedTrendQuery): Promise<Tr
   const bucket = checkBucket(query.bucket, fromSecond, toSecond);
   const result = await q.query<TrendRow>(
     `SELECT extract(epoch FROM bucket_start)::float8 AS start_second,
-            sum(admitted_units)::float8 AS admitted, sum(shed_units)::float8 AS shed,
-            sum(rejected_units)::float8 AS rejected, sum(hits)::float8 AS hits
+            sum(admitted_units::float8) AS admitted, sum(shed_units::float8) AS shed,
+            sum(rejected_units::float8) AS rejected, sum(hits::float8) AS hits
        FROM ${bucketTable(ADMISSION_TRENDS.table, bucket)}
       WHERE tenant_id = $1 AND dimension = $2
         AND bucket_start >= to_timestamp($3) AND bucket_start < to_timestamp($4)

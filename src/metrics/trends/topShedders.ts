@@ -39,11 +39,11 @@ export async function topShedders(q: Queryable, query: TopSheddersQuery): Promis
   }
   const union = segmentUnion(ADMISSION_TRENDS, fromSecond, toSecond, 'tenant_id, shed_units, rejected_units, hits', filter, params);
   const result = await q.query<ShedderRow>(
-    `SELECT tenant_id, sum(shed_units)::float8 AS shed, sum(rejected_units)::float8 AS rejected, sum(hits)::float8 AS hits
+    `SELECT tenant_id, sum(shed_units::float8) AS shed, sum(rejected_units::float8) AS rejected, sum(hits::float8) AS hits
        FROM (${union.sql}) AS segments
       GROUP BY tenant_id
-     HAVING sum(shed_units) + sum(rejected_units) > 0
-      ORDER BY sum(shed_units) + sum(rejected_units) DESC, tenant_id
+     HAVING sum(shed_units::float8) + sum(rejected_units::float8) > 0
+      ORDER BY sum(shed_units::float8) + sum(rejected_units::float8) DESC, tenant_id
       LIMIT $1`,
     union.params,
   );

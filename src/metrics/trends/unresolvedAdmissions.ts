@@ -24,7 +24,7 @@ export async function unresolvedAdmissions(q: Queryable, query: TimeRange): Prom
   const { fromSecond, toSecond } = rangeSeconds(query);
   const union = segmentUnion(UNRESOLVED_ADMISSIONS, fromSecond, toSecond, 'dimension, cause, units, messages', '', []);
   const result = await q.query<CountRow>(
-    `SELECT dimension, cause, sum(units)::float8 AS count, sum(messages)::float8 AS messages
+    `SELECT dimension, cause, sum(units::float8) AS count, sum(messages::float8) AS messages
        FROM (${union.sql}) AS segments
       GROUP BY dimension, cause
       ORDER BY dimension, cause`,
