@@ -11,12 +11,13 @@ import type { Db } from '../src/db/db.ts';
 import type { Checkpoint, EventStore } from '../src/ledger/eventStore.ts';
 import { createPostgresEventStore } from '../src/ledger/postgres/postgresEventStore.ts';
 import { startProjectionRunner } from '../src/ledger/projectionRunner.ts';
-import { COUNTER_TABLES_SQL, appendCounterEvents, countApplications, counterProjection } from '../test/support/counterProjection.ts';
+import { appendCounterEvents, countApplications, counterProjection, counterScope, createCounterTables } from '../test/support/counterProjection.ts';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
 const ROUNDS = 2;
 const PAGE_SIZE = 500;
+const scope = counterScope('bench');
 
 async function readAllRate(store: EventStore): Promise<number> {
   const started = performance.now();
@@ -33,7 +34,7 @@ async function readAllRate(store: EventStore): Promise<number> {
 }
 
 async function handWrittenRate(db: Db, store: EventStore): Promise<number> {
-  const projection = counterProjection({ run: 'baseline' });
+  const projection = counterProjection(scope, { run: 'baseline' });
   const types = new Set(projection.eventTypes);
   const started = performance.now();
   let after: Checkpoint = 'start';
@@ -53,7 +54,7 @@ async function handWrittenRate(db: Db, store: EventStore): Promise<number> {
 
 async function runnerRate(db: Db, store: EventStore): Promise<number> {
   const started = performance.now();
-  const runner = await startProjectionRunner(db, store, counterProjection({ run: 'runner' }), { pageSize: PAGE_SIZE });
+  const runner = await startProjectionRunner(db, store, counterProjection(scope, { run: 'runner' }), { pageSize: PAGE_SIZE });
   try {
     await runner.waitForCaughtUp({ timeoutMs: 120_000 });
   } finally {
@@ -70,8 +71,8 @@ async function main() {
   const store = createPostgresEventStore(db);
   try {
     await migrate(db);
-    await db.exec(COUNTER_TABLES_SQL);
-    const counted = await appendCounterEvents(store, EVENTS, { batchSize: 1_000 });
+    await createCounterTables(db, scope);
+    const counted = await appendCounterEvents(store, scope, EVENTS, { batchSize: 1_000 });
     console.log(`ledger: ${EVENTS} events, ${counted} of them counter increments`);
 
     const readAllPerSecond = await readAllRate(store);
@@ -79,17 +80,17 @@ async function main() {
     let baseline = 0;
     let ours = 0;
     for (let round = 0; round < ROUNDS; round++) {
-      await db.exec('TRUNCATE test_counters, test_counter_applications');
+      await db.exec(`TRUNCATE ${scope.counters}, ${scope.applications}`);
       const handWritten = await handWrittenRate(db, store);
       console.log(`hand-written apply loop: ${Math.round(handWritten)} events/s`);
-      await db.exec('TRUNCATE test_counters, test_counter_applications; DELETE FROM gl_checkpoints');
+      await db.exec(`TRUNCATE ${scope.counters}, ${scope.applications}; DELETE FROM gl_checkpoints`);
       const runner = await runnerRate(db, store);
       console.log(`projection runner: ${Math.round(runner)} events/s`);
       baseline = Math.max(baseline, handWritten);
       ours = Math.max(ours, runner);
     }
 
-    const applied = await countApplications(db);
+    const applied = await countApplications(db, scope);
     if (applied.applications !== counted || applied.distinctEvents !== counted) {
       throw new Error(`runner applied ${applied.applications} (${applied.distinctEvents} distinct), expected ${counted}`);
     }

@@ -4,13 +4,13 @@ import { readSettings } from '../../../src/config.ts';
 import { openDb } from '../../../src/db/open.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { startProjectionRunner } from '../../../src/ledger/projectionRunner.ts';
-import { counterProjection } from '../../support/counterProjection.ts';
+import { counterProjection, counterScope } from '../../support/counterProjection.ts';
 
 const settings = readSettings();
 const db = await openDb(settings);
 const store = createPostgresEventStore(db);
 let applied = 0;
-const projection = counterProjection({
+const projection = counterProjection(counterScope(process.env.CRASH_SCOPE), {
   run: process.env.CRASH_RUN ?? 'child',
   onCommit: (events) => {
     applied += events;

@@ -13,11 +13,12 @@ import { loadCheckpoint } from '../../../src/ledger/checkpoints.ts';
 import { comparePositions } from '../../../src/ledger/eventStore.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { postgresOnly } from '../../support/databases.ts';
-import { COUNTER_INCREMENTED, COUNTER_TABLES_SQL, appendCounterEvents, countApplications } from '../../support/counterProjection.ts';
+import { appendCounterEvents, countApplications, counterScope, createCounterTables } from '../../support/counterProjection.ts';
 
 const CHILD = fileURLToPath(new URL('./projectionCrash.child.ts', import.meta.url));
 const EVENTS = 2_000;
 const KILL_AFTER_APPLIED = 200;
+const scope = counterScope('crash');
 
 interface ChildRun {
   /** Resolves with the signal or exit code once the child has ended. */
@@ -28,7 +29,7 @@ interface ChildRun {
 
 function runChild(env: Record<string, string>, onApplied?: (applied: number) => void): ChildRun {
   const child = spawn(process.execPath, ['--import', 'tsx', CHILD], {
-    env: { ...process.env, GOVERNANCE_QUIET_SKIPS: '1', ...env },
+    env: { ...process.env, GOVERNANCE_QUIET_SKIPS: '1', CRASH_SCOPE: scope.name, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -46,19 +47,19 @@ function runChild(env: Record<string, string>, onApplied?: (applied: number) => 
 }
 
 async function applicationsByRun(db: Db) {
-  const { rows } = await db.query<{ run: string; n: bigint }>('SELECT run, count(*) AS n FROM test_counter_applications GROUP BY run');
+  const { rows } = await db.query<{ run: string; n: bigint }>(`SELECT run, count(*) AS n FROM ${scope.applications} GROUP BY run`);
   return Object.fromEntries(rows.map((row) => [row.run, Number(row.n)]));
 }
 
 /** The read model must hold exactly the counter events up to the checkpoint: no partial page survives. */
 async function expectReadModelMatchesCheckpoint(db: Db) {
-  const checkpoint = await loadCheckpoint(db, 'counter');
+  const checkpoint = await loadCheckpoint(db, scope.name);
   const store = createPostgresEventStore(db);
   try {
     const upTo = checkpoint && checkpoint.position !== 'start' ? checkpoint.position : undefined;
     const events = upTo ? await store.readAll('start', EVENTS) : [];
-    const covered = events.filter((event) => comparePositions(event.position, upTo!) <= 0 && event.type === COUNTER_INCREMENTED).length;
-    expect(await countApplications(db)).toEqual({ applications: covered, distinctEvents: covered });
+    const covered = events.filter((event) => comparePositions(event.position, upTo!) <= 0 && event.type === scope.incremented).length;
+    expect(await countApplications(db, scope)).toEqual({ applications: covered, distinctEvents: covered });
     return covered;
   } finally {
     await store.close();
@@ -84,9 +85,9 @@ describe.skipIf(!postgresOnly)('projection crash on postgres', () => {
     const testDb = await postgresOnly!.open();
     const { db } = testDb;
     try {
-      await db.exec(COUNTER_TABLES_SQL);
+      await createCounterTables(db, scope);
       const store = createPostgresEventStore(db);
-      const counted = await appendCounterEvents(store, EVENTS, { batchSize: 500 });
+      const counted = await appendCounterEvents(store, scope, EVENTS, { batchSize: 500 });
       await store.close();
 
       await killMidProjection(testDb.env!);
@@ -95,7 +96,7 @@ describe.skipIf(!postgresOnly)('projection crash on postgres', () => {
       expect(beforeRestart).toBeLessThan(counted);
 
       await resumeToTheEnd(testDb.env!);
-      expect(await countApplications(db)).toEqual({ applications: counted, distinctEvents: counted });
+      expect(await countApplications(db, scope)).toEqual({ applications: counted, distinctEvents: counted });
       expect(await applicationsByRun(db)).toEqual({ killed: beforeRestart, resumed: counted - beforeRestart });
     } finally {
       await testDb.dispose();
@@ -120,9 +121,9 @@ describe('projection crash on PGlite on disk', () => {
     try {
       const counted = await withDb(async (db) => {
         await migrate(db);
-        await db.exec(COUNTER_TABLES_SQL);
+        await createCounterTables(db, scope);
         const store = createPostgresEventStore(db);
-        const appended = await appendCounterEvents(store, EVENTS, { batchSize: 500 });
+        const appended = await appendCounterEvents(store, scope, EVENTS, { batchSize: 500 });
         await store.close();
         return appended;
       });
@@ -134,7 +135,7 @@ describe('projection crash on PGlite on disk', () => {
 
       await resumeToTheEnd(env);
       await withDb(async (db) => {
-        expect(await countApplications(db)).toEqual({ applications: counted, distinctEvents: counted });
+        expect(await countApplications(db, scope)).toEqual({ applications: counted, distinctEvents: counted });
         expect(await applicationsByRun(db)).toEqual({ killed: beforeRestart, resumed: counted - beforeRestart });
       });
     } finally {

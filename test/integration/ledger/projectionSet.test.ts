@@ -1,52 +1,61 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/db.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import type { Projection } from '../../../src/ledger/projection.ts';
 import { startProjections } from '../../../src/ledger/projectionSet.ts';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
-import { COUNTER_TABLES_SQL, UNRELATED, appendCounterEvents, countApplications, counterProjection } from '../../support/counterProjection.ts';
+import {
+  appendCounterEvents,
+  countApplications,
+  counterProjection,
+  counterScope,
+  createCounterTables,
+  type CounterScope,
+} from '../../support/counterProjection.ts';
 
-// A second projection with its own table, over the other event type.
-const unrelatedCount: Projection = {
-  name: 'unrelated-count',
+// A second projection with its own table, over the scope's other event type.
+const unrelatedCount = (scope: CounterScope): Projection => ({
+  name: `${scope.name}_unrelated`,
   version: 1,
-  eventTypes: [UNRELATED],
-  tables: ['test_unrelated_count'],
+  eventTypes: [scope.unrelated],
+  tables: [`${scope.name}_unrelated`],
   async apply(_event, tx) {
-    await tx.query('INSERT INTO test_unrelated_count (id, seen) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET seen = test_unrelated_count.seen + 1');
+    await tx.query(`INSERT INTO ${scope.name}_unrelated (id, seen) VALUES (1, 1) ON CONFLICT (id) DO UPDATE SET seen = ${scope.name}_unrelated.seen + 1`);
   },
-};
+});
 
 describe.each(storageTargets)('projection set on $name', (target) => {
   let testDb: TestDb;
   let db: Db;
   let store: EventStore;
 
-  beforeEach(async () => {
+  beforeAll(async () => {
     testDb = await target.open();
     db = testDb.db;
-    await db.exec(`${COUNTER_TABLES_SQL} CREATE TABLE test_unrelated_count (id int PRIMARY KEY, seen bigint NOT NULL);`);
     store = createPostgresEventStore(db);
   });
 
-  afterEach(async () => {
-    await store.close();
-    await testDb.dispose();
+  afterAll(async () => {
+    await store?.close();
+    await testDb?.dispose();
   });
 
   it('runs every projection, reports them caught up together, and stops them all on close', async () => {
-    const counted = await appendCounterEvents(store, 400);
-    const projections = await startProjections(db, store, [counterProjection(), unrelatedCount]);
+    const scope = counterScope();
+    await createCounterTables(db, scope);
+    await db.exec(`CREATE TABLE ${scope.name}_unrelated (id int PRIMARY KEY, seen bigint NOT NULL)`);
+    const counted = await appendCounterEvents(store, scope, 400);
+    const projections = await startProjections(db, store, [counterProjection(scope), unrelatedCount(scope)]);
     try {
       await projections.waitForCaughtUp();
-      expect(await countApplications(db)).toEqual({ applications: counted, distinctEvents: counted });
-      const { rows } = await db.query<{ seen: bigint }>('SELECT seen FROM test_unrelated_count');
+      expect(await countApplications(db, scope)).toEqual({ applications: counted, distinctEvents: counted });
+      const { rows } = await db.query<{ seen: bigint }>(`SELECT seen FROM ${scope.name}_unrelated`);
       expect(rows[0]?.seen).toBe(BigInt(400 - counted));
       const lags = await projections.lag();
       expect(lags.map((lag) => [lag.projection, lag.eventsBehind])).toEqual([
-        ['counter', 0],
-        ['unrelated-count', 0],
+        [scope.name, 0],
+        [`${scope.name}_unrelated`, 0],
       ]);
     } finally {
       await projections.close();
@@ -58,8 +67,9 @@ describe.each(storageTargets)('projection set on $name', (target) => {
 describe('projection set', () => {
   it('refuses two projections of one name before touching storage', async () => {
     const untouched = {} as Db & EventStore;
-    await expect(startProjections(untouched, untouched, [counterProjection(), counterProjection()])).rejects.toThrow(
-      /two projections are named counter/,
+    const scope = counterScope('twice');
+    await expect(startProjections(untouched, untouched, [counterProjection(scope), counterProjection(scope)])).rejects.toThrow(
+      /two projections are named twice/,
     );
   });
 });

@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/db.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
@@ -6,11 +6,18 @@ import { loadCheckpoint } from '../../../src/ledger/checkpoints.ts';
 import { startProjectionRunner } from '../../../src/ledger/projectionRunner.ts';
 import { rebuildProjection, type RebuildProgress } from '../../../src/ledger/rebuild.ts';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
-import { COUNTER_TABLES_SQL, appendCounterEvents, countApplications, counterProjection } from '../../support/counterProjection.ts';
+import {
+  appendCounterEvents,
+  countApplications,
+  counterProjection,
+  counterScope,
+  createCounterTables,
+  type CounterScope,
+} from '../../support/counterProjection.ts';
 
-async function snapshotReadModel(db: Db) {
-  const counters = await db.query('SELECT counter, total, events FROM test_counters ORDER BY counter');
-  const applications = await db.query('SELECT event_id FROM test_counter_applications ORDER BY event_id');
+async function snapshotReadModel(db: Db, scope: CounterScope) {
+  const counters = await db.query(`SELECT counter, total, events FROM ${scope.counters} ORDER BY counter`);
+  const applications = await db.query(`SELECT event_id FROM ${scope.applications} ORDER BY event_id`);
   return { counters: counters.rows, applications: applications.rows };
 }
 
@@ -18,52 +25,58 @@ describe.each(storageTargets)('projection rebuild on $name', (target) => {
   let testDb: TestDb;
   let db: Db;
   let store: EventStore;
+  let scope: CounterScope;
 
-  beforeEach(async () => {
+  beforeAll(async () => {
     testDb = await target.open();
     db = testDb.db;
-    await db.exec(COUNTER_TABLES_SQL);
     store = createPostgresEventStore(db);
   });
 
-  afterEach(async () => {
-    await store.close();
-    await testDb.dispose();
+  afterAll(async () => {
+    await store?.close();
+    await testDb?.dispose();
+  });
+
+  beforeEach(async () => {
+    scope = counterScope();
+    await createCounterTables(db, scope);
   });
 
   it('replays the ledger into a read model identical to the incrementally built one, reporting progress', async () => {
-    const projection = counterProjection();
+    const projection = counterProjection(scope);
     const runner = await startProjectionRunner(db, store, projection, { pageSize: 37 });
     let counted = 0;
     try {
       // Built incrementally: appends arrive in several rounds while the runner follows.
       for (let round = 0; round < 4; round++) {
-        counted += await appendCounterEvents(store, 250, { offset: round * 250, batchSize: 25 });
+        counted += await appendCounterEvents(store, scope, 250, { offset: round * 250, batchSize: 25 });
         await runner.waitForCaughtUp();
       }
     } finally {
       await runner.stop();
     }
-    const incremental = await snapshotReadModel(db);
+    const incremental = await snapshotReadModel(db, scope);
     const checkpointBefore = await loadCheckpoint(db, projection.name);
+    const ledgerSize = (await store.readAll('start', 1_000_000)).length;
 
     const progress: RebuildProgress[] = [];
     const result = await rebuildProjection(db, store, projection, { pageSize: 100, onProgress: (step) => progress.push(step) });
 
-    expect(await snapshotReadModel(db)).toEqual(incremental);
-    expect(await countApplications(db)).toEqual({ applications: counted, distinctEvents: counted });
+    expect(await snapshotReadModel(db, scope)).toEqual(incremental);
+    expect(await countApplications(db, scope)).toEqual({ applications: counted, distinctEvents: counted });
     expect(await loadCheckpoint(db, projection.name)).toEqual(checkpointBefore);
-    expect(result).toMatchObject({ projection: 'counter', eventsRead: 1_000, eventsApplied: counted });
-    expect(progress[0]).toMatchObject({ done: 0, total: 1_000 });
-    expect(progress.at(-1)).toMatchObject({ done: 1_000, total: 1_000, etaSeconds: 0 });
+    expect(result).toMatchObject({ projection: scope.name, eventsRead: ledgerSize, eventsApplied: counted });
+    expect(progress[0]).toMatchObject({ done: 0, total: ledgerSize });
+    expect(progress.at(-1)).toMatchObject({ done: ledgerSize, total: ledgerSize, etaSeconds: 0 });
     expect(progress.every((step, i) => i === 0 || step.done >= progress[i - 1]!.done)).toBe(true);
     expect(progress.at(-1)!.ratePerSecond).toBeGreaterThan(0);
   });
 
-  it('rebuilds an empty ledger into an empty read model', async () => {
-    await db.query("INSERT INTO test_counters VALUES ('stale', 1, 1)");
-    const result = await rebuildProjection(db, store, counterProjection());
-    expect(result).toMatchObject({ eventsRead: 0, eventsApplied: 0 });
-    expect(await snapshotReadModel(db)).toEqual({ counters: [], applications: [] });
+  it('empties a read model that no event of its types supports', async () => {
+    await db.query(`INSERT INTO ${scope.counters} VALUES ('stale', 1, 1)`);
+    const result = await rebuildProjection(db, store, counterProjection(scope));
+    expect(result.eventsApplied).toBe(0);
+    expect(await snapshotReadModel(db, scope)).toEqual({ counters: [], applications: [] });
   });
 });
