@@ -12,6 +12,9 @@ import { waitFor } from './waitFor.ts';
 
 export const OPERATOR: Actor = { id: 'alice@ops', role: 'OPERATOR' };
 
+/** Opening an embedded database compiles PGlite's WebAssembly: seconds alone, far longer on a busy machine. */
+export const SETUP_TIMEOUT_MS = 180_000;
+
 export interface ControlPlaneHarness {
   testDb: TestDb;
   db: Db;

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommandResult } from '../../../src/control-plane/commandResult.ts';
 import { storageTargets } from '../../support/databases.ts';
-import { OPERATOR, openControlPlane, type ControlPlaneHarness } from '../../support/controlPlaneHarness.ts';
+import { OPERATOR, openControlPlane, type ControlPlaneHarness, SETUP_TIMEOUT_MS } from '../../support/controlPlaneHarness.ts';
 
 describe.each(storageTargets)('control-plane commands on $name', (target) => {
   let h: ControlPlaneHarness;
@@ -11,7 +11,7 @@ describe.each(storageTargets)('control-plane commands on $name', (target) => {
     h = await openControlPlane(target);
     expectApplied(await h.controlPlane.defineTier(OPERATOR, { tierId: 'silver', name: 'Silver' }));
     expectApplied(await h.controlPlane.registerTenant(OPERATOR, { tenantId: 'acme', tierId: 'silver' }));
-  });
+  }, SETUP_TIMEOUT_MS);
   afterAll(() => h.close());
 
   const eventCount = async () => Number((await h.db.query<{ n: string }>('SELECT count(*)::text AS n FROM gl_events')).rows[0]!.n);

@@ -10,7 +10,7 @@ import type { TierLimitSetData } from '../../../src/ledger/catalog/controlPlane.
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
-import { OPERATOR } from '../../support/controlPlaneHarness.ts';
+import { OPERATOR, SETUP_TIMEOUT_MS } from '../../support/controlPlaneHarness.ts';
 
 const CLIENTS = 20;
 
@@ -27,7 +27,7 @@ describe.each(storageTargets)('concurrent control-plane edits on $name', (target
     const first = createControlPlane({ ...clients[0]!, now: () => new Date() });
     expect((await first.defineTier(OPERATOR, { tierId: 'busy', name: 'Busy' })).status).toBe('applied');
     expect((await first.registerTenant(OPERATOR, { tenantId: 'acme', tierId: 'busy' })).status).toBe('applied');
-  });
+  }, SETUP_TIMEOUT_MS);
   afterAll(async () => {
     await Promise.all(clients.map((client) => client.store.close()));
     await testDb.dispose();

@@ -18,7 +18,7 @@ import { Governor } from '../../../src/governance/governor.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
 import { createTenantsProjection } from '../../../projections/tenants.ts';
 import { storageTargets } from '../../support/databases.ts';
-import { OPERATOR, openControlPlane, type ControlPlaneHarness } from '../../support/controlPlaneHarness.ts';
+import { OPERATOR, openControlPlane, type ControlPlaneHarness, SETUP_TIMEOUT_MS } from '../../support/controlPlaneHarness.ts';
 import { waitFor } from '../../support/waitFor.ts';
 
 const HOUR_MS = 3_600_000;
@@ -47,7 +47,7 @@ describe.each(storageTargets)('control-plane read models on $name', (target) => 
     applied(await cp.setBrandingDefault(OPERATOR, { branding: { productName: 'Acme Platform' } }));
     applied(await cp.setTenantBranding(OPERATOR, { tenantId: 'gamma', branding: { productName: 'Gamma Cloud', primaryColor: '#112233' } }));
     await h.caughtUp();
-  });
+  }, SETUP_TIMEOUT_MS);
   afterAll(() => h.close());
 
   it('resolves every tenant through the cascade and says which level won', async () => {

@@ -5,7 +5,7 @@ import { controlPlaneProjections } from '../../../src/control-plane/projections.
 import type { Queryable } from '../../../src/db/db.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
 import { storageTargets } from '../../support/databases.ts';
-import { OPERATOR, openControlPlane, type ControlPlaneHarness } from '../../support/controlPlaneHarness.ts';
+import { OPERATOR, openControlPlane, type ControlPlaneHarness, SETUP_TIMEOUT_MS } from '../../support/controlPlaneHarness.ts';
 
 const MINUTE_MS = 60_000;
 
@@ -40,7 +40,7 @@ describe.each(storageTargets)('control-plane projections rebuilt on $name', (tar
       applied(await cp.setTenantOverLimitPolicy(OPERATOR, { tenantId, policy: i % 2 ? 'EXACT_REJECT' : 'STABLE_DOWNSAMPLE' }));
     }
     await h.caughtUp();
-  });
+  }, SETUP_TIMEOUT_MS);
   afterAll(() => h.close());
 
   it('gives identical tables for every projection', async () => {

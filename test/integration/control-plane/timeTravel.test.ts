@@ -6,7 +6,7 @@ import type { CommandResult } from '../../../src/control-plane/commandResult.ts'
 import { effectiveLimitsAt } from '../../../src/control-plane/effectiveLimitsAt.ts';
 import { loadEffectiveLimits } from '../../../src/control-plane/loadEffectiveLimits.ts';
 import { storageTargets } from '../../support/databases.ts';
-import { OPERATOR, openControlPlane, type ControlPlaneHarness } from '../../support/controlPlaneHarness.ts';
+import { OPERATOR, openControlPlane, type ControlPlaneHarness, SETUP_TIMEOUT_MS } from '../../support/controlPlaneHarness.ts';
 
 const MINUTE_MS = 60_000;
 
@@ -42,7 +42,7 @@ describe.each(storageTargets)('effectiveLimitsAt on $name', (target) => {
     applied(await cp.clearTenantOverride(OPERATOR, { tenantId: 'acme', dimension: 'INGEST', reason: 'incident over' }));
     at('end');
     await h.caughtUp();
-  });
+  }, SETUP_TIMEOUT_MS);
   afterAll(() => h.close());
 
   const ingestAt = async (instant: Date) => {
