@@ -15,7 +15,9 @@ const CommandAcceptedType = builder.objectRef<CommandAccepted>('CommandAccepted'
   fields: (t) => ({
     commandId: t.exposeID('commandId'),
     undelivered: t.exposeInt('undelivered'),
-    ceiling: t.exposeInt('ceiling'),
+    // Always set here; nullable only so a client can select `ceiling` on both members of
+    // EnqueueCommandResult (CommandRejected has none for an unknown tenant) in one query.
+    ceiling: t.exposeInt('ceiling', { nullable: true }),
   }),
 });
 
