@@ -39,10 +39,41 @@ export function enterFrontDoor(
       remaining: edge.remaining,
       retryAfterSeconds: edge.retryAfterSeconds,
     });
-    deps.logger.debug({ requestId, client: client.address, status: 429, scope: 'ip' }, 'ingest refused at the edge');
+    logOutcome(deps, { requestId, client, atMs }, undefined, 429);
     return null;
   }
   return { requestId, client, atMs };
+}
+
+/** Answers with a JSON body that carries the request ID, and logs the outcome (debug) under the same ID. */
+export function answer(
+  res: ServerResponse,
+  deps: FrontDoorDeps,
+  request: FrontDoorRequest,
+  tenantId: string | undefined,
+  status: number,
+  body: Record<string, unknown>,
+): void {
+  body.requestId = request.requestId;
+  sendJson(res, status, body);
+  logOutcome(deps, request, tenantId, status);
+}
+
+export function answerRateLimited(
+  res: ServerResponse,
+  deps: FrontDoorDeps,
+  request: FrontDoorRequest,
+  tenantId: string,
+  verdict: RateLimitVerdict,
+): void {
+  sendRateLimited(res, request.requestId, verdict);
+  logOutcome(deps, request, tenantId, 429);
+}
+
+function logOutcome(deps: FrontDoorDeps, request: FrontDoorRequest, tenantId: string | undefined, status: number): void {
+  // Checked first so a request does not build a log record that the level would throw away.
+  if (!deps.logger.isLevelEnabled('debug')) return;
+  deps.logger.debug({ requestId: request.requestId, client: request.client.address, tenantId, status }, 'ingest front door');
 }
 
 export function sendRateLimited(res: ServerResponse, requestId: string, verdict: RateLimitVerdict): void {

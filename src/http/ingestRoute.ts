@@ -15,12 +15,11 @@ import type { RouteHandler } from '../server.ts';
 import { authorizeSender } from './authorizeSender.ts';
 import type { IngestCredential } from './credentials.ts';
 import type { ClientIp } from './clientIp.ts';
-import { enterFrontDoor, sendRateLimited, tenantVerdict, type ClientResolver } from './frontDoor.ts';
+import { answer, answerRateLimited, enterFrontDoor, tenantVerdict, type ClientResolver } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { setTenantCors } from './rateLimitHeaders.ts';
 import { closeAfterRefusal, declaresTooLarge, readBodyCapped } from './readBody.ts';
 import { decodeReadings } from './readings.ts';
-import { sendJson } from './respond.ts';
 import { namesInPath } from './tenantPath.ts';
 
 export const INGEST_PREFIX = '/v1/ingest/';
@@ -34,13 +33,9 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
     const entry = enterFrontDoor(req, res, deps, clients, now);
     if (entry === null) return;
     const { requestId, client, atMs } = entry;
-    const done = (status: number, body: Record<string, unknown>, tenantId?: string) => {
-      sendJson(res, status, { ...body, requestId });
-      logger.debug({ requestId, client: client.address, tenantId, status }, 'ingest');
-    };
 
     const names = namesInPath(url.pathname, INGEST_PREFIX, 1);
-    if (names === null) return done(404, { error: 'the path must be /v1/ingest/<tenant> with a valid tenant ID' });
+    if (names === null) return answer(res, deps, entry, undefined, 404, { error: 'the path must be /v1/ingest/<tenant> with a valid tenant ID' });
     const tenantId = names[0]!;
     setTenantCors(res);
 
@@ -54,21 +49,20 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
       charge: 'message',
     });
     if (!message.admitted) {
-      sendRateLimited(res, requestId, tenantVerdict(message, 'messages'));
-      return logger.debug({ requestId, client: client.address, tenantId, status: 429 }, 'ingest');
+      return answerRateLimited(res, deps, entry, tenantId, tenantVerdict(message, 'messages'));
     }
 
     if (declaresTooLarge(req, maxBodyBytes)) {
       closeAfterRefusal(req, res);
-      return done(413, { error: `the body is larger than ${maxBodyBytes} bytes` }, tenantId);
+      return answer(res, deps, entry, tenantId, 413, { error: `the body is larger than ${maxBodyBytes} bytes` });
     }
     const read = await readBodyCapped(req, maxBodyBytes);
     if (read.status === 'too-large') {
       closeAfterRefusal(req, res);
-      return done(413, { error: `the body is larger than ${maxBodyBytes} bytes` }, tenantId);
+      return answer(res, deps, entry, tenantId, 413, { error: `the body is larger than ${maxBodyBytes} bytes` });
     }
     const decoded = decodeReadings(read.body);
-    if (decoded.status === 'invalid') return done(400, { error: decoded.message }, tenantId);
+    if (decoded.status === 'invalid') return answer(res, deps, entry, tenantId, 400, { error: decoded.message });
 
     const readings = governor.admit({
       tenant: tenantId,
@@ -79,8 +73,7 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
       callerKey: client.limitKey,
     });
     if (!readings.admitted) {
-      sendRateLimited(res, requestId, tenantVerdict(readings, 'readings'));
-      return logger.debug({ requestId, client: client.address, tenantId, status: 429, readings: decoded.readingCount }, 'ingest');
+      return answerRateLimited(res, deps, entry, tenantId, tenantVerdict(readings, 'readings'));
     }
 
     const key = req.headers['x-device-key'];
@@ -88,7 +81,7 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
     const sender = authorizeSender(credential, { route: 'http', tenantId, entries: decoded.entries });
     if (sender.status === 'unauthorized') {
       res.setHeader('WWW-Authenticate', 'DeviceKey realm="ingest"');
-      return done(401, { error: sender.message }, tenantId);
+      return answer(res, deps, entry, tenantId, 401, { error: sender.message });
     }
 
     const request = governor.admit({
@@ -99,8 +92,7 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
       callerKey: callerKeyOf(sender.credential, client),
     });
     if (!request.admitted) {
-      sendRateLimited(res, requestId, tenantVerdict(request, 'requests'));
-      return logger.debug({ requestId, client: client.address, tenantId, status: 429 }, 'ingest');
+      return answerRateLimited(res, deps, entry, tenantId, tenantVerdict(request, 'requests'));
     }
 
     try {
@@ -116,9 +108,9 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
     } catch (error) {
       logger.error({ err: error, requestId, tenantId }, 'ingest sink failed');
       res.setHeader('Retry-After', '1');
-      return done(503, { error: 'the reading pipeline is unavailable; retry' }, tenantId);
+      return answer(res, deps, entry, tenantId, 503, { error: 'the reading pipeline is unavailable; retry' });
     }
-    done(202, { accepted: decoded.readingCount }, tenantId);
+    answer(res, deps, entry, tenantId, 202, { accepted: decoded.readingCount });
   };
 }
 

@@ -9,12 +9,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RouteHandler } from '../server.ts';
 import { authorizeSender } from './authorizeSender.ts';
-import { enterFrontDoor, sendRateLimited, tenantVerdict, type ClientResolver } from './frontDoor.ts';
+import { answer, answerRateLimited, enterFrontDoor, tenantVerdict, type ClientResolver } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { callerKeyOf } from './ingestRoute.ts';
 import { setTenantCors } from './rateLimitHeaders.ts';
 import { closeAfterRefusal, declaresTooLarge, readBodyCapped } from './readBody.ts';
-import { sendJson } from './respond.ts';
 import { namesInPath } from './tenantPath.ts';
 import { decodeUplinks } from './uplinks.ts';
 
@@ -29,14 +28,10 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
     const entry = enterFrontDoor(req, res, deps, clients, now);
     if (entry === null) return;
     const { requestId, client, atMs } = entry;
-    const done = (status: number, body: Record<string, unknown>, tenantId?: string) => {
-      sendJson(res, status, { ...body, requestId });
-      logger.debug({ requestId, client: client.address, tenantId, status }, 'integration uplink');
-    };
 
     const names = namesInPath(url.pathname, INTEGRATIONS_PREFIX, 2);
     if (names === null) {
-      return done(404, { error: 'the path must be /v1/integrations/<tenant>/<integration> with valid names' });
+      return answer(res, deps, entry, undefined, 404, { error: 'the path must be /v1/integrations/<tenant>/<integration> with valid names' });
     }
     const [tenantId, integration] = names as [string, string];
     setTenantCors(res);
@@ -46,20 +41,20 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
     const sender = authorizeSender(credential, { route: 'integration', tenantId, integration });
     if (sender.status === 'unauthorized') {
       res.setHeader('WWW-Authenticate', 'DeviceKey realm="ingest"');
-      return done(401, { error: sender.message }, tenantId);
+      return answer(res, deps, entry, tenantId, 401, { error: sender.message });
     }
 
     if (declaresTooLarge(req, maxBodyBytes)) {
       closeAfterRefusal(req, res);
-      return done(413, { error: `the body is larger than ${maxBodyBytes} bytes` }, tenantId);
+      return answer(res, deps, entry, tenantId, 413, { error: `the body is larger than ${maxBodyBytes} bytes` });
     }
     const read = await readBodyCapped(req, maxBodyBytes);
     if (read.status === 'too-large') {
       closeAfterRefusal(req, res);
-      return done(413, { error: `the body is larger than ${maxBodyBytes} bytes` }, tenantId);
+      return answer(res, deps, entry, tenantId, 413, { error: `the body is larger than ${maxBodyBytes} bytes` });
     }
     const decoded = decodeUplinks(read.body);
-    if (decoded.status === 'invalid') return done(400, { error: decoded.message }, tenantId);
+    if (decoded.status === 'invalid') return answer(res, deps, entry, tenantId, 400, { error: decoded.message });
     const uplinks = decoded.uplinks.length;
 
     const request = governor.admit({
@@ -70,8 +65,7 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
       callerKey: callerKeyOf(sender.credential, client),
     });
     if (!request.admitted) {
-      sendRateLimited(res, requestId, tenantVerdict(request, 'requests'));
-      return logger.debug({ requestId, client: client.address, tenantId, status: 429 }, 'integration uplink');
+      return answerRateLimited(res, deps, entry, tenantId, tenantVerdict(request, 'requests'));
     }
 
     const charge = governor.admit({
@@ -82,7 +76,7 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
       at: atMs,
       callerKey: client.limitKey,
     });
-    if (!charge.admitted) return done(202, { accepted: 0, dropped: uplinks }, tenantId);
+    if (!charge.admitted) return answer(res, deps, entry, tenantId, 202, { accepted: 0, dropped: uplinks });
 
     try {
       await deps.sink.publish({
@@ -98,8 +92,8 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
     } catch (error) {
       logger.error({ err: error, requestId, tenantId }, 'integration sink failed');
       res.setHeader('Retry-After', '1');
-      return done(503, { error: 'the reading pipeline is unavailable; retry' }, tenantId);
+      return answer(res, deps, entry, tenantId, 503, { error: 'the reading pipeline is unavailable; retry' });
     }
-    done(202, { accepted: uplinks }, tenantId);
+    answer(res, deps, entry, tenantId, 202, { accepted: uplinks });
   };
 }

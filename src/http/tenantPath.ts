@@ -5,15 +5,18 @@ const TENANT_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
 
 /** The path segments after `prefix`, decoded; null when the path does not have exactly `count` valid segments. */
 export function namesInPath(pathname: string, prefix: string, count: number): string[] | null {
-  const segments = pathname.slice(prefix.length).split('/');
+  const rest = pathname.slice(prefix.length);
+  const segments = count === 1 ? (rest.includes('/') ? [] : [rest]) : rest.split('/');
   if (segments.length !== count) return null;
   const names: string[] = [];
   for (const segment of segments) {
-    let name: string;
-    try {
-      name = decodeURIComponent(segment);
-    } catch {
-      return null;
+    let name = segment;
+    if (segment.includes('%')) {
+      try {
+        name = decodeURIComponent(segment);
+      } catch {
+        return null;
+      }
     }
     if (!TENANT_ID.test(name)) return null;
     names.push(name);

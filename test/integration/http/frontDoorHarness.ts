@@ -4,7 +4,6 @@
 import type { Server } from 'node:http';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { readSettings } from '../../../src/config.ts';
 import { Governor, type GovernorOptions } from '../../../src/governance/governor.ts';
 import type {
   AdmissionSummary,
@@ -21,7 +20,6 @@ import { createIngestRoutes } from '../../../src/http/routes.ts';
 import { parseTrustedProxies } from '../../../src/http/trustedProxies.ts';
 import type { ReadingSink } from '../../../src/http/sink.ts';
 import { createServer, listen } from '../../../src/server.ts';
-import type { Service } from '../../../src/service.ts';
 import type { Db } from '../../../src/db/db.ts';
 
 export class TableLimitSource implements LimitSource {
@@ -100,8 +98,7 @@ export async function startFrontDoor(options: FrontDoorOptions): Promise<Running
     maxBodyBytes: options.maxBodyBytes,
     now: options.now,
   };
-  const service = { settings: readSettings({}), logger, db: options.db, readiness: [], routes: [], close: async () => {} } satisfies Service;
-  const server: Server = createServer(service, createIngestRoutes(deps));
+  const server: Server = createServer({ logger, readiness: [] }, createIngestRoutes(deps));
   const address = await listen(server, 0, '127.0.0.1');
   return {
     baseUrl: `http://127.0.0.1:${address.port}`,

@@ -1,0 +1,164 @@
+// HTTP ingest front door against a bare node:http handler that reads and parses the same JSON body, in the
+// same run. Servers run in a child process so the load generator (autocannon) does not share their event
+// loop; targets alternate over several rounds and each keeps its best round, because the machine is shared.
+//   ours      = POST /v1/ingest/bench: every check of the front door, admitted, counting sink (202)
+//   shed      = POST /v1/ingest/shed: a tenant over its limit, refused at the per-message charge (429)
+//   baseline  = bare handler: read body, JSON.parse, 202
+// Targets: ours >= 0.7 x baseline requests/s; shed >= ours.
+// Last line: {"bench":"ingest-http","ours":..,"baseline":..,"ratio":..,"unit":"requests/s","shed":..,...}
+import { fork } from 'node:child_process';
+import { createServer as createBareServer, type Server } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { pino } from 'pino';
+import { openPglite } from '../src/db/pglite.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { Governor } from '../src/governance/governor.ts';
+import type { AdmissionSummary, LimitSource, Recorder, TenantGovernanceRecord } from '../src/governance/types.ts';
+import { createCountingSink } from '../src/http/countingSink.ts';
+import { cachedCredentialLookup } from '../src/http/credentialCache.ts';
+import { findIngestCredential, registerIngestCredential } from '../src/http/credentials.ts';
+import { createEdgeLimit } from '../src/http/edgeLimit.ts';
+import { createIngestRoutes } from '../src/http/routes.ts';
+import { parseTrustedProxies } from '../src/http/trustedProxies.ts';
+import { createServer, listen } from '../src/server.ts';
+
+const READINGS_PER_REQUEST = 32;
+const BODY = JSON.stringify({
+  readings: Array.from({ length: READINGS_PER_REQUEST }, (_, i) => ({ deviceId: 'pump-7', measurements: { [`m${i}`]: i * 1.5 } })),
+});
+const ROUNDS = 3;
+const SECONDS_PER_RUN = 4;
+const CONNECTIONS = 32;
+
+interface Ports {
+  frontDoor: number;
+  bare: number;
+  key: string;
+}
+
+if (process.argv[2] === 'serve') await serve();
+else await measure();
+
+async function serve(): Promise<void> {
+  const db = await openPglite();
+  await migrate(db);
+  const registered = await registerIngestCredential(db, { tenantId: 'bench', kind: 'device', subject: 'pump-7' });
+  if (registered.status !== 'registered') throw new Error(registered.message);
+  const high = { ratePerSecond: 1_000_000, burst: 1_000_000 };
+  const records = new Map<string, TenantGovernanceRecord>([
+    ['bench', { tenantId: 'bench', tierId: null, levels: { INGEST: { override: high }, API_REQUESTS: { override: { ratePerSecond: 1_000_000 } } } }],
+    ['shed', { tenantId: 'shed', tierId: null, levels: { INGEST: { override: { ratePerSecond: 1, burst: 1 } } } }],
+  ]);
+  const limitSource: LimitSource = {
+    loadTenants: async (ids) => new Map(ids.flatMap((id) => (records.has(id) ? [[id, records.get(id)!] as const] : []))),
+    loadPlatformDefaults: async () => ({}),
+  };
+  let recorded = 0;
+  const recorder: Recorder = {
+    record: async (admissions: readonly AdmissionSummary[]) => {
+      recorded += admissions.length;
+    },
+  };
+  const governor = new Governor({ limitSource, recorder });
+  const logger = pino({ level: 'info' }, pino.destination('/dev/null'));
+  const routes = createIngestRoutes({
+    governor,
+    edgeLimit: createEdgeLimit({ ratePerSecond: 1_000_000 }),
+    trustedProxies: parseTrustedProxies([]),
+    findCredential: cachedCredentialLookup((key) => findIngestCredential(db, key)),
+    sink: createCountingSink(),
+    logger,
+  });
+  const frontDoor = await listen(createServer({ logger, readiness: [] }, routes), 0, '127.0.0.1');
+  const bareServer: Server = createBareServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { readings: unknown[] };
+      const text = JSON.stringify({ accepted: parsed.readings.length });
+      res.writeHead(202, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }).end(text);
+    });
+  });
+  const bare = await listen(bareServer, 0, '127.0.0.1');
+  process.on('message', () => {
+    const used = process.cpuUsage();
+    process.send!({ cpuMicros: used.user + used.system });
+  });
+  process.send!({ frontDoor: frontDoor.port, bare: bare.port, key: registered.key } satisfies Ports);
+  process.on('disconnect', () => {
+    void governor.close().finally(() => process.exit(recorded >= 0 ? 0 : 1));
+  });
+}
+
+async function measure(): Promise<void> {
+  const child = fork(fileURLToPath(import.meta.url), ['serve'], { execArgv: process.execArgv, stdio: 'inherit' });
+  const ports = await new Promise<Ports>((resolve, reject) => {
+    child.once('message', (message) => resolve(message as Ports));
+    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
+  });
+  const serverCpuMicros = () =>
+    new Promise<number>((resolve) => {
+      child.once('message', (message) => resolve((message as { cpuMicros: number }).cpuMicros));
+      child.send('cpu');
+    });
+  const run = async (port: number, path: string, headers: Record<string, string>, expectStatus: number) => {
+    const cpuBefore = await serverCpuMicros();
+    const result = await autocannon({
+      url: `http://127.0.0.1:${port}${path}`,
+      method: 'POST',
+      body: BODY,
+      headers: { 'content-type': 'application/json', ...headers },
+      connections: CONNECTIONS,
+      duration: SECONDS_PER_RUN,
+    });
+    const expected = result.statusCodeStats?.[String(expectStatus) as keyof typeof result.statusCodeStats]?.count ?? 0;
+    if (result.errors > 0 || expected < result.requests.total * 0.99) {
+      throw new Error(`${path}: expected ${expectStatus}, got ${JSON.stringify(result.statusCodeStats ?? {})}, ${result.errors} errors`);
+    }
+    const cpuMicrosPerRequest = ((await serverCpuMicros()) - cpuBefore) / result.requests.total;
+    return { requestsPerSecond: result.requests.average, cpuMicrosPerRequest };
+  };
+  const device = { 'x-device-key': ports.key };
+  // Warm up: the Governor learns both tenants' ceilings, V8 compiles the hot paths.
+  await run(ports.frontDoor, '/v1/ingest/bench', device, 202).catch(() => 0);
+  await run(ports.frontDoor, '/v1/ingest/shed', device, 429).catch(() => 0);
+  type Sample = Awaited<ReturnType<typeof run>>;
+  const samples = { baseline: [] as Sample[], ours: [] as Sample[], shed: [] as Sample[] };
+  for (let round = 0; round < ROUNDS; round++) {
+    samples.baseline.push(await run(ports.bare, '/v1/ingest/bench', {}, 202));
+    samples.ours.push(await run(ports.frontDoor, '/v1/ingest/bench', device, 202));
+    samples.shed.push(await run(ports.frontDoor, '/v1/ingest/shed', device, 429));
+  }
+  child.disconnect();
+  // Best of the rounds: on a shared machine, a slow round measures the neighbours, not the server.
+  const best = (values: Sample[]) => Math.max(...values.map((each) => each.requestsPerSecond));
+  const leastCpu = (values: Sample[]) => Math.min(...values.map((each) => each.cpuMicrosPerRequest));
+  const ours = best(samples.ours);
+  const baseline = best(samples.baseline);
+  const shed = best(samples.shed);
+  const round2 = (value: number) => Math.round(value * 100) / 100;
+  console.log(`samples: ${JSON.stringify(samples)}`);
+  console.log(
+    JSON.stringify({
+      bench: 'ingest-http',
+      ours: Math.round(ours),
+      baseline: Math.round(baseline),
+      ratio: round2(ours / baseline),
+      unit: 'requests/s',
+      shed: Math.round(shed),
+      shedToAdmitted: round2(shed / ours),
+      // Server CPU per request is less disturbed by other load on the machine than requests/s.
+      serverCpuMicrosPerRequest: {
+        ours: round2(leastCpu(samples.ours)),
+        baseline: round2(leastCpu(samples.baseline)),
+        shed: round2(leastCpu(samples.shed)),
+      },
+      readingsPerRequest: READINGS_PER_REQUEST,
+      connections: CONNECTIONS,
+      secondsPerRun: SECONDS_PER_RUN,
+      rounds: ROUNDS,
+      targets: { ratio: 0.7, shedToAdmitted: 1 },
+    }),
+  );
+}
