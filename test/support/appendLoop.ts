@@ -1,5 +1,7 @@
 // Child process for the append fault test: appends batches of varying size, back to back, until killed.
-// It prints each batch's id once append() has returned, so the parent knows which batches committed.
+// It prints `begin <batch>` before each append and `done <batch>` once append() has returned, so the parent
+// knows which batches committed and whether its kill landed inside an append. (Writes to a pipe are
+// synchronous on Linux, so a line is out before the next step starts.)
 // Storage: DATABASE_URL (+ GOVERNANCE_DB_SCHEMA) for PostgreSQL, else the PGlite data directory PGLITE_DIR.
 import { randomUUID } from 'node:crypto';
 import { openPostgres } from '../../src/db/postgres.ts';
@@ -21,6 +23,7 @@ for (let k = 0; ; k++) {
     data: { n, padding: 'x'.repeat(200) },
     metadata: { batch, size },
   }));
+  process.stdout.write(`begin ${batch}\n`);
   await store.append(`fault-${k % 3}`, events);
-  process.stdout.write(`${batch}\n`);
+  process.stdout.write(`done ${batch}\n`);
 }

@@ -18,27 +18,40 @@ const CHILD = fileURLToPath(new URL('../../support/appendLoop.ts', import.meta.u
 // Each kill restarts the child; PGlite's start-up (WASM, reopening the directory) is the slow part.
 const KILLS = 2;
 
+interface KilledRun {
+  /** Batches whose append() returned before the kill. */
+  acknowledged: string[];
+  /** True when the kill came between a batch's `begin` and its `done`: inside an append. */
+  killedMidAppend: boolean;
+}
+
 /** Starts the appending child, waits until it has committed `batches` batches, then SIGKILLs it. */
-async function appendUntilKilled(env: Record<string, string>, run: string, batches: number): Promise<string[]> {
+async function appendUntilKilled(env: Record<string, string>, run: string, batches: number): Promise<KilledRun> {
   // The child picks its storage from `env` alone, never from this process's DATABASE_URL.
   const { DATABASE_URL: _url, GOVERNANCE_DB_SCHEMA: _schema, ...inherited } = process.env;
   const child = spawn(process.execPath, ['--import', 'tsx', CHILD], {
     env: { ...inherited, ...env, FAULT_RUN: run },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  const acknowledged: string[] = [];
+  const lines: string[] = [];
+  let partial = '';
   let stderr = '';
-  let exited = false;
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => acknowledged.push(...chunk.split('\n').filter(Boolean)));
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    const parts = (partial + chunk).split('\n');
+    partial = parts.pop()!;
+    lines.push(...parts);
+  });
   child.stderr.setEncoding('utf8').on('data', (chunk: string) => (stderr += chunk));
-  const exit = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => ((exited = true), resolve(signal))));
+  let exited = false;
+  const closed = new Promise<NodeJS.Signals | null>((resolve) => child.on('close', (_code, signal) => ((exited = true), resolve(signal))));
+  const acknowledged = () => lines.filter((line) => line.startsWith('done ')).map((line) => line.slice('done '.length));
   try {
-    await waitFor(() => acknowledged.length >= batches || exited, { timeoutMs: 45_000, description: `${batches} committed batches` });
+    await waitFor(() => acknowledged().length >= batches || exited, { timeoutMs: 45_000, description: `${batches} committed batches` });
     if (exited) throw new Error(`the appending child exited on its own: ${stderr}`);
     // The child appends back to back, so this lands in the middle of the next append.
     child.kill('SIGKILL');
-    expect(await exit).toBe('SIGKILL');
-    return acknowledged;
+    expect(await closed).toBe('SIGKILL');
+    return { acknowledged: acknowledged(), killedMidAppend: lines.at(-1)?.startsWith('begin ') ?? false };
   } finally {
     if (!exited) child.kill('SIGKILL');
   }
@@ -74,14 +87,17 @@ async function expectAppendsAgain(db: Db): Promise<void> {
 }
 
 describe('appending process killed mid-append', () => {
-  it('leaves a PGlite data directory whole and reopenable', async () => {
+  // Four PGlite start-ups (set-up, two children, the check) take seconds each on a busy machine.
+  it('leaves a PGlite data directory whole and reopenable', { timeout: 150_000 }, async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'gl-append-crash-'));
     try {
       const setup = await openPglite(dir);
       await migrate(setup);
       await setup.close();
-      const acknowledged: string[] = [];
-      for (let kill = 0; kill < KILLS; kill++) acknowledged.push(...(await appendUntilKilled({ PGLITE_DIR: dir }, `pglite${kill}`, 5)));
+      const runs: KilledRun[] = [];
+      for (let kill = 0; kill < KILLS; kill++) runs.push(await appendUntilKilled({ PGLITE_DIR: dir }, `pglite${kill}`, 5));
+      expect(runs.some((each) => each.killedMidAppend), 'a kill landed inside an append').toBe(true);
+      const acknowledged = runs.flatMap((each) => each.acknowledged);
 
       const db = await openPglite(dir);
       try {
@@ -100,10 +116,10 @@ describe('appending process killed mid-append', () => {
       const { db, env, dispose } = await postgresOnly!.open();
       const appName = `gl-append-crash-${env!.GOVERNANCE_DB_SCHEMA}`;
       try {
-        const acknowledged: string[] = [];
-        for (let kill = 0; kill < KILLS; kill++) {
-          acknowledged.push(...(await appendUntilKilled({ ...env!, PGAPPNAME: appName }, `postgres${kill}`, 10)));
-        }
+        const runs: KilledRun[] = [];
+        for (let kill = 0; kill < KILLS; kill++) runs.push(await appendUntilKilled({ ...env!, PGAPPNAME: appName }, `postgres${kill}`, 10));
+        expect(runs.some((each) => each.killedMidAppend), 'a kill landed inside an append').toBe(true);
+        const acknowledged = runs.flatMap((each) => each.acknowledged);
         // The server finishes (commits or rolls back) what a dead client left running; wait for that.
         await waitFor(
           async () =>
