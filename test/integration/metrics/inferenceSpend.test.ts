@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/db.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
-import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
+import { startProjections } from '../../../src/ledger/projectionSet.ts';
 import { INFERENCE_SPEND_STREAM } from '../../../src/ledger/catalog/inference.ts';
 import { inferenceSpendProjection } from '../../../projections/inferenceSpend.ts';
 import { createMetrics } from '../../../src/metrics/metrics.ts';
@@ -10,6 +10,7 @@ import { createInferenceSpendMeter } from '../../../src/metrics/inferenceSpendMe
 import { instrumentEventStore } from '../../../src/metrics/instrumentEventStore.ts';
 import { inferenceSpendTrend, topInferenceSpenders } from '../../../src/metrics/trends/inferenceSpend.ts';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
+import { waitForProjected } from './waitForProjected.ts';
 
 const T0 = Date.UTC(2026, 5, 1, 12, 0, 30);
 const at = (ms: number) => new Date(ms);
@@ -60,7 +61,9 @@ describe.each(storageTargets)('AI inference spend on $name', (target) => {
       await meter.close();
     }
 
-    await rebuildProjection(db, store, inferenceSpendProjection);
+    const head = (await store.readStream(INFERENCE_SPEND_STREAM, { fromRevision: 'end', direction: 'backwards', maxCount: 1 }))[0]!;
+    const projections = await startProjections(db, store, [inferenceSpendProjection]);
+    await waitForProjected(db, projections, head.position).finally(() => projections.close());
     const range = { from: at(T0 - 3_600_000), to: at(T0 + 3_600_000) };
     expect(await topInferenceSpenders(db, { ...range, first: 5 })).toEqual([
       { tenantId: 'globex', inputTokens: 500, outputTokens: 0, requests: 1 },
