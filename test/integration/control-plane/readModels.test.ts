@@ -167,6 +167,30 @@ describe.each(storageTargets)('control-plane read models on $name', (target) => 
       await governor.close();
     }
   });
+
+  // Last: it changes gamma's override and moves the clock past its expiry.
+  it('has the running Governor enforce a changed override within the cache TTL, and drop it at its expiry', async () => {
+    const governor = new Governor({ limitSource: createReadModelLimitSource(h.db, () => h.clock.now), cacheTtlMs: 50, retryMs: 50 });
+    const admitGamma = () => governor.admit({ tenant: 'gamma', dimension: 'AI_INFERENCE', units: 1, at: Date.now() });
+    try {
+      await waitFor(() => admitGamma().limit === 50, { description: 'the override of 50/s enforced' });
+      applied(
+        await h.controlPlane.setTenantOverride(OPERATOR, { tenantId: 'gamma', dimension: 'AI_INFERENCE', ratePerSecond: 70, burst: 80, reason: 'more', expiresAt: overrideExpiresAt }),
+      );
+      await h.caughtUp();
+      await waitFor(() => admitGamma().limit === 70, { description: 'the changed override of 70/s enforced' });
+      h.clock.now = overrideExpiresAt;
+      await waitFor(
+        () => {
+          const decision = admitGamma();
+          return decision.source === 'SHIPPED_DEFAULT' && decision.limit === 5;
+        },
+        { description: 'the lapsed override no longer enforced' },
+      );
+    } finally {
+      await governor.close();
+    }
+  });
 });
 
 function applied(result: CommandResult): void {
