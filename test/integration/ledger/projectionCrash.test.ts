@@ -141,5 +141,6 @@ describe('projection crash on PGlite on disk', () => {
     } finally {
       await rm(dataDir, { recursive: true, force: true });
     }
-  });
+    // Five PGlite start-ups from disk (three here, one per child): seconds each, far more on a busy machine.
+  }, 180_000);
 });
