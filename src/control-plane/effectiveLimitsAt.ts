@@ -3,13 +3,12 @@
 // expiresAt had passed did not); that tier's and the platform's streams say what they set then; the
 // governance library's cascade resolves them exactly as it resolves today's limits.
 import { resolveEffectiveLimits } from '../governance/cascade.ts';
-import type { Dimension, LimitLevels } from '../governance/types.ts';
+import { DIMENSIONS, type Dimension, type LimitLevels } from '../governance/types.ts';
 import { PLATFORM_STREAM, tenantStream, tierStream } from '../ledger/catalog/controlPlane.ts';
 import type { EventStore, RecordedEvent } from '../ledger/eventStore.ts';
 import type { TenantEffectiveLimits } from './loadEffectiveLimits.ts';
 import { overrideApplies } from './state.ts';
 import { viewOf } from './view.ts';
-import { DIMENSIONS } from '../governance/types.ts';
 
 /** null: the tenant was not registered at that instant. */
 export async function effectiveLimitsAt(store: EventStore, tenantId: string, at: Date): Promise<TenantEffectiveLimits | null> {
