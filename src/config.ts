@@ -13,6 +13,10 @@ export interface Settings {
   jwksUrl?: string;
   service: string;
   trustedProxyCidrs: string[];
+  /** EDGE_IP_RATE_PER_SECOND: the instance-level per-IP limit at the HTTP edge (default 1000 requests/s). */
+  edgeIpRatePerSecond: number;
+  /** INGEST_MAX_BODY_BYTES: HTTP ingest bodies above this get 413 (default 1 MiB). */
+  ingestMaxBodyBytes: number;
   logLevel: string;
 }
 
@@ -34,6 +38,16 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
       .split(',')
       .map((cidr) => cidr.trim())
       .filter(Boolean),
+    edgeIpRatePerSecond: positiveInteger(optional('EDGE_IP_RATE_PER_SECOND'), 1000, 'EDGE_IP_RATE_PER_SECOND'),
+    ingestMaxBodyBytes: positiveInteger(optional('INGEST_MAX_BODY_BYTES'), 1024 * 1024, 'INGEST_MAX_BODY_BYTES'),
     logLevel: optional('LOG_LEVEL') ?? 'info',
   };
+}
+
+/** A bad number in the environment stops the service at start, naming the variable, rather than meaning "no limit". */
+function positiveInteger(text: string | undefined, fallback: number, name: string): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number of at least 1, not "${text}"`);
+  return value;
 }
