@@ -17,11 +17,12 @@ export interface LimitChangeNotice {
 
 export type ApiPubSub = ReturnType<typeof createApiPubSub>;
 
-export function createApiPubSub() {
+/** `eventTarget` lets a caller observe who listens (tests wait for a subscriber before publishing). */
+export function createApiPubSub(eventTarget?: EventTarget) {
   return createPubSub<{
     // One topic for all limit changes: a tier or platform-wide change concerns tenants the publisher cannot
     // name, so each subscription decides whether a change concerns its tenant.
     limitChanged: [notice: LimitChangeNotice];
     sheds: [tenantId: string, summary: AdmissionSummary];
-  }>();
+  }>({ eventTarget });
 }

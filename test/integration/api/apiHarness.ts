@@ -32,6 +32,8 @@ export interface ApiHarness {
   store: EventStore;
   controlPlane: ControlPlane;
   pubsub: ApiPubSub;
+  /** Listener counts per pubsub topic (`limitChanged`, `sheds:<tenant>`). */
+  events: ObservedEventTarget;
   projections: ProjectionSet;
   yoga: GraphQLServer;
   /** SQL statements the API has sent since the last reset. */
@@ -40,6 +42,19 @@ export interface ApiHarness {
   /** POSTs one operation with the given token (none when null). */
   gql<Data = Record<string, unknown>>(token: string | null, query: string, variables?: Record<string, unknown>): Promise<GraphQLResponse<Data>>;
   dispose(): Promise<void>;
+}
+
+/** A real EventTarget that also counts listeners, so a test can wait until a subscription is listening. */
+export class ObservedEventTarget extends EventTarget {
+  readonly listeners = new Map<string, number>();
+  override addEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: AddEventListenerOptions | boolean): void {
+    this.listeners.set(type, (this.listeners.get(type) ?? 0) + 1);
+    super.addEventListener(type, listener, options);
+  }
+  override removeEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: EventListenerOptions | boolean): void {
+    this.listeners.set(type, (this.listeners.get(type) ?? 1) - 1);
+    super.removeEventListener(type, listener, options);
+  }
 }
 
 function countingQueryable(db: Queryable, statements: { count: number }): Queryable {
@@ -59,7 +74,8 @@ export async function openApiHarness(target: StorageTarget): Promise<ApiHarness>
   const opened = await target.open();
   const { db } = opened;
   const store = createPostgresEventStore(db);
-  const pubsub = createApiPubSub();
+  const events = new ObservedEventTarget();
+  const pubsub = createApiPubSub(events);
   const projections = await startProjections(
     db,
     store,
@@ -82,6 +98,7 @@ export async function openApiHarness(target: StorageTarget): Promise<ApiHarness>
     store,
     controlPlane,
     pubsub,
+    events,
     projections,
     yoga,
     statements,
