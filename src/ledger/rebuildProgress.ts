@@ -5,20 +5,20 @@ import type { RebuildProgress } from './rebuild.ts';
 export function progressBar(projection: string): { onProgress: (progress: RebuildProgress) => void; stop: () => void } {
   const bar = new cliProgress.SingleBar(
     {
-      format: `${projection} [{bar}] {percentage}% | {value}/{total} events | {rate} events/s | ETA {eta_formatted}`,
-      etaBuffer: 50,
+      format: `${projection} [{bar}] {percentage}% | {value}/{total} events | {rate} events/s | ETA {etaSeconds}s`,
     },
     cliProgress.Presets.shades_classic,
   );
   let started = false;
   return {
-    onProgress({ done, total, ratePerSecond }) {
+    onProgress({ done, total, ratePerSecond, etaSeconds }) {
+      const payload = { rate: Math.round(ratePerSecond).toString(), etaSeconds: Math.ceil(etaSeconds).toString() };
       if (!started) {
-        bar.start(total, done, { rate: '0' });
+        bar.start(total, done, payload);
         started = true;
       }
       bar.setTotal(total);
-      bar.update(done, { rate: Math.round(ratePerSecond).toString() });
+      bar.update(done, payload);
     },
     stop: () => bar.stop(),
   };
