@@ -19,6 +19,15 @@ import { controlPlaneCeilings } from './commands/controlPlaneCeilings.ts';
 import { startCommandExpiry } from './commands/startCommandExpiry.ts';
 import type { CommandBacklog } from './commands/types.ts';
 import { allProjections } from '../projections/index.ts';
+import { createMetrics, type Metrics } from './metrics/metrics.ts';
+import { createMetricsRecorder } from './metrics/metricsRecorder.ts';
+import { instrumentEventStore } from './metrics/instrumentEventStore.ts';
+import { metricsRoute } from './metrics/metricsRoute.ts';
+import { readMetricsSettings } from './metrics/metricsSettings.ts';
+import { commandBacklogSource } from './metrics/commandBacklogSource.ts';
+import { createInferenceSpendMeter, type InferenceSpendMeter } from './metrics/inferenceSpendMeter.ts';
+import { startTrendPruning } from './metrics/trends/pruneTrends.ts';
+import { fanOutRecorder } from './governance/recorders.ts';
 import type { ReadinessCheck } from './http/health.ts';
 import type { Route } from './server.ts';
 
@@ -34,6 +43,9 @@ export interface Service {
   controlPlane: ControlPlane;
   commands: CommandBacklog;
   projections: ProjectionSet;
+  metrics: Metrics;
+  /** AI inference enforcement points report provider tokens here (instance-wide counters, per tenant in the ledger). */
+  inferenceSpend: InferenceSpendMeter;
   readiness: ReadinessCheck[];
   routes: Route[];
   close(): Promise<void>;
@@ -44,11 +56,13 @@ export async function startService(settings: Settings, logger: Logger = createLo
   const db = await openDb(settings);
   const applied = await migrate(db);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
-  const store = openEventStore(db, settings.eventStoreUrl);
+  const metricsSettings = readMetricsSettings();
+  const metrics = createMetrics({ service: settings.service, namedTenants: metricsSettings.namedTenants });
+  const store = instrumentEventStore(openEventStore(db, settings.eventStoreUrl), metrics);
 
   const governor = new Governor({
     limitSource: createReadModelLimitSource(db),
-    recorder: createLedgerRecorder(store),
+    recorder: fanOutRecorder(createLedgerRecorder(store), createMetricsRecorder(metrics)),
     onError: (error: unknown) => logger.warn({ err: error }, 'governor background work failed'),
   });
   await feedConfirmedTenants(db, governor);
@@ -61,6 +75,18 @@ export async function startService(settings: Settings, logger: Logger = createLo
 
   // Closed in reverse order of this list: projections stop before the governor's last flush lands in the store.
   const closers: Array<() => Promise<void>> = [() => governor.close(), () => projections.close()];
+  const inferenceSpend = createInferenceSpendMeter(store, metrics, {
+    onError: (error) => logger.warn({ err: error }, 'inference spend append failed; retried at the next flush'),
+  });
+  closers.push(() => inferenceSpend.close());
+  const pruning = startTrendPruning(db, metricsSettings.retention, { onError: (error) => logger.warn({ err: error }, 'trend pruning failed') });
+  closers.push(() => pruning.close());
+  metrics.useSources({
+    commandBacklogs: commandBacklogSource(db, metricsSettings.namedTenants),
+    projectionLags: () => projections.lag(),
+    redisCounterFallback: () => governor.stats().sharedFallbackActive,
+    nameOverflowInUse: () => governor.overflowInUse,
+  });
   closers.push(startCommandExpiry(commands, { onError: (error) => logger.warn({ err: error }, 'command expiry failed') }));
   const readiness: ReadinessCheck[] = [
     async () => {
@@ -74,7 +100,7 @@ export async function startService(settings: Settings, logger: Logger = createLo
         : `projections behind: ${behind.map((lag) => `${lag.projection} ${Math.round(lag.secondsBehind)}s`).join(', ')}`;
     },
   ];
-  const routes: Route[] = [];
+  const routes: Route[] = [metricsRoute(metrics)];
 
   return {
     settings,
@@ -85,6 +111,8 @@ export async function startService(settings: Settings, logger: Logger = createLo
     controlPlane,
     commands,
     projections,
+    metrics,
+    inferenceSpend,
     readiness,
     routes,
     async close() {
