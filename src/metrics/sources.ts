@@ -6,6 +6,7 @@ import { OTHER_TENANTS } from './tenantLabels.ts';
 import type { Metrics } from './metrics.ts';
 
 export interface CommandBacklogSample {
+  /** OTHER_TENANTS for a sample that already sums the tenants a source did not name. */
   tenantId: string;
   undelivered: number;
   ceiling: number;
@@ -109,10 +110,10 @@ function setBacklogs(metrics: Metrics, named: number, samples: CommandBacklogSam
   const gauge = field === 'undelivered' ? metrics.commandBacklog : metrics.commandBacklogCeiling;
   gauge.reset();
   if (!samples) return;
-  const ranked = [...samples].sort((a, b) => b.undelivered - a.undelivered || (a.tenantId < b.tenantId ? -1 : 1));
+  const tenants = samples.filter((sample) => sample.tenantId !== OTHER_TENANTS);
+  const ranked = tenants.sort((a, b) => b.undelivered - a.undelivered || (a.tenantId < b.tenantId ? -1 : 1));
   for (const sample of ranked.slice(0, named)) gauge.set({ tenant: sample.tenantId }, sample[field]);
-  const others = ranked.slice(named);
-  if (field === 'undelivered' && others.length > 0) {
-    gauge.set({ tenant: OTHER_TENANTS }, others.reduce((sum, sample) => sum + sample.undelivered, 0));
-  }
+  if (field === 'ceiling') return;
+  const folded = [...ranked.slice(named), ...samples.filter((sample) => sample.tenantId === OTHER_TENANTS)];
+  if (folded.length > 0) gauge.set({ tenant: OTHER_TENANTS }, folded.reduce((sum, sample) => sum + sample.undelivered, 0));
 }
