@@ -5,8 +5,6 @@ import type { Db } from './db.ts';
 
 export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
 
-// Any constant works; it only has to be the same in every process that migrates this database.
-const MIGRATION_LOCK_KEY = 7_246_001;
 
 export interface Migration {
   version: number;
@@ -52,7 +50,9 @@ export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
   const applied: string[] = [];
   for (const migration of migrations) {
     const didApply = await db.transaction(async (tx) => {
-      await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+      // Keyed by schema: processes migrating the same schema queue, while separate schemas on one server
+      // (isolated test schemas, several ledgers in one database) do not wait for each other.
+      await tx.query("SELECT pg_advisory_xact_lock(hashtext('governance-ledger migrations'), hashtext(current_schema()))");
       const done = await tx.query('SELECT 1 FROM gl_migrations WHERE version = $1', [migration.version]);
       if (done.rowCount > 0) return false;
       await tx.exec(migration.sql);
