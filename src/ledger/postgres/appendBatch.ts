@@ -15,7 +15,7 @@ interface AppendRow {
 // One statement for the whole batch. It finds the stream's head and the batch's already-stored ids, checks
 // the expected revision, inserts only new events (when the check passes) with revisions following the head,
 // and notifies subscribers. `known` probes the event_id index with = ANY, so its cost follows the batch,
-// never the size of the ledger. NOTIFY inside the transaction is delivered only at commit, so a woken reader
+// never the size of the ledger; with $8 false it is skipped (see appendBatch). NOTIFY inside the transaction is delivered only at commit, so a woken reader
 // finds the events. The final SELECT names `notified` because PostgreSQL skips unreferenced SELECT CTEs.
 const APPEND_SQL = `
 WITH batch AS (
@@ -26,7 +26,7 @@ head AS (SELECT max(revision) AS revision FROM gl_events WHERE stream = $1),
 known AS (
   SELECT g.revision, g.tx_id, g.global_position, batch.n
   FROM gl_events g JOIN batch ON g.event_id = batch.event_id
-  WHERE g.event_id = ANY($2::uuid[])
+  WHERE $8::boolean AND g.event_id = ANY($2::uuid[])
 ),
 fresh AS (
   SELECT batch.*, row_number() OVER (ORDER BY batch.n) AS k
@@ -73,12 +73,18 @@ FROM head, allowed`;
  * revision), and a writer that raced it fails with a unique violation (23505) and must try again; after
  * the stream lock (appendInTransaction) it cannot lose that race to another locked writer.
  * Throws WrongExpectedRevision when the check fails; nothing is stored then.
+ *
+ * `lookUpStoredIds` false skips the search for already-stored ids: a stored id then makes the insert
+ * fail with a unique violation instead of being skipped, so only a caller that retries with the look-up
+ * on that error (appendToStream's first attempt) may pass false. It saves a second probe of the event_id
+ * index per event on the common path, where every id is new.
  */
 export async function appendBatch(
   db: Queryable,
   stream: string,
   batch: PreparedBatch,
   expected: ExpectedRevision,
+  lookUpStoredIds = true,
 ): Promise<AppendResult> {
   const { rows } = await db.query<AppendRow>(APPEND_SQL, [
     stream,
@@ -88,6 +94,7 @@ export async function appendBatch(
     batch.metadata,
     typeof expected === 'bigint' ? 'revision' : expected,
     typeof expected === 'bigint' ? expected.toString() : null,
+    lookUpStoredIds,
   ]);
   const row = rows[0]!;
   if (!row.allowed && row.fresh_count > 0n) throw new WrongExpectedRevision(stream, expected, row.head ?? 'no_stream');

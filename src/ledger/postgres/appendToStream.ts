@@ -1,5 +1,5 @@
 import type { Db } from '../../db/db.ts';
-import type { AppendResult, NewEvent } from '../eventStore.ts';
+import { WrongExpectedRevision, type AppendResult, type NewEvent } from '../eventStore.ts';
 import { appendBatch } from './appendBatch.ts';
 import { appendLocked, expectedRevisionOf, type AppendOptions } from './appendInTransaction.ts';
 import { prepareBatch } from './prepareBatch.ts';
@@ -10,10 +10,12 @@ const MAX_LOCKED_ATTEMPTS = 10;
 /**
  * Appends a batch in its own transaction.
  *
- * The first attempt is the append statement alone, without the stream lock: one round trip, which is most
- * of the cost of a small append. If another writer took the same revision (or stored one of our ids)
- * meanwhile, UNIQUE turns that into a unique violation and nothing of ours is stored; we then queue on the
- * stream lock, where writers of one stream take turns instead of colliding again. Every retry re-reads the
+ * The first attempt is the append statement alone, without the stream lock and without looking for
+ * already-stored ids: one round trip, which is most of the cost of a small append. If another writer took
+ * the same revision meanwhile, or one of our ids is already stored, UNIQUE turns that into a unique
+ * violation and nothing of ours is stored; we then queue on the stream lock, where writers of one stream
+ * take turns instead of colliding again, and look the ids up. A failed expected-revision check is also
+ * retried that way, since the batch may be an idempotent retry. Every retry re-reads the
  * stream, so it finds the id stored (idempotent no-op), the revision taken (WrongExpectedRevision when an
  * expected revision was given) or the next free revision ('any'). A locked attempt can still lose to a
  * newcomer's unlocked first attempt, hence the bound.
@@ -27,9 +29,11 @@ export async function appendToStream(
   const batch = prepareBatch(stream, events);
   const expected = expectedRevisionOf(stream, options);
   try {
-    return await appendBatch(db, stream, batch, expected);
+    return await appendBatch(db, stream, batch, expected, false);
   } catch (error) {
-    if (!isUniqueViolation(error)) throw error;
+    // WrongExpectedRevision too: a retried batch whose ids are all stored is a success, which only the
+    // look-up can tell.
+    if (!isUniqueViolation(error) && !(error instanceof WrongExpectedRevision)) throw error;
   }
   for (let attempt = 1; ; attempt++) {
     try {
