@@ -86,6 +86,21 @@ describe('metrics', () => {
     expect(sample(text, `${p}governance_name_overflow_in_use`)).toBe(1);
   });
 
+  it('adds the "other" sample a source folded itself to the tenants it folds, and never names it as a tenant', async () => {
+    const metrics = createMetrics({ service: 'governance', namedTenants: 1, processMetrics: false });
+    metrics.useSources({
+      commandBacklogs: async () => [
+        { tenantId: 'other', undelivered: 40, ceiling: 0 },
+        { tenantId: 'a', undelivered: 5, ceiling: 1000 },
+        { tenantId: 'b', undelivered: 3, ceiling: 1000 },
+      ],
+    });
+    const text = await metrics.render();
+    expect(sample(text, 'devicechain_governance_governance_command_backlog{tenant="a"}')).toBe(5);
+    expect(sample(text, 'devicechain_governance_governance_command_backlog{tenant="other"}')).toBe(43);
+    expect(sample(text, 'devicechain_governance_governance_command_backlog_ceiling{tenant="other"}')).toBeUndefined();
+  });
+
   it('keeps a failing source’s last values and counts the failure, without failing the scrape', async () => {
     const metrics = createMetrics({ service: 'governance', processMetrics: false });
     let failing = false;
