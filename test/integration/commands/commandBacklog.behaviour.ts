@@ -96,6 +96,21 @@ export function describeCommandBacklog(name: string, makeBacklog: BacklogFactory
       expect(await enqueue('c4')).toMatchObject({ status: 'accepted', undelivered: 3 });
     });
 
+    it('decides a burst of concurrent enqueues, repeats included, as if one by one', async () => {
+      const ids = ['c1', 'c2', 'c1', 'c3', 'c4', 'c4', 'c5'];
+      const outcomes = await Promise.all(ids.map((id) => enqueue(id)));
+      // In some order: exactly three distinct commands take the three slots, a repeat gets its first's answer.
+      expect(outcomes[2]).toEqual(outcomes[0]);
+      expect(outcomes[5]).toEqual(outcomes[4]);
+      const acceptedIds = new Set(outcomes.flatMap((outcome) => (outcome.status === 'accepted' ? [outcome.commandId] : [])));
+      expect(acceptedIds.size).toBe(3);
+      const firstAnswers = outcomes.filter((_, i) => ids.indexOf(ids[i]!) === i);
+      expect(firstAnswers.flatMap((outcome) => (outcome.status === 'accepted' ? [outcome.undelivered] : [])).sort()).toEqual([1, 2, 3]);
+      const rejections = outcomes.filter((outcome) => outcome.status === 'rejected');
+      expect(rejections.every((outcome) => outcome.status === 'rejected' && outcome.reason === 'CEILING_REACHED' && outcome.undelivered === 3)).toBe(true);
+      expect((await events()).sort()).toEqual([...Array(3).fill('CommandEnqueued'), ...Array(rejections.length).fill('CommandRejected')]);
+    });
+
     it('lets a refused commandId be enqueued again once there is room', async () => {
       for (const id of ['c1', 'c2', 'c3']) await enqueue(id);
       expect(await enqueue('c4')).toMatchObject({ status: 'rejected', reason: 'CEILING_REACHED' });
