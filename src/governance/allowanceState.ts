@@ -40,12 +40,15 @@ export class AllowanceState extends TokenBucket {
   readonly closed = new Tally();
   /** Listed among the allowances with counts to flush. */
   dirty = false;
+  /** slot.index, kept here so the hot path need not touch the shared SlotSpec. */
+  readonly slotIndex: number;
 
   constructor(
     readonly tenantId: string,
     readonly slot: SlotSpec,
   ) {
     super();
+    this.slotIndex = slot.index;
     this.messageBucket = slot.messageCharged ? new TokenBucket() : null;
     this.window = slot.kind === 'FIXED_WINDOW' ? new FixedWindow() : null;
   }

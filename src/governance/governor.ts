@@ -121,6 +121,9 @@ export class Governor {
   private sharedRetryAtMs = 0;
   private sharedFailures = 0;
   private sharedFallbackAdmissions = 0;
+  private lastDimension: Dimension | null = null;
+  private lastAllowance: Allowance | null | undefined = null;
+  private lastSlotIndex = -1;
   private reservationsInFlight = 0;
   private readonly reservationWaiters: (() => void)[] = [];
   private clockMs: number;
@@ -152,7 +155,14 @@ export class Governor {
   }
 
   admit(request: AdmitRequest): AdmitDecision {
-    const slotIndex = slotIndexOf(request.dimension, request.allowance);
+    // Callers repeat the same (dimension, allowance) pair in runs: two pointer checks instead of a scan.
+    let slotIndex = this.lastSlotIndex;
+    if (request.dimension !== this.lastDimension || request.allowance !== this.lastAllowance) {
+      slotIndex = slotIndexOf(request.dimension, request.allowance);
+      this.lastDimension = request.dimension;
+      this.lastAllowance = request.allowance;
+      this.lastSlotIndex = slotIndex;
+    }
     if (slotIndex < 0) {
       throw new InvalidAdmission(`${request.dimension} is not metered by admit with allowance ${String(request.allowance)}`);
     }
