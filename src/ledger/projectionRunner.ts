@@ -111,6 +111,7 @@ export async function startProjectionRunner(
     while (!stopped) {
       settleWaiters();
       const outcome = await projectNextPage(db, store, projection, checkpoint, pageSize);
+      fault = undefined;
       checkpoint = outcome.checkpoint;
       if (outcome.status === 'caught-up') return true;
       if (outcome.status === 'moved' && outcome.checkpoint.version !== projection.version) {
@@ -149,7 +150,6 @@ export async function startProjectionRunner(
       passRequested = false;
       try {
         if (await runPass()) {
-          fault = undefined;
           followLive();
           settleWaiters();
           // A waiter's head is committed but readAll does not show it yet: an older transaction is still

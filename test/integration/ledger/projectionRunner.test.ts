@@ -5,7 +5,7 @@ import type { Db } from '../../../src/db/db.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { appendInTransaction } from '../../../src/ledger/postgres/appendInTransaction.ts';
-import { loadCheckpoint } from '../../../src/ledger/checkpoints.ts';
+import { loadCheckpoint, loadOrCreateCheckpoint, storeCheckpoint } from '../../../src/ledger/checkpoints.ts';
 import { ProjectionSuperseded, startProjectionRunner } from '../../../src/ledger/projectionRunner.ts';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
 import { waitFor } from '../../support/waitFor.ts';
@@ -138,6 +138,47 @@ describe.each(storageTargets)('projection runner on $name', (target) => {
     expect((await loadCheckpoint(db, scope.name))?.version).toBe(2);
 
     await expect(startProjectionRunner(db, store, counterProjection(scope, { version: 1 }))).rejects.toBeInstanceOf(ProjectionSuperseded);
+  });
+
+  it('moves a checkpoint only from the values it names (compare-and-set)', async () => {
+    const created = await loadOrCreateCheckpoint(db, scope.name, 1);
+    expect(created).toEqual({ projection: scope.name, version: 1, position: 'start' });
+    const first = { ...created, position: { commit: 10n, prepare: 3n } };
+    expect(await db.transaction((tx) => storeCheckpoint(tx, created, first))).toBe(true);
+    // A second runner that still believes the checkpoint is at the start, or at another version, moves nothing.
+    expect(await db.transaction((tx) => storeCheckpoint(tx, created, { ...created, position: { commit: 11n, prepare: 1n } }))).toBe(false);
+    expect(await db.transaction((tx) => storeCheckpoint(tx, { ...first, version: 2 }, { ...first, version: 2 }))).toBe(false);
+    expect(await loadCheckpoint(db, scope.name)).toEqual(first);
+    const beyondInt53 = { ...first, position: { commit: 2n ** 62n, prepare: 2n ** 62n + 1n } };
+    expect(await db.transaction((tx) => storeCheckpoint(tx, first, beyondInt53))).toBe(true);
+    expect(await loadCheckpoint(db, scope.name)).toEqual(beyondInt53);
+  });
+
+  it('retries a page whose apply failed, without keeping any of it, and reports the fault', async () => {
+    const counted = await appendCounterEvents(store, scope, 120);
+    const healthy = counterProjection(scope);
+    let failuresLeft = 2;
+    const faults: unknown[] = [];
+    const flaky = {
+      ...healthy,
+      async apply(event: Parameters<typeof healthy.apply>[0], tx: Parameters<typeof healthy.apply>[1]) {
+        await healthy.apply(event, tx);
+        // Fails after its writes, in the middle of a page: the whole page must roll back.
+        if ((event.data as { counter: string }).counter === 'c3' && failuresLeft > 0) {
+          failuresLeft--;
+          throw new Error('read model unavailable');
+        }
+      },
+    };
+    const runner = await startProjectionRunner(db, store, flaky, { pageSize: 50, retryDelayMs: 10, onError: (error) => faults.push(error) });
+    try {
+      await runner.waitForCaughtUp();
+      expect(faults.map(String)).toEqual(['Error: read model unavailable', 'Error: read model unavailable']);
+      expect(runner.lastError()).toBeUndefined();
+      expect(await countApplications(db, scope)).toEqual({ applications: counted, distinctEvents: counted });
+    } finally {
+      await runner.stop();
+    }
   });
 
   it('hands each committed batch to afterCommit', async () => {
