@@ -29,6 +29,7 @@ import { createInferenceSpendMeter, type InferenceSpendMeter } from './metrics/i
 import { startTrendPruning } from './metrics/trends/pruneTrends.ts';
 import { fanOutRecorder } from './governance/recorders.ts';
 import type { ReadinessCheck } from './http/health.ts';
+import { startIngest } from './http/startIngest.ts';
 import type { Route } from './server.ts';
 
 /** A projection further behind the ledger than this makes /readyz answer 503. */
@@ -100,7 +101,10 @@ export async function startService(settings: Settings, logger: Logger = createLo
         : `projections behind: ${behind.map((lag) => `${lag.projection} ${Math.round(lag.secondsBehind)}s`).join(', ')}`;
     },
   ];
-  const routes: Route[] = [metricsRoute(metrics)];
+  // Closed before the governor (closers run in reverse): no request reaches a closed sink.
+  const ingest = await startIngest({ settings, db, governor, logger });
+  closers.push(() => ingest.close());
+  const routes: Route[] = [metricsRoute(metrics), ...ingest.routes];
 
   return {
     settings,
