@@ -32,7 +32,7 @@ const yieldToEventLoop = () => new Promise((resolve) => setImmediate(resolve));
 
 async function replica() {
   const budget = createRedisSharedBudget({ url: REDIS_URL, keyPrefix: `bench:${run}:` });
-  await budget.ready();
+  if (!(await budget.ready())) throw new Error(`Redis at ${REDIS_URL} did not answer`);
   const governor = new Governor({ limitSource, sharedBudget: budget });
   for (const tenant of names) governor.confirmTenant(tenant);
   for (const tenant of names) governor.admit({ tenant, dimension: 'AI_INFERENCE', units: 0, at: Date.now() });

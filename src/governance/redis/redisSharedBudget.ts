@@ -15,8 +15,11 @@ export interface RedisSharedBudgetOptions {
 }
 
 export interface RedisSharedBudget extends SharedBudget {
-  /** Resolves once connected (the service waits for it at startup so the first second is not a fallback). */
-  ready(): Promise<void>;
+  /**
+   * Resolves true once connected, or false after `timeoutMs`: the service waits briefly at startup so its
+   * first admissions are not a fallback, but never blocks on a Redis that is down.
+   */
+  ready(timeoutMs?: number): Promise<boolean>;
 }
 
 interface ReserveCommands {
@@ -52,9 +55,19 @@ export function createRedisSharedBudget(options: RedisSharedBudgetOptions): Redi
       const windowKey = `${keyPrefix}${request.key}:${Math.floor(request.atMs / 1000)}`;
       return commands.glReserveWindow(windowKey, request.ratePerSecond, request.wantUnits, request.debtUnits);
     },
-    ready() {
-      if (redis.status === 'ready') return Promise.resolve();
-      return new Promise((resolve) => redis.once('ready', () => resolve()));
+    ready(timeoutMs = 2000) {
+      if (redis.status === 'ready') return Promise.resolve(true);
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          redis.off('ready', onReady);
+          resolve(false);
+        }, timeoutMs);
+        const onReady = () => {
+          clearTimeout(timer);
+          resolve(true);
+        };
+        redis.once('ready', onReady);
+      });
     },
     async close() {
       redis.disconnect();

@@ -21,9 +21,9 @@ function source() {
   return new MemoryLimitSource().tenant('acme', { API_REQUESTS: { override: { ratePerSecond: LIMIT } }, INGEST: { override: { ratePerSecond: 500, burst: 500 } } });
 }
 
-async function sharedGovernor(url: string, keyPrefix: string, wait = true) {
+async function sharedGovernor(url: string, keyPrefix: string) {
   const budget = createRedisSharedBudget({ url, keyPrefix, commandTimeoutMs: 500 });
-  if (wait) await budget.ready();
+  expect(await budget.ready()).toBe(true);
   const governor = new Governor({ limitSource: source(), sharedBudget: budget, retryMs: 20 });
   closers.push(() => budget.close(), () => governor.close());
   governor.confirmTenant('acme');
@@ -84,6 +84,7 @@ describe.skipIf(!redisUrl)('shared counters on Redis', () => {
   it('meters at half the limit, without an exception, when Redis is at a closed port', async () => {
     const errors: string[] = [];
     const budget = createRedisSharedBudget({ url: 'redis://127.0.0.1:1', keyPrefix: prefix(), onError: () => {} });
+    expect(await budget.ready(100)).toBe(false);
     const governor = new Governor({ limitSource: source(), sharedBudget: budget, onError: (_e, during) => errors.push(during) });
     closers.push(() => budget.close(), () => governor.close());
     governor.confirmTenant('acme');
