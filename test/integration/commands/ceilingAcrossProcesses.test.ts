@@ -135,4 +135,34 @@ describe.skipIf(!postgresOnly).each<Ledger>(['database', 'stream'])('command cei
     expect(events.filter((event) => event.type === 'CommandRejected')).toHaveLength(290);
     expect(events.filter((event) => event.type === 'CommandDelivered')).toHaveLength(10);
   });
+
+  it('counts a commandId once when both processes enqueue it at the same moment', async () => {
+    const queued = await testDb.db.query<{ n: number }>('SELECT undelivered AS n FROM gl_command_backlog_guard WHERE tenant_id = $1', [TENANT]);
+    const store = createPostgresEventStore(testDb.db);
+    const here = createCommandBacklog({ db: testDb.db, store, ceilings: tableCeilings, ledger });
+    // Continues from the backlog of 50 the previous test leaves; delivering 20 of them makes room for 20.
+    const stillQueued = new Set<string>();
+    for (const event of await store.readStream(commandsStream(TENANT))) {
+      const { commandId } = event.data as { commandId: string };
+      if (event.type === 'CommandEnqueued') stillQueued.add(commandId);
+      else if (event.type !== 'CommandRejected') stillQueued.delete(commandId);
+    }
+    expect(stillQueued.size).toBe(CEILING);
+    expect(queued.rows[0]?.n ?? CEILING).toBe(CEILING);
+    for (const commandId of [...stillQueued].slice(0, 20)) {
+      expect(await here.markDelivered({ id: 'svc:delivery' }, { tenantId: TENANT, commandId })).toMatchObject({ status: 'settled' });
+    }
+    const sameIds = Array.from({ length: 30 }, (_, i) => `twice-${i}`);
+    const round = await race([sameIds, sameIds]);
+    expect(round.highestSeen).toBeLessThanOrEqual(CEILING);
+    const byId = new Map<string, EnqueueOutcome[]>();
+    for (const outcome of round.outcomes) if (outcome.status !== 'invalid') byId.set(outcome.commandId, [...(byId.get(outcome.commandId) ?? []), outcome]);
+    const acceptedIds = [...byId].filter(([, answers]) => answers.some((answer) => answer.status === 'accepted'));
+    expect(acceptedIds).toHaveLength(20);
+    // An id accepted in one process is answered the same in the other: it took one slot, not two.
+    for (const [, answers] of acceptedIds) expect(answers[1]).toEqual(answers[0]);
+    const enqueued = (await store.readStream(commandsStream(TENANT))).filter((event) => event.type === 'CommandEnqueued');
+    await store.close();
+    expect(enqueued.filter((event) => (event.data as { commandId: string }).commandId.startsWith('twice-'))).toHaveLength(20);
+  });
 });
