@@ -1,27 +1,43 @@
 // The Recorder that feeds the per-tenant and unresolved counters. The Governor hands it per-second
 // summaries in batches; it sums each batch per label set first, so prom-client sees one inc per series
 // per batch however many decisions the batch stands for.
+//
+// When the ledger refuses a batch, the Governor keeps it and hands the SAME summary objects again at the
+// next flush, with newer counts added into them (fanOutRecorder gives both recorders every attempt). So
+// this recorder counts only what each summary gained since it last saw it: a unit is counted once
+// however many times its batch is retried, and metrics keep counting through a ledger outage.
 import type { AdmissionSummary, Recorder, UnresolvedAdmissionSummary } from '../governance/types.ts';
 import type { Metrics, TenantSeriesLabels, TenantUnits } from './metrics.ts';
 
 export function createMetricsRecorder(metrics: Metrics): Recorder {
+  const counted = new WeakMap<AdmissionSummary, TenantUnits>();
+  const countedUnresolved = new WeakMap<UnresolvedAdmissionSummary, number>();
   return {
     async record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[]) {
-      for (const entry of admissions) {
-        metrics.tenants.observe(entry.tenantId, entry.admittedUnits + entry.shedUnits + entry.rejectedUnits);
-      }
+      const gains = admissions.map((entry) => {
+        const now = { admitted: countable(entry.admittedUnits), shed: countable(entry.shedUnits), rejected: countable(entry.rejectedUnits), hitSeconds: countable(entry.hitSeconds) };
+        const before = counted.get(entry);
+        counted.set(entry, now);
+        return {
+          entry,
+          units: before
+            ? { admitted: gain(now.admitted, before.admitted), shed: gain(now.shed, before.shed), rejected: gain(now.rejected, before.rejected), hitSeconds: gain(now.hitSeconds, before.hitSeconds) }
+            : now,
+        };
+      });
+      for (const { entry, units } of gains) metrics.tenants.observe(entry.tenantId, units.admitted + units.shed + units.rejected);
       metrics.tenants.refreshIfDue();
 
       const sums = new Map<string, { labels: TenantSeriesLabels; units: TenantUnits }>();
-      for (const entry of admissions) {
+      for (const { entry, units } of gains) {
         const labels = { dimension: entry.dimension, allowance: entry.allowance ?? '', tenant: metrics.tenants.label(entry.tenantId) };
         const key = `${labels.dimension}\u0000${labels.allowance}\u0000${labels.tenant}`;
         let sum = sums.get(key);
         if (!sum) sums.set(key, (sum = { labels, units: { admitted: 0, shed: 0, rejected: 0, hitSeconds: 0 } }));
-        sum.units.admitted += countable(entry.admittedUnits);
-        sum.units.shed += countable(entry.shedUnits);
-        sum.units.rejected += countable(entry.rejectedUnits);
-        sum.units.hitSeconds += countable(entry.hitSeconds);
+        sum.units.admitted += units.admitted;
+        sum.units.shed += units.shed;
+        sum.units.rejected += units.rejected;
+        sum.units.hitSeconds += units.hitSeconds;
       }
       for (const { labels, units } of sums.values()) metrics.addTenantUnits(labels, units);
 
@@ -30,7 +46,9 @@ export function createMetricsRecorder(metrics: Metrics): Recorder {
         const key = `${entry.dimension}\u0000${entry.cause}`;
         let sum = unresolvedSums.get(key);
         if (!sum) unresolvedSums.set(key, (sum = { dimension: entry.dimension, cause: entry.cause, units: 0 }));
-        sum.units += countable(entry.units);
+        const now = countable(entry.units);
+        sum.units += gain(now, countedUnresolved.get(entry) ?? 0);
+        countedUnresolved.set(entry, now);
       }
       for (const { dimension, cause, units } of unresolvedSums.values()) {
         // inc(0) still creates the series: a rate() over it then reads 0 rather than "no data".
@@ -38,6 +56,10 @@ export function createMetricsRecorder(metrics: Metrics): Recorder {
       }
     },
   };
+}
+
+function gain(now: number, before: number): number {
+  return now > before ? now - before : 0;
 }
 
 // A counter only goes up; a malformed number from a faulty caller is not allowed to make it throw.
