@@ -6,7 +6,11 @@ import type { Settings } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { loadOrCreateJwtSecret } from './auth/jwtSecret.ts';
 import { createTokenVerifier, type TokenVerifier } from './auth/verifyToken.ts';
-import type { ApiDependencies } from './context.ts';
+import type { Queryable } from '../db/db.ts';
+import type { EventStore } from '../ledger/eventStore.ts';
+import type { ControlPlane } from '../control-plane/controlPlane.ts';
+import type { CommandBacklog } from '../commands/types.ts';
+import type { ApiPubSub } from './pubsub.ts';
 import { createGraphQLServer, GRAPHQL_PATH } from './createGraphQLServer.ts';
 
 export async function tokenVerifierFor(settings: Settings, logger: Logger): Promise<TokenVerifier> {
@@ -21,12 +25,24 @@ export async function tokenVerifierFor(settings: Settings, logger: Logger): Prom
   return createTokenVerifier({ secret: jwt.secret });
 }
 
-export async function createGraphQLRoute(
-  service: { settings: Settings; logger: Logger },
-  dependencies: ApiDependencies,
-): Promise<Route> {
+/** The parts of the service the API serves (structurally the Service of src/service.ts). */
+export interface GraphQLServiceParts {
+  settings: Settings;
+  logger: Logger;
+  db: Queryable;
+  store: EventStore;
+  controlPlane: ControlPlane;
+  commands: CommandBacklog;
+}
+
+/** `pubsub` must be the one given to withApiPublishers when the service's projections started. */
+export async function createGraphQLRoute(service: GraphQLServiceParts, pubsub: ApiPubSub): Promise<Route> {
   const yoga = createGraphQLServer({
-    ...dependencies,
+    db: service.db,
+    store: service.store,
+    controlPlane: service.controlPlane,
+    commandBacklog: service.commands,
+    pubsub,
     verify: await tokenVerifierFor(service.settings, service.logger),
     development: process.env.NODE_ENV === 'development',
     logger: service.logger,
