@@ -31,6 +31,9 @@ import { fanOutRecorder } from './governance/recorders.ts';
 import type { ReadinessCheck } from './http/health.ts';
 import { startIngest } from './http/startIngest.ts';
 import type { Route } from './server.ts';
+import { createApiPubSub } from './api/pubsub.ts';
+import { withApiPublishers } from './api/publishers.ts';
+import { createGraphQLRoute } from './api/createGraphQLRoute.ts';
 
 /** A projection further behind the ledger than this makes /readyz answer 503. */
 const MAX_READY_LAG_SECONDS = 30;
@@ -70,7 +73,9 @@ export async function startService(settings: Settings, logger: Logger = createLo
   const controlPlane = createControlPlane({ db, store, governor });
   // With EVENTSTORE_URL the ledger shares no transaction with the database: the backlog guards itself by stream revision.
   const commands = createCommandBacklog({ db, store, ceilings: controlPlaneCeilings, ledger: settings.eventStoreUrl ? 'stream' : 'database' });
-  const projections = await startProjections(db, store, allProjections({ governor }), {
+  // GraphQL subscriptions hear of what the projections commit.
+  const pubsub = createApiPubSub();
+  const projections = await startProjections(db, store, withApiPublishers(allProjections({ governor }), pubsub), {
     onError: (error, projection) => logger.error({ err: error, projection: projection.name }, 'projection failed'),
   });
 
@@ -105,6 +110,7 @@ export async function startService(settings: Settings, logger: Logger = createLo
   const ingest = await startIngest({ settings, db, governor, logger });
   closers.push(() => ingest.close());
   const routes: Route[] = [metricsRoute(metrics), ...ingest.routes];
+  routes.push(await createGraphQLRoute({ settings, logger, db, store, controlPlane, commands }, pubsub));
 
   return {
     settings,
