@@ -29,7 +29,9 @@ describe('metrics in the service (embedded PGlite)', () => {
     expect(await service.controlPlane.defineTier(OPERATOR, { tierId: 'standard', name: 'Standard' })).toMatchObject({ status: 'applied' });
     expect(await service.controlPlane.registerTenant(OPERATOR, { tenantId: 'acme', tierId: 'standard' })).toMatchObject({ status: 'applied' });
     await service.projections.waitForCaughtUp();
-  });
+    // Starting the whole service on embedded PGlite (every migration, every projection) takes a while on a
+    // busy two-core machine.
+  }, 180_000);
 
   afterAll(async () => {
     await new Promise<void>((resolve) => server?.close(() => resolve()));
