@@ -30,10 +30,14 @@ export function createKeyedBatcher<Item, Result>(
         (results) => batch.forEach((each, i) => each.resolve(results[i]!)),
         (error: unknown) => batch.forEach((each) => each.reject(error)),
       )
-      .finally(() => {
-        running.delete(key);
-        runNext(key);
-      });
+      // The next batch starts on the next turn of the event loop, not at once: callers answered just now
+      // usually enqueue again within the same turn, and should join it rather than leave it a batch of one.
+      .finally(() =>
+        setImmediate(() => {
+          running.delete(key);
+          runNext(key);
+        }),
+      );
   };
 
   return (key, item) =>

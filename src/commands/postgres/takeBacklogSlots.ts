@@ -81,10 +81,38 @@ export async function takeBacklogSlots(
   const pace: DeliveryPace = { lastDeliveredAt: row.last_delivered_at, deliveryIntervalMsEwma: row.delivery_interval_ms_ewma };
   const before = row.undelivered - row.taken;
   let fresh = 0;
-  return commands.map((command): SlotDecision => {
+  const decisions = commands.map((command): SlotDecision => {
     const first = earlier.get(command.commandId);
     if (first) return { kind: 'duplicate', undelivered: first.undelivered, ceiling: first.ceiling };
     fresh++;
     return fresh <= row.taken ? { kind: 'taken', undelivered: before + fresh } : { kind: 'full', undelivered: row.undelivered, pace };
+  });
+  return answerAcceptedMeanwhile(tx, tenantId, commands, decisions);
+}
+
+/**
+ * The statement looked for earlier acceptances in its snapshot, taken before it waited for the guard row.
+ * A concurrent batch that accepted one of our ids and committed while we waited is not in it: taking a slot
+ * for such an id fails on the primary key (and is retried), but an id that got no slot would be refused
+ * although it is queued. Now that we hold the guard row no one else can accept for this tenant, and a new
+ * statement sees every acceptance committed before: those ids are answered as duplicates.
+ */
+async function answerAcceptedMeanwhile(
+  tx: Tx,
+  tenantId: string,
+  commands: ReadonlyArray<{ commandId: string }>,
+  decisions: SlotDecision[],
+): Promise<SlotDecision[]> {
+  const refused = commands.filter((_, i) => decisions[i]!.kind === 'full').map((command) => command.commandId);
+  if (refused.length === 0) return decisions;
+  const { rows } = await tx.query<{ command_id: string; undelivered: number; ceiling: number }>(
+    `SELECT command_id, undelivered_at_enqueue AS undelivered, ceiling_at_enqueue AS ceiling
+     FROM gl_commands WHERE tenant_id = $1 AND command_id = ANY($2::text[])`,
+    [tenantId, refused],
+  );
+  const accepted = new Map(rows.map((each) => [each.command_id, each]));
+  return decisions.map((decision, i) => {
+    const meanwhile = decision.kind === 'full' ? accepted.get(commands[i]!.commandId) : undefined;
+    return meanwhile ? { kind: 'duplicate', undelivered: meanwhile.undelivered, ceiling: meanwhile.ceiling } : decision;
   });
 }

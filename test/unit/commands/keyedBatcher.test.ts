@@ -1,8 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { createKeyedBatcher } from '../../../src/commands/keyedBatcher.ts';
-
-/** Lets every promise callback queued so far run. */
-const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('createKeyedBatcher', () => {
   it('starts at once when idle, batches what arrives meanwhile, keeps keys apart, and caps batch size', async () => {
@@ -23,15 +20,27 @@ describe('createKeyedBatcher', () => {
     ]);
     releases.shift()!();
     expect(await first).toBe('a:1');
-    await settle();
-    expect(batches[2]).toEqual(['a', [2, 3, 4]]);
+    await vi.waitFor(() => expect(batches[2]).toEqual(['a', [2, 3, 4]]));
     releases.shift()!();
     expect(await other).toBe('b:9');
     releases.shift()!();
-    await settle();
-    expect(batches[3]).toEqual(['a', [5]]);
+    await vi.waitFor(() => expect(batches[3]).toEqual(['a', [5]]));
     releases.shift()!();
     expect(await Promise.all(rest)).toEqual(['a:2', 'a:3', 'a:4', 'a:5']);
+  });
+
+  it('lets callers answered by one batch join the next one together', async () => {
+    const batches: number[][] = [];
+    const submit = createKeyedBatcher<number, number>(async (_key, items) => {
+      batches.push(items);
+      return items;
+    }, 100);
+    // Four closed-loop callers, each enqueueing again as soon as it is answered.
+    await Promise.all([0, 1, 2, 3].map(async (caller) => {
+      for (let round = 0; round < 3; round++) await submit('a', caller);
+    }));
+    // The first caller starts alone; from then on every answered caller is back in time for the next batch.
+    expect(batches).toEqual([[0], [1, 2, 3, 0], [1, 2, 3, 0], [1, 2, 3]]);
   });
 
   it('fails every item of a failed batch and goes on with the next', async () => {
