@@ -23,7 +23,7 @@ import { createIngestRoutes } from '../src/http/routes.ts';
 import { parseTrustedProxies } from '../src/http/trustedProxies.ts';
 import { createServer, listen } from '../src/server.ts';
 
-const READINGS_PER_REQUEST = 32;
+const READINGS_PER_REQUEST = 8;
 const BODY = JSON.stringify({
   readings: Array.from({ length: READINGS_PER_REQUEST }, (_, i) => ({ deviceId: 'pump-7', measurements: { [`m${i}`]: i * 1.5 } })),
 });

@@ -5,12 +5,14 @@ import type { Socket } from 'node:net';
 import type { AdmitDecision } from '../governance/governor.ts';
 import { resolveClientIp, type ClientIp } from './clientIp.ts';
 import type { FrontDoorDeps } from './frontDoorDeps.ts';
-import { setRateLimitHeaders, type RateLimitVerdict } from './rateLimitHeaders.ts';
+import { addRateLimitHeaders, type RateLimitVerdict } from './rateLimitHeaders.ts';
 import { requestIdOf } from './requestId.ts';
-import { sendJson } from './respond.ts';
+import { sendJson, type HeaderPairs } from './respond.ts';
 
 export interface FrontDoorRequest {
   requestId: string;
+  /** The answer's headers so far; X-Request-ID first. */
+  headers: HeaderPairs;
   client: ClientIp;
   atMs: number;
 }
@@ -27,22 +29,23 @@ export function enterFrontDoor(
   now: () => number,
 ): FrontDoorRequest | null {
   const requestId = requestIdOf(req.headers['x-request-id']);
-  res.setHeader('X-Request-ID', requestId);
+  const headers: HeaderPairs = ['X-Request-ID', requestId];
   const client = clients.of(req);
   const atMs = now();
   const edge = deps.edgeLimit.admit(client.limitKey, atMs);
+  const request: FrontDoorRequest = { requestId, headers, client, atMs };
   if (!edge.admitted) {
-    sendRateLimited(res, requestId, {
+    sendRateLimited(res, request, {
       scope: 'ip',
       policy: 'ip',
       limit: edge.limit,
       remaining: edge.remaining,
       retryAfterSeconds: edge.retryAfterSeconds,
     });
-    logOutcome(deps, { requestId, client, atMs }, undefined, 429);
+    logOutcome(deps, request, undefined, 429);
     return null;
   }
-  return { requestId, client, atMs };
+  return request;
 }
 
 /** Answers with a JSON body that carries the request ID, and logs the outcome (debug) under the same ID. */
@@ -55,7 +58,7 @@ export function answer(
   body: Record<string, unknown>,
 ): void {
   body.requestId = request.requestId;
-  sendJson(res, status, body);
+  sendJson(res, status, body, request.headers);
   logOutcome(deps, request, tenantId, status);
 }
 
@@ -66,7 +69,7 @@ export function answerRateLimited(
   tenantId: string,
   verdict: RateLimitVerdict,
 ): void {
-  sendRateLimited(res, request.requestId, verdict);
+  sendRateLimited(res, request, verdict);
   logOutcome(deps, request, tenantId, 429);
 }
 
@@ -76,9 +79,9 @@ function logOutcome(deps: FrontDoorDeps, request: FrontDoorRequest, tenantId: st
   deps.logger.debug({ requestId: request.requestId, client: request.client.address, tenantId, status }, 'ingest front door');
 }
 
-export function sendRateLimited(res: ServerResponse, requestId: string, verdict: RateLimitVerdict): void {
-  setRateLimitHeaders(res, verdict);
-  sendJson(res, 429, { error: 'rate limited', scope: verdict.scope, policy: verdict.policy, requestId });
+function sendRateLimited(res: ServerResponse, request: FrontDoorRequest, verdict: RateLimitVerdict): void {
+  addRateLimitHeaders(request.headers, verdict);
+  sendJson(res, 429, { error: 'rate limited', scope: verdict.scope, policy: verdict.policy, requestId: request.requestId }, request.headers);
 }
 
 /** The 429 verdict for a Governor refusal. Unconfirmed names on the shared overflow say so in the policy name. */

@@ -17,7 +17,7 @@ import type { IngestCredential } from './credentials.ts';
 import type { ClientIp } from './clientIp.ts';
 import { answer, answerRateLimited, enterFrontDoor, tenantVerdict, type ClientResolver } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
-import { setTenantCors } from './rateLimitHeaders.ts';
+import { addTenantCors } from './rateLimitHeaders.ts';
 import { closeAfterRefusal, declaresTooLarge, readBodyCapped } from './readBody.ts';
 import { decodeReadings } from './readings.ts';
 import { namesInPath } from './tenantPath.ts';
@@ -37,7 +37,7 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
     const names = namesInPath(url.pathname, INGEST_PREFIX, 1);
     if (names === null) return answer(res, deps, entry, undefined, 404, { error: 'the path must be /v1/ingest/<tenant> with a valid tenant ID' });
     const tenantId = names[0]!;
-    setTenantCors(res);
+    addTenantCors(entry.headers);
 
     const message = governor.admit({
       tenant: tenantId,
@@ -53,12 +53,12 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
     }
 
     if (declaresTooLarge(req, maxBodyBytes)) {
-      closeAfterRefusal(req, res);
+      closeAfterRefusal(req, res, entry.headers);
       return answer(res, deps, entry, tenantId, 413, { error: `the body is larger than ${maxBodyBytes} bytes` });
     }
     const read = await readBodyCapped(req, maxBodyBytes);
     if (read.status === 'too-large') {
-      closeAfterRefusal(req, res);
+      closeAfterRefusal(req, res, entry.headers);
       return answer(res, deps, entry, tenantId, 413, { error: `the body is larger than ${maxBodyBytes} bytes` });
     }
     const decoded = decodeReadings(read.body);
@@ -80,7 +80,7 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
     const credential = typeof key === 'string' && key !== '' ? await deps.findCredential(key) : null;
     const sender = authorizeSender(credential, { route: 'http', tenantId, entries: decoded.entries });
     if (sender.status === 'unauthorized') {
-      res.setHeader('WWW-Authenticate', 'DeviceKey realm="ingest"');
+      entry.headers.push('WWW-Authenticate', 'DeviceKey realm="ingest"');
       return answer(res, deps, entry, tenantId, 401, { error: sender.message });
     }
 
@@ -107,7 +107,7 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
       });
     } catch (error) {
       logger.error({ err: error, requestId, tenantId }, 'ingest sink failed');
-      res.setHeader('Retry-After', '1');
+      entry.headers.push('Retry-After', '1');
       return answer(res, deps, entry, tenantId, 503, { error: 'the reading pipeline is unavailable; retry' });
     }
     answer(res, deps, entry, tenantId, 202, { accepted: decoded.readingCount });

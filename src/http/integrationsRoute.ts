@@ -12,7 +12,7 @@ import { authorizeSender } from './authorizeSender.ts';
 import { answer, answerRateLimited, enterFrontDoor, tenantVerdict, type ClientResolver } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { callerKeyOf } from './ingestRoute.ts';
-import { setTenantCors } from './rateLimitHeaders.ts';
+import { addTenantCors } from './rateLimitHeaders.ts';
 import { closeAfterRefusal, declaresTooLarge, readBodyCapped } from './readBody.ts';
 import { namesInPath } from './tenantPath.ts';
 import { decodeUplinks } from './uplinks.ts';
@@ -34,23 +34,23 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
       return answer(res, deps, entry, undefined, 404, { error: 'the path must be /v1/integrations/<tenant>/<integration> with valid names' });
     }
     const [tenantId, integration] = names as [string, string];
-    setTenantCors(res);
+    addTenantCors(entry.headers);
 
     const key = req.headers['x-device-key'];
     const credential = typeof key === 'string' && key !== '' ? await deps.findCredential(key) : null;
     const sender = authorizeSender(credential, { route: 'integration', tenantId, integration });
     if (sender.status === 'unauthorized') {
-      res.setHeader('WWW-Authenticate', 'DeviceKey realm="ingest"');
+      entry.headers.push('WWW-Authenticate', 'DeviceKey realm="ingest"');
       return answer(res, deps, entry, tenantId, 401, { error: sender.message });
     }
 
     if (declaresTooLarge(req, maxBodyBytes)) {
-      closeAfterRefusal(req, res);
+      closeAfterRefusal(req, res, entry.headers);
       return answer(res, deps, entry, tenantId, 413, { error: `the body is larger than ${maxBodyBytes} bytes` });
     }
     const read = await readBodyCapped(req, maxBodyBytes);
     if (read.status === 'too-large') {
-      closeAfterRefusal(req, res);
+      closeAfterRefusal(req, res, entry.headers);
       return answer(res, deps, entry, tenantId, 413, { error: `the body is larger than ${maxBodyBytes} bytes` });
     }
     const decoded = decodeUplinks(read.body);
@@ -91,7 +91,7 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
       });
     } catch (error) {
       logger.error({ err: error, requestId, tenantId }, 'integration sink failed');
-      res.setHeader('Retry-After', '1');
+      entry.headers.push('Retry-After', '1');
       return answer(res, deps, entry, tenantId, 503, { error: 'the reading pipeline is unavailable; retry' });
     }
     answer(res, deps, entry, tenantId, 202, { accepted: uplinks });

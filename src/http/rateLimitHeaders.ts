@@ -4,7 +4,7 @@
 //   RateLimit-Policy: "tenant-readings";q=1000;w=1
 //   RateLimit: "tenant-readings";r=0;t=1
 // Every limit here is a rate per second, so each policy's window w is 1 and q is the per-second limit.
-import type { ServerResponse } from 'node:http';
+import type { HeaderPairs } from './respond.ts';
 
 export type RateLimitScope = 'ip' | 'tenant';
 
@@ -27,16 +27,22 @@ export const EXPOSED_HEADERS =
  * refusals happen before anything is known of the tenant, so they get no CORS grant (as OpenRUM does).
  * No credentials are ever sent to this endpoint, so a wildcard origin gives nothing away.
  */
-export function setTenantCors(res: ServerResponse): void {
-  res.setHeader('Access-Control-Allow-Origin', '*');
-  res.setHeader('Access-Control-Expose-Headers', EXPOSED_HEADERS);
+export function addTenantCors(headers: HeaderPairs): void {
+  headers.push('Access-Control-Allow-Origin', '*', 'Access-Control-Expose-Headers', EXPOSED_HEADERS);
 }
 
-export function setRateLimitHeaders(res: ServerResponse, verdict: RateLimitVerdict): void {
+export function addRateLimitHeaders(headers: HeaderPairs, verdict: RateLimitVerdict): void {
   const retryAfterSeconds = Math.max(1, Math.ceil(verdict.retryAfterSeconds));
-  res.setHeader('Retry-After', String(retryAfterSeconds));
-  res.setHeader('X-RateLimit-Scope', verdict.scope);
-  res.setHeader('X-RateLimit-Limit', String(verdict.limit));
-  res.setHeader('RateLimit-Policy', `"${verdict.policy}";q=${verdict.limit};w=1`);
-  res.setHeader('RateLimit', `"${verdict.policy}";r=${Math.max(0, Math.floor(verdict.remaining))};t=${retryAfterSeconds}`);
+  headers.push(
+    'Retry-After',
+    String(retryAfterSeconds),
+    'X-RateLimit-Scope',
+    verdict.scope,
+    'X-RateLimit-Limit',
+    String(verdict.limit),
+    'RateLimit-Policy',
+    `"${verdict.policy}";q=${verdict.limit};w=1`,
+    'RateLimit',
+    `"${verdict.policy}";r=${Math.max(0, Math.floor(verdict.remaining))};t=${retryAfterSeconds}`,
+  );
 }

@@ -2,6 +2,7 @@
 // read; a body without one (chunked) is counted as it streams and refused the moment it passes the cap, so a
 // sender can never make us buffer more than the cap.
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { HeaderPairs } from './respond.ts';
 
 export type BodyRead = { status: 'read'; body: Buffer } | { status: 'too-large' };
 
@@ -67,8 +68,8 @@ class CappedBodyReader {
  * with unread bytes makes TCP send a reset that can destroy our 413 before the sender reads it, so we linger
  * briefly, then cut off a sender that keeps streaming.
  */
-export function closeAfterRefusal(req: IncomingMessage, res: ServerResponse, lingerMs = 2_000): void {
-  res.setHeader('Connection', 'close');
+export function closeAfterRefusal(req: IncomingMessage, res: ServerResponse, headers: HeaderPairs, lingerMs = 2_000): void {
+  headers.push('Connection', 'close');
   req.resume();
   res.once('finish', () => setTimeout(() => req.socket.destroy(), lingerMs).unref());
 }

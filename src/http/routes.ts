@@ -32,7 +32,6 @@ function postOnly(handle: RouteHandler): RouteHandler {
         .end();
       return;
     }
-    res.setHeader('Allow', 'POST, OPTIONS');
-    sendJson(res, 405, { error: `${req.method ?? 'this method'} is not allowed; POST readings` });
+    sendJson(res, 405, { error: `${req.method ?? 'this method'} is not allowed; POST readings` }, ['Allow', 'POST, OPTIONS']);
   };
 }
