@@ -24,7 +24,7 @@ describe.each(storageTargets)('AI inference spend on $name', (target) => {
     testDb = await target.open();
     db = testDb.db;
     store = createPostgresEventStore(db);
-  });
+  }, 180_000);
 
   afterAll(async () => {
     await store.close();

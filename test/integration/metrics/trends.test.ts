@@ -60,7 +60,7 @@ describe.each(storageTargets)('trend read models on $name', (target) => {
     store = createPostgresEventStore(db);
     projections = await startProjections(db, store, PROJECTIONS);
     windowIndex = 0;
-  });
+  }, 180_000);
 
   beforeEach(() => {
     T0 = EPOCH + 30 * 86_400 * windowIndex++;
