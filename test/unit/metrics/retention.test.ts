@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { InvalidMetricsSetting, readMetricsSettings } from '../../../src/metrics/metricsSettings.ts';
 import { DEFAULT_TREND_RETENTION_DAYS, InvalidTrendRetention, readTrendRetention } from '../../../src/metrics/trends/retention.ts';
 
 describe('readTrendRetention', () => {
@@ -17,5 +18,16 @@ describe('readTrendRetention', () => {
 
   it.each(['0', '-3', '1.5', 'week'])('refuses %j', (text) => {
     expect(() => readTrendRetention({ GOVERNANCE_TREND_HOURS_RETENTION_DAYS: text })).toThrow(InvalidTrendRetention);
+  });
+});
+
+describe('readMetricsSettings', () => {
+  it('names 50 tenants by default and takes another number from the environment', () => {
+    expect(readMetricsSettings({}).namedTenants).toBe(50);
+    expect(readMetricsSettings({ GOVERNANCE_METRICS_NAMED_TENANTS: '200' }).namedTenants).toBe(200);
+  });
+
+  it.each(['-1', 'many', '2.5', '100000'])('refuses %j', (text) => {
+    expect(() => readMetricsSettings({ GOVERNANCE_METRICS_NAMED_TENANTS: text })).toThrow(InvalidMetricsSetting);
   });
 });
