@@ -12,14 +12,23 @@ export class FixedWindow {
   admitted = 0;
   offered = 0;
   keepFraction = 1;
+  /** Charged through shared counters: this replica sees only its own share of the offered load. */
+  shared = false;
+  /** A kept caller was refused in this window (shared mode: the shared budget ran out). */
+  cut = false;
 
   private roll(second: number, limit: number): void {
     if (second <= this.windowSecond) return;
-    const previousOffered = second === this.windowSecond + 1 ? this.offered : 0;
-    this.keepFraction = previousOffered > limit ? limit / previousOffered : 1;
+    const consecutive = second === this.windowSecond + 1;
+    const previousOffered = consecutive ? this.offered : 0;
+    const estimate = previousOffered > limit ? limit / previousOffered : 1;
+    if (!this.shared || !consecutive) this.keepFraction = estimate;
+    else if (this.cut) this.keepFraction = Math.min(estimate, this.admitted / previousOffered);
+    else this.keepFraction = Math.min(estimate, this.keepFraction * 2);
     this.windowSecond = second;
     this.admitted = 0;
     this.offered = 0;
+    this.cut = false;
   }
 
   takeExact(units: number, second: number, limit: number): boolean {
@@ -38,6 +47,24 @@ export class FixedWindow {
     if (this.keepFraction < 1 && callerFraction >= this.keepFraction) return false;
     this.admitted += units;
     return true;
+  }
+
+  /**
+   * Only the hash decision, for shared counters (Redis): the budget is charged there, so this counts the offer
+   * and reports the outcome through sharedOutcome. A replica sees only its share of the offered load, so when
+   * the shared budget cut kept callers, the next window keeps only the fraction that was admitted; without a
+   * cut the fraction doubles back towards the local estimate, window by window.
+   */
+  keeps(units: number, second: number, limit: number, callerFraction: number): boolean {
+    this.shared = true;
+    this.roll(second, limit);
+    this.offered += units;
+    return this.keepFraction >= 1 || callerFraction < this.keepFraction;
+  }
+
+  sharedOutcome(units: number, admitted: boolean): void {
+    if (admitted) this.admitted += units;
+    else this.cut = true;
   }
 
   remaining(limit: number): number {

@@ -208,7 +208,17 @@ export class Governor {
     let retryAfterSeconds = 0;
     if (sharedActive) {
       const shared = this.sharedOf(allowance, byMessage);
-      admitted = this.takeShared(shared, slot, units, at, rate, burst);
+      if (downsample) {
+        // STABLE_DOWNSAMPLE across replicas: callers hashed out never reach the shared budget; kept ones are
+        // charged there, so the shared limit holds, and cuts there tighten the next window's keep fraction.
+        const window = allowance.window!;
+        const fraction = stableCallerFraction(request.callerKey ?? request.tenant);
+        const kept = window.keeps(units, Math.floor(at / 1000), rate, fraction);
+        admitted = kept && this.takeShared(shared, slot, units, at, rate, burst);
+        if (kept) window.sharedOutcome(units, admitted);
+      } else {
+        admitted = this.takeShared(shared, slot, units, at, rate, burst);
+      }
       remaining = shared.granted;
       if (!admitted) retryAfterSeconds = Math.max(1, Math.ceil(units / rate));
     } else if (slot.kind === 'TOKEN_BUCKET') {

@@ -63,6 +63,45 @@ describe.skipIf(!redisUrl)('shared counters on Redis', () => {
     expect(a.governor.stats().sharedFallbackActive).toBe(false);
   });
 
+  it('applies STABLE_DOWNSAMPLE before the shared budget and still holds the shared limit', async () => {
+    const keyPrefix = prefix();
+    const downsampling = () =>
+      new MemoryLimitSource().tenant('acme', { API_REQUESTS: { override: { ratePerSecond: LIMIT } } }, { apiOverLimitPolicy: 'STABLE_DOWNSAMPLE' });
+    const replicas = [];
+    for (let r = 0; r < 2; r++) {
+      const budget = createRedisSharedBudget({ url: redisUrl!, keyPrefix });
+      expect(await budget.ready()).toBe(true);
+      const governor = new Governor({ limitSource: downsampling(), sharedBudget: budget });
+      closers.push(() => budget.close(), () => governor.close());
+      governor.admit({ tenant: 'acme', dimension: 'AI_INFERENCE', units: 0, at: 0 });
+      await governor.loadsSettled();
+      replicas.push(governor);
+    }
+    for (let w = 0; w < 4; w++) {
+      let admitted = 0;
+      const byCaller = new Map<string, Set<boolean>>();
+      for (let step = 0; step < 100; step++) {
+        for (const [r, governor] of replicas.entries()) {
+          for (let i = 0; i < 30; i++) {
+            // 1,000 callers per replica, each seen three times a window.
+            const callerKey = `caller-${r}-${(step * 30 + i) % 1000}`;
+            const decision = governor.admit({ ...apiRequest(windowStart + w * 1000 + step * 10), callerKey });
+            if (decision.admitted) admitted++;
+            else expect(decision.behaviour).toBe('STABLE_DOWNSAMPLE');
+            byCaller.set(callerKey, (byCaller.get(callerKey) ?? new Set()).add(decision.admitted));
+          }
+        }
+        await Promise.all(replicas.map((governor) => governor.reservationsSettled()));
+      }
+      expect(admitted).toBeLessThanOrEqual(LIMIT * 1.02);
+      if (w > 0) {
+        // Past the first window callers are wholly in or out; only a kept caller can be cut at the shared limit.
+        const wholly = [...byCaller.values()].filter((outcomes) => outcomes.size === 1).length;
+        expect(wholly / byCaller.size).toBeGreaterThan(0.9);
+      }
+    }
+  });
+
   it('shares a token bucket between replicas', async () => {
     const keyPrefix = prefix();
     const replicas = [await sharedGovernor(redisUrl!, keyPrefix), await sharedGovernor(redisUrl!, keyPrefix)];
