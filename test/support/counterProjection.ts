@@ -1,6 +1,7 @@
 // A small projection for runner tests and benchmarks: per-counter totals, plus one row per application,
 // so a test can prove each event took effect exactly once (no unique key: a double apply shows up as a
-// duplicate row instead of an error that would hide it). Everything is named after a scope (projection,
+// duplicate row instead of an error that would hide it); `last_event` depends on the order of application,
+// so equal read models mean the same events in the same order. Everything is named after a scope (projection,
 // tables, event types), so tests can share one database and one ledger without seeing each other's events.
 import { randomBytes } from 'node:crypto';
 import type { Queryable } from '../../src/db/db.ts';
@@ -28,7 +29,7 @@ export function counterScope(name = `counter_${randomBytes(4).toString('hex')}`)
 
 export async function createCounterTables(db: Queryable, scope: CounterScope): Promise<void> {
   await db.exec(`
-    CREATE TABLE IF NOT EXISTS ${scope.counters} (counter text PRIMARY KEY, total bigint NOT NULL, events bigint NOT NULL);
+    CREATE TABLE IF NOT EXISTS ${scope.counters} (counter text PRIMARY KEY, total bigint NOT NULL, events bigint NOT NULL, last_event uuid NOT NULL);
     CREATE TABLE IF NOT EXISTS ${scope.applications} (event_id uuid NOT NULL, run text NOT NULL);`);
 }
 
@@ -50,9 +51,10 @@ export function counterProjection(scope: CounterScope, { version = 1, factor = 1
     async apply(event, tx) {
       const { counter, by } = event.data as { counter: string; by: number };
       await tx.query(
-        `INSERT INTO ${scope.counters} (counter, total, events) VALUES ($1, $2, 1)
-         ON CONFLICT (counter) DO UPDATE SET total = ${scope.counters}.total + EXCLUDED.total, events = ${scope.counters}.events + 1`,
-        [counter, by * factor],
+        `INSERT INTO ${scope.counters} (counter, total, events, last_event) VALUES ($1, $2, 1, $3)
+         ON CONFLICT (counter) DO UPDATE
+           SET total = ${scope.counters}.total + EXCLUDED.total, events = ${scope.counters}.events + 1, last_event = EXCLUDED.last_event`,
+        [counter, by * factor, event.id],
       );
       await tx.query(`INSERT INTO ${scope.applications} (event_id, run) VALUES ($1, $2)`, [event.id, run]);
     },

@@ -16,7 +16,7 @@ import {
 } from '../../support/counterProjection.ts';
 
 async function snapshotReadModel(db: Db, scope: CounterScope) {
-  const counters = await db.query(`SELECT counter, total, events FROM ${scope.counters} ORDER BY counter`);
+  const counters = await db.query(`SELECT counter, total, events, last_event FROM ${scope.counters} ORDER BY counter`);
   const applications = await db.query(`SELECT event_id FROM ${scope.applications} ORDER BY event_id`);
   return { counters: counters.rows, applications: applications.rows };
 }
@@ -74,7 +74,7 @@ describe.each(storageTargets)('projection rebuild on $name', (target) => {
   });
 
   it('empties a read model that no event of its types supports', async () => {
-    await db.query(`INSERT INTO ${scope.counters} VALUES ('stale', 1, 1)`);
+    await db.query(`INSERT INTO ${scope.counters} VALUES ('stale', 1, 1, gen_random_uuid())`);
     const result = await rebuildProjection(db, store, counterProjection(scope));
     expect(result.eventsApplied).toBe(0);
     expect(await snapshotReadModel(db, scope)).toEqual({ counters: [], applications: [] });
