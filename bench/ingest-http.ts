@@ -28,7 +28,7 @@ const BODY = JSON.stringify({
   readings: Array.from({ length: READINGS_PER_REQUEST }, (_, i) => ({ deviceId: 'pump-7', measurements: { [`m${i}`]: i * 1.5 } })),
 });
 const ROUNDS = 3;
-const SECONDS_PER_RUN = 4;
+const SECONDS_PER_RUN = 3;
 const CONNECTIONS = 32;
 
 interface Ports {
@@ -102,7 +102,7 @@ async function measure(): Promise<void> {
       child.once('message', (message) => resolve((message as { cpuMicros: number }).cpuMicros));
       child.send('cpu');
     });
-  const run = async (port: number, path: string, headers: Record<string, string>, expectStatus: number) => {
+  const run = async (port: number, path: string, headers: Record<string, string>, expectStatus: number, seconds = SECONDS_PER_RUN) => {
     const cpuBefore = await serverCpuMicros();
     const result = await autocannon({
       url: `http://127.0.0.1:${port}${path}`,
@@ -110,7 +110,7 @@ async function measure(): Promise<void> {
       body: BODY,
       headers: { 'content-type': 'application/json', ...headers },
       connections: CONNECTIONS,
-      duration: SECONDS_PER_RUN,
+      duration: seconds,
     });
     const expected = result.statusCodeStats?.[String(expectStatus) as keyof typeof result.statusCodeStats]?.count ?? 0;
     if (result.errors > 0 || expected < result.requests.total * 0.99) {
@@ -121,8 +121,8 @@ async function measure(): Promise<void> {
   };
   const device = { 'x-device-key': ports.key };
   // Warm up: the Governor learns both tenants' ceilings, V8 compiles the hot paths.
-  await run(ports.frontDoor, '/v1/ingest/bench', device, 202).catch(() => 0);
-  await run(ports.frontDoor, '/v1/ingest/shed', device, 429).catch(() => 0);
+  await run(ports.frontDoor, '/v1/ingest/bench', device, 202, 2).catch(() => 0);
+  await run(ports.frontDoor, '/v1/ingest/shed', device, 429, 1).catch(() => 0);
   type Sample = Awaited<ReturnType<typeof run>>;
   const samples = { baseline: [] as Sample[], ours: [] as Sample[], shed: [] as Sample[] };
   for (let round = 0; round < ROUNDS; round++) {
