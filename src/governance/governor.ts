@@ -176,16 +176,17 @@ export class Governor {
     if (byMessage && !slot.messageCharged) {
       throw new InvalidAdmission(`${slot.dimension}/${String(slot.allowance)} is not charged per message`);
     }
-    if (++this.admitsSinceClockRead >= this.clockReadEveryAdmits) {
-      this.admitsSinceClockRead = 0;
-      this.clockMs = this.now();
-    }
+    if (++this.admitsSinceClockRead >= this.clockReadEveryAdmits) this.readClock();
     const nowMs = this.clockMs;
     const state = slot.allowance === 'HTTP' ? this.names.forHttp(request.tenant, nowMs) : this.names.forTrusted(request.tenant);
     state.lastSeenMs = nowMs;
     this.cache.refreshIfDue(state, nowMs);
     const known = state.status === STATUS_KNOWN;
-    const limits = known ? this.cache.limitsOf(state) : this.cache.platformLimits;
+    const limits = !known
+      ? this.cache.platformLimits
+      : state.limitsVersion === this.cache.platformVersion && state.limits !== null
+        ? state.limits
+        : this.cache.limitsOf(state);
     const allowance = state.allowance(slotIndex, limits);
     let rate = allowance.ratePerSecond;
     let burst = allowance.burst;
@@ -302,8 +303,14 @@ export class Governor {
     await this.flush();
   }
 
-  private tick(): void {
+  private readClock(): void {
+    this.admitsSinceClockRead = 0;
     this.clockMs = this.now();
+    this.cache.refreshPlatformIfDue(this.clockMs);
+  }
+
+  private tick(): void {
+    this.readClock();
     this.names.sweepTrusted(this.clockMs, TRUSTED_SWEEP_PROBES);
     // A slow Recorder is not queued behind: its windows keep merging until it is free again.
     if (this.recording === null) void this.record(false);

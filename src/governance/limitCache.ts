@@ -47,12 +47,16 @@ export class LimitCache {
 
   /** Called on every admit: starts a background read when the tenant's values are due. */
   refreshIfDue(state: TenantState, nowMs: number): void {
-    if (!state.loading && nowMs >= state.refreshDueMs) {
+    if (nowMs >= state.refreshDueMs && !state.loading) {
       state.loading = true;
       this.queue.push(state);
       this.schedule();
     }
-    if (!this.platformLoading && nowMs >= this.platformDueMs) this.loadPlatformDefaults();
+  }
+
+  /** Called whenever the Governor reads the clock. */
+  refreshPlatformIfDue(nowMs: number): void {
+    if (nowMs >= this.platformDueMs && !this.platformLoading) this.loadPlatformDefaults();
   }
 
   get pendingLoads(): number {
