@@ -11,6 +11,9 @@ import type { EnqueueOutcome } from '../../../src/commands/types.ts';
 import { postgresOnly, type TestDb } from '../../support/databases.ts';
 import { createCeilingTable, setCeiling, tableCeilings } from './ceilingTable.ts';
 
+// Opening a migrated database (PGlite above all) is the slow step on a busy two-core machine.
+const OPEN_TIMEOUT_MS = 180_000;
+
 const TENANT = 'acme';
 const CEILING = 50;
 const WORKER = fileURLToPath(new URL('./enqueueWorker.ts', import.meta.url));
@@ -53,7 +56,7 @@ describe.skipIf(!postgresOnly).each<Ledger>(['database', 'stream'])('command cei
     await setCeiling(testDb.db, TENANT, CEILING);
     workers = [startWorker(testDb.env!, ledger), startWorker(testDb.env!, ledger)];
     for (const worker of workers) expect(await nextLine(worker)).toEqual({ ready: true });
-  });
+  }, OPEN_TIMEOUT_MS);
 
   afterAll(async () => {
     for (const worker of workers ?? []) {

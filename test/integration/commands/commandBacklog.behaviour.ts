@@ -14,6 +14,9 @@ import { storageTargets, type StorageTarget, type TestDb } from '../../support/d
 import { waitFor } from '../../support/waitFor.ts';
 import { createCeilingTable, setCeiling, tableCeilings } from './ceilingTable.ts';
 
+// Opening a migrated database (PGlite above all) is the slow step on a busy two-core machine.
+const OPEN_TIMEOUT_MS = 180_000;
+
 export type BacklogFactory = (settings: {
   db: Db;
   store: EventStore;
@@ -47,7 +50,7 @@ export function describeCommandBacklog(name: string, makeBacklog: BacklogFactory
       testDb = await target.open();
       store = openStore(testDb.db);
       await createCeilingTable(testDb.db);
-    });
+    }, OPEN_TIMEOUT_MS);
 
     afterAll(async () => {
       await store.close();

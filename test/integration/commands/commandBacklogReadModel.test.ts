@@ -16,6 +16,9 @@ import type { CommandBacklog } from '../../../src/commands/types.ts';
 import { commandBacklogProjection } from '../../../projections/commandBacklog.ts';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
 
+// Opening a migrated database (PGlite above all) is the slow step on a busy two-core machine.
+const OPEN_TIMEOUT_MS = 180_000;
+
 const operator: Actor = { id: 'ops@example.com', role: 'OPERATOR' };
 const delivery: Actor = { id: 'svc:command-delivery', role: 'SERVICE' };
 
@@ -54,7 +57,7 @@ describe.each(storageTargets)('command backlog read model on $name', (target) =>
     expect(applied.map((each) => each.status)).toEqual(Array(7).fill('applied'));
     await projections.waitForCaughtUp();
     backlog = createCommandBacklog({ db: testDb.db, store, ceilings: controlPlaneCeilings });
-  });
+  }, OPEN_TIMEOUT_MS);
 
   afterAll(async () => {
     await projections.close();
