@@ -24,7 +24,7 @@ export interface ProjectionLag {
   eventsBehind: number;
   /** True when there were at least `eventsBehind` events: the probe stopped counting. */
   eventsBehindIsLowerBound: boolean;
-  /** How long ago the oldest event not yet projected was recorded; 0 when caught up. */
+  /** How long ago the oldest event not yet projected was recorded; 0 when caught up or none is readable yet. */
   secondsBehind: number;
   checkpoint: Checkpoint;
 }
@@ -201,13 +201,18 @@ export async function startProjectionRunner(
       });
     },
     async lag({ probeLimit = 1_000 } = {}) {
+      // Head first: the checkpoint only moves forwards, so a checkpoint read afterwards that is still
+      // short of it was truly behind.
+      const head = await store.headPosition();
       const stored = (await loadOrCreateCheckpoint(db, projection.name, projection.version)).position;
       const ahead = await store.readAll(stored, probeLimit);
       const oldest = ahead[0];
+      // Committed but not yet readable (PostgreSQL: behind an older open transaction): at least one event.
+      const heldBack = ahead.length === 0 && head !== undefined && (stored === 'start' || comparePositions(stored, head) < 0);
       return {
         projection: projection.name,
-        eventsBehind: ahead.length,
-        eventsBehindIsLowerBound: ahead.length === probeLimit,
+        eventsBehind: heldBack ? 1 : ahead.length,
+        eventsBehindIsLowerBound: heldBack || ahead.length === probeLimit,
         secondsBehind: oldest ? Math.max(0, (Date.now() - oldest.recordedAt.getTime()) / 1_000) : 0,
         checkpoint: stored,
       };
