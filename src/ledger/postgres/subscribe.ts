@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/db.ts';
 import type { Checkpoint, RecordedEvent, Subscription } from '../eventStore.ts';
 import type { AppendSignal } from './appendSignal.ts';
-import { hasHeldBackEvents } from './hasHeldBackEvents.ts';
+import { hasUnreadEvents } from './hasUnreadEvents.ts';
 import { readAll } from './readAll.ts';
 
 export interface SubscribeTiming {
@@ -58,7 +58,7 @@ export function subscribe(
           checkpoint = event.position;
         }
         if (page.length === timing.pageSize || closed) continue;
-        const heldBack = await hasHeldBackEvents(db, checkpoint);
+        const heldBack = await hasUnreadEvents(db, checkpoint, types);
         await pause(heldBack ? timing.heldBackPollMs : timing.pollIntervalMs);
       }
     } finally {
