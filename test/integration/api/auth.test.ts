@@ -9,6 +9,7 @@ describe.each(storageTargets)('GraphQL auth on $name', (target) => {
   let api: ApiHarness;
   let operator: string;
 
+  // Opening a database takes long on a busy machine (hence the hook's timeout); the tests themselves are quick.
   beforeAll(async () => {
     api = await openApiHarness(target);
     operator = await api.token('OPERATOR');
@@ -17,7 +18,7 @@ describe.each(storageTargets)('GraphQL auth on $name', (target) => {
       await api.gql(operator, `mutation { registerTenant(input: { tenantId: "${tenantId}", tierId: "gold" }) { __typename } }`);
     }
     await api.projections.waitForCaughtUp();
-  });
+  }, 180_000);
   afterAll(() => api?.dispose());
 
   const viewerQuery = '{ viewer { id role tenantId } }';

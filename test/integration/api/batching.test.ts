@@ -10,6 +10,7 @@ describe.each(storageTargets)('GraphQL batching and limits on $name', (target) =
   let api: ApiHarness;
   let operator: string;
 
+  // Opening a database takes long on a busy machine (hence the hook's timeout); the tests themselves are quick.
   beforeAll(async () => {
     api = await openApiHarness(target);
     operator = await api.token('OPERATOR');
@@ -20,7 +21,7 @@ describe.each(storageTargets)('GraphQL batching and limits on $name', (target) =
       await api.controlPlane.setTenantOverride({ id: 'seed', role: 'OPERATOR' }, { tenantId, dimension: 'INGEST', ratePerSecond: 100 + i, reason: 'seed' });
     }
     await api.projections.waitForCaughtUp();
-  });
+  }, 180_000);
   afterAll(() => api?.dispose());
 
   it('reads a page of 500 tenants with their limits and backlogs in at most 4 SQL statements', async () => {

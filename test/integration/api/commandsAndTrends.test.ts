@@ -29,6 +29,7 @@ function summary(tenantId: string, minute: number, counts: Partial<AdmissionSumm
 describe.each(storageTargets)('GraphQL commands and trends on $name', (target) => {
   let api: ApiHarness;
 
+  // Opening a database takes long on a busy machine (hence the hook's timeout); the tests themselves are quick.
   beforeAll(async () => {
     api = await openApiHarness(target);
     await api.controlPlane.defineTier(OPERATOR, { tierId: 'small', name: 'Small' });
@@ -36,7 +37,7 @@ describe.each(storageTargets)('GraphQL commands and trends on $name', (target) =
     await api.controlPlane.registerTenant(OPERATOR, { tenantId: 'acme', tierId: 'small' });
     await api.controlPlane.registerTenant(OPERATOR, { tenantId: 'globex' });
     await api.projections.waitForCaughtUp();
-  });
+  }, 180_000);
   afterAll(() => api?.dispose());
 
   const ENQUEUE = `mutation($input: EnqueueCommandInput!) { enqueueCommand(input: $input) { __typename

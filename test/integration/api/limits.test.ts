@@ -17,10 +17,11 @@ describe.each(storageTargets)('GraphQL limits on $name', (target) => {
     return response.data![name]!;
   }
 
+  // Opening a database takes long on a busy machine (hence the hook's timeout); the tests themselves are quick.
   beforeAll(async () => {
     api = await openApiHarness(target);
     operator = await api.token('OPERATOR');
-  });
+  }, 180_000);
   afterAll(() => api?.dispose());
 
   it('runs every control-plane mutation and answers Applied with the ledger position', async () => {

@@ -48,6 +48,7 @@ async function subscribe(api: ApiHarness, token: string, query: string): Promise
 describe.each(storageTargets)('GraphQL subscriptions on $name', (target) => {
   let api: ApiHarness;
 
+  // Opening a database takes long on a busy machine (hence the hook's timeout); the tests themselves are quick.
   beforeAll(async () => {
     api = await openApiHarness(target);
     await api.controlPlane.defineTier(OPERATOR, { tierId: 'gold', name: 'Gold' });
@@ -55,7 +56,7 @@ describe.each(storageTargets)('GraphQL subscriptions on $name', (target) => {
     await api.controlPlane.registerTenant(OPERATOR, { tenantId: 'acme', tierId: 'gold' });
     await api.controlPlane.registerTenant(OPERATOR, { tenantId: 'globex', tierId: 'silver' });
     await api.projections.waitForCaughtUp();
-  });
+  }, 180_000);
   afterAll(() => api?.dispose());
 
   it('tells a tenant about changes to its own limits, its tier and the platform default, and nothing else', async () => {
