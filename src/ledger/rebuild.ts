@@ -1,8 +1,9 @@
 // `governance projections rebuild [name]`: empty the read model, reset the checkpoint, replay the ledger.
 // A runner of the same projection that is running meanwhile (the service) is not disturbed: its next
 // compare-and-set fails, it reloads the reset checkpoint and the two share the replay page by page.
+import { setTimeout as delay } from 'node:timers/promises';
 import type { Db } from '../db/db.ts';
-import type { EventStore } from './eventStore.ts';
+import { comparePositions, type Checkpoint, type EventStore, type Position } from './eventStore.ts';
 import type { Projection } from './projection.ts';
 import { loadCheckpoint, resetCheckpoint } from './checkpoints.ts';
 import { projectNextPage } from './projectPage.ts';
@@ -35,6 +36,9 @@ export async function rebuildProjection(
   { onProgress, pageSize = 1_000 }: RebuildOptions = {},
 ): Promise<RebuildResult> {
   const startedAt = performance.now();
+  // The replay ends at the head as of now, not at the first empty read: events committed before the
+  // rebuild may still be held back from readers for a moment (PostgreSQL, behind an older open transaction).
+  const head = await store.headPosition();
   let total = await countLedgerEvents(store, pageSize);
   await db.transaction(async (tx) => {
     await resetCheckpoint(tx, projection.name, projection.version);
@@ -53,7 +57,11 @@ export async function rebuildProjection(
   report();
   for (;;) {
     const outcome = await projectNextPage(db, store, projection, checkpoint, pageSize);
-    if (outcome.status === 'caught-up') break;
+    if (outcome.status === 'caught-up') {
+      if (reached(outcome.checkpoint.position, head)) break;
+      await delay(HELD_BACK_POLL_MS);
+      continue;
+    }
     if (outcome.checkpoint.version !== projection.version) {
       throw new Error(`projection ${projection.name} was reset to version ${outcome.checkpoint.version} during the rebuild`);
     }
@@ -65,6 +73,13 @@ export async function rebuildProjection(
     report();
   }
   return { projection: projection.name, eventsRead: done, eventsApplied: applied, seconds: (performance.now() - startedAt) / 1_000 };
+}
+
+const HELD_BACK_POLL_MS = 25;
+
+function reached(checkpoint: Checkpoint, head: Position | undefined): boolean {
+  if (head === undefined) return true;
+  return checkpoint !== 'start' && comparePositions(checkpoint, head) >= 0;
 }
 
 // The port has no count; one read through the ledger gives the progress bar its total. It costs a read of
