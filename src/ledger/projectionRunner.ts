@@ -35,7 +35,7 @@ export interface ProjectionRunner {
   waitForCaughtUp(options?: { timeoutMs?: number }): Promise<void>;
   /** How far behind the ledger the stored checkpoint is (one readAll of at most `probeLimit` events). */
   lag(options?: { probeLimit?: number }): Promise<ProjectionLag>;
-  /** The last fault, until a later pass succeeds. */
+  /** The last fault, until a later page succeeds. */
   lastError(): unknown;
   stop(): Promise<void>;
 }
