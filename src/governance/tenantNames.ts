@@ -8,7 +8,7 @@
 // admission is at least `idleMs` (default 60 s) ago is evicted, oldest idle first, but only when the set is
 // full and a new name needs the place. The set is kept in least-recently-checked order: looking for a victim
 // examines at most EVICTION_PROBES names at the front, evicts the first idle one, and moves busy ones to the
-// back, so the cost per new name is bounded even when all places are busy. Unconfirmed names of trusted
+// back, at most once per reading of the clock, so the cost per new name is bounded even when all places are busy. Unconfirmed names of trusted
 // senders (which the source may answer as unknown) are swept the same way in the background, idle ones first.
 import { TenantState } from './tenantState.ts';
 
@@ -21,6 +21,7 @@ export class TenantNames {
   overflowLastUsedMs = Number.NEGATIVE_INFINITY;
   confirmedCount = 0;
   private readonly unconfirmedHttp = new Map<string, TenantState>();
+  private roomFailedAtMs = Number.NaN;
   private readonly unconfirmedTrusted = new Map<string, TenantState>();
 
   constructor(
@@ -36,7 +37,7 @@ export class TenantNames {
   forHttp(name: string, nowMs: number): TenantState {
     const existing = this.states.get(name);
     if (existing !== undefined) return existing;
-    if (this.unconfirmedHttp.size >= this.maxUnconfirmed && !this.evictIdle(this.unconfirmedHttp, nowMs, EVICTION_PROBES)) {
+    if (this.unconfirmedHttp.size >= this.maxUnconfirmed && !this.makeRoom(nowMs)) {
       this.overflowLastUsedMs = nowMs;
       return this.overflow;
     }
@@ -81,6 +82,17 @@ export class TenantNames {
     for (let probe = 0; probe < maxProbes && this.unconfirmedTrusted.size > 0; probe++) {
       this.evictIdle(this.unconfirmedTrusted, nowMs, 1);
     }
+  }
+
+  /**
+   * One probe round per clock reading: under a storm of invented names with every place busy, later names in
+   * the same instant go straight to the overflow allowance instead of reshuffling the set again.
+   */
+  private makeRoom(nowMs: number): boolean {
+    if (nowMs === this.roomFailedAtMs) return false;
+    if (this.evictIdle(this.unconfirmedHttp, nowMs, EVICTION_PROBES)) return true;
+    this.roomFailedAtMs = nowMs;
+    return false;
   }
 
   private markTrusted(state: TenantState): void {
