@@ -14,6 +14,7 @@ export function commandEvent<Type extends CommandEventType>(
   reason?: string,
 ): NewEvent<Type, CommandEventMap[Type]> {
   const metadata: EventMetadata = { actor: actor.id, occurredAt: occurredAt.toISOString() };
+  if (actor.role !== undefined) metadata.actorRole = actor.role;
   if (reason !== undefined) metadata.reason = reason;
   return { type, data, metadata };
 }

@@ -4,9 +4,10 @@ import type { Queryable } from '../db/db.ts';
 import type { LimitSourceLevel } from '../governance/types.ts';
 import type { CommandRejectionReason } from '../ledger/catalog/commands.ts';
 
-/** Who asked: recorded on every event as `actor`. */
+/** Who asked: recorded on every event as `actor` (and `actorRole` when known, as the control plane does). */
 export interface CommandActor {
   id: string;
+  role?: string;
 }
 
 export interface EnqueueCommandInput {

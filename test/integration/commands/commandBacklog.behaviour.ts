@@ -25,7 +25,7 @@ export type BacklogFactory = (settings: {
   now: () => Date;
 }) => CommandBacklog;
 
-const actor = { id: 'svc:command-delivery' };
+const actor = { id: 'svc:command-delivery', role: 'SERVICE' };
 const TTL_MS = 60_000;
 
 export interface SuiteOptions {
@@ -85,7 +85,7 @@ export function describeCommandBacklog(name: string, makeBacklog: BacklogFactory
       expect(await events()).toEqual(['CommandEnqueued', 'CommandEnqueued', 'CommandEnqueued', 'CommandRejected']);
       const [first] = await store.readStream(commandsStream(tenant));
       expect(first!.data).toMatchObject({ tenantId: tenant, commandId: 'c1', deviceId: 'dev-1', payload: { op: 'open' }, ceilingSource: 'TIER' });
-      expect(first!.metadata).toMatchObject({ actor: actor.id, occurredAt: clock.toISOString() });
+      expect(first!.metadata).toMatchObject({ actor: actor.id, actorRole: 'SERVICE', occurredAt: clock.toISOString() });
     });
 
     it('answers a repeated commandId with its first acceptance and counts it once', async () => {
