@@ -6,6 +6,7 @@ import type { EventStore } from '../ledger/eventStore.ts';
 import type { CommandBacklog } from '../commands/types.ts';
 import type { ControlPlane } from '../control-plane/controlPlane.ts';
 import type { ApiPubSub } from './pubsub.ts';
+import type { EffectiveLimitsCache } from './effectiveLimitsCache.ts';
 
 export interface ApiDependencies {
   /** Read models; every read query goes through here (tests wrap it to count statements). */
@@ -18,4 +19,6 @@ export interface ApiDependencies {
 
 export interface ApiContext extends ApiDependencies {
   actor: Actor;
+  /** Shared by every request of one server. */
+  effectiveLimits: EffectiveLimitsCache;
 }

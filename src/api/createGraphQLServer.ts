@@ -8,6 +8,7 @@ import { schema } from './schema/index.ts';
 import type { TokenVerifier } from './auth/verifyToken.ts';
 import { useAuth } from './useAuth.ts';
 import { useProtection } from './useProtection.ts';
+import { createEffectiveLimitsCache, invalidateOnCommits, type EffectiveLimitsCache } from './effectiveLimitsCache.ts';
 
 export const GRAPHQL_PATH = '/graphql';
 
@@ -18,10 +19,12 @@ export interface GraphQLServerOptions extends ApiDependencies {
   logger?: Logger;
 }
 
-export type GraphQLServer = YogaServerInstance<Record<string, unknown>, ApiDependencies>;
+export type GraphQLServer = YogaServerInstance<Record<string, unknown>, ApiDependencies & { effectiveLimits: EffectiveLimitsCache }>;
 
 export function createGraphQLServer({ verify, development = false, logger, ...dependencies }: GraphQLServerOptions): GraphQLServer {
-  return createYoga<Record<string, unknown>, ApiDependencies>({
+  const effectiveLimits = createEffectiveLimitsCache();
+  invalidateOnCommits(effectiveLimits, dependencies.pubsub);
+  return createYoga<Record<string, unknown>, ApiDependencies & { effectiveLimits: EffectiveLimitsCache }>({
     schema,
     graphqlEndpoint: GRAPHQL_PATH,
     graphiql: { title: 'governance-ledger' },
@@ -40,6 +43,6 @@ export function createGraphQLServer({ verify, development = false, logger, ...de
     plugins: [useAuth(verify), useProtection()],
     // A new object per request: the dataloaders cache per context, so nothing is shared between requests.
     // useAuth adds the actor, completing ApiContext.
-    context: () => ({ ...dependencies }),
+    context: () => ({ ...dependencies, effectiveLimits }),
   });
 }

@@ -6,6 +6,7 @@ import type { AdmissionsRecordedData } from '../ledger/catalog/admissions.ts';
 import { formatPosition, type RecordedEvent } from '../ledger/eventStore.ts';
 import type { Projection } from '../ledger/projection.ts';
 import { limitHistoryProjection } from '../../projections/limitHistory.ts';
+import { controlPlaneProjections } from '../control-plane/projections.ts';
 import { admissionTrendsProjection } from '../../projections/admissionTrends.ts';
 import type { ApiPubSub } from './pubsub.ts';
 
@@ -47,11 +48,20 @@ export function publishingSheds(projection: Projection, pubsub: ApiPubSub): Proj
   });
 }
 
-/** The service's projections, with the two that feed subscriptions wrapped to publish; the rest unchanged. */
+/** For every control-plane projection: a notice that its read model changed (the limits cache listens). */
+function publishingCommits(projection: Projection, pubsub: ApiPubSub): Projection {
+  return withAfterCommit(projection, () => pubsub.publish('controlPlaneCommitted', projection.name));
+}
+
+const CONTROL_PLANE_PROJECTIONS = new Set(controlPlaneProjections().map((projection) => projection.name));
+
+/** The service's projections, wrapped to publish what the API's subscriptions and caches follow. */
 export function withApiPublishers(projections: readonly Projection[], pubsub: ApiPubSub): Projection[] {
   return projections.map((projection) => {
-    if (projection.name === limitHistoryProjection.name) return publishingLimitChanges(projection, pubsub);
-    if (projection.name === admissionTrendsProjection.name) return publishingSheds(projection, pubsub);
-    return projection;
+    let wrapped = projection;
+    if (projection.name === limitHistoryProjection.name) wrapped = publishingLimitChanges(wrapped, pubsub);
+    if (projection.name === admissionTrendsProjection.name) wrapped = publishingSheds(wrapped, pubsub);
+    if (CONTROL_PLANE_PROJECTIONS.has(projection.name)) wrapped = publishingCommits(wrapped, pubsub);
+    return wrapped;
   });
 }

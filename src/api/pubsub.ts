@@ -24,5 +24,7 @@ export function createApiPubSub(eventTarget?: EventTarget) {
     // name, so each subscription decides whether a change concerns its tenant.
     limitChanged: [notice: LimitChangeNotice];
     sheds: [tenantId: string, summary: AdmissionSummary];
+    /** A control-plane read model changed: cached effective limits are stale. */
+    controlPlaneCommitted: [projection: string];
   }>({ eventTarget });
 }

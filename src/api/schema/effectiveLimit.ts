@@ -1,5 +1,5 @@
 import { builder } from '../builder.ts';
-import { effectiveLimitsAt, loadEffectiveLimits, type TenantLimit } from '../readModels.ts';
+import { effectiveLimitsAt, type TenantLimit } from '../readModels.ts';
 import { UnknownTenantError } from '../queryErrors.ts';
 import type { ApiContext } from '../context.ts';
 import { DimensionEnum, LimitSourceEnum } from './enums.ts';
@@ -17,7 +17,7 @@ export const EffectiveLimitType = builder.objectRef<TenantLimit>('EffectiveLimit
 
 /** One read for every tenant of a request, whichever fields asked (Query.effectiveLimits, Tenant.effectiveLimits). */
 export async function loadEffectiveLimitsBatch(tenantIds: readonly string[], context: ApiContext): Promise<Array<TenantLimit[] | Error>> {
-  const byTenant = await loadEffectiveLimits(context.db, tenantIds);
+  const byTenant = await context.effectiveLimits.load(context.db, tenantIds);
   return tenantIds.map((tenantId) => byTenant.get(tenantId) ?? new UnknownTenantError(tenantId));
 }
 
