@@ -13,12 +13,14 @@ import { allProjections } from '../projections/index.ts';
 import { loadOrCreateJwtSecret } from './api/auth/jwtSecret.ts';
 import { mintToken } from './api/auth/token.ts';
 import { isRole, isTenantRole } from './api/auth/roles.ts';
+import { registerIngestCredential } from './http/credentials.ts';
 
 const USAGE = `usage: governance <command>
   serve                          start the service (GraphQL, ingest, metrics, projections)
   migrate                        apply database migrations
   projections rebuild [name]     rebuild one or every projection from the ledger
-  token --role ROLE [--tenant T] [--sub NAME] [--ttl 1h]   mint a signed JWT for local use`;
+  token --role ROLE [--tenant T] [--sub NAME] [--ttl 1h]   mint a signed JWT for local use
+  ingest-key --tenant T [--device D | --integration I]    issue an X-Device-Key for the ingest front door`;
 
 async function serve(): Promise<void> {
   const settings = readSettings();
@@ -94,6 +96,30 @@ async function token(args: string[]): Promise<void> {
   console.log(await mintToken({ secret, role: values.role, tenant: values.tenant, sub: values.sub, ttl: values.ttl! }));
 }
 
+/** Issues an ingest credential and prints the key: it is shown once, only its hash is stored. */
+async function ingestKey(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: { tenant: { type: 'string' }, device: { type: 'string' }, integration: { type: 'string' } },
+  });
+  if (!values.tenant) throw new UsageError('ingest-key needs --tenant');
+  if (values.device && values.integration) throw new UsageError('ingest-key takes --device or --integration, not both');
+  const kind = values.device ? 'device' : values.integration ? 'integration' : 'tenant';
+  const db = await openDb(readSettings());
+  try {
+    await migrate(db);
+    const result = await registerIngestCredential(db, {
+      tenantId: values.tenant,
+      kind,
+      subject: values.device ?? values.integration ?? null,
+    });
+    if (result.status === 'invalid') throw new UsageError(`${result.field}: ${result.message}`);
+    console.log(result.key);
+  } finally {
+    await db.close();
+  }
+}
+
 class UsageError extends Error {}
 
 async function main(argv: string[]): Promise<void> {
@@ -108,6 +134,8 @@ async function main(argv: string[]): Promise<void> {
       return rebuildProjections(rest[1]);
     case 'token':
       return token(rest);
+    case 'ingest-key':
+      return ingestKey(rest);
     default:
       throw new UsageError(command ? `unknown command ${command}` : 'a command is required');
   }
