@@ -1,11 +1,14 @@
 import type { Actor } from '../../control-plane/actor.ts';
 import { builder } from '../builder.ts';
+import { ROLES } from '../auth/roles.ts';
+
+const RoleEnum = builder.enumType('Role', { values: ROLES });
 
 const ViewerType = builder.objectRef<Actor>('Viewer').implement({
   description: 'Who the bearer token names.',
   fields: (t) => ({
     id: t.exposeID('id'),
-    role: t.exposeString('role'),
+    role: t.field({ type: RoleEnum, resolve: (actor) => actor.role }),
     tenantId: t.exposeID('tenantId', { nullable: true }),
   }),
 });
