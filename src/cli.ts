@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { readSettings } from './config.ts';
 import { openDb } from './db/open.ts';
 import { migrate } from './db/migrate.ts';
+import { DataDirInUse } from './db/dataDirLock.ts';
 import { createLogger } from './logger.ts';
 import { startService } from './service.ts';
 import { createServer, listen } from './server.ts';
@@ -147,6 +148,6 @@ await main(process.argv.slice(2)).catch((error: unknown) => {
     process.exitCode = 2;
     return;
   }
-  console.error(error);
+  console.error(error instanceof DataDirInUse ? error.message : error);
   process.exitCode = 1;
 });

@@ -1,6 +1,5 @@
 // The composition root: opens storage, builds every part, and hands the server its routes. Each part lives
 // in its own folder; this file only wires them.
-import { mkdir } from 'node:fs/promises';
 import type { Settings } from './config.ts';
 import type { Db } from './db/db.ts';
 import { openDb } from './db/open.ts';
@@ -28,6 +27,7 @@ import { commandBacklogSource } from './metrics/commandBacklogSource.ts';
 import { createInferenceSpendMeter, type InferenceSpendMeter } from './metrics/inferenceSpendMeter.ts';
 import { startTrendPruning } from './metrics/trends/pruneTrends.ts';
 import { fanOutRecorder } from './governance/recorders.ts';
+import { createRedisSharedBudget } from './governance/redis/redisSharedBudget.ts';
 import type { ReadinessCheck } from './http/health.ts';
 import { startIngest } from './http/startIngest.ts';
 import type { Route } from './server.ts';
@@ -56,7 +56,6 @@ export interface Service {
 }
 
 export async function startService(settings: Settings, logger: Logger = createLogger(settings.logLevel)): Promise<Service> {
-  if (!settings.databaseUrl) await mkdir(settings.dataDir, { recursive: true });
   const db = await openDb(settings);
   const applied = await migrate(db);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
@@ -64,8 +63,15 @@ export async function startService(settings: Settings, logger: Logger = createLo
   const metrics = createMetrics({ service: settings.service, namedTenants: metricsSettings.namedTenants });
   const store = instrumentEventStore(openEventStore(db, settings.eventStoreUrl), metrics);
 
+  // REDIS_URL: ceilings hold across replicas. Start-up waits briefly for Redis but never blocks on it: a Redis
+  // that is down means local metering at half the limit until it answers.
+  const sharedBudget = settings.redisUrl
+    ? createRedisSharedBudget({ url: settings.redisUrl, onError: (error) => logger.warn({ err: error }, 'redis error') })
+    : undefined;
+  if (sharedBudget && !(await sharedBudget.ready())) logger.warn('Redis does not answer: metering each replica at half the limit until it does');
   const governor = new Governor({
     limitSource: createReadModelLimitSource(db),
+    sharedBudget,
     recorder: fanOutRecorder(createLedgerRecorder(store), createMetricsRecorder(metrics)),
     onError: (error: unknown) => logger.warn({ err: error }, 'governor background work failed'),
   });
@@ -81,6 +87,7 @@ export async function startService(settings: Settings, logger: Logger = createLo
 
   // Closed in reverse order of this list: projections stop before the governor's last flush lands in the store.
   const closers: Array<() => Promise<void>> = [() => governor.close(), () => projections.close()];
+  if (sharedBudget) closers.unshift(() => sharedBudget.close());
   const inferenceSpend = createInferenceSpendMeter(store, metrics, {
     onError: (error) => logger.warn({ err: error }, 'inference spend append failed; retried at the next flush'),
   });
