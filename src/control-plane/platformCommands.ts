@@ -2,7 +2,7 @@
 import type { Branding } from '../ledger/catalog/controlPlane.ts';
 import { PLATFORM_STREAM } from '../ledger/catalog/controlPlane.ts';
 import type { CommandDefinition } from './command.ts';
-import { checkBranding, checkDimension, checkLimit, checkReason, isCommandError, type LimitInput } from './validation.ts';
+import { checkBranding, checkLimitChange, checkReason, isCommandError, type LimitInput } from './validation.ts';
 
 export interface SetPlatformDefaultInput extends LimitInput {
   dimension: string;
@@ -20,12 +20,9 @@ export const setPlatformDefault: CommandDefinition<SetPlatformDefaultInput> = {
   alsoAllowed: 'nobody',
   plan: platformPlan,
   decide(input, view) {
-    const dimension = checkDimension(input.dimension);
-    if (isCommandError(dimension)) return dimension;
-    const value = checkLimit(dimension, input);
-    if (isCommandError(value)) return value;
-    const reason = checkReason(input.reason, false);
-    if (isCommandError(reason)) return reason;
+    const change = checkLimitChange(input, false);
+    if (isCommandError(change)) return change;
+    const { dimension, value, reason } = change;
     const previous = view.platform.defaults[dimension] ?? null;
     return { event: { type: 'PlatformDefaultSet', data: { dimension, previous, value } }, reason };
   },

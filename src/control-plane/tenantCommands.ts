@@ -10,7 +10,8 @@ import {
   checkDimension,
   checkExpiresAt,
   checkId,
-  checkLimit,
+  checkLimitChange,
+  checkLimitClearing,
   checkModel,
   checkOverLimitPolicy,
   checkReason,
@@ -112,12 +113,9 @@ export const setTenantOverride: CommandDefinition<SetTenantOverrideInput> = {
   decide(input, view, now) {
     const tenant = existingTenant(view.tenant(input.tenantId), input.tenantId);
     if (isCommandError(tenant)) return tenant;
-    const dimension = checkDimension(input.dimension);
-    if (isCommandError(dimension)) return dimension;
-    const value = checkLimit(dimension, input);
-    if (isCommandError(value)) return value;
-    const reason = checkReason(input.reason, true);
-    if (isCommandError(reason)) return reason;
+    const change = checkLimitChange(input, true);
+    if (isCommandError(change)) return change;
+    const { dimension, value, reason } = change;
     const expiresAt = checkExpiresAt(input.expiresAt, now);
     if (isCommandError(expiresAt)) return expiresAt;
     const current = tenant.overrides[dimension];
@@ -135,10 +133,9 @@ export const clearTenantOverride: CommandDefinition<ClearTenantOverrideInput> = 
   decide(input, view, now) {
     const tenant = existingTenant(view.tenant(input.tenantId), input.tenantId);
     if (isCommandError(tenant)) return tenant;
-    const dimension = checkDimension(input.dimension);
-    if (isCommandError(dimension)) return dimension;
-    const reason = checkReason(input.reason, true);
-    if (isCommandError(reason)) return reason;
+    const clearing = checkLimitClearing(input, true);
+    if (isCommandError(clearing)) return clearing;
+    const { dimension, reason } = clearing;
     const current = tenant.overrides[dimension];
     if (!overrideApplies(current, now)) {
       return commandError('InvalidInput', `tenant ${tenant.tenantId} has no ${dimension} override in force to clear`, 'dimension');

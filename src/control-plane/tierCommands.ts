@@ -3,7 +3,7 @@ import { tierStream } from '../ledger/catalog/controlPlane.ts';
 import type { CommandDefinition, StreamPlan } from './command.ts';
 import { commandError, type CommandError } from './commandResult.ts';
 import type { TierState } from './state.ts';
-import { checkDimension, checkId, checkLimit, checkModel, checkReason, isCommandError, type LimitInput } from './validation.ts';
+import { checkId, checkLimitChange, checkLimitClearing, checkModel, checkReason, isCommandError, type LimitInput } from './validation.ts';
 
 const TIER_NAME_MAX_CHARS = 200;
 
@@ -58,12 +58,9 @@ export const setTierLimit: CommandDefinition<SetTierLimitInput> = {
   decide(input, view) {
     const tier = existingTier(view.tier(input.tierId), input.tierId);
     if (isCommandError(tier)) return tier;
-    const dimension = checkDimension(input.dimension);
-    if (isCommandError(dimension)) return dimension;
-    const value = checkLimit(dimension, input);
-    if (isCommandError(value)) return value;
-    const reason = checkReason(input.reason, false);
-    if (isCommandError(reason)) return reason;
+    const change = checkLimitChange(input, false);
+    if (isCommandError(change)) return change;
+    const { dimension, value, reason } = change;
     const previous = tier.limits[dimension] ?? null;
     return { event: { type: 'TierLimitSet', data: { tierId: tier.tierId, dimension, previous, value } }, reason };
   },
@@ -75,10 +72,9 @@ export const clearTierLimit: CommandDefinition<ClearTierLimitInput> = {
   decide(input, view) {
     const tier = existingTier(view.tier(input.tierId), input.tierId);
     if (isCommandError(tier)) return tier;
-    const dimension = checkDimension(input.dimension);
-    if (isCommandError(dimension)) return dimension;
-    const reason = checkReason(input.reason, false);
-    if (isCommandError(reason)) return reason;
+    const clearing = checkLimitClearing(input, false);
+    if (isCommandError(clearing)) return clearing;
+    const { dimension, reason } = clearing;
     const previous = tier.limits[dimension];
     if (!previous) return commandError('InvalidInput', `tier ${tier.tierId} sets no ${dimension} limit to clear`, 'dimension');
     return { event: { type: 'TierLimitCleared', data: { tierId: tier.tierId, dimension, previous } }, reason };

@@ -54,6 +54,32 @@ export function checkReason(value: unknown, required: boolean): string | undefin
   return reason;
 }
 
+/** A limit set at one level (platform, tier or tenant override): dimension, value, then reason, in that order. */
+export function checkLimitChange(
+  input: LimitInput & { dimension: unknown; reason?: unknown },
+  reasonRequired: boolean,
+): { dimension: Dimension; value: LimitValue; reason: string | undefined } | CommandError {
+  const dimension = checkDimension(input.dimension);
+  if (isCommandError(dimension)) return dimension;
+  const value = checkLimit(dimension, input);
+  if (isCommandError(value)) return value;
+  const reason = checkReason(input.reason, reasonRequired);
+  if (isCommandError(reason)) return reason;
+  return { dimension, value, reason };
+}
+
+/** A limit cleared at one level (tier limit or tenant override): dimension, then reason. */
+export function checkLimitClearing(
+  input: { dimension: unknown; reason?: unknown },
+  reasonRequired: boolean,
+): { dimension: Dimension; reason: string | undefined } | CommandError {
+  const dimension = checkDimension(input.dimension);
+  if (isCommandError(dimension)) return dimension;
+  const reason = checkReason(input.reason, reasonRequired);
+  if (isCommandError(reason)) return reason;
+  return { dimension, reason };
+}
+
 /** An optional instant after which an override stops applying; it must lie in the future. */
 export function checkExpiresAt(value: unknown, now: Date): string | null | CommandError {
   if (value === undefined || value === null) return null;
