@@ -1,5 +1,6 @@
 import { EventStoreDBClient } from '@eventstore/db-client';
-import type { EventStore, Subscription } from '../eventStore.ts';
+import type { EventStore } from '../eventStore.ts';
+import { createOpenSubscriptions } from '../openSubscriptions.ts';
 import { appendToStream } from './appendToStream.ts';
 import { headPosition } from './headPosition.ts';
 import { readAll } from './readAll.ts';
@@ -13,27 +14,16 @@ import { subscribe } from './subscribe.ts';
  */
 export function createEventStoreDbEventStore(connectionString: string): EventStore {
   const client = EventStoreDBClient.connectionString(connectionString);
-  const subscriptions = new Set<Subscription>();
+  const subscriptions = createOpenSubscriptions();
 
   return {
     append: (stream, events, options) => appendToStream(client, stream, events, options?.expectedRevision),
     readStream: (stream, options) => readStream(client, stream, options),
     readAll: (after, maxCount) => readAll(client, after, maxCount),
     headPosition: () => headPosition(client),
-    subscribe(after, options) {
-      const subscription = subscribe(client, after, options?.types);
-      subscriptions.add(subscription);
-      return {
-        [Symbol.asyncIterator]: () => subscription[Symbol.asyncIterator](),
-        async close() {
-          subscriptions.delete(subscription);
-          await subscription.close();
-        },
-      };
-    },
+    subscribe: (after, options) => subscriptions.track(subscribe(client, after, options?.types)),
     async close() {
-      await Promise.all([...subscriptions].map((subscription) => subscription.close()));
-      subscriptions.clear();
+      await subscriptions.closeAll();
       await client.dispose();
     },
   };

@@ -1,5 +1,6 @@
 import type { Db } from '../../db/db.ts';
-import type { EventStore, Subscription } from '../eventStore.ts';
+import type { EventStore } from '../eventStore.ts';
+import { createOpenSubscriptions } from '../openSubscriptions.ts';
 import { appendToStream } from './appendToStream.ts';
 import { createAppendSignal } from './appendSignal.ts';
 import { readAll } from './readAll.ts';
@@ -18,27 +19,16 @@ const DEFAULT_TIMING: SubscribeTiming = { pageSize: 500, pollIntervalMs: 500, he
 export function createPostgresEventStore(db: Db, options: PostgresEventStoreOptions = {}): EventStore {
   const timing: SubscribeTiming = { ...DEFAULT_TIMING, ...options };
   const signal = createAppendSignal(db);
-  const subscriptions = new Set<Subscription>();
+  const subscriptions = createOpenSubscriptions();
 
   return {
     append: (stream, events, appendOptions) => appendToStream(db, stream, events, appendOptions),
     readStream: (stream, readOptions) => readStream(db, stream, readOptions),
     readAll: (after, maxCount) => readAll(db, after, maxCount),
     headPosition: () => readHeadPosition(db),
-    subscribe(after, subscribeOptions) {
-      const subscription = subscribe(db, signal, after, subscribeOptions?.types, timing);
-      subscriptions.add(subscription);
-      return {
-        [Symbol.asyncIterator]: () => subscription[Symbol.asyncIterator](),
-        async close() {
-          subscriptions.delete(subscription);
-          await subscription.close();
-        },
-      };
-    },
+    subscribe: (after, subscribeOptions) => subscriptions.track(subscribe(db, signal, after, subscribeOptions?.types, timing)),
     async close() {
-      await Promise.all([...subscriptions].map((subscription) => subscription.close()));
-      subscriptions.clear();
+      await subscriptions.closeAll();
       await signal.close();
     },
   };
