@@ -12,9 +12,10 @@ import { retryAfterSeconds } from '../retryAfter.ts';
 import { retryTransaction } from '../retryTransaction.ts';
 import type { BacklogOptions } from '../backlogOptions.ts';
 import { settleOutcome } from '../settleOutcome.ts';
-import { checkText, validateEnqueue, validateRef, type ValidCommand } from '../validateCommand.ts';
+import { settlementMethods, type SettleCommand } from '../settlementMethods.ts';
+import { validateEnqueue, type ValidCommand } from '../validateCommand.ts';
 import { createKeyedBatcher } from '../keyedBatcher.ts';
-import type { CommandActor, CommandBacklog, CommandRef, CommandRejected, EnqueueOutcome, SettleOutcome } from '../types.ts';
+import type { CommandActor, CommandBacklog, CommandRejected, EnqueueOutcome } from '../types.ts';
 import { expireQueuedCommands } from './expireQueuedCommands.ts';
 import { settleQueuedCommand } from './settleQueuedCommand.ts';
 import { takeBacklogSlots } from './takeBacklogSlots.ts';
@@ -30,12 +31,7 @@ interface EnqueueCall {
 }
 
 export function createDatabaseCommandBacklog(db: Db, { ceilings, commandTtlMs, now }: BacklogOptions): CommandBacklog {
-  const settle = async (
-    actor: CommandActor,
-    ref: CommandRef,
-    settlement: 'delivered' | 'failed' | 'cancelled',
-    detail: { error?: string | null; reason?: string },
-  ): Promise<SettleOutcome> => {
+  const settle: SettleCommand = async (actor, ref, settlement, detail) => {
     const at = now();
     return retryTransaction(db, async (tx) => {
       const decision = await settleQueuedCommand(tx, ref, settlement, at);
@@ -113,17 +109,7 @@ export function createDatabaseCommandBacklog(db: Db, { ceilings, commandTtlMs, n
       return enqueueInBatch(command.tenantId, { actor, command });
     },
 
-    async markDelivered(actor, ref) {
-      return validateRef(ref) ?? settle(actor, ref, 'delivered', {});
-    },
-
-    async markFailed(actor, ref) {
-      return validateRef(ref) ?? checkText('error', ref.error, false) ?? settle(actor, ref, 'failed', { error: ref.error ?? null });
-    },
-
-    async cancel(actor, ref) {
-      return validateRef(ref) ?? checkText('reason', ref.reason, true) ?? settle(actor, ref, 'cancelled', { reason: ref.reason });
-    },
+    ...settlementMethods(settle),
 
     async expireOlderThanTtl() {
       let expired = 0;

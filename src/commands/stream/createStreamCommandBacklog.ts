@@ -8,14 +8,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../../db/db.ts';
 import { WrongExpectedRevision, type EventStore, type NewEvent } from '../../ledger/eventStore.ts';
-import { commandsStream, SETTLEMENT_EVENT_TYPES, type CommandSettlement } from '../../ledger/catalog/commands.ts';
+import { commandsStream, SETTLEMENT_EVENT_TYPES } from '../../ledger/catalog/commands.ts';
 import type { BacklogOptions } from '../backlogOptions.ts';
 import { commandEvent } from '../commandEvents.ts';
 import { EXPIRY_ACTOR } from '../expiryActor.ts';
 import { retryAfterSeconds } from '../retryAfter.ts';
 import { settleOutcome, type SettleDecision } from '../settleOutcome.ts';
-import { checkText, validateEnqueue, validateRef } from '../validateCommand.ts';
-import type { CommandActor, CommandBacklog, CommandRef, EnqueueOutcome, SettleOutcome } from '../types.ts';
+import { settlementMethods, type SettleCommand } from '../settlementMethods.ts';
+import { validateEnqueue } from '../validateCommand.ts';
+import type { CommandBacklog, EnqueueOutcome } from '../types.ts';
 import { emptyCommandsState, foldCommandEvent, type TenantCommandsState } from './foldCommandStream.ts';
 import { createKeyedQueue } from './keyedQueue.ts';
 
@@ -66,12 +67,7 @@ export function createStreamCommandBacklog({ store, db, ceilings, commandTtlMs, 
     }
   });
 
-  const settle = async (
-    actor: CommandActor,
-    ref: CommandRef,
-    settlement: Exclude<CommandSettlement, 'expired'>,
-    detail: { error?: string | null; reason?: string },
-  ): Promise<SettleOutcome> => {
+  const settle: SettleCommand = async (actor, ref, settlement, detail) => {
     const decision = await decideAndAppend<SettleDecision>(ref.tenantId, (state) => {
       const command = state.commands.get(ref.commandId);
       if (!command) return { events: [], answer: { kind: 'unknown' } };
@@ -125,17 +121,7 @@ export function createStreamCommandBacklog({ store, db, ceilings, commandTtlMs, 
       });
     },
 
-    async markDelivered(actor, ref) {
-      return validateRef(ref) ?? settle(actor, ref, 'delivered', {});
-    },
-
-    async markFailed(actor, ref) {
-      return validateRef(ref) ?? checkText('error', ref.error, false) ?? settle(actor, ref, 'failed', { error: ref.error ?? null });
-    },
-
-    async cancel(actor, ref) {
-      return validateRef(ref) ?? checkText('reason', ref.reason, true) ?? settle(actor, ref, 'cancelled', { reason: ref.reason });
-    },
+    ...settlementMethods(settle),
 
     async expireOlderThanTtl() {
       // Tenants with a backlog: what the read model knows (every process's commands, once projected) and
