@@ -8,6 +8,7 @@ import { createLogger, type Logger } from './logger.ts';
 import type { EventStore } from './ledger/eventStore.ts';
 import { openEventStore } from './ledger/openEventStore.ts';
 import { startProjections, type ProjectionSet } from './ledger/projectionSet.ts';
+import { projectionReadiness } from './ledger/projectionReadiness.ts';
 import { Governor } from './governance/governor.ts';
 import { createLedgerRecorder } from './governance/ledgerRecorder.ts';
 import { createReadModelLimitSource } from './control-plane/limitSource.ts';
@@ -106,12 +107,7 @@ export async function startService(settings: Settings, logger: Logger = createLo
       await db.query('SELECT 1');
       return null;
     },
-    async () => {
-      const behind = (await projections.lag()).filter((lag) => lag.secondsBehind > MAX_READY_LAG_SECONDS);
-      return behind.length === 0
-        ? null
-        : `projections behind: ${behind.map((lag) => `${lag.projection} ${Math.round(lag.secondsBehind)}s`).join(', ')}`;
-    },
+    projectionReadiness(() => projections.lag(), MAX_READY_LAG_SECONDS),
   ];
   // Closed before the governor (closers run in reverse): no request reaches a closed sink.
   const ingest = await startIngest({ settings, db, governor, logger });
