@@ -13,8 +13,10 @@ import { loadEffectiveLimits as readEffectiveLimits, type TenantEffectiveLimits 
 import { loadOverrides as readOverrides } from '../control-plane/loadOverrides.ts';
 import { loadTenants as readTenants, type TenantRecord } from '../control-plane/loadTenants.ts';
 import { loadCommandBacklogs as readCommandBacklogs, type TenantCommandBacklog } from '../commands/loadCommandBacklogs.ts';
+import { resolveTenantModels, type TenantModel } from '../control-plane/resolveTenantModels.ts';
+import { resolveTenantBrandings, type TenantBranding } from '../control-plane/resolveTenantBrandings.ts';
 
-export type { Page, TenantRecord, LimitChange as LimitChangeRecord, TenantCommandBacklog as BacklogRecord };
+export type { Page, TenantRecord, LimitChange as LimitChangeRecord, TenantCommandBacklog as BacklogRecord, TenantModel, TenantBranding };
 
 export interface TierRecord {
   tierId: string;
@@ -83,6 +85,12 @@ export async function effectiveLimitsAt(sources: { store: EventStore }, tenantId
 }
 
 export const loadCommandBacklogs = readCommandBacklogs;
+
+/** Each tenant's AI model through the cascade (its own, then its tier's default); one query. */
+export const loadTenantModels = resolveTenantModels;
+
+/** Each tenant's branding through the cascade (its own, branding.default, shipped); one query. */
+export const loadTenantBrandings = resolveTenantBrandings;
 
 export interface HistoryFilter {
   tenantId?: string;

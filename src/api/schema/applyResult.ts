@@ -59,4 +59,9 @@ export const COMMAND_ERRORS = {
   assignTenantTier: [...ALWAYS, UnknownTenant, UnknownTier],
   setTenantOverride: [...ALWAYS, InvalidLimit, UnknownTenant],
   clearTenantOverride: [...ALWAYS, UnknownTenant],
+  setTierDefaultModel: [...ALWAYS, UnknownTier],
+  assignTenantModel: [...ALWAYS, UnknownTenant],
+  setTenantBranding: [...ALWAYS, UnknownTenant],
+  setBrandingDefault: [...ALWAYS],
+  setTenantOverLimitPolicy: [...ALWAYS, UnknownTenant],
 };

@@ -1,4 +1,5 @@
-// Command delivery: enqueue against the tenant's undelivered-command ceiling, and settle a delivered one.
+// Command delivery: enqueue against the tenant's undelivered-command ceiling, and settle one as delivered,
+// failed or cancelled.
 // A refusal at the ceiling is an expected, retryable outcome (CommandRejected), never an error.
 import type { CommandAccepted, CommandRejected, CommandSettled, SettleOutcome } from '../../commands/types.ts';
 import { canDeliverCommands } from '../auth/roles.ts';
@@ -52,6 +53,18 @@ const MarkCommandDeliveredInput = builder.inputType('MarkCommandDeliveredInput',
   fields: (t) => ({ tenantId: t.id({ required: true }), commandId: t.id({ required: true }) }),
 });
 
+const MarkCommandFailedInput = builder.inputType('MarkCommandFailedInput', {
+  fields: (t) => ({
+    tenantId: t.id({ required: true }),
+    commandId: t.id({ required: true }),
+    error: t.string({ description: 'What the device or connector reported, if anything.' }),
+  }),
+});
+
+const CancelCommandInput = builder.inputType('CancelCommandInput', {
+  fields: (t) => ({ tenantId: t.id({ required: true }), commandId: t.id({ required: true }), reason: t.string({ required: true }) }),
+});
+
 const CommandSettledType = builder.objectRef<CommandSettled>('CommandSettled').implement({
   description: 'The command left the backlog; `undelivered` is the backlog after it left.',
   fields: (t) => ({ commandId: t.exposeID('commandId'), undelivered: t.exposeInt('undelivered') }),
@@ -63,6 +76,8 @@ function settled(outcome: SettleOutcome): CommandSettled {
   if (outcome.error.kind === 'UnknownCommand') throw new UnknownCommand(outcome.error.message, 'commandId');
   throw new CommandAlreadySettled(outcome.error.message, 'commandId');
 }
+
+const SETTLE_ERRORS = [Forbidden, InvalidInput, UnknownCommand, CommandAlreadySettled];
 
 builder.mutationFields((t) => ({
   enqueueCommand: t.field({
@@ -79,10 +94,25 @@ builder.mutationFields((t) => ({
     args: { input: t.arg({ type: MarkCommandDeliveredInput, required: true }) },
     authScopes: (_root, { input }) => ({ deliverCommands: input.tenantId }),
     errors: {
-      types: [Forbidden, InvalidInput, UnknownCommand, CommandAlreadySettled],
+      types: SETTLE_ERRORS,
       directResult: true,
       union: { name: 'MarkCommandDeliveredPayload' },
     },
     resolve: async (_root, { input }, { actor, commandBacklog }) => settled(await commandBacklog.markDelivered(actor, input)),
+  }),
+  markCommandFailed: t.field({
+    type: CommandSettledType,
+    args: { input: t.arg({ type: MarkCommandFailedInput, required: true }) },
+    authScopes: (_root, { input }) => ({ deliverCommands: input.tenantId }),
+    errors: { types: SETTLE_ERRORS, directResult: true, union: { name: 'MarkCommandFailedPayload' } },
+    resolve: async (_root, { input }, { actor, commandBacklog }) =>
+      settled(await commandBacklog.markFailed(actor, { ...input, error: input.error ?? undefined })),
+  }),
+  cancelCommand: t.field({
+    type: CommandSettledType,
+    args: { input: t.arg({ type: CancelCommandInput, required: true }) },
+    authScopes: (_root, { input }) => ({ deliverCommands: input.tenantId }),
+    errors: { types: SETTLE_ERRORS, directResult: true, union: { name: 'CancelCommandPayload' } },
+    resolve: async (_root, { input }, { actor, commandBacklog }) => settled(await commandBacklog.cancel(actor, input)),
   }),
 }));

@@ -76,7 +76,7 @@ const ClearTenantOverrideInput = builder.inputType('ClearTenantOverrideInput', {
 type Command = keyof typeof COMMAND_ERRORS;
 
 /** One mutation per command: same name, `input` passed through, result mapped to the payload union. */
-function commandMutation<Name extends Command>(name: Name, input: Parameters<typeof builder.inputType>[0] | object) {
+export function commandMutation<Name extends Command>(name: Name, input: Parameters<typeof builder.inputType>[0] | object) {
   builder.mutationField(name, (t) =>
     t.field({
       type: AppliedType,
