@@ -12,13 +12,10 @@
 // that state without bound. OpenRUM also charges its project limit after the DSN check.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RouteHandler } from '../server.ts';
-import { authorizeSender } from './authorizeSender.ts';
-import type { IngestCredential } from './credentials.ts';
-import type { ClientIp } from './clientIp.ts';
 import { answer, answerRateLimited, enterFrontDoor, tenantVerdict, type ClientResolver } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { addTenantCors } from './rateLimitHeaders.ts';
-import { closeAfterRefusal, declaresTooLarge, readBodyCapped } from './readBody.ts';
+import { admitApiRequest, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';
 import { decodeReadings } from './readings.ts';
 import { namesInPath } from './tenantPath.ts';
 
@@ -27,7 +24,7 @@ export const INGEST_PREFIX = '/v1/ingest/';
 export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver): RouteHandler {
   const maxBodyBytes = deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const now = deps.now ?? Date.now;
-  const { governor, logger } = deps;
+  const { governor } = deps;
 
   return async (req: IncomingMessage, res: ServerResponse, url: URL) => {
     const entry = enterFrontDoor(req, res, deps, clients, now);
@@ -52,16 +49,9 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
       return answerRateLimited(res, deps, entry, tenantId, tenantVerdict(message, 'messages'));
     }
 
-    if (declaresTooLarge(req, maxBodyBytes)) {
-      closeAfterRefusal(req, res, entry.headers);
-      return answer(res, deps, entry, tenantId, 413, { error: `the body is larger than ${maxBodyBytes} bytes` });
-    }
-    const read = await readBodyCapped(req, maxBodyBytes);
-    if (read.status === 'too-large') {
-      closeAfterRefusal(req, res, entry.headers);
-      return answer(res, deps, entry, tenantId, 413, { error: `the body is larger than ${maxBodyBytes} bytes` });
-    }
-    const decoded = decodeReadings(read.body);
+    const body = await readBodyWithinCap(req, res, deps, entry, tenantId, maxBodyBytes);
+    if (body === null) return;
+    const decoded = decodeReadings(body);
     if (decoded.status === 'invalid') return answer(res, deps, entry, tenantId, 400, { error: decoded.message });
 
     const readings = governor.admit({
@@ -76,48 +66,19 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
       return answerRateLimited(res, deps, entry, tenantId, tenantVerdict(readings, 'readings'));
     }
 
-    const key = req.headers['x-device-key'];
-    const credential = typeof key === 'string' && key !== '' ? await deps.findCredential(key) : null;
-    const sender = authorizeSender(credential, { route: 'http', tenantId, entries: decoded.entries });
-    if (sender.status === 'unauthorized') {
-      entry.headers.push('WWW-Authenticate', 'DeviceKey realm="ingest"');
-      return answer(res, deps, entry, tenantId, 401, { error: sender.message });
-    }
+    const credential = await authorizedCredential(req, res, deps, entry, { route: 'http', tenantId, entries: decoded.entries });
+    if (credential === null) return;
+    if (!admitApiRequest(res, deps, entry, tenantId, credential)) return;
 
-    const request = governor.admit({
-      tenant: tenantId,
-      dimension: 'API_REQUESTS',
-      units: 1,
-      at: atMs,
-      callerKey: callerKeyOf(sender.credential, client),
+    await publishAccepted(res, deps, entry, {
+      tenantId,
+      route: 'http',
+      credential: { kind: credential.kind, subject: credential.subject },
+      requestId,
+      receivedAtMs: atMs,
+      units: decoded.readingCount,
+      items: decoded.entries,
     });
-    if (!request.admitted) {
-      return answerRateLimited(res, deps, entry, tenantId, tenantVerdict(request, 'requests'));
-    }
-
-    try {
-      await deps.sink.publish({
-        tenantId,
-        route: 'http',
-        credential: { kind: sender.credential.kind, subject: sender.credential.subject },
-        requestId,
-        receivedAtMs: atMs,
-        units: decoded.readingCount,
-        items: decoded.entries,
-      });
-    } catch (error) {
-      logger.error({ err: error, requestId, tenantId }, 'ingest sink failed');
-      entry.headers.push('Retry-After', '1');
-      return answer(res, deps, entry, tenantId, 503, { error: 'the reading pipeline is unavailable; retry' });
-    }
-    answer(res, deps, entry, tenantId, 202, { accepted: decoded.readingCount });
   };
 }
 
-/**
- * Who STABLE_DOWNSAMPLE keeps or drops as a whole: the device or integration a key belongs to, or, for a
- * tenant-wide key that many devices share, the client address.
- */
-export function callerKeyOf(credential: IngestCredential, client: ClientIp): string {
-  return credential.subject !== null ? `${credential.kind}:${credential.subject}` : `ip:${client.limitKey}`;
-}

@@ -8,12 +8,10 @@
 // first.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RouteHandler } from '../server.ts';
-import { authorizeSender } from './authorizeSender.ts';
-import { answer, answerRateLimited, enterFrontDoor, tenantVerdict, type ClientResolver } from './frontDoor.ts';
+import { answer, enterFrontDoor, type ClientResolver } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
-import { callerKeyOf } from './ingestRoute.ts';
+import { admitApiRequest, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';
 import { addTenantCors } from './rateLimitHeaders.ts';
-import { closeAfterRefusal, declaresTooLarge, readBodyCapped } from './readBody.ts';
 import { namesInPath } from './tenantPath.ts';
 import { decodeUplinks } from './uplinks.ts';
 
@@ -22,7 +20,7 @@ export const INTEGRATIONS_PREFIX = '/v1/integrations/';
 export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientResolver): RouteHandler {
   const maxBodyBytes = deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const now = deps.now ?? Date.now;
-  const { governor, logger } = deps;
+  const { governor } = deps;
 
   return async (req: IncomingMessage, res: ServerResponse, url: URL) => {
     const entry = enterFrontDoor(req, res, deps, clients, now);
@@ -36,37 +34,16 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
     const [tenantId, integration] = names as [string, string];
     addTenantCors(entry.headers);
 
-    const key = req.headers['x-device-key'];
-    const credential = typeof key === 'string' && key !== '' ? await deps.findCredential(key) : null;
-    const sender = authorizeSender(credential, { route: 'integration', tenantId, integration });
-    if (sender.status === 'unauthorized') {
-      entry.headers.push('WWW-Authenticate', 'DeviceKey realm="ingest"');
-      return answer(res, deps, entry, tenantId, 401, { error: sender.message });
-    }
+    const credential = await authorizedCredential(req, res, deps, entry, { route: 'integration', tenantId, integration });
+    if (credential === null) return;
 
-    if (declaresTooLarge(req, maxBodyBytes)) {
-      closeAfterRefusal(req, res, entry.headers);
-      return answer(res, deps, entry, tenantId, 413, { error: `the body is larger than ${maxBodyBytes} bytes` });
-    }
-    const read = await readBodyCapped(req, maxBodyBytes);
-    if (read.status === 'too-large') {
-      closeAfterRefusal(req, res, entry.headers);
-      return answer(res, deps, entry, tenantId, 413, { error: `the body is larger than ${maxBodyBytes} bytes` });
-    }
-    const decoded = decodeUplinks(read.body);
+    const body = await readBodyWithinCap(req, res, deps, entry, tenantId, maxBodyBytes);
+    if (body === null) return;
+    const decoded = decodeUplinks(body);
     if (decoded.status === 'invalid') return answer(res, deps, entry, tenantId, 400, { error: decoded.message });
     const uplinks = decoded.uplinks.length;
 
-    const request = governor.admit({
-      tenant: tenantId,
-      dimension: 'API_REQUESTS',
-      units: 1,
-      at: atMs,
-      callerKey: callerKeyOf(sender.credential, client),
-    });
-    if (!request.admitted) {
-      return answerRateLimited(res, deps, entry, tenantId, tenantVerdict(request, 'requests'));
-    }
+    if (!admitApiRequest(res, deps, entry, tenantId, credential)) return;
 
     const charge = governor.admit({
       tenant: tenantId,
@@ -78,22 +55,15 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
     });
     if (!charge.admitted) return answer(res, deps, entry, tenantId, 202, { accepted: 0, dropped: uplinks });
 
-    try {
-      await deps.sink.publish({
-        tenantId,
-        route: 'integration',
-        integration,
-        credential: { kind: sender.credential.kind, subject: sender.credential.subject },
-        requestId,
-        receivedAtMs: atMs,
-        units: uplinks,
-        items: decoded.uplinks,
-      });
-    } catch (error) {
-      logger.error({ err: error, requestId, tenantId }, 'integration sink failed');
-      entry.headers.push('Retry-After', '1');
-      return answer(res, deps, entry, tenantId, 503, { error: 'the reading pipeline is unavailable; retry' });
-    }
-    answer(res, deps, entry, tenantId, 202, { accepted: uplinks });
+    await publishAccepted(res, deps, entry, {
+      tenantId,
+      route: 'integration',
+      integration,
+      credential: { kind: credential.kind, subject: credential.subject },
+      requestId,
+      receivedAtMs: atMs,
+      units: uplinks,
+      items: decoded.uplinks,
+    });
   };
 }
