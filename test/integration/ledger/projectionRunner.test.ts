@@ -1,13 +1,12 @@
 // One database and one ledger per target for the whole file (opening PGlite takes seconds); each test
 // works in its own counter scope: its own projection, tables and event types.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Db } from '../../../src/db/db.ts';
-import type { EventStore } from '../../../src/ledger/eventStore.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { appendInTransaction } from '../../../src/ledger/postgres/appendInTransaction.ts';
 import { loadCheckpoint, loadOrCreateCheckpoint, storeCheckpoint } from '../../../src/ledger/checkpoints.ts';
 import { ProjectionSuperseded, startProjectionRunner } from '../../../src/ledger/projectionRunner.ts';
-import { storageTargets, type TestDb } from '../../support/databases.ts';
+import { storageTargets } from '../../support/databases.ts';
+import { useFileLedger } from '../../support/fileLedger.ts';
 import { waitFor } from '../../support/waitFor.ts';
 import {
   appendCounterEvents,
@@ -20,53 +19,40 @@ import {
 } from '../../support/counterProjection.ts';
 
 describe.each(storageTargets)('projection runner on $name', (target) => {
-  let testDb: TestDb;
-  let db: Db;
-  let store: EventStore;
+  const ledger = useFileLedger(target);
   let scope: CounterScope;
-
-  beforeAll(async () => {
-    testDb = await target.open();
-    db = testDb.db;
-    store = createPostgresEventStore(db);
-  });
-
-  afterAll(async () => {
-    await store?.close();
-    await testDb?.dispose();
-  });
 
   beforeEach(async () => {
     scope = counterScope();
-    await createCounterTables(db, scope);
+    await createCounterTables(ledger.db, scope);
   });
 
   it('catches up with the ledger, checkpoints past other event types, then follows live appends', async () => {
-    const counted = await appendCounterEvents(store, scope, 1_000);
-    const runner = await startProjectionRunner(db, store, counterProjection(scope), { pageSize: 100 });
+    const counted = await appendCounterEvents(ledger.store, scope, 1_000);
+    const runner = await startProjectionRunner(ledger.db, ledger.store, counterProjection(scope), { pageSize: 100 });
     try {
       await runner.waitForCaughtUp();
-      expect(await countApplications(db, scope)).toEqual({ applications: counted, distinctEvents: counted });
+      expect(await countApplications(ledger.db, scope)).toEqual({ applications: counted, distinctEvents: counted });
       // The ledger ends with an event of another type; the checkpoint still stands on it.
-      const head = await store.headPosition();
-      expect((await store.readAll('start', 100_000)).at(-1)?.type).toBe(scope.unrelated);
-      expect((await loadCheckpoint(db, scope.name))?.position).toEqual(head);
+      const head = await ledger.store.headPosition();
+      expect((await ledger.store.readAll('start', 100_000)).at(-1)?.type).toBe(scope.unrelated);
+      expect((await loadCheckpoint(ledger.db, scope.name))?.position).toEqual(head);
       expect(await runner.lag()).toMatchObject({ eventsBehind: 0, secondsBehind: 0 });
 
       // Live: nobody asks the runner to look; the subscription wakes it.
-      const more = await appendCounterEvents(store, scope, 40, { offset: 1_000 });
-      await waitFor(async () => (await countApplications(db, scope)).applications === counted + more, {
+      const more = await appendCounterEvents(ledger.store, scope, 40, { offset: 1_000 });
+      await waitFor(async () => (await countApplications(ledger.db, scope)).applications === counted + more, {
         description: 'live events applied',
       });
-      expect(await countApplications(db, scope)).toEqual({ applications: counted + more, distinctEvents: counted + more });
+      expect(await countApplications(ledger.db, scope)).toEqual({ applications: counted + more, distinctEvents: counted + more });
     } finally {
       await runner.stop();
     }
   });
 
   it.skipIf(target.name !== 'postgres')('is not caught up while an event committed before the call is held back by an open transaction', async () => {
-    const runner = await startProjectionRunner(db, store, counterProjection(scope));
-    const holder = testDb.connectAgain!({ max: 1 });
+    const runner = await startProjectionRunner(ledger.db, ledger.store, counterProjection(scope));
+    const holder = ledger.testDb.connectAgain!({ max: 1 });
     try {
       await runner.waitForCaughtUp();
       let release!: () => void;
@@ -79,13 +65,13 @@ describe.each(storageTargets)('projection runner on $name', (target) => {
         await released;
       });
       await isWritten;
-      await store.append(`${scope.name}-after`, [{ type: scope.incremented, data: { counter: 'after', by: 1 } }]);
+      await ledger.store.append(`${scope.name}-after`, [{ type: scope.incremented, data: { counter: 'after', by: 1 } }]);
       // 'after' is committed, but readAll holds it back behind the older open transaction.
       await expect(runner.waitForCaughtUp({ timeoutMs: 500 })).rejects.toThrow(/did not catch up/);
       release();
       await committed;
       await runner.waitForCaughtUp();
-      expect((await readCounters(db, scope)).map((row) => [row.counter, row.events])).toEqual([
+      expect((await readCounters(ledger.db, scope)).map((row) => [row.counter, row.events])).toEqual([
         ['after', 1n],
         ['held', 1n],
       ]);
@@ -95,11 +81,11 @@ describe.each(storageTargets)('projection runner on $name', (target) => {
   });
 
   it('reports how far behind the ledger a stopped runner is', async () => {
-    const runner = await startProjectionRunner(db, store, counterProjection(scope));
+    const runner = await startProjectionRunner(ledger.db, ledger.store, counterProjection(scope));
     await runner.waitForCaughtUp();
     await runner.stop();
     expect(await runner.lag()).toMatchObject({ eventsBehind: 0, eventsBehindIsLowerBound: false, secondsBehind: 0 });
-    await appendCounterEvents(store, scope, 300);
+    await appendCounterEvents(ledger.store, scope, 300);
     // At once behind, even while the server holds the new events back from readers (another session's
     // open transaction on a shared PostgreSQL); counted up to the probe limit once they are readable.
     expect((await runner.lag()).eventsBehind).toBeGreaterThan(0);
@@ -110,12 +96,12 @@ describe.each(storageTargets)('projection runner on $name', (target) => {
   });
 
   it.skipIf(target.name !== 'postgres')('reports a stopped runner behind while its new events are held back by an older open transaction', async () => {
-    const runner = await startProjectionRunner(db, store, counterProjection(scope));
+    const runner = await startProjectionRunner(ledger.db, ledger.store, counterProjection(scope));
     await runner.waitForCaughtUp();
     await runner.stop();
     // Any session on the server holding an older xid does this (the snapshot's xmin is server-wide): here
     // a transaction that appends nothing, like another test file's or another service's.
-    const holder = testDb.connectAgain!({ max: 1 });
+    const holder = ledger.testDb.connectAgain!({ max: 1 });
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     let holding!: () => void;
@@ -127,8 +113,8 @@ describe.each(storageTargets)('projection runner on $name', (target) => {
     });
     try {
       await isHolding;
-      await appendCounterEvents(store, scope, 300);
-      expect(await store.readAll((await runner.lag()).checkpoint, 50)).toEqual([]);
+      await appendCounterEvents(ledger.store, scope, 300);
+      expect(await ledger.store.readAll((await runner.lag()).checkpoint, 50)).toEqual([]);
       // Not readable yet, but committed: behind by at least one, never "caught up".
       expect(await runner.lag({ probeLimit: 50 })).toMatchObject({ eventsBehind: 1, eventsBehindIsLowerBound: true, secondsBehind: 0 });
     } finally {
@@ -141,56 +127,56 @@ describe.each(storageTargets)('projection runner on $name', (target) => {
   });
 
   it('two runners of one projection, each on its own connection pool, apply each event exactly once', async () => {
-    const other = testDb.connectAgain?.() ?? db;
-    const otherStore = other === db ? store : createPostgresEventStore(other);
-    let counted = await appendCounterEvents(store, scope, 1_000);
-    const first = await startProjectionRunner(db, store, counterProjection(scope, { run: 'first' }), { pageSize: 40 });
+    const other = ledger.testDb.connectAgain?.() ?? ledger.db;
+    const otherStore = other === ledger.db ? ledger.store : createPostgresEventStore(other);
+    let counted = await appendCounterEvents(ledger.store, scope, 1_000);
+    const first = await startProjectionRunner(ledger.db, ledger.store, counterProjection(scope, { run: 'first' }), { pageSize: 40 });
     const second = await startProjectionRunner(other, otherStore, counterProjection(scope, { run: 'second' }), { pageSize: 40 });
     try {
-      counted += await appendCounterEvents(store, scope, 300, { offset: 1_000, batchSize: 10 });
+      counted += await appendCounterEvents(ledger.store, scope, 300, { offset: 1_000, batchSize: 10 });
       await Promise.all([first.waitForCaughtUp({ timeoutMs: 30_000 }), second.waitForCaughtUp({ timeoutMs: 30_000 })]);
-      expect(await countApplications(db, scope)).toEqual({ applications: counted, distinctEvents: counted });
-      const totals = await readCounters(db, scope);
+      expect(await countApplications(ledger.db, scope)).toEqual({ applications: counted, distinctEvents: counted });
+      const totals = await readCounters(ledger.db, scope);
       expect(totals.reduce((sum, row) => sum + Number(row.events), 0)).toBe(counted);
     } finally {
       await Promise.all([first.stop(), second.stop()]);
-      if (otherStore !== store) await otherStore.close();
+      if (otherStore !== ledger.store) await otherStore.close();
     }
   });
 
   it('rebuilds from the start when the stored version is older, and refuses to run an older version', async () => {
-    const counted = await appendCounterEvents(store, scope, 400);
-    const v1 = await startProjectionRunner(db, store, counterProjection(scope, { version: 1 }));
+    const counted = await appendCounterEvents(ledger.store, scope, 400);
+    const v1 = await startProjectionRunner(ledger.db, ledger.store, counterProjection(scope, { version: 1 }));
     await v1.waitForCaughtUp();
     await v1.stop();
-    const totalV1 = (await readCounters(db, scope)).reduce((sum, row) => sum + row.total, 0n);
+    const totalV1 = (await readCounters(ledger.db, scope)).reduce((sum, row) => sum + row.total, 0n);
 
-    const v2 = await startProjectionRunner(db, store, counterProjection(scope, { version: 2, factor: 3 }));
+    const v2 = await startProjectionRunner(ledger.db, ledger.store, counterProjection(scope, { version: 2, factor: 3 }));
     await v2.waitForCaughtUp();
     await v2.stop();
-    expect((await readCounters(db, scope)).reduce((sum, row) => sum + row.total, 0n)).toBe(totalV1 * 3n);
-    expect(await countApplications(db, scope)).toEqual({ applications: counted, distinctEvents: counted });
-    expect((await loadCheckpoint(db, scope.name))?.version).toBe(2);
+    expect((await readCounters(ledger.db, scope)).reduce((sum, row) => sum + row.total, 0n)).toBe(totalV1 * 3n);
+    expect(await countApplications(ledger.db, scope)).toEqual({ applications: counted, distinctEvents: counted });
+    expect((await loadCheckpoint(ledger.db, scope.name))?.version).toBe(2);
 
-    await expect(startProjectionRunner(db, store, counterProjection(scope, { version: 1 }))).rejects.toBeInstanceOf(ProjectionSuperseded);
+    await expect(startProjectionRunner(ledger.db, ledger.store, counterProjection(scope, { version: 1 }))).rejects.toBeInstanceOf(ProjectionSuperseded);
   });
 
   it('moves a checkpoint only from the values it names (compare-and-set)', async () => {
-    const created = await loadOrCreateCheckpoint(db, scope.name, 1);
+    const created = await loadOrCreateCheckpoint(ledger.db, scope.name, 1);
     expect(created).toEqual({ projection: scope.name, version: 1, position: 'start' });
     const first = { ...created, position: { commit: 10n, prepare: 3n } };
-    expect(await db.transaction((tx) => storeCheckpoint(tx, created, first))).toBe(true);
+    expect(await ledger.db.transaction((tx) => storeCheckpoint(tx, created, first))).toBe(true);
     // A second runner that still believes the checkpoint is at the start, or at another version, moves nothing.
-    expect(await db.transaction((tx) => storeCheckpoint(tx, created, { ...created, position: { commit: 11n, prepare: 1n } }))).toBe(false);
-    expect(await db.transaction((tx) => storeCheckpoint(tx, { ...first, version: 2 }, { ...first, version: 2 }))).toBe(false);
-    expect(await loadCheckpoint(db, scope.name)).toEqual(first);
+    expect(await ledger.db.transaction((tx) => storeCheckpoint(tx, created, { ...created, position: { commit: 11n, prepare: 1n } }))).toBe(false);
+    expect(await ledger.db.transaction((tx) => storeCheckpoint(tx, { ...first, version: 2 }, { ...first, version: 2 }))).toBe(false);
+    expect(await loadCheckpoint(ledger.db, scope.name)).toEqual(first);
     const beyondInt53 = { ...first, position: { commit: 2n ** 62n, prepare: 2n ** 62n + 1n } };
-    expect(await db.transaction((tx) => storeCheckpoint(tx, first, beyondInt53))).toBe(true);
-    expect(await loadCheckpoint(db, scope.name)).toEqual(beyondInt53);
+    expect(await ledger.db.transaction((tx) => storeCheckpoint(tx, first, beyondInt53))).toBe(true);
+    expect(await loadCheckpoint(ledger.db, scope.name)).toEqual(beyondInt53);
   });
 
   it('retries a page whose apply failed, without keeping any of it, and reports the fault', async () => {
-    const counted = await appendCounterEvents(store, scope, 120);
+    const counted = await appendCounterEvents(ledger.store, scope, 120);
     const healthy = counterProjection(scope);
     let failuresLeft = 2;
     const faults: unknown[] = [];
@@ -205,22 +191,22 @@ describe.each(storageTargets)('projection runner on $name', (target) => {
         }
       },
     };
-    const runner = await startProjectionRunner(db, store, flaky, { pageSize: 50, retryDelayMs: 10, onError: (error) => faults.push(error) });
+    const runner = await startProjectionRunner(ledger.db, ledger.store, flaky, { pageSize: 50, retryDelayMs: 10, onError: (error) => faults.push(error) });
     try {
       await runner.waitForCaughtUp();
       expect(faults.map(String)).toEqual(['Error: read model unavailable', 'Error: read model unavailable']);
       expect(runner.lastError()).toBeUndefined();
-      expect(await countApplications(db, scope)).toEqual({ applications: counted, distinctEvents: counted });
+      expect(await countApplications(ledger.db, scope)).toEqual({ applications: counted, distinctEvents: counted });
     } finally {
       await runner.stop();
     }
   });
 
   it('hands each committed batch to afterCommit', async () => {
-    const counted = await appendCounterEvents(store, scope, 250);
+    const counted = await appendCounterEvents(ledger.store, scope, 250);
     let published = 0;
     const projection = counterProjection(scope, { onCommit: (events) => (published += events) });
-    const runner = await startProjectionRunner(db, store, projection, { pageSize: 64 });
+    const runner = await startProjectionRunner(ledger.db, ledger.store, projection, { pageSize: 64 });
     try {
       await runner.waitForCaughtUp();
       expect(published).toBe(counted);

@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/db.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
-import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import type { Projection } from '../../../src/ledger/projection.ts';
 import { startProjections } from '../../../src/ledger/projectionSet.ts';
-import { storageTargets, type TestDb } from '../../support/databases.ts';
+import { storageTargets } from '../../support/databases.ts';
+import { useFileLedger } from '../../support/fileLedger.ts';
 import {
   appendCounterEvents,
   countApplications,
@@ -26,31 +26,18 @@ const unrelatedCount = (scope: CounterScope): Projection => ({
 });
 
 describe.each(storageTargets)('projection set on $name', (target) => {
-  let testDb: TestDb;
-  let db: Db;
-  let store: EventStore;
-
-  beforeAll(async () => {
-    testDb = await target.open();
-    db = testDb.db;
-    store = createPostgresEventStore(db);
-  });
-
-  afterAll(async () => {
-    await store?.close();
-    await testDb?.dispose();
-  });
+  const ledger = useFileLedger(target);
 
   it('runs every projection, reports them caught up together, and stops them all on close', async () => {
     const scope = counterScope();
-    await createCounterTables(db, scope);
-    await db.exec(`CREATE TABLE ${scope.name}_unrelated (id int PRIMARY KEY, seen bigint NOT NULL)`);
-    const counted = await appendCounterEvents(store, scope, 400);
-    const projections = await startProjections(db, store, [counterProjection(scope), unrelatedCount(scope)]);
+    await createCounterTables(ledger.db, scope);
+    await ledger.db.exec(`CREATE TABLE ${scope.name}_unrelated (id int PRIMARY KEY, seen bigint NOT NULL)`);
+    const counted = await appendCounterEvents(ledger.store, scope, 400);
+    const projections = await startProjections(ledger.db, ledger.store, [counterProjection(scope), unrelatedCount(scope)]);
     try {
       await projections.waitForCaughtUp();
-      expect(await countApplications(db, scope)).toEqual({ applications: counted, distinctEvents: counted });
-      const { rows } = await db.query<{ seen: bigint }>(`SELECT seen FROM ${scope.name}_unrelated`);
+      expect(await countApplications(ledger.db, scope)).toEqual({ applications: counted, distinctEvents: counted });
+      const { rows } = await ledger.db.query<{ seen: bigint }>(`SELECT seen FROM ${scope.name}_unrelated`);
       expect(rows[0]?.seen).toBe(BigInt(400 - counted));
       const lags = await projections.lag();
       expect(lags.map((lag) => [lag.projection, lag.eventsBehind])).toEqual([

@@ -1,11 +1,10 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/db.ts';
-import type { EventStore } from '../../../src/ledger/eventStore.ts';
-import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { loadCheckpoint } from '../../../src/ledger/checkpoints.ts';
 import { startProjectionRunner } from '../../../src/ledger/projectionRunner.ts';
 import { rebuildProjection, type RebuildProgress } from '../../../src/ledger/rebuild.ts';
-import { storageTargets, type TestDb } from '../../support/databases.ts';
+import { storageTargets } from '../../support/databases.ts';
+import { useFileLedger } from '../../support/fileLedger.ts';
 import {
   appendCounterEvents,
   countApplications,
@@ -22,50 +21,37 @@ async function snapshotReadModel(db: Db, scope: CounterScope) {
 }
 
 describe.each(storageTargets)('projection rebuild on $name', (target) => {
-  let testDb: TestDb;
-  let db: Db;
-  let store: EventStore;
+  const ledger = useFileLedger(target);
   let scope: CounterScope;
-
-  beforeAll(async () => {
-    testDb = await target.open();
-    db = testDb.db;
-    store = createPostgresEventStore(db);
-  });
-
-  afterAll(async () => {
-    await store?.close();
-    await testDb?.dispose();
-  });
 
   beforeEach(async () => {
     scope = counterScope();
-    await createCounterTables(db, scope);
+    await createCounterTables(ledger.db, scope);
   });
 
   it('replays the ledger into a read model identical to the incrementally built one, reporting progress', async () => {
     const projection = counterProjection(scope);
-    const runner = await startProjectionRunner(db, store, projection, { pageSize: 37 });
+    const runner = await startProjectionRunner(ledger.db, ledger.store, projection, { pageSize: 37 });
     let counted = 0;
     try {
       // Built incrementally: appends arrive in several rounds while the runner follows.
       for (let round = 0; round < 4; round++) {
-        counted += await appendCounterEvents(store, scope, 250, { offset: round * 250, batchSize: 25 });
+        counted += await appendCounterEvents(ledger.store, scope, 250, { offset: round * 250, batchSize: 25 });
         await runner.waitForCaughtUp();
       }
     } finally {
       await runner.stop();
     }
-    const incremental = await snapshotReadModel(db, scope);
-    const checkpointBefore = await loadCheckpoint(db, projection.name);
-    const ledgerSize = (await store.readAll('start', 1_000_000)).length;
+    const incremental = await snapshotReadModel(ledger.db, scope);
+    const checkpointBefore = await loadCheckpoint(ledger.db, projection.name);
+    const ledgerSize = (await ledger.store.readAll('start', 1_000_000)).length;
 
     const progress: RebuildProgress[] = [];
-    const result = await rebuildProjection(db, store, projection, { pageSize: 100, onProgress: (step) => progress.push(step) });
+    const result = await rebuildProjection(ledger.db, ledger.store, projection, { pageSize: 100, onProgress: (step) => progress.push(step) });
 
-    expect(await snapshotReadModel(db, scope)).toEqual(incremental);
-    expect(await countApplications(db, scope)).toEqual({ applications: counted, distinctEvents: counted });
-    expect(await loadCheckpoint(db, projection.name)).toEqual(checkpointBefore);
+    expect(await snapshotReadModel(ledger.db, scope)).toEqual(incremental);
+    expect(await countApplications(ledger.db, scope)).toEqual({ applications: counted, distinctEvents: counted });
+    expect(await loadCheckpoint(ledger.db, projection.name)).toEqual(checkpointBefore);
     expect(result).toMatchObject({ projection: scope.name, eventsRead: ledgerSize, eventsApplied: counted });
     expect(progress[0]).toMatchObject({ done: 0, total: ledgerSize });
     expect(progress.at(-1)).toMatchObject({ done: ledgerSize, total: ledgerSize, etaSeconds: 0 });
@@ -74,9 +60,9 @@ describe.each(storageTargets)('projection rebuild on $name', (target) => {
   });
 
   it('empties a read model that no event of its types supports', async () => {
-    await db.query(`INSERT INTO ${scope.counters} VALUES ('stale', 1, 1, gen_random_uuid())`);
-    const result = await rebuildProjection(db, store, counterProjection(scope));
+    await ledger.db.query(`INSERT INTO ${scope.counters} VALUES ('stale', 1, 1, gen_random_uuid())`);
+    const result = await rebuildProjection(ledger.db, ledger.store, counterProjection(scope));
     expect(result.eventsApplied).toBe(0);
-    expect(await snapshotReadModel(db, scope)).toEqual({ counters: [], applications: [] });
+    expect(await snapshotReadModel(ledger.db, scope)).toEqual({ counters: [], applications: [] });
   });
 });

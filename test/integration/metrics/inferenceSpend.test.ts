@@ -1,7 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Db } from '../../../src/db/db.ts';
+import { describe, expect, it } from 'vitest';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
-import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { startProjections } from '../../../src/ledger/projectionSet.ts';
 import { INFERENCE_SPEND_STREAM } from '../../../src/ledger/catalog/inference.ts';
 import { inferenceSpendProjection } from '../../../projections/inferenceSpend.ts';
@@ -9,32 +7,20 @@ import { createMetrics } from '../../../src/metrics/metrics.ts';
 import { createInferenceSpendMeter } from '../../../src/metrics/inferenceSpendMeter.ts';
 import { instrumentEventStore } from '../../../src/metrics/instrumentEventStore.ts';
 import { inferenceSpendTrend, topInferenceSpenders } from '../../../src/metrics/trends/inferenceSpend.ts';
-import { storageTargets, type TestDb } from '../../support/databases.ts';
+import { storageTargets } from '../../support/databases.ts';
+import { useFileLedger } from '../../support/fileLedger.ts';
 import { waitForProjected } from './waitForProjected.ts';
 
 const T0 = Date.UTC(2026, 5, 1, 12, 0, 30);
 const at = (ms: number) => new Date(ms);
 
 describe.each(storageTargets)('AI inference spend on $name', (target) => {
-  let testDb: TestDb;
-  let db: Db;
-  let store: EventStore;
-
-  beforeAll(async () => {
-    testDb = await target.open();
-    db = testDb.db;
-    store = createPostgresEventStore(db);
-  }, 180_000);
-
-  afterAll(async () => {
-    await store.close();
-    await testDb.dispose();
-  });
+  const ledger = useFileLedger(target);
 
   it('counts tokens instance-wide at once, and per tenant in the ledger in batches, then in the trend read model', async () => {
     const metrics = createMetrics({ service: 'ai-inference', processMetrics: false });
     let clock = T0;
-    const meter = createInferenceSpendMeter(store, metrics, { now: () => clock, flushIntervalMs: 60_000 });
+    const meter = createInferenceSpendMeter(ledger.store, metrics, { now: () => clock, flushIntervalMs: 60_000 });
     try {
       expect(meter.record('acme', 100, 40)).toEqual({ status: 'recorded' });
       meter.record('acme', 10, 4);
@@ -49,7 +35,7 @@ describe.each(storageTargets)('AI inference spend on $name', (target) => {
       expect(text).toContain('devicechain_ai_inference_ai_inference_output_tokens_total 45');
 
       await meter.flush();
-      const events = await store.readStream(INFERENCE_SPEND_STREAM);
+      const events = await ledger.store.readStream(INFERENCE_SPEND_STREAM);
       expect(events).toHaveLength(1);
       expect(events[0]!.data).toEqual({
         entries: [
@@ -61,22 +47,22 @@ describe.each(storageTargets)('AI inference spend on $name', (target) => {
       await meter.close();
     }
 
-    const head = (await store.readStream(INFERENCE_SPEND_STREAM, { fromRevision: 'end', direction: 'backwards', maxCount: 1 }))[0]!;
-    const projections = await startProjections(db, store, [inferenceSpendProjection]);
-    await waitForProjected(db, projections, head.position).finally(() => projections.close());
+    const head = (await ledger.store.readStream(INFERENCE_SPEND_STREAM, { fromRevision: 'end', direction: 'backwards', maxCount: 1 }))[0]!;
+    const projections = await startProjections(ledger.db, ledger.store, [inferenceSpendProjection]);
+    await waitForProjected(ledger.db, projections, head.position).finally(() => projections.close());
     const range = { from: at(T0 - 3_600_000), to: at(T0 + 3_600_000) };
-    expect(await topInferenceSpenders(db, { ...range, first: 5 })).toEqual([
+    expect(await topInferenceSpenders(ledger.db, { ...range, first: 5 })).toEqual([
       { tenantId: 'globex', inputTokens: 500, outputTokens: 0, requests: 1 },
       { tenantId: 'acme', inputTokens: 111, outputTokens: 45, requests: 3 },
     ]);
-    expect(await inferenceSpendTrend(db, { tenantId: 'acme', ...range, bucket: 'MINUTE' })).toEqual([
+    expect(await inferenceSpendTrend(ledger.db, { tenantId: 'acme', ...range, bucket: 'MINUTE' })).toEqual([
       { start: at(T0 - 30_000), inputTokens: 111, outputTokens: 45, requests: 3 },
     ]);
   });
 
   it('retries a failed append as the same event, so an append whose answer was lost counts nothing twice', async () => {
     const metrics = createMetrics({ service: 'governance', processMetrics: false });
-    const timed = instrumentEventStore(store, metrics);
+    const timed = instrumentEventStore(ledger.store, metrics);
     let loseNextAnswer = true;
     const flaky: EventStore = {
       ...timed,
@@ -89,13 +75,13 @@ describe.each(storageTargets)('AI inference spend on $name', (target) => {
         return result;
       },
     };
-    const before = (await store.readStream(INFERENCE_SPEND_STREAM)).length;
+    const before = (await ledger.store.readStream(INFERENCE_SPEND_STREAM)).length;
     const meter = createInferenceSpendMeter(flaky, metrics, { now: () => T0 + 86_400_000, flushIntervalMs: 60_000 });
     meter.record('initech', 7, 3);
     await expect(meter.flush()).rejects.toThrow('connection reset after commit');
     meter.record('initech', 1, 1);
     await meter.close();
-    const events = (await store.readStream(INFERENCE_SPEND_STREAM)).slice(before);
+    const events = (await ledger.store.readStream(INFERENCE_SPEND_STREAM)).slice(before);
     expect(events.map((event) => event.data)).toEqual([
       { entries: [{ tenantId: 'initech', fromSecond: T0 / 1000 + 86_400, seconds: 1, inputTokens: 7, outputTokens: 3, requests: 1 }] },
       { entries: [{ tenantId: 'initech', fromSecond: T0 / 1000 + 86_400, seconds: 1, inputTokens: 1, outputTokens: 1, requests: 1 }] },
@@ -106,7 +92,7 @@ describe.each(storageTargets)('AI inference spend on $name', (target) => {
 
   it('times failed appends apart from successful ones', async () => {
     const metrics = createMetrics({ service: 'governance', processMetrics: false });
-    const timed = instrumentEventStore(store, metrics);
+    const timed = instrumentEventStore(ledger.store, metrics);
     await expect(timed.append('', [{ type: 'X', data: {} }])).rejects.toThrow();
     expect(await metrics.render()).toContain('devicechain_governance_ledger_append_duration_seconds_count{outcome="error"} 1');
   });

@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Db } from '../../../src/db/db.ts';
-import type { EventStore, NewEvent } from '../../../src/ledger/eventStore.ts';
-import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
+import type { NewEvent } from '../../../src/ledger/eventStore.ts';
 import { startProjections, type ProjectionSet } from '../../../src/ledger/projectionSet.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
 import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
@@ -13,7 +11,8 @@ import { topShedders } from '../../../src/metrics/trends/topShedders.ts';
 import { unresolvedAdmissions } from '../../../src/metrics/trends/unresolvedAdmissions.ts';
 import { pruneTrends } from '../../../src/metrics/trends/pruneTrends.ts';
 import { InvalidTrendQuery } from '../../../src/metrics/trends/trendQuery.ts';
-import { storageTargets, type TestDb } from '../../support/databases.ts';
+import { storageTargets } from '../../support/databases.ts';
+import { useFileLedger } from '../../support/fileLedger.ts';
 import { waitForProjected } from './waitForProjected.ts';
 
 // Each test records into its own 30-day window of one shared database (opening one per test costs more
@@ -49,16 +48,11 @@ function unresolved(overrides: Partial<UnresolvedAdmissionSummary>): UnresolvedA
 const PROJECTIONS = [admissionTrendsProjection, unresolvedAdmissionsProjection];
 
 describe.each(storageTargets)('trend read models on $name', (target) => {
-  let testDb: TestDb;
-  let db: Db;
-  let store: EventStore;
+  const ledger = useFileLedger(target);
   let projections: ProjectionSet;
 
   beforeAll(async () => {
-    testDb = await target.open();
-    db = testDb.db;
-    store = createPostgresEventStore(db);
-    projections = await startProjections(db, store, PROJECTIONS);
+    projections = await startProjections(ledger.db, ledger.store, PROJECTIONS);
     windowIndex = 0;
   }, 180_000);
 
@@ -68,15 +62,13 @@ describe.each(storageTargets)('trend read models on $name', (target) => {
 
   afterAll(async () => {
     await projections.close();
-    await store.close();
-    await testDb.dispose();
   });
 
   async function record(entries: AdmissionSummary[], unresolvedEntries: UnresolvedAdmissionSummary[] = []) {
     const events: NewEvent[] = [{ type: 'AdmissionsRecorded', data: { entries } }];
     if (unresolvedEntries.length > 0) events.push({ type: 'UnresolvedAdmissionsRecorded', data: { entries: unresolvedEntries } });
-    const { position } = await store.append(ADMISSIONS_STREAM, events);
-    await waitForProjected(db, projections, position);
+    const { position } = await ledger.store.append(ADMISSIONS_STREAM, events);
+    await waitForProjected(ledger.db, projections, position);
     return position;
   }
 
@@ -86,13 +78,13 @@ describe.each(storageTargets)('trend read models on $name', (target) => {
       admission({ fromSecond: T0 - 8 * 86_400, admittedUnits: 1 }),
       admission({ fromSecond: T0 - 3600, admittedUnits: 2 }),
     ]);
-    await pruneTrends(db, { MINUTE: 7, HOUR: 90, DAY: 730 }, now);
-    const minutes = await shedTrend(db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0 - 10 * 86_400), to: now, bucket: 'MINUTE' });
+    await pruneTrends(ledger.db, { MINUTE: 7, HOUR: 90, DAY: 730 }, now);
+    const minutes = await shedTrend(ledger.db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0 - 10 * 86_400), to: now, bucket: 'MINUTE' });
     expect(minutes.map((point) => point.admitted)).toEqual([2]);
-    const hours = await shedTrend(db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0 - 10 * 86_400), to: now, bucket: 'HOUR' });
+    const hours = await shedTrend(ledger.db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0 - 10 * 86_400), to: now, bucket: 'HOUR' });
     expect(hours.map((point) => point.admitted)).toEqual([1, 2]);
-    await pruneTrends(db, { MINUTE: 1, HOUR: 1, DAY: 1 }, now);
-    const days = await shedTrend(db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0 - 10 * 86_400), to: now, bucket: 'DAY' });
+    await pruneTrends(ledger.db, { MINUTE: 1, HOUR: 1, DAY: 1 }, now);
+    const days = await shedTrend(ledger.db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0 - 10 * 86_400), to: now, bucket: 'DAY' });
     expect(days.map((point) => point.admitted)).toEqual([2]);
   });
 
@@ -108,12 +100,12 @@ describe.each(storageTargets)('trend read models on $name', (target) => {
     await record([admission({ allowance: 'LIVE', fromSecond: T0 + 30, admittedUnits: 1, shedUnits: 1, hitSeconds: 1 })]);
 
     const query = { tenantId: 'acme', dimension: 'INGEST' as const, from: at(T0), to: at(T0 + 3 * 3600) };
-    expect(await shedTrend(db, { ...query, bucket: 'MINUTE' })).toEqual([
+    expect(await shedTrend(ledger.db, { ...query, bucket: 'MINUTE' })).toEqual([
       { start: at(T0), admitted: 111, shed: 21, rejected: 3, hits: 3 },
       { start: at(T0 + 60), admitted: 50, shed: 0, rejected: 0, hits: 0 },
     ]);
-    expect(await shedTrend(db, { ...query, bucket: 'HOUR' })).toEqual([{ start: at(T0 - 58 * 60), admitted: 161, shed: 21, rejected: 3, hits: 3 }]);
-    expect(await shedTrend(db, { ...query, from: at(T0 - 86_400), bucket: 'DAY' })).toEqual([
+    expect(await shedTrend(ledger.db, { ...query, bucket: 'HOUR' })).toEqual([{ start: at(T0 - 58 * 60), admitted: 161, shed: 21, rejected: 3, hits: 3 }]);
+    expect(await shedTrend(ledger.db, { ...query, from: at(T0 - 86_400), bucket: 'DAY' })).toEqual([
       { start: at(T0 - (23 * 3600 + 58 * 60)), admitted: 161, shed: 21, rejected: 3, hits: 3 },
     ]);
   });
@@ -121,7 +113,7 @@ describe.each(storageTargets)('trend read models on $name', (target) => {
   it('splits a merged summary that crosses minute, hour and day boundaries by its seconds in each', async () => {
     // 240 s from 23:58:30: 30 s, 60 s, 60 s, 60 s, 30 s across five minutes; 480 units at 2 per second.
     await record([admission({ fromSecond: T0 + 30, seconds: 240, admittedUnits: 480, shedUnits: 240, hitSeconds: 120 })]);
-    const minutes = await shedTrend(db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0), to: at(T0 + 600), bucket: 'MINUTE' });
+    const minutes = await shedTrend(ledger.db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0), to: at(T0 + 600), bucket: 'MINUTE' });
     expect(minutes.map((point) => [point.start.getTime() / 1000 - T0, point.admitted, point.shed, point.hits])).toEqual([
       [0, 60, 30, 15],
       [60, 120, 60, 30],
@@ -129,7 +121,7 @@ describe.each(storageTargets)('trend read models on $name', (target) => {
       [180, 120, 60, 30],
       [240, 60, 30, 15],
     ]);
-    const days = await shedTrend(db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0 - 86_400), to: at(T0 + 86_400), bucket: 'DAY' });
+    const days = await shedTrend(ledger.db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0 - 86_400), to: at(T0 + 86_400), bucket: 'DAY' });
     expect(days.map((point) => point.admitted)).toEqual([180, 300]);
   });
 
@@ -143,15 +135,15 @@ describe.each(storageTargets)('trend read models on $name', (target) => {
       admission({ tenantId: 'a', fromSecond: T0 - 3 * 86_400, shedUnits: 100 }),
     ]);
     const day = { from: at(T0 - 3600), to: at(T0 + 3600) };
-    expect(await topShedders(db, { ...day, first: 10 })).toEqual([
+    expect(await topShedders(ledger.db, { ...day, first: 10 })).toEqual([
       { tenantId: 'b', shed: 30, rejected: 5, hits: 1 },
       { tenantId: 'c', shed: 0, rejected: 20, hits: 1 },
       { tenantId: 'a', shed: 10, rejected: 0, hits: 1 },
     ]);
-    expect(await topShedders(db, { ...day, dimension: 'AI_INFERENCE', first: 10 })).toEqual([{ tenantId: 'c', shed: 0, rejected: 20, hits: 1 }]);
-    expect(await topShedders(db, { ...day, first: 1 })).toEqual([{ tenantId: 'b', shed: 30, rejected: 5, hits: 1 }]);
+    expect(await topShedders(ledger.db, { ...day, dimension: 'AI_INFERENCE', first: 10 })).toEqual([{ tenantId: 'c', shed: 0, rejected: 20, hits: 1 }]);
+    expect(await topShedders(ledger.db, { ...day, first: 1 })).toEqual([{ tenantId: 'b', shed: 30, rejected: 5, hits: 1 }]);
     // A week-long range answers from days, hours and minutes and still finds every unit.
-    const week = await topShedders(db, { from: at(T0 - 7 * 86_400 + 17), to: at(T0 + 600), first: 10 });
+    const week = await topShedders(ledger.db, { from: at(T0 - 7 * 86_400 + 17), to: at(T0 + 600), first: 10 });
     expect(week[0]).toEqual({ tenantId: 'a', shed: 110, rejected: 0, hits: 1 });
   });
 
@@ -166,7 +158,7 @@ describe.each(storageTargets)('trend read models on $name', (target) => {
         unresolved({ fromSecond: T0 - 86_400, units: 1000, messages: 1 }),
       ],
     );
-    expect(await unresolvedAdmissions(db, { from: at(T0 - 3600), to: at(T0 + 3600) })).toEqual([
+    expect(await unresolvedAdmissions(ledger.db, { from: at(T0 - 3600), to: at(T0 + 3600) })).toEqual([
       { dimension: 'EGRESS', cause: 'unknown-tenant', count: 1, messages: 1 },
       { dimension: 'INGEST', cause: 'pending', count: 3, messages: 3 },
       { dimension: 'INGEST', cause: 'unreachable', count: 12, messages: 3 },
@@ -178,26 +170,26 @@ describe.each(storageTargets)('trend read models on $name', (target) => {
     const last = await record([admission({ tenantId: 'b', allowance: 'HTTP', admittedUnits: 4 })]);
     const dump = async () =>
       // This test's window only: the pruning test removed rows that a rebuild rightly brings back.
-      (await db.query('SELECT * FROM gl_admission_trends_minute WHERE bucket_start >= to_timestamp($1) ORDER BY 1, 2, 3, 4', [T0 - 86_400])).rows.concat(
-        (await db.query('SELECT * FROM gl_admission_trends_day WHERE bucket_start >= to_timestamp($1) ORDER BY 1, 2, 3, 4', [T0 - 86_400])).rows,
+      (await ledger.db.query('SELECT * FROM gl_admission_trends_minute WHERE bucket_start >= to_timestamp($1) ORDER BY 1, 2, 3, 4', [T0 - 86_400])).rows.concat(
+        (await ledger.db.query('SELECT * FROM gl_admission_trends_day WHERE bucket_start >= to_timestamp($1) ORDER BY 1, 2, 3, 4', [T0 - 86_400])).rows,
       );
     const before = await dump();
     await projections.close();
-    await rebuildProjection(db, store, admissionTrendsProjection);
+    await rebuildProjection(ledger.db, ledger.store, admissionTrendsProjection);
     // The rebuild replays what the ledger shows now; an open transaction elsewhere on the server may hold
     // the newest events back, and the restarted runner applies them from the rebuilt checkpoint.
-    projections = await startProjections(db, store, PROJECTIONS);
-    await waitForProjected(db, projections, last);
+    projections = await startProjections(ledger.db, ledger.store, PROJECTIONS);
+    await waitForProjected(ledger.db, projections, last);
     expect(await dump()).toEqual(before);
   });
 
   it('refuses a malformed query with the field at fault', async () => {
     const base = { tenantId: 'acme', dimension: 'INGEST' as const, from: at(T0), to: at(T0 + 60), bucket: 'MINUTE' as const };
-    await expect(shedTrend(db, { ...base, to: at(T0 - 1) })).rejects.toMatchObject({ name: 'InvalidTrendQuery', field: 'to' });
-    await expect(shedTrend(db, { ...base, from: new Date('nope') })).rejects.toBeInstanceOf(InvalidTrendQuery);
-    await expect(shedTrend(db, { ...base, bucket: 'WEEK' as never })).rejects.toMatchObject({ field: 'bucket' });
-    await expect(shedTrend(db, { ...base, dimension: 'NOPE' as never })).rejects.toMatchObject({ field: 'dimension' });
-    await expect(shedTrend(db, { ...base, to: at(T0 + 365 * 86_400) })).rejects.toMatchObject({ field: 'bucket' });
-    await expect(topShedders(db, { from: at(T0), to: at(T0 + 60), first: 0 })).rejects.toMatchObject({ field: 'first' });
+    await expect(shedTrend(ledger.db, { ...base, to: at(T0 - 1) })).rejects.toMatchObject({ name: 'InvalidTrendQuery', field: 'to' });
+    await expect(shedTrend(ledger.db, { ...base, from: new Date('nope') })).rejects.toBeInstanceOf(InvalidTrendQuery);
+    await expect(shedTrend(ledger.db, { ...base, bucket: 'WEEK' as never })).rejects.toMatchObject({ field: 'bucket' });
+    await expect(shedTrend(ledger.db, { ...base, dimension: 'NOPE' as never })).rejects.toMatchObject({ field: 'dimension' });
+    await expect(shedTrend(ledger.db, { ...base, to: at(T0 + 365 * 86_400) })).rejects.toMatchObject({ field: 'bucket' });
+    await expect(topShedders(ledger.db, { from: at(T0), to: at(T0 + 60), first: 0 })).rejects.toMatchObject({ field: 'first' });
   });
 });
