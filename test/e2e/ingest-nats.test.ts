@@ -8,15 +8,9 @@ import { createNatsSink } from '../../src/http/natsSink.ts';
 import type { AcceptedBatch } from '../../src/http/sink.ts';
 import { storageTargets, type TestDb } from '../support/databases.ts';
 import { readingsBody, startFrontDoor, TableLimitSource, type RunningFrontDoor } from '../integration/http/frontDoorHarness.ts';
+import { natsReachable, natsUrl } from '../support/nats.ts';
 
-const natsUrl = process.env.NATS_URL ?? '127.0.0.1:4222';
-const reachable = await connect({ servers: natsUrl, timeout: 1000 })
-  .then(async (connection) => {
-    await connection.close();
-    return true;
-  })
-  .catch(() => false);
-if (!reachable) console.warn(`NATS is not reachable at ${natsUrl}: the ingest-to-JetStream suite is skipped.`);
+const reachable = await natsReachable('the ingest-to-JetStream suite');
 
 describe.skipIf(!reachable)('ingest front door to NATS JetStream', () => {
   const suffix = randomBytes(4).toString('hex');

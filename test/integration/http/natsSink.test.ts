@@ -5,15 +5,9 @@ import { connect, JSONCodec, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNatsSink, subjectFor } from '../../../src/http/natsSink.ts';
 import type { AcceptedBatch } from '../../../src/http/sink.ts';
+import { natsReachable, natsUrl } from '../../support/nats.ts';
 
-const natsUrl = process.env.NATS_URL ?? '127.0.0.1:4222';
-const reachable = await connect({ servers: natsUrl, timeout: 1000 })
-  .then(async (connection) => {
-    await connection.close();
-    return true;
-  })
-  .catch(() => false);
-if (!reachable) console.warn(`NATS is not reachable at ${natsUrl}: the NATS sink suite is skipped.`);
+const reachable = await natsReachable('the NATS sink suite');
 
 describe.skipIf(!reachable)('NATS JetStream sink', () => {
   const suffix = randomBytes(4).toString('hex');
