@@ -4,12 +4,9 @@
 // around them. Both sides hammer ONE tenant (one guard row): the worst case, every enqueue queues on the
 // same row lock. A second figure spreads the same load over 16 tenants. Fresh schema, dropped at the end.
 // Last line: JSON.
-import { randomBytes } from 'node:crypto';
-import { openPostgres, quoteIdent } from '../src/db/postgres.ts';
-import { migrate } from '../src/db/migrate.ts';
-import type { Db } from '../src/db/db.ts';
 import type { CeilingSource } from '../src/commands/types.ts';
 import { createDatabaseCommandBacklog } from '../src/commands/postgres/createDatabaseCommandBacklog.ts';
+import { withBenchSchema } from './support/benchSchema.ts';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const CLIENTS = 16;
@@ -38,12 +35,7 @@ async function rate(once: (client: number, n: number) => Promise<void>): Promise
 }
 
 async function main() {
-  const schema = `bench_${randomBytes(5).toString('hex')}`;
-  const admin = openPostgres({ connectionString: url, max: 1 });
-  await admin.query(`CREATE SCHEMA ${quoteIdent(schema)}`);
-  const db: Db = openPostgres({ connectionString: url, schema, max: CLIENTS });
-  try {
-    await migrate(db);
+  await withBenchSchema(url, CLIENTS, async (db) => {
     await db.exec(`
       CREATE TABLE bench_ceilings (tenant_id text PRIMARY KEY, ceiling integer NOT NULL);
       CREATE TABLE bench_raw_guard (tenant_id text PRIMARY KEY, undelivered integer NOT NULL);`);
@@ -101,11 +93,7 @@ async function main() {
         spreadOverTenants: { tenants: CLIENTS, ours: Math.round(spread.ours), baseline: Math.round(spread.baseline), ratio: Number((spread.ours / spread.baseline).toFixed(3)) },
       }),
     );
-  } finally {
-    await db.close();
-    await admin.query(`DROP SCHEMA ${quoteIdent(schema)} CASCADE`);
-    await admin.close();
-  }
+  });
 }
 
 await main();

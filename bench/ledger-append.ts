@@ -2,12 +2,10 @@
 // both through `pg` in the same run, on a fresh schema that is dropped at the end. The port adds a
 // transaction, the per-stream lock, the expected-revision and idempotency checks and the NOTIFY; this
 // measures what those cost. Last line: JSON.
-import { randomBytes, randomUUID } from 'node:crypto';
-import { openPostgres, quoteIdent } from '../src/db/postgres.ts';
-import { migrate } from '../src/db/migrate.ts';
+import { randomUUID } from 'node:crypto';
 import type { Db } from '../src/db/db.ts';
 import type { NewEvent } from '../src/ledger/eventStore.ts';
-import { createPostgresEventStore } from '../src/ledger/postgres/postgresEventStore.ts';
+import { withBenchLedger } from './support/benchSchema.ts';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const EVENTS_PER_RUN = 20_000;
@@ -55,14 +53,8 @@ async function portRate(
 }
 
 async function main() {
-  const schema = `bench_${randomBytes(5).toString('hex')}`;
-  const admin = openPostgres({ connectionString: url, max: 1 });
-  await admin.query(`CREATE SCHEMA ${quoteIdent(schema)}`);
-  const db = openPostgres({ connectionString: url, schema, max: 2 });
-  const store = createPostgresEventStore(db);
-  const append = (stream: string, events: NewEvent[]) => store.append(stream, events);
-  try {
-    await migrate(db);
+  await withBenchLedger(url, 2, async (db, store) => {
+    const append = (stream: string, events: NewEvent[]) => store.append(stream, events);
     // Warm both paths (connections, plans) before timing.
     await portRate(append, 1000, 'warm');
     await rawRate(db, 1000, 'warm');
@@ -114,12 +106,7 @@ async function main() {
         singleRawInsertsPerSecond: Math.round(singleRawInsertsPerSecond),
       }),
     );
-  } finally {
-    await store.close();
-    await db.close();
-    await admin.query(`DROP SCHEMA ${quoteIdent(schema)} CASCADE`);
-    await admin.close();
-  }
+  });
 }
 
 await main();

@@ -4,14 +4,11 @@
 // one transaction per page without a checkpoint. The ratio is what the runner's bookkeeping costs. The two
 // alternate, ROUNDS times each, best of each counts, so a load spike on the shared machine does not
 // decide the ratio. Also reports raw readAll throughput. On a fresh schema, dropped at the end. Last line: JSON.
-import { randomBytes } from 'node:crypto';
-import { openPostgres, quoteIdent } from '../src/db/postgres.ts';
-import { migrate } from '../src/db/migrate.ts';
 import type { Db } from '../src/db/db.ts';
 import type { Checkpoint, EventStore } from '../src/ledger/eventStore.ts';
-import { createPostgresEventStore } from '../src/ledger/postgres/postgresEventStore.ts';
 import { startProjectionRunner } from '../src/ledger/projectionRunner.ts';
 import { appendCounterEvents, countApplications, counterProjection, counterScope, createCounterTables } from '../test/support/counterProjection.ts';
+import { withBenchLedger } from './support/benchSchema.ts';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10_000);
@@ -64,13 +61,7 @@ async function runnerRate(db: Db, store: EventStore): Promise<number> {
 }
 
 async function main() {
-  const schema = `bench_${randomBytes(5).toString('hex')}`;
-  const admin = openPostgres({ connectionString: url, max: 1 });
-  await admin.query(`CREATE SCHEMA ${quoteIdent(schema)}`);
-  const db = openPostgres({ connectionString: url, schema, max: 4 });
-  const store = createPostgresEventStore(db);
-  try {
-    await migrate(db);
+  await withBenchLedger(url, 4, async (db, store) => {
     await createCounterTables(db, scope);
     const counted = await appendCounterEvents(store, scope, EVENTS, { batchSize: 1_000 });
     console.log(`ledger: ${EVENTS} events, ${counted} of them counter increments`);
@@ -107,12 +98,7 @@ async function main() {
         readAllPerSecond: Math.round(readAllPerSecond),
       }),
     );
-  } finally {
-    await store.close();
-    await db.close();
-    await admin.query(`DROP SCHEMA ${quoteIdent(schema)} CASCADE`);
-    await admin.close();
-  }
+  });
 }
 
 await main();
