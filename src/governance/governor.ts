@@ -178,8 +178,15 @@ export class Governor {
     }
     if (++this.admitsSinceClockRead >= this.clockReadEveryAdmits) this.readClock();
     const nowMs = this.clockMs;
-    const state = slot.allowance === 'HTTP' ? this.names.forHttp(request.tenant, nowMs) : this.names.forTrusted(request.tenant);
-    state.lastSeenMs = nowMs;
+    // The lookup is done here rather than in TenantNames so the common case (a known name) is not a call.
+    const names = this.names;
+    const tenant = request.tenant;
+    let state = names.states.get(tenant);
+    if (slot.allowance === 'HTTP') {
+      if (state === undefined) state = names.forHttp(tenant, nowMs, state);
+    } else if (state === undefined || !state.trusted) state = names.forTrusted(tenant, state);
+    // Only unconfirmed names are ever evicted as idle; skipping the store spares a confirmed tenant a write.
+    if (!state.confirmed) state.lastSeenMs = nowMs;
     this.cache.refreshIfDue(state, nowMs);
     const known = state.status === STATUS_KNOWN;
     const limits = !known

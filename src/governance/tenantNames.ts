@@ -33,9 +33,11 @@ export class TenantNames {
     return this.unconfirmedHttp.size + this.unconfirmedTrusted.size;
   }
 
-  /** State for a name seen on the HTTP allowance: its own, a freed place, or the shared overflow. */
-  forHttp(name: string, nowMs: number): TenantState {
-    const existing = this.states.get(name);
+  /**
+   * State for a name seen on the HTTP allowance: its own, a freed place, or the shared overflow. `existing` is
+   * what `states` holds for the name: the Governor looks it up itself on every admit (one lookup per call).
+   */
+  forHttp(name: string, nowMs: number, existing = this.states.get(name)): TenantState {
     if (existing !== undefined) return existing;
     if (this.unconfirmedHttp.size >= this.maxUnconfirmed && !this.makeRoom(nowMs)) {
       this.overflowLastUsedMs = nowMs;
@@ -48,8 +50,7 @@ export class TenantNames {
   }
 
   /** State for a name seen on an authenticated or trusted allowance: always its own. */
-  forTrusted(name: string): TenantState {
-    const existing = this.states.get(name);
+  forTrusted(name: string, existing = this.states.get(name)): TenantState {
     if (existing !== undefined) {
       if (!existing.trusted) this.markTrusted(existing);
       return existing;
