@@ -14,6 +14,7 @@ import { InvalidTrendQuery } from '../../../src/metrics/trends/trendQuery.ts';
 import { storageTargets } from '../../support/databases.ts';
 import { useFileLedger } from '../../support/fileLedger.ts';
 import { waitForProjected } from './waitForProjected.ts';
+import { admissionSummary } from '../../support/admissionSummaries.ts';
 
 // Each test records into its own 30-day window of one shared database (opening one per test costs more
 // than the tests), each window starting two minutes before a day boundary so roll-ups cross an hour and a
@@ -24,21 +25,7 @@ let T0 = EPOCH;
 const at = (second: number) => new Date(second * 1000);
 
 function admission(overrides: Partial<AdmissionSummary>): AdmissionSummary {
-  return {
-    tenantId: 'acme',
-    dimension: 'INGEST',
-    allowance: 'LIVE',
-    fromSecond: T0,
-    seconds: 1,
-    admittedUnits: 0,
-    admittedMessages: 0,
-    shedUnits: 0,
-    shedMessages: 0,
-    rejectedUnits: 0,
-    rejectedMessages: 0,
-    hitSeconds: 0,
-    ...overrides,
-  };
+  return admissionSummary({ fromSecond: T0, ...overrides });
 }
 
 function unresolved(overrides: Partial<UnresolvedAdmissionSummary>): UnresolvedAdmissionSummary {

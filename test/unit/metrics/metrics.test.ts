@@ -2,23 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { createMetrics, metricPrefix } from '../../../src/metrics/metrics.ts';
 import { createMetricsRecorder } from '../../../src/metrics/metricsRecorder.ts';
 import type { AdmissionSummary } from '../../../src/governance/types.ts';
+import { admissionSummary } from '../../support/admissionSummaries.ts';
 
 function admission(overrides: Partial<AdmissionSummary>): AdmissionSummary {
-  return {
-    tenantId: 'acme',
-    dimension: 'INGEST',
-    allowance: 'LIVE',
-    fromSecond: 1_000,
-    seconds: 1,
-    admittedUnits: 0,
-    admittedMessages: 0,
-    shedUnits: 0,
-    shedMessages: 0,
-    rejectedUnits: 0,
-    rejectedMessages: 0,
-    hitSeconds: 0,
-    ...overrides,
-  };
+  return admissionSummary({ fromSecond: 1_000, ...overrides });
 }
 
 const sample = (text: string, series: string) => {
