@@ -5,7 +5,7 @@
 // alternate, ROUNDS times each, best of each counts, so a load spike on the shared machine does not
 // decide the ratio. Also reports raw readAll throughput. On a fresh schema, dropped at the end. Last line: JSON.
 import type { Db } from '../src/db/db.ts';
-import type { Checkpoint, EventStore } from '../src/ledger/eventStore.ts';
+import type { Checkpoint, EventStore, RecordedEvent } from '../src/ledger/eventStore.ts';
 import { startProjectionRunner } from '../src/ledger/projectionRunner.ts';
 import { appendCounterEvents, countApplications, counterProjection, counterScope, createCounterTables } from '../test/support/counterProjection.ts';
 import { withBenchLedger } from './support/benchSchema.ts';
@@ -16,7 +16,8 @@ const ROUNDS = 2;
 const PAGE_SIZE = 500;
 const scope = counterScope('bench');
 
-async function readAllRate(store: EventStore): Promise<number> {
+/** Events per second of walking the whole ledger in readAll pages, handing each page to `onPage`. */
+async function pagedRate(store: EventStore, onPage: (page: RecordedEvent[]) => Promise<void>): Promise<number> {
   const started = performance.now();
   let after: Checkpoint = 'start';
   let read = 0;
@@ -24,29 +25,25 @@ async function readAllRate(store: EventStore): Promise<number> {
     const page = await store.readAll(after, PAGE_SIZE);
     const last = page.at(-1);
     if (!last) break;
+    await onPage(page);
     read += page.length;
     after = last.position;
   }
   return read / ((performance.now() - started) / 1000);
 }
 
+function readAllRate(store: EventStore): Promise<number> {
+  return pagedRate(store, async () => {});
+}
+
 async function handWrittenRate(db: Db, store: EventStore): Promise<number> {
   const projection = counterProjection(scope, { run: 'baseline' });
   const types = new Set(projection.eventTypes);
-  const started = performance.now();
-  let after: Checkpoint = 'start';
-  let read = 0;
-  for (;;) {
-    const page = await store.readAll(after, PAGE_SIZE);
-    const last = page.at(-1);
-    if (!last) break;
-    await db.transaction(async (tx) => {
+  return pagedRate(store, (page) =>
+    db.transaction(async (tx) => {
       for (const event of page) if (types.has(event.type)) await projection.apply(event, tx);
-    });
-    read += page.length;
-    after = last.position;
-  }
-  return read / ((performance.now() - started) / 1000);
+    }),
+  );
 }
 
 async function runnerRate(db: Db, store: EventStore): Promise<number> {
