@@ -6,6 +6,7 @@ import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresE
 import { appendInTransaction } from '../../../src/ledger/postgres/appendInTransaction.ts';
 import { WrongExpectedRevision, type AppendResult, type EventStore, type RecordedEvent } from '../../../src/ledger/eventStore.ts';
 import { eventStoreContract, type ContractExtras } from './eventStore.contract.ts';
+import { holdOlderTransaction } from '../../support/olderTransaction.ts';
 
 describe.each(storageTargets)('PostgreSQL event store on $name', (target) => {
   eventStoreContract(target.name, async () => {
@@ -126,34 +127,22 @@ describe.each(storageTargets)('PostgreSQL event store on $name', (target) => {
       'holds events back behind an older open transaction, then delivers them without a NOTIFY',
       async () => {
         const stream = fresh();
-        const other = opened.connectAgain!({ max: 1 });
-        let release!: () => void;
-        const released = new Promise<void>((resolve) => (release = resolve));
-        let began!: () => void;
-        const hasXid = new Promise<void>((resolve) => (began = resolve));
         // An older transaction that writes nothing to the ledger, so its commit sends no NOTIFY.
-        const older = other.transaction(async (tx) => {
-          await tx.query('SELECT pg_current_xact_id()');
-          began();
-          await released;
-        });
+        const older = await holdOlderTransaction(opened);
         const seen: RecordedEvent[] = [];
         const subscription = store.subscribe('start');
         const done = (async () => {
           for await (const each of subscription) if (each.stream === stream) seen.push(each);
         })();
         try {
-          await hasXid;
           await store.append(stream, [probe(), probe()]);
           expect((await store.readAll('start', 1_000_000)).filter((each) => each.stream === stream)).toEqual([]);
-          release();
-          await older;
+          await older.end();
           await waitFor(() => seen.length === 2, { timeoutMs: 50_000, description: 'the held-back events' });
         } finally {
-          release();
+          await older.end();
           await subscription.close();
           await done;
-          await other.close();
         }
       },
     );

@@ -17,6 +17,7 @@ import {
   readCounters,
   type CounterScope,
 } from '../../support/counterProjection.ts';
+import { holdOlderTransaction } from '../../support/olderTransaction.ts';
 
 describe.each(storageTargets)('projection runner on $name', (target) => {
   const ledger = useFileLedger(target);
@@ -101,26 +102,14 @@ describe.each(storageTargets)('projection runner on $name', (target) => {
     await runner.stop();
     // Any session on the server holding an older xid does this (the snapshot's xmin is server-wide): here
     // a transaction that appends nothing, like another test file's or another service's.
-    const holder = ledger.testDb.connectAgain!({ max: 1 });
-    let release!: () => void;
-    const released = new Promise<void>((resolve) => (release = resolve));
-    let holding!: () => void;
-    const isHolding = new Promise<void>((resolve) => (holding = resolve));
-    const held = holder.transaction(async (tx) => {
-      await tx.query('SELECT pg_current_xact_id()');
-      holding();
-      await released;
-    });
+    const older = await holdOlderTransaction(ledger.testDb);
     try {
-      await isHolding;
       await appendCounterEvents(ledger.store, scope, 300);
       expect(await ledger.store.readAll((await runner.lag()).checkpoint, 50)).toEqual([]);
       // Not readable yet, but committed: behind by at least one, never "caught up".
       expect(await runner.lag({ probeLimit: 50 })).toMatchObject({ eventsBehind: 1, eventsBehindIsLowerBound: true, secondsBehind: 0 });
     } finally {
-      release();
-      await held;
-      await holder.close();
+      await older.end();
     }
     // Other sessions on a shared server may still hold them back a little longer.
     await waitFor(async () => (await runner.lag({ probeLimit: 50 })).eventsBehind === 50, { description: 'the new events to be readable' });
