@@ -4,26 +4,13 @@ import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
 import type { AdmissionSummary } from '../../../src/governance/types.ts';
 import { storageTargets } from '../../support/databases.ts';
 import { openApiHarness, type ApiHarness } from './apiHarness.ts';
+import { admissionSummary } from '../../support/admissionSummaries.ts';
 
 const OPERATOR = { id: 'seed', role: 'OPERATOR' } as const;
 const HOUR_START = Date.UTC(2026, 0, 5, 10, 0, 0) / 1000;
 
 function summary(tenantId: string, minute: number, counts: Partial<AdmissionSummary>): AdmissionSummary {
-  return {
-    tenantId,
-    dimension: 'INGEST',
-    allowance: 'LIVE',
-    fromSecond: HOUR_START + minute * 60,
-    seconds: 1,
-    admittedUnits: 0,
-    admittedMessages: 0,
-    shedUnits: 0,
-    shedMessages: 0,
-    rejectedUnits: 0,
-    rejectedMessages: 0,
-    hitSeconds: 0,
-    ...counts,
-  };
+  return admissionSummary({ tenantId, fromSecond: HOUR_START + minute * 60, ...counts });
 }
 
 describe.each(storageTargets)('GraphQL commands and trends on $name', (target) => {
