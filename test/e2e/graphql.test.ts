@@ -1,7 +1,6 @@
 // The GraphQL API in the whole service, over real HTTP with a GraphQL client library: startService with no
 // secret configured (so it creates one in the data directory), the listener on a free port, and every query
 // and mutation of API.md.
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -10,20 +9,14 @@ import { ClientError, GraphQLClient } from 'graphql-request';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSettings } from '../../src/config.ts';
-import { openPostgres, quoteIdent } from '../../src/db/postgres.ts';
 import { createServer, listen } from '../../src/server.ts';
 import { startService, type Service } from '../../src/service.ts';
 import { mintToken } from '../../src/api/auth/token.ts';
 import { JWT_SECRET_FILE } from '../../src/api/auth/jwtSecret.ts';
 import type { Role } from '../../src/control-plane/actor.ts';
-import { databaseUrl } from '../support/databases.ts';
+import { serviceModes } from '../support/serviceModes.ts';
 
-const modes = [
-  { name: 'embedded PGlite', env: (): Record<string, string> => ({}) },
-  ...(databaseUrl
-    ? [{ name: 'PostgreSQL', env: (): Record<string, string> => ({ DATABASE_URL: databaseUrl!, GOVERNANCE_DB_SCHEMA: `e2e_graphql_${randomBytes(6).toString('hex')}` }) }]
-    : []),
-];
+const modes = serviceModes('e2e_graphql');
 
 describe.each(modes)('GraphQL over HTTP in the service ($name)', (mode) => {
   let dataDir: string;
@@ -31,18 +24,13 @@ describe.each(modes)('GraphQL over HTTP in the service ($name)', (mode) => {
   let server: Server;
   let endpoint: string;
   let secret: string;
-  const env: Record<string, string> = mode.env();
-  const inSchema = async (sql: (schema: string) => string) => {
-    const admin = openPostgres({ connectionString: env.DATABASE_URL!, max: 1 });
-    await admin.query(sql(quoteIdent(env.GOVERNANCE_DB_SCHEMA!)));
-    await admin.close();
-  };
+  const env = mode.env;
   const client = async (role: Role, tenant?: string) =>
     new GraphQLClient(endpoint, { headers: { authorization: `Bearer ${await mintToken({ secret, role, tenant, sub: `e2e-${role.toLowerCase()}`, ttl: '5m' })}` } });
 
   beforeAll(async () => {
     dataDir = await mkdtemp(path.join(tmpdir(), 'gl-graphql-e2e-'));
-    if (env.GOVERNANCE_DB_SCHEMA) await inSchema((schema) => `CREATE SCHEMA ${schema}`);
+    await mode.prepare();
     service = await startService(readSettings({ GOVERNANCE_DATA_DIR: dataDir, ...env }), pino({ level: 'silent' }));
     server = createServer(service, service.routes);
     endpoint = `http://127.0.0.1:${(await listen(server, 0, '127.0.0.1')).port}/graphql`;
@@ -55,7 +43,7 @@ describe.each(modes)('GraphQL over HTTP in the service ($name)', (mode) => {
     server?.closeAllConnections();
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
     await service?.close();
-    if (env.GOVERNANCE_DB_SCHEMA) await inSchema((schema) => `DROP SCHEMA ${schema} CASCADE`);
+    await mode.dispose();
     await rm(dataDir, { recursive: true, force: true });
   });
 

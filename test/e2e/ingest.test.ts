@@ -2,7 +2,6 @@
 // feeds and whose recorder appends to the ledger; the trend projection reads the ledger. A tenant's limit set
 // through the control plane decides at the front door, and what the front door refused or dropped reaches
 // the ledger and shedTrend.
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -10,21 +9,15 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSettings } from '../../src/config.ts';
-import { openPostgres, quoteIdent } from '../../src/db/postgres.ts';
 import { registerIngestCredential } from '../../src/http/credentials.ts';
 import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import { shedTrend } from '../../src/metrics/trends/shedTrend.ts';
 import { createServer, listen } from '../../src/server.ts';
 import { startService, type Service } from '../../src/service.ts';
 import { OPERATOR } from '../support/controlPlaneHarness.ts';
-import { databaseUrl } from '../support/databases.ts';
+import { serviceModes } from '../support/serviceModes.ts';
 
-const modes = [
-  { name: 'embedded PGlite', env: (): Record<string, string> => ({}) },
-  ...(databaseUrl
-    ? [{ name: 'PostgreSQL', env: (): Record<string, string> => ({ DATABASE_URL: databaseUrl!, GOVERNANCE_DB_SCHEMA: `e2e_ingest_${randomBytes(6).toString('hex')}` }) }]
-    : []),
-];
+const modes = serviceModes('e2e_ingest');
 
 describe.each(modes)('ingest front door in the service ($name)', (mode) => {
   let dataDir: string;
@@ -32,16 +25,11 @@ describe.each(modes)('ingest front door in the service ($name)', (mode) => {
   let server: Server;
   let baseUrl: string;
   let key: string;
-  const env: Record<string, string> = mode.env();
-  const inSchema = async (sql: (schema: string) => string) => {
-    const admin = openPostgres({ connectionString: env.DATABASE_URL!, max: 1 });
-    await admin.query(sql(quoteIdent(env.GOVERNANCE_DB_SCHEMA!)));
-    await admin.close();
-  };
+  const env = mode.env;
 
   beforeAll(async () => {
     dataDir = await mkdtemp(path.join(tmpdir(), 'gl-ingest-e2e-'));
-    if (env.GOVERNANCE_DB_SCHEMA) await inSchema((schema) => `CREATE SCHEMA ${schema}`);
+    await mode.prepare();
     service = await startService(readSettings({ GOVERNANCE_DATA_DIR: dataDir, ...env }), pino({ level: 'silent' }));
     server = createServer(service, service.routes);
     baseUrl = `http://127.0.0.1:${(await listen(server, 0, '127.0.0.1')).port}`;
@@ -67,7 +55,7 @@ describe.each(modes)('ingest front door in the service ($name)', (mode) => {
     server?.closeAllConnections();
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
     await service?.close();
-    if (env.GOVERNANCE_DB_SCHEMA) await inSchema((schema) => `DROP SCHEMA ${schema} CASCADE`);
+    await mode.dispose();
     await rm(dataDir, { recursive: true, force: true });
   });
 
