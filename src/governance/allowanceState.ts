@@ -20,8 +20,12 @@ export class AllowanceState extends TokenBucket {
   burst = 0;
   source: LimitSourceLevel = 'SHIPPED_DEFAULT';
   downsample = false;
-  /** Per-message charge before decoding (HTTP, MQTT, LwM2M), against the same numbers as the readings. */
-  readonly messageBucket: TokenBucket | null;
+  /**
+   * Per-message charge before decoding (HTTP, MQTT, LwM2M), against the same numbers as the readings. Made on
+   * the first message charge (a new bucket starts full then, as it would have anyway), so allowances charged
+   * only by readings carry no second bucket between the fields an admit reads.
+   */
+  messageBucket: TokenBucket | null = null;
   readonly window: FixedWindow | null;
 
   /** Listed among the allowances with counts to flush. */
@@ -40,8 +44,8 @@ export class AllowanceState extends TokenBucket {
   openCause = -1;
   openUnresolvedUnits = 0;
   openUnresolvedMessages = 0;
-  /** Earlier seconds not yet handed to the Recorder. */
-  readonly closed = new Tally();
+  /** Earlier seconds not yet handed to the Recorder; made when the first second closes (never without a Recorder). */
+  closed: Tally | null = null;
   sharedReadings: SharedAllowance | null = null;
   sharedMessages: SharedAllowance | null = null;
 
@@ -51,7 +55,6 @@ export class AllowanceState extends TokenBucket {
   ) {
     super();
     this.slotIndex = slot.index;
-    this.messageBucket = slot.messageCharged ? new TokenBucket() : null;
     this.window = slot.kind === 'FIXED_WINDOW' ? new FixedWindow() : null;
   }
 
@@ -100,7 +103,7 @@ export class AllowanceState extends TokenBucket {
   /** Folds the open second into the closed span. */
   closeOpenSecond(): void {
     if (this.openDecisions === 0) return;
-    const closed = this.closed;
+    const closed = (this.closed ??= new Tally());
     closed.cover(this.openSecond);
     closed.decisions += this.openDecisions;
     closed.admittedUnits += this.openAdmittedUnits;

@@ -10,6 +10,7 @@ import type { SharedBudget } from './sharedAllowance.ts';
 import { slotIndexOf, SLOTS } from './slots.ts';
 import type { SlotSpec } from './slots.ts';
 import { TenantNames } from './tenantNames.ts';
+import { TokenBucket } from './tokenBucket.ts';
 import { STATUS_KNOWN } from './tenantState.ts';
 import type { AllowanceState } from './allowanceState.ts';
 import type { Allowance, Dimension, LimitSource, LimitSourceLevel, OverLimitBehaviour, Recorder } from './types.ts';
@@ -230,7 +231,7 @@ export class Governor {
       remaining = shared.granted;
       if (!admitted) retryAfterSeconds = Math.max(1, Math.ceil(units / rate));
     } else if (slot.kind === 'TOKEN_BUCKET') {
-      const bucket = byMessage ? allowance.messageBucket! : allowance;
+      const bucket = byMessage ? (allowance.messageBucket ??= new TokenBucket()) : allowance;
       admitted = bucket.take(units, at, rate, burst);
       remaining = bucket.remaining();
       if (!admitted) retryAfterSeconds = bucket.retryAfterSeconds(units, rate, burst);
@@ -353,9 +354,10 @@ export class Governor {
     let kept = 0;
     for (const allowance of this.dirty) {
       if (includeCurrentSecond || allowance.openSecond < nowSecond) allowance.closeOpenSecond();
-      if (allowance.closed.decisions > 0) {
-        this.batch.add(allowance, allowance.closed);
-        allowance.closed.clear();
+      const closed = allowance.closed;
+      if (closed !== null && closed.decisions > 0) {
+        this.batch.add(allowance, closed);
+        closed.clear();
       }
       if (allowance.openDecisions > 0) this.dirty[kept++] = allowance;
       else allowance.dirty = false;
