@@ -179,10 +179,10 @@ export class Governor {
     }
     if (++this.admitsSinceClockRead >= this.clockReadEveryAdmits) this.readClock();
     const nowMs = this.clockMs;
-    // Looked up here rather than in forHttp/forTrusted so the common case (a known name) is not a call.
+    // The lookup is done here rather than in TenantNames so the common case (a known name) is not a call.
     const names = this.names;
     const tenant = request.tenant;
-    let state = names.lookup(tenant);
+    let state = names.states.get(tenant);
     if (slot.allowance === 'HTTP') {
       if (state === undefined) state = names.forHttp(tenant, nowMs, state);
     } else if (state === undefined || !state.trusted) state = names.forTrusted(tenant, state);

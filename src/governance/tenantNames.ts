@@ -23,10 +23,6 @@ export class TenantNames {
   private readonly unconfirmedHttp = new Map<string, TenantState>();
   private roomFailedAtMs = Number.NaN;
   private readonly unconfirmedTrusted = new Map<string, TenantState>();
-  // The last name found and its state: an enforcement point admits one tenant several times in a row (the
-  // message, its readings, the API request), so a repeat costs one comparison instead of a Map lookup.
-  private lastName: string | null = null;
-  private lastState: TenantState | undefined = undefined;
 
   constructor(
     private readonly maxUnconfirmed: number,
@@ -37,22 +33,11 @@ export class TenantNames {
     return this.unconfirmedHttp.size + this.unconfirmedTrusted.size;
   }
 
-  /** The state `states` holds for the name, if any. */
-  lookup(name: string): TenantState | undefined {
-    if (name === this.lastName) return this.lastState;
-    const state = this.states.get(name);
-    if (state !== undefined) {
-      this.lastName = name;
-      this.lastState = state;
-    }
-    return state;
-  }
-
   /**
    * State for a name seen on the HTTP allowance: its own, a freed place, or the shared overflow. `existing` is
    * what `states` holds for the name: the Governor looks it up itself on every admit (one lookup per call).
    */
-  forHttp(name: string, nowMs: number, existing = this.lookup(name)): TenantState {
+  forHttp(name: string, nowMs: number, existing = this.states.get(name)): TenantState {
     if (existing !== undefined) return existing;
     if (this.unconfirmedHttp.size >= this.maxUnconfirmed && !this.makeRoom(nowMs)) {
       this.overflowLastUsedMs = nowMs;
@@ -65,7 +50,7 @@ export class TenantNames {
   }
 
   /** State for a name seen on an authenticated or trusted allowance: always its own. */
-  forTrusted(name: string, existing = this.lookup(name)): TenantState {
+  forTrusted(name: string, existing = this.states.get(name)): TenantState {
     if (existing !== undefined) {
       if (!existing.trusted) this.markTrusted(existing);
       return existing;
@@ -124,10 +109,6 @@ export class TenantNames {
       set.delete(state.name);
       if (nowMs - state.lastSeenMs >= this.idleMs) {
         this.states.delete(state.name);
-        if (state === this.lastState) {
-          this.lastName = null;
-          this.lastState = undefined;
-        }
         return true;
       }
       set.set(state.name, state);
