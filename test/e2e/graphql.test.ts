@@ -1,50 +1,34 @@
 // The GraphQL API in the whole service, over real HTTP with a GraphQL client library: startService with no
 // secret configured (so it creates one in the data directory), the listener on a free port, and every query
 // and mutation of API.md.
-import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
-import type { Server } from 'node:http';
-import { tmpdir } from 'node:os';
+import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ClientError, GraphQLClient } from 'graphql-request';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readSettings } from '../../src/config.ts';
-import { createServer, listen } from '../../src/server.ts';
-import { startService, type Service } from '../../src/service.ts';
 import { mintToken } from '../../src/api/auth/token.ts';
 import { JWT_SECRET_FILE } from '../../src/api/auth/jwtSecret.ts';
 import type { Role } from '../../src/control-plane/actor.ts';
-import { serviceModes } from '../support/serviceModes.ts';
+import { serviceModes, startServiceIn, type RunningService } from '../support/serviceModes.ts';
 
 const modes = serviceModes('e2e_graphql');
 
 describe.each(modes)('GraphQL over HTTP in the service ($name)', (mode) => {
-  let dataDir: string;
-  let service: Service;
-  let server: Server;
+  let running: RunningService;
   let endpoint: string;
   let secret: string;
-  const env = mode.env;
   const client = async (role: Role, tenant?: string) =>
     new GraphQLClient(endpoint, { headers: { authorization: `Bearer ${await mintToken({ secret, role, tenant, sub: `e2e-${role.toLowerCase()}`, ttl: '5m' })}` } });
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(path.join(tmpdir(), 'gl-graphql-e2e-'));
-    await mode.prepare();
-    service = await startService(readSettings({ GOVERNANCE_DATA_DIR: dataDir, ...env }), pino({ level: 'silent' }));
-    server = createServer(service, service.routes);
-    endpoint = `http://127.0.0.1:${(await listen(server, 0, '127.0.0.1')).port}/graphql`;
-    const secretFile = path.join(dataDir, JWT_SECRET_FILE);
+    running = await startServiceIn(mode);
+    endpoint = `${running.baseUrl}/graphql`;
+    const secretFile = path.join(running.dataDir, JWT_SECRET_FILE);
     expect((await stat(secretFile)).mode & 0o777).toBe(0o600);
     secret = (await readFile(secretFile, 'utf8')).trim();
   }, 180_000);
 
   afterAll(async () => {
-    server?.closeAllConnections();
-    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-    await service?.close();
-    await mode.dispose();
-    await rm(dataDir, { recursive: true, force: true });
+    await running?.stop();
   });
 
   it('answers 401 without a valid token, and serves GraphiQL to a browser', async () => {
@@ -79,7 +63,7 @@ describe.each(modes)('GraphQL over HTTP in the service ($name)', (mode) => {
     await run('setTenantOverride(input: { tenantId: "acme", dimension: PROVISIONING, ratePerSecond: 30, reason: "rollout" })');
     await run('clearTenantOverride(input: { tenantId: "acme", dimension: PROVISIONING, reason: "done" })');
     const changedAt = new Date();
-    await service.projections.waitForCaughtUp();
+    await running.service.projections.waitForCaughtUp();
 
     const delivery = await client('SERVICE');
     const enqueue = `mutation($commandId: ID!) { enqueueCommand(input: { tenantId: "acme", commandId: $commandId, deviceId: "pump-1", payload: { on: true } }) {

@@ -2,37 +2,25 @@
 // feeds and whose recorder appends to the ledger; the trend projection reads the ledger. A tenant's limit set
 // through the control plane decides at the front door, and what the front door refused or dropped reaches
 // the ledger and shedTrend.
-import { mkdtemp, rm } from 'node:fs/promises';
-import type { Server } from 'node:http';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readSettings } from '../../src/config.ts';
 import { registerIngestCredential } from '../../src/http/credentials.ts';
 import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import { shedTrend } from '../../src/metrics/trends/shedTrend.ts';
-import { createServer, listen } from '../../src/server.ts';
-import { startService, type Service } from '../../src/service.ts';
+import type { Service } from '../../src/service.ts';
 import { OPERATOR } from '../support/controlPlaneHarness.ts';
-import { serviceModes } from '../support/serviceModes.ts';
+import { serviceModes, startServiceIn, type RunningService } from '../support/serviceModes.ts';
 
 const modes = serviceModes('e2e_ingest');
 
 describe.each(modes)('ingest front door in the service ($name)', (mode) => {
-  let dataDir: string;
+  let running: RunningService;
   let service: Service;
-  let server: Server;
   let baseUrl: string;
   let key: string;
-  const env = mode.env;
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(path.join(tmpdir(), 'gl-ingest-e2e-'));
-    await mode.prepare();
-    service = await startService(readSettings({ GOVERNANCE_DATA_DIR: dataDir, ...env }), pino({ level: 'silent' }));
-    server = createServer(service, service.routes);
-    baseUrl = `http://127.0.0.1:${(await listen(server, 0, '127.0.0.1')).port}`;
+    running = await startServiceIn(mode);
+    ({ service, baseUrl } = running);
 
     expect(await service.controlPlane.defineTier(OPERATOR, { tierId: 'standard', name: 'Standard' })).toMatchObject({ status: 'applied' });
     expect(await service.controlPlane.registerTenant(OPERATOR, { tenantId: 'acme', tierId: 'standard' })).toMatchObject({ status: 'applied' });
@@ -52,11 +40,7 @@ describe.each(modes)('ingest front door in the service ($name)', (mode) => {
   }, 180_000);
 
   afterAll(async () => {
-    server?.closeAllConnections();
-    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-    await service?.close();
-    await mode.dispose();
-    await rm(dataDir, { recursive: true, force: true });
+    await running?.stop();
   });
 
   const post = (route: string, body: unknown) =>

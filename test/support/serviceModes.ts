@@ -1,6 +1,13 @@
 // The storage modes an end-to-end suite starts the whole service in: embedded PGlite always, PostgreSQL
 // (in a schema of its own, created before and dropped after) when DATABASE_URL is set.
 import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pino } from 'pino';
+import { readSettings } from '../../src/config.ts';
+import { createServer, listen } from '../../src/server.ts';
+import { startService, type Service } from '../../src/service.ts';
 import { openPostgres, quoteIdent } from '../../src/db/postgres.ts';
 import { databaseUrl } from './databases.ts';
 
@@ -35,4 +42,34 @@ export function serviceModes(schemaPrefix: string): ServiceMode[] {
       dispose: () => inSchema(`DROP SCHEMA ${quoteIdent(schema)} CASCADE`),
     },
   ];
+}
+
+export interface RunningService {
+  service: Service;
+  /** http://127.0.0.1:<port> of the listening server. */
+  baseUrl: string;
+  dataDir: string;
+  /** Closes the listener and the service, and removes what the mode and the data directory held. */
+  stop(): Promise<void>;
+}
+
+/** Starts the whole service in `mode` on a fresh data directory, listening on a free port. */
+export async function startServiceIn(mode: ServiceMode): Promise<RunningService> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'gl-e2e-'));
+  await mode.prepare();
+  const service = await startService(readSettings({ GOVERNANCE_DATA_DIR: dataDir, ...mode.env }), pino({ level: 'silent' }));
+  const server = createServer(service, service.routes);
+  const baseUrl = `http://127.0.0.1:${(await listen(server, 0, '127.0.0.1')).port}`;
+  return {
+    service,
+    baseUrl,
+    dataDir,
+    async stop() {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await service.close();
+      await mode.dispose();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
 }
