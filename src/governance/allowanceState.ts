@@ -1,23 +1,24 @@
-// One allowance of one tenant: its readings bucket (it extends TokenBucket), the limits it meters at, and the
-// counts of the current second, all as fields of this one object. With thousands of tenants an admit costs
-// mostly cache misses, so a decision touches this object and nothing it points to.
+// One allowance of one tenant: the limits it meters at, its message bucket, fixed window and shared counters,
+// and the counts of the current second. Its readings bucket, rate and burst live in one cell of
+// AllowanceNumbers; TenantState copies what a decision reads for the allowance last used, so a token-bucket
+// admit need not touch this object at all (with thousands of tenants an admit costs mostly cache misses).
+import { BURST, RATE_PER_SECOND } from './allowanceNumbers.ts';
+import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import { FixedWindow } from './fixedWindow.ts';
 import type { ResolvedLimits } from './resolvedLimits.ts';
 import type { SharedAllowance } from './sharedAllowance.ts';
 import type { SlotSpec } from './slots.ts';
 import { Tally } from './tally.ts';
-import { TokenBucket } from './tokenBucket.ts';
+import type { TokenBucket } from './tokenBucket.ts';
 import type { LimitSourceLevel } from './types.ts';
 
-export class AllowanceState extends TokenBucket {
-  // Fields an admit reads come first (V8 lays them out in declaration order), so a decision touches as few
-  // cache lines of this object as it can; the recording fields follow, the ones only a flush reads come last.
-  /** slot.index, kept here so the hot path need not touch the shared SlotSpec. */
-  readonly slotIndex: number;
+export class AllowanceState {
+  // Fields a decision reads first (V8 lays them out in declaration order); the recording fields follow, the
+  // ones only a flush reads come last.
+  /** Offset of this allowance's cell in `numbers.values`: its readings bucket, rate and burst. */
+  readonly cell: number;
   /** The resolved limits the numbers below came from; compared by identity on every admit. */
   limits: ResolvedLimits | null = null;
-  ratePerSecond = 0;
-  burst = 0;
   source: LimitSourceLevel = 'SHIPPED_DEFAULT';
   downsample = false;
   /**
@@ -52,17 +53,23 @@ export class AllowanceState extends TokenBucket {
   constructor(
     readonly tenantId: string,
     readonly slot: SlotSpec,
+    private readonly numbers: AllowanceNumbers,
   ) {
-    super();
-    this.slotIndex = slot.index;
+    this.cell = numbers.take();
     this.window = slot.kind === 'FIXED_WINDOW' ? new FixedWindow() : null;
+  }
+
+  /** Evicted: the cell may be given to another allowance; this one meters nothing any more. */
+  release(): void {
+    this.numbers.release(this.cell);
   }
 
   useLimits(limits: ResolvedLimits): void {
     const dimensionIndex = this.slot.dimensionIndex;
+    const values = this.numbers.values;
     this.limits = limits;
-    this.ratePerSecond = limits.ratePerSecond[dimensionIndex]!;
-    this.burst = limits.burst[dimensionIndex]!;
+    values[this.cell + RATE_PER_SECOND] = limits.ratePerSecond[dimensionIndex]!;
+    values[this.cell + BURST] = limits.burst[dimensionIndex]!;
     this.source = limits.source[dimensionIndex]!;
     this.downsample = this.slot.kind === 'FIXED_WINDOW' && limits.apiOverLimitPolicy === 'STABLE_DOWNSAMPLE';
   }

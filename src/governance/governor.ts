@@ -4,6 +4,7 @@
 // use. Per call it allocates only its result (and, once per new tenant or allowance, that state).
 import { stableCallerFraction } from './callerHash.ts';
 import { AdmissionBatch } from './admissionBatch.ts';
+import { BURST, RATE_PER_SECOND, remainingTokens, takeTokens, tokensRetryAfterSeconds } from './allowanceNumbers.ts';
 import { LimitCache } from './limitCache.ts';
 import { SharedAllowance } from './sharedAllowance.ts';
 import type { SharedBudget } from './sharedAllowance.ts';
@@ -196,9 +197,12 @@ export class Governor {
         ? state.limits
         : this.cache.limitsOf(state);
     const allowance = state.allowance(slotIndex, limits);
-    let rate = allowance.ratePerSecond;
-    let burst = allowance.burst;
-    const downsample = allowance.downsample;
+    // Read after allowance(), which may have grown the store.
+    const numbers = this.names.numbers.values;
+    const cell = state.cell;
+    let rate = numbers[cell + RATE_PER_SECOND]!;
+    let burst = numbers[cell + BURST]!;
+    const downsample = state.downsample;
     const behaviour: OverLimitBehaviour = downsample ? 'STABLE_DOWNSAMPLE' : slot.overLimit;
 
     let sharedActive = false;
@@ -230,8 +234,12 @@ export class Governor {
       }
       remaining = shared.granted;
       if (!admitted) retryAfterSeconds = Math.max(1, Math.ceil(units / rate));
+    } else if (slot.kind === 'TOKEN_BUCKET' && !byMessage) {
+      admitted = takeTokens(numbers, cell, units, at, rate, burst);
+      remaining = remainingTokens(numbers, cell);
+      if (!admitted) retryAfterSeconds = tokensRetryAfterSeconds(numbers, cell, units, rate, burst);
     } else if (slot.kind === 'TOKEN_BUCKET') {
-      const bucket = byMessage ? (allowance.messageBucket ??= new TokenBucket()) : allowance;
+      const bucket = (allowance.messageBucket ??= new TokenBucket());
       admitted = bucket.take(units, at, rate, burst);
       remaining = bucket.remaining();
       if (!admitted) retryAfterSeconds = bucket.retryAfterSeconds(units, rate, burst);
@@ -256,7 +264,7 @@ export class Governor {
       remaining,
       retryAfterSeconds,
       scope: state.isOverflow ? 'overflow' : 'tenant',
-      source: allowance.source,
+      source: state.source,
     };
   }
 

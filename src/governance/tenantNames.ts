@@ -10,6 +10,7 @@
 // examines at most EVICTION_PROBES names at the front, evicts the first idle one, and moves busy ones to the
 // back, at most once per reading of the clock, so the cost per new name is bounded even when all places are busy. Unconfirmed names of trusted
 // senders (which the source may answer as unknown) are swept the same way in the background, idle ones first.
+import { AllowanceNumbers } from './allowanceNumbers.ts';
 import { TenantState } from './tenantState.ts';
 
 export const OVERFLOW_TENANT_ID = '(overflow)';
@@ -17,7 +18,9 @@ const EVICTION_PROBES = 4;
 
 export class TenantNames {
   readonly states = new Map<string, TenantState>();
-  readonly overflow = new TenantState(OVERFLOW_TENANT_ID, true);
+  /** The token-bucket numbers of every allowance of the states below. */
+  readonly numbers = new AllowanceNumbers();
+  readonly overflow = new TenantState(OVERFLOW_TENANT_ID, this.numbers, true);
   overflowLastUsedMs = Number.NEGATIVE_INFINITY;
   confirmedCount = 0;
   private readonly unconfirmedHttp = new Map<string, TenantState>();
@@ -43,7 +46,7 @@ export class TenantNames {
       this.overflowLastUsedMs = nowMs;
       return this.overflow;
     }
-    const state = new TenantState(name);
+    const state = new TenantState(name, this.numbers);
     this.states.set(name, state);
     this.unconfirmedHttp.set(name, state);
     return state;
@@ -55,7 +58,7 @@ export class TenantNames {
       if (!existing.trusted) this.markTrusted(existing);
       return existing;
     }
-    const state = new TenantState(name);
+    const state = new TenantState(name, this.numbers);
     state.trusted = true;
     this.states.set(name, state);
     this.unconfirmedTrusted.set(name, state);
@@ -66,7 +69,7 @@ export class TenantNames {
   confirm(name: string): TenantState {
     let state = this.states.get(name);
     if (state === undefined) {
-      state = new TenantState(name);
+      state = new TenantState(name, this.numbers);
       this.states.set(name, state);
     }
     if (!state.confirmed) {
@@ -109,6 +112,7 @@ export class TenantNames {
       set.delete(state.name);
       if (nowMs - state.lastSeenMs >= this.idleMs) {
         this.states.delete(state.name);
+        state.release();
         return true;
       }
       set.set(state.name, state);

@@ -1,9 +1,11 @@
 // Per-tenant state the Governor keeps: what is known of the tenant's ceilings, and one AllowanceState per slot
 // in use. Created once per tenant (or allowance) and then updated in place.
+import { DISCARD_CELL, LAST_SEEN_MS, REFRESH_DUE_MS } from './allowanceNumbers.ts';
+import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import { AllowanceState } from './allowanceState.ts';
 import type { ResolvedLimits } from './resolvedLimits.ts';
 import { SLOT_COUNT, SLOTS } from './slots.ts';
-import type { TenantGovernanceRecord } from './types.ts';
+import type { LimitSourceLevel, TenantGovernanceRecord } from './types.ts';
 
 // Status values double as the unresolved cause index of tally.ts while the ceilings are not known.
 export const STATUS_PENDING = 0;
@@ -21,27 +23,68 @@ export class TenantState {
   /** Platform-defaults version `limits` was resolved against. */
   limitsVersion = -1;
   loading = false;
-  refreshDueMs = 0;
-  lastSeenMs = 0;
+  /** Offset of this tenant's cell in AllowanceNumbers: refreshDueMs and lastSeenMs, unboxed. */
+  private timesCell: number;
+  // What a decision reads of the allowance used last (a tenant's traffic mostly hits one allowance in a row),
+  // copied here so the common admit goes from this object straight to the allowance's numbers.
   private lastAllowance: AllowanceState | null = null;
+  private lastSlotIndex = -1;
+  private lastLimits: ResolvedLimits | null = null;
+  /** The last allowance's cell in AllowanceNumbers. */
+  cell = 0;
+  source: LimitSourceLevel = 'SHIPPED_DEFAULT';
+  downsample = false;
   readonly slots: (AllowanceState | undefined)[] = new Array<AllowanceState | undefined>(SLOT_COUNT).fill(undefined);
 
   constructor(
     readonly name: string,
+    private readonly numbers: AllowanceNumbers,
     readonly isOverflow = false,
   ) {
+    this.timesCell = numbers.take();
+    this.lastSeenMs = 0;
     // The overflow allowance is metered at the platform default and never asks the LimitSource.
-    if (isOverflow) this.refreshDueMs = Number.POSITIVE_INFINITY;
+    this.refreshDueMs = isOverflow ? Number.POSITIVE_INFINITY : 0;
   }
 
+  get refreshDueMs(): number {
+    return this.numbers.values[this.timesCell + REFRESH_DUE_MS]!;
+  }
+
+  set refreshDueMs(ms: number) {
+    this.numbers.values[this.timesCell + REFRESH_DUE_MS] = ms;
+  }
+
+  get lastSeenMs(): number {
+    return this.numbers.values[this.timesCell + LAST_SEEN_MS]!;
+  }
+
+  set lastSeenMs(ms: number) {
+    this.numbers.values[this.timesCell + LAST_SEEN_MS] = ms;
+  }
+
+  /** The allowance of `slotIndex`, metering at `limits`; `cell`, `source` and `downsample` then describe it. */
   allowance(slotIndex: number, limits: ResolvedLimits): AllowanceState {
-    // A tenant's traffic mostly hits one allowance in a row; remembering it skips the slots array (two objects).
-    let allowance = this.lastAllowance;
-    if (allowance === null || allowance.slotIndex !== slotIndex) {
-      allowance = this.slots[slotIndex] ?? (this.slots[slotIndex] = new AllowanceState(this.name, SLOTS[slotIndex]!));
-      this.lastAllowance = allowance;
-    }
+    if (this.lastSlotIndex === slotIndex && this.lastLimits === limits) return this.lastAllowance!;
+    const allowance =
+      this.slots[slotIndex] ?? (this.slots[slotIndex] = new AllowanceState(this.name, SLOTS[slotIndex]!, this.numbers));
     if (allowance.limits !== limits) allowance.useLimits(limits);
+    this.lastAllowance = allowance;
+    this.lastSlotIndex = slotIndex;
+    this.lastLimits = limits;
+    this.cell = allowance.cell;
+    this.source = allowance.source;
+    this.downsample = allowance.downsample;
     return allowance;
+  }
+
+  /**
+   * Evicted: the cells go back to the store (the allowances' counts may still wait for a flush). A load still
+   * in flight for this state may set its times afterwards: they go to the discard cell.
+   */
+  release(): void {
+    this.numbers.release(this.timesCell);
+    this.timesCell = DISCARD_CELL;
+    for (const allowance of this.slots) allowance?.release();
   }
 }
