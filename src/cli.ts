@@ -70,13 +70,8 @@ async function rebuildProjections(name: string | undefined): Promise<void> {
     await migrate(db);
     for (const projection of projections) {
       const bar = progressBar(projection.name);
-      try {
-        const result = await rebuildProjection(db, store, projection, { onProgress: bar.onProgress });
-        bar.stop();
-        console.log(`${result.projection}: ${result.eventsApplied} events applied of ${result.eventsRead} read in ${result.seconds.toFixed(1)} s`);
-      } finally {
-        bar.stop();
-      }
+      const result = await rebuildProjection(db, store, projection, { onProgress: bar.onProgress }).finally(bar.stop);
+      console.log(`${result.projection}: ${result.eventsApplied} events applied of ${result.eventsRead} read in ${result.seconds.toFixed(1)} s`);
     }
   } finally {
     await store.close();
