@@ -8,12 +8,14 @@ import { BURST, RATE_PER_SECOND, remainingTokens, takeTokens, tokensRetryAfterSe
 import { LimitCache } from './limitCache.ts';
 import { SharedAllowance } from './sharedAllowance.ts';
 import type { SharedBudget } from './sharedAllowance.ts';
-import { slotIndexOf, SLOTS } from './slots.ts';
+import { SLOT_COUNT, slotIndexOf, SLOTS } from './slots.ts';
 import type { SlotSpec } from './slots.ts';
 import { TenantNames } from './tenantNames.ts';
 import { TokenBucket } from './tokenBucket.ts';
 import { STATUS_KNOWN } from './tenantState.ts';
+import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import type { AllowanceState } from './allowanceState.ts';
+import type { TenantState } from './tenantState.ts';
 import type { Allowance, Dimension, LimitSource, LimitSourceLevel, OverLimitBehaviour, Recorder } from './types.ts';
 
 export interface GovernorOptions {
@@ -37,6 +39,12 @@ export interface GovernorOptions {
    * Reading it costs more than an admit on some hosts; the background tick reads it too.
    */
   clockReadEveryAdmits?: number;
+  /**
+   * Whether a repeated readings charge on a token bucket may take admit's fast path (default true). The
+   * decisions and counts are the same either way (a property test compares the two); false is for that test
+   * and for ruling the fast path out when diagnosing.
+   */
+  fastPath?: boolean;
   /** Shared counters across replicas; without it each replica meters alone. */
   sharedBudget?: SharedBudget;
   /** Faults of background work (LimitSource, Recorder, Redis). They are also counted in stats(). */
@@ -104,6 +112,13 @@ export class InvalidAdmission extends Error {
 /** How long after its last use the overflow allowance still counts as in use. */
 const OVERFLOW_IN_USE_MS = 60_000;
 const TRUSTED_SWEEP_PROBES = 64;
+/** Fast-path epochs (one a second at most) before the keys start over; times the slot count stays a small integer. */
+const MAX_FAST_EPOCH = 1 << 20;
+
+/** How a refusal is tallied: 1 shed (SHED, DROP_ACCEPTED), 2 rejected. */
+function refusedCode(behaviour: OverLimitBehaviour): number {
+  return behaviour === 'SHED' || behaviour === 'DROP_ACCEPTED' ? 1 : 2;
+}
 
 export class Governor {
   private readonly names: TenantNames;
@@ -131,6 +146,25 @@ export class Governor {
   private clockMs: number;
   private admitsSinceClockRead = 0;
   private readonly clockReadEveryAdmits: number;
+  private clockSecond = Number.NaN;
+  // The fast path (see admit): the key a state must hold, and what a refusal there means.
+  private fastEpoch = 0;
+  private fastKey = -2;
+  private fastBehaviour: OverLimitBehaviour = 'SHED';
+  private fastRefused = 1;
+  private readonly fastPathAllowed: boolean;
+  private readonly states: Map<string, TenantState>;
+  /** The decision being made; admit copies it into the object it returns. */
+  private readonly decided: AdmitDecision = {
+    admitted: false,
+    behaviour: 'ADMIT',
+    limit: 0.5,
+    remaining: 0,
+    retryAfterSeconds: 0,
+    scope: 'tenant',
+    source: 'SHIPPED_DEFAULT',
+  };
+  private readonly numbers: AllowanceNumbers;
 
   constructor(options: GovernorOptions) {
     this.now = options.now ?? Date.now;
@@ -141,6 +175,9 @@ export class Governor {
     this.retryMs = options.retryMs ?? 1000;
     this.onError = options.onError ?? (() => {});
     this.names = new TenantNames(options.maxUnconfirmedNames ?? 1024, options.unconfirmedIdleMs ?? 60_000);
+    this.states = this.names.states;
+    this.fastPathAllowed = options.fastPath ?? true;
+    this.numbers = this.names.numbers;
     this.cache = new LimitCache({
       limitSource: options.limitSource,
       now: this.now,
@@ -149,6 +186,7 @@ export class Governor {
       batchSize: options.loadBatchSize ?? 500,
       maxConcurrentLoads: 4,
       onKnown: (state) => this.names.confirm(state.name),
+      onPlatformChanged: () => this.newFastEpoch(),
       onError: (error) => this.onError(error, 'load'),
     });
     this.cache.loadPlatformDefaults();
@@ -157,33 +195,86 @@ export class Governor {
   }
 
   admit(request: AdmitRequest): AdmitDecision {
-    // Callers repeat the same (dimension, allowance) pair in runs: two pointer checks instead of a scan.
-    let slotIndex = this.lastSlotIndex;
-    if (request.dimension !== this.lastDimension || request.allowance !== this.lastAllowance) {
-      slotIndex = slotIndexOf(request.dimension, request.allowance);
-      this.lastDimension = request.dimension;
-      this.lastAllowance = request.allowance;
-      this.lastSlotIndex = slotIndex;
-    }
-    if (slotIndex < 0) {
-      throw new InvalidAdmission(`${request.dimension} is not metered by admit with allowance ${String(request.allowance)}`);
-    }
+    if (++this.admitsSinceClockRead >= this.clockReadEveryAdmits) this.readClock();
     const units = request.units;
     const at = request.at;
+    // The fast path: a readings charge on a token bucket, same (dimension, allowance) as the call before, for a
+    // tenant whose state vouches (fastKey) that nothing else needs doing. admit is kept small so V8 inlines it
+    // into the caller; both paths fill `decided` and one allocation site copies it, so a caller that reads the
+    // decision without keeping it lets V8 drop the request and decision objects altogether.
+    // (`x - x === 0` is false for NaN and the infinities.)
+    const state =
+      request.dimension === this.lastDimension && request.allowance === this.lastAllowance && request.charge !== 'message'
+        ? this.states.get(request.tenant)
+        : undefined;
+    if (state !== undefined && state.fastKey === this.fastKey && units >= 0 && units - units === 0 && at - at === 0) {
+      this.admitFast(state, units, at);
+    } else {
+      this.admitFully(request.tenant, request.dimension, request.allowance, units, at, request.callerKey, request.charge);
+    }
+    const out = this.decided;
+    return {
+      admitted: out.admitted,
+      behaviour: out.behaviour,
+      limit: out.limit,
+      remaining: out.remaining,
+      retryAfterSeconds: out.retryAfterSeconds,
+      scope: out.scope,
+      source: out.source,
+    };
+  }
+
+  /** A readings charge on the token bucket of the state's last allowance (into `decided`). */
+  private admitFast(state: TenantState, units: number, at: number): void {
+    const numbers = this.numbers.values;
+    const cell = state.cell;
+    const rate = numbers[cell + RATE_PER_SECOND]!;
+    const burst = numbers[cell + BURST]!;
+    const admitted = takeTokens(numbers, cell, units, at, rate, burst);
+    if (this.recorder !== null) this.tally(state.lastAllowance!, at, units, false, admitted ? 0 : this.fastRefused, -1);
+    const out = this.decided;
+    out.admitted = admitted;
+    out.behaviour = admitted ? 'ADMIT' : this.fastBehaviour;
+    out.limit = rate;
+    out.remaining = remainingTokens(numbers, cell);
+    out.retryAfterSeconds = admitted ? 0 : tokensRetryAfterSeconds(numbers, cell, units, rate, burst);
+    out.scope = 'tenant';
+    out.source = state.source;
+  }
+
+  /** Every case (into `decided`): validation, new names, unknown ceilings, message charges, fixed windows, shared counters. */
+  private admitFully(
+    tenant: string,
+    dimension: Dimension,
+    allowanceName: Allowance | null | undefined,
+    units: number,
+    at: number,
+    callerKey: string | undefined,
+    charge: AdmitRequest['charge'],
+  ): void {
+    // Callers repeat the same (dimension, allowance) pair in runs: two pointer checks instead of a scan.
+    let slotIndex = this.lastSlotIndex;
+    if (dimension !== this.lastDimension || allowanceName !== this.lastAllowance) {
+      slotIndex = slotIndexOf(dimension, allowanceName);
+      this.lastDimension = dimension;
+      this.lastAllowance = allowanceName;
+      this.lastSlotIndex = slotIndex;
+      this.setFastKey();
+    }
+    if (slotIndex < 0) {
+      throw new InvalidAdmission(`${dimension} is not metered by admit with allowance ${String(allowanceName)}`);
+    }
     if (!(units >= 0 && units < Infinity) || !(at > -Infinity && at < Infinity)) {
       throw new InvalidAdmission(`units (${units}) and at (${at}) must be finite, units not negative`);
     }
     const slot = SLOTS[slotIndex]!;
-    const byMessage = request.charge === 'message';
+    const byMessage = charge === 'message';
     if (byMessage && !slot.messageCharged) {
       throw new InvalidAdmission(`${slot.dimension}/${String(slot.allowance)} is not charged per message`);
     }
-    if (++this.admitsSinceClockRead >= this.clockReadEveryAdmits) this.readClock();
     const nowMs = this.clockMs;
-    // The lookup is done here rather than in TenantNames so the common case (a known name) is not a call.
     const names = this.names;
-    const tenant = request.tenant;
-    let state = names.states.get(tenant);
+    let state = this.states.get(tenant);
     if (slot.allowance === 'HTTP') {
       if (state === undefined) state = names.forHttp(tenant, nowMs, state);
     } else if (state === undefined || !state.trusted) state = names.forTrusted(tenant, state);
@@ -225,7 +316,7 @@ export class Governor {
         // STABLE_DOWNSAMPLE across replicas: callers hashed out never reach the shared budget; kept ones are
         // charged there, so the shared limit holds, and cuts there tighten the next window's keep fraction.
         const window = allowance.window!;
-        const fraction = stableCallerFraction(request.callerKey ?? request.tenant);
+        const fraction = stableCallerFraction(callerKey ?? tenant);
         const kept = window.keeps(units, Math.floor(at / 1000), rate, fraction);
         admitted = kept && this.takeShared(shared, slot, units, at, rate, burst);
         if (kept) window.sharedOutcome(units, admitted);
@@ -247,25 +338,55 @@ export class Governor {
       const window = allowance.window!;
       const second = Math.floor(at / 1000);
       admitted = downsample
-        ? window.takeDownsampled(units, second, rate, stableCallerFraction(request.callerKey ?? request.tenant))
+        ? window.takeDownsampled(units, second, rate, stableCallerFraction(callerKey ?? tenant))
         : window.takeExact(units, second, rate);
       remaining = window.remaining(rate);
       if (!admitted) retryAfterSeconds = window.retryAfterSeconds(at);
     }
     if (admitted && this.shared !== null && !sharedActive) this.sharedFallbackAdmissions++;
     if (this.recorder !== null) {
-      const refused = admitted ? 0 : behaviour === 'SHED' || behaviour === 'DROP_ACCEPTED' ? 1 : 2;
+      const refused = admitted ? 0 : refusedCode(behaviour);
       this.tally(allowance, at, units, byMessage, refused, known || state.isOverflow ? -1 : state.status);
     }
-    return {
-      admitted,
-      behaviour: admitted ? 'ADMIT' : behaviour,
-      limit: rate,
-      remaining,
-      retryAfterSeconds,
-      scope: state.isOverflow ? 'overflow' : 'tenant',
-      source: state.source,
-    };
+    this.vouch(state, known);
+    const out = this.decided;
+    out.admitted = admitted;
+    out.behaviour = admitted ? 'ADMIT' : behaviour;
+    out.limit = rate;
+    out.remaining = remaining;
+    out.retryAfterSeconds = retryAfterSeconds;
+    out.scope = state.isOverflow ? 'overflow' : 'tenant';
+    out.source = state.source;
+  }
+
+  /** Whether this state's next admits on the same slot may take the fast path (see TenantState.fastKey). */
+  private vouch(state: TenantState, known: boolean): void {
+    state.fastKey = this.fastKey >= 0 && known && state.confirmed && !state.isOverflow ? this.fastKey : -1;
+  }
+
+  /** The fast-path key of the slot used last: -2 (matching no state) unless it is a token bucket metered alone. */
+  private setFastKey(): void {
+    const slot = this.lastSlotIndex >= 0 ? SLOTS[this.lastSlotIndex]! : null;
+    if (!this.fastPathAllowed || slot === null || slot.kind !== 'TOKEN_BUCKET' || this.shared !== null) {
+      this.fastKey = -2;
+      return;
+    }
+    this.fastKey = this.fastEpoch * SLOT_COUNT + slot.index;
+    this.fastBehaviour = slot.overLimit;
+    this.fastRefused = refusedCode(slot.overLimit);
+  }
+
+  /**
+   * Voids every state's fast-path key: on each new wall-clock second (so each tenant's refresh-due time is
+   * checked at least once a second) and when the platform defaults change.
+   */
+  private newFastEpoch(): void {
+    if (++this.fastEpoch >= MAX_FAST_EPOCH) {
+      // Keys must never repeat while a state still holds an old one.
+      this.fastEpoch = 0;
+      for (const state of this.states.values()) state.fastKey = -1;
+    }
+    this.setFastKey();
   }
 
   /** The control plane registered this tenant: it keeps an allowance of its own on HTTP. */
@@ -322,6 +443,11 @@ export class Governor {
   private readClock(): void {
     this.admitsSinceClockRead = 0;
     this.clockMs = this.now();
+    const second = Math.floor(this.clockMs / 1000);
+    if (second !== this.clockSecond) {
+      this.clockSecond = second;
+      this.newFastEpoch();
+    }
     this.cache.refreshPlatformIfDue(this.clockMs);
   }
 

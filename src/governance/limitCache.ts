@@ -17,6 +17,8 @@ export interface LimitCacheOptions {
   maxConcurrentLoads: number;
   /** A tenant the source knows: the Governor confirms it. */
   onKnown: (state: TenantState) => void;
+  /** The platform defaults changed: every tenant's limits are to be re-resolved. */
+  onPlatformChanged: () => void;
   onError: (error: unknown) => void;
 }
 
@@ -79,6 +81,7 @@ export class LimitCache {
             this.platformDefaults = defaults;
             this.platformLimits = ResolvedLimits.resolve({}, defaults);
             this.platformVersion++;
+            this.options.onPlatformChanged();
           }
           this.platformDueMs = this.options.now() + this.options.ttlMs;
         },
@@ -142,7 +145,11 @@ export class LimitCache {
       }
       this.options.onError(error);
     } finally {
-      for (const state of batch) state.loading = false;
+      for (const state of batch) {
+        state.loading = false;
+        // Its record or status may have changed: the next admit takes the full path and re-checks.
+        state.fastKey = -1;
+      }
     }
   }
 

@@ -14,6 +14,18 @@ export const STATUS_UNKNOWN_TENANT = 2;
 export const STATUS_KNOWN = 3;
 
 export class TenantState {
+  /**
+   * The Governor's fast-path key (epoch and slot) this state was last checked eligible under, or -1. Equal to
+   * the Governor's current key, it vouches that the allowance used last is this slot's, with current limits,
+   * a known and confirmed tenant, and no refresh due as of the epoch: admit may go straight to the cell.
+   */
+  fastKey = -1;
+  /** The last allowance's cell in AllowanceNumbers. */
+  cell = 0;
+  source: LimitSourceLevel = 'SHIPPED_DEFAULT';
+  // What a decision reads of the allowance used last (a tenant's traffic mostly hits one allowance in a row) is
+  // copied here (cell, source, downsample), so the common admit goes from this object straight to the numbers.
+  lastAllowance: AllowanceState | null = null;
   confirmed = false;
   /** Seen on an allowance whose sender is authenticated or operator-trusted (anything but HTTP). */
   trusted = false;
@@ -25,14 +37,8 @@ export class TenantState {
   loading = false;
   /** Offset of this tenant's cell in AllowanceNumbers: refreshDueMs and lastSeenMs, unboxed. */
   private timesCell: number;
-  // What a decision reads of the allowance used last (a tenant's traffic mostly hits one allowance in a row),
-  // copied here so the common admit goes from this object straight to the allowance's numbers.
-  private lastAllowance: AllowanceState | null = null;
   private lastSlotIndex = -1;
   private lastLimits: ResolvedLimits | null = null;
-  /** The last allowance's cell in AllowanceNumbers. */
-  cell = 0;
-  source: LimitSourceLevel = 'SHIPPED_DEFAULT';
   downsample = false;
   readonly slots: (AllowanceState | undefined)[] = new Array<AllowanceState | undefined>(SLOT_COUNT).fill(undefined);
 
