@@ -17,6 +17,8 @@ export interface Settings {
   edgeIpRatePerSecond: number;
   /** INGEST_MAX_BODY_BYTES: HTTP ingest bodies above this get 413 (default 1 MiB). */
   ingestMaxBodyBytes: number;
+  /** GOVERNANCE_COMMAND_TTL_SECONDS: a queued command undelivered this long expires and frees its slot (default 1 h). */
+  commandTtlSeconds: number;
   logLevel: string;
 }
 
@@ -40,6 +42,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
       .filter(Boolean),
     edgeIpRatePerSecond: positiveInteger(optional('EDGE_IP_RATE_PER_SECOND'), 1000, 'EDGE_IP_RATE_PER_SECOND'),
     ingestMaxBodyBytes: positiveInteger(optional('INGEST_MAX_BODY_BYTES'), 1024 * 1024, 'INGEST_MAX_BODY_BYTES'),
+    commandTtlSeconds: positiveInteger(optional('GOVERNANCE_COMMAND_TTL_SECONDS'), 3600, 'GOVERNANCE_COMMAND_TTL_SECONDS'),
     logLevel: optional('LOG_LEVEL') ?? 'info',
   };
 }

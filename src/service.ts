@@ -79,7 +79,13 @@ export async function startService(settings: Settings, logger: Logger = createLo
   await feedConfirmedTenants(db, governor);
   const controlPlane = createControlPlane({ db, store, governor });
   // With EVENTSTORE_URL the ledger shares no transaction with the database: the backlog guards itself by stream revision.
-  const commands = createCommandBacklog({ db, store, ceilings: controlPlaneCeilings, ledger: settings.eventStoreUrl ? 'stream' : 'database' });
+  const commands = createCommandBacklog({
+    db,
+    store,
+    ceilings: controlPlaneCeilings,
+    ledger: settings.eventStoreUrl ? 'stream' : 'database',
+    commandTtlMs: settings.commandTtlSeconds * 1000,
+  });
   // GraphQL subscriptions hear of what the projections commit.
   const pubsub = createApiPubSub();
   const projections = await startProjections(db, store, withApiPublishers(allProjections({ governor }), pubsub), {
