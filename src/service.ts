@@ -118,7 +118,7 @@ export async function startService(settings: Settings, logger: Logger = createLo
   // Closed before the governor (closers run in reverse): no request reaches a closed sink.
   const ingest = await startIngest({ settings, db, governor, logger });
   closers.push(() => ingest.close());
-  const routes: Route[] = [metricsRoute(metrics), ...ingest.routes];
+  const routes: Route[] = [metricsRoute(metrics, { token: metricsSettings.token }), ...ingest.routes];
   routes.push(await createGraphQLRoute({ settings, logger, db, store, controlPlane, commands }, pubsub));
 
   return {
