@@ -4,6 +4,7 @@
 // around them. Both sides hammer ONE tenant (one guard row): the worst case, every enqueue queues on the
 // same row lock. A second figure spreads the same load over 16 tenants. Fresh schema, dropped at the end.
 // Last line: JSON.
+import type { Queryable } from '../src/db/db.ts';
 import type { CeilingSource } from '../src/commands/types.ts';
 import { createDatabaseCommandBacklog } from '../src/commands/postgres/createDatabaseCommandBacklog.ts';
 import { withBenchSchema } from './support/benchSchema.ts';
@@ -15,11 +16,20 @@ const ROUNDS = 2;
 // High enough that nothing is refused: both sides measure the accepting path.
 const CEILING = 1_000_000;
 
-// The ceiling comes from a table read in the enqueue's transaction, as the control plane's read model would.
-const benchCeilings: CeilingSource = async (q, tenantId) => {
-  const { rows } = await q.query<{ ceiling: number }>('SELECT ceiling FROM bench_ceilings WHERE tenant_id = $1', [tenantId]);
-  return rows[0] ? { ceiling: rows[0].ceiling, source: 'TIER' } : null;
-};
+// The ceiling comes from a table read in the enqueue's transaction, as the control plane's read model would;
+// several tenants' ceilings in one query, as controlPlaneCeilings.many does.
+const benchCeilings: CeilingSource = Object.assign(
+  async (q: Queryable, tenantId: string) => {
+    const { rows } = await q.query<{ ceiling: number }>('SELECT ceiling FROM bench_ceilings WHERE tenant_id = $1', [tenantId]);
+    return rows[0] ? { ceiling: rows[0].ceiling, source: 'TIER' as const } : null;
+  },
+  {
+    many: async (q: Queryable, tenantIds: readonly string[]) => {
+      const { rows } = await q.query<{ tenant_id: string; ceiling: number }>('SELECT tenant_id, ceiling FROM bench_ceilings WHERE tenant_id = ANY($1::text[])', [tenantIds]);
+      return new Map(rows.map((row) => [row.tenant_id, { ceiling: row.ceiling, source: 'TIER' as const }]));
+    },
+  },
+);
 
 /** Runs CLIENTS concurrent loops of `once` for ROUND_MS; returns operations per second. */
 async function rate(once: (client: number, n: number) => Promise<void>): Promise<number> {

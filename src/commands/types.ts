@@ -79,12 +79,24 @@ export interface ExpiryResult {
   expired: number;
 }
 
+export interface TenantCeiling {
+  ceiling: number;
+  source: LimitSourceLevel;
+}
+
 /**
  * Where a tenant's UNDELIVERED_COMMANDS ceiling comes from; null means the tenant does not exist.
  * Called with the enqueue's own transaction, so a SQL-backed source reads inside it.
  * The control plane's `resolveTenantLimit(q, tenantId, 'UNDELIVERED_COMMANDS')` is adapted to this.
+ *
+ * `many` (optional) reads several tenants' ceilings at once, in one query: the database path decides the
+ * enqueues of several tenants in one transaction and reads all their ceilings through it when present
+ * (otherwise it calls the one-tenant form per tenant). A tenant missing from the map is unknown.
  */
-export type CeilingSource = (q: Queryable, tenantId: string) => Promise<{ ceiling: number; source: LimitSourceLevel } | null>;
+export interface CeilingSource {
+  (q: Queryable, tenantId: string): Promise<TenantCeiling | null>;
+  many?: (q: Queryable, tenantIds: readonly string[]) => Promise<ReadonlyMap<string, TenantCeiling | null>>;
+}
 
 export interface CommandBacklog {
   enqueue(actor: CommandActor, input: EnqueueCommandInput): Promise<EnqueueOutcome>;

@@ -1,7 +1,9 @@
 // The command backlog when the ledger lives in PostgreSQL/PGlite: the guard count, the command rows and the
 // ledger events are written in ONE transaction (appendInTransaction), so they commit together or not at all,
 // and the ledger can never disagree with the count. The guard row is taken before the tenant's stream, in
-// every transaction that takes both, so the stream's revision order is the order the count changed in.
+// every transaction that takes both, so the stream's revision order is the order the count changed in. A
+// transaction that takes several tenants' guard rows (an enqueue batch of several tenants, an expiry pass)
+// takes them in tenant id order, so no two of them can deadlock.
 import type { Db } from '../../db/db.ts';
 import type { NewEvent } from '../../ledger/eventStore.ts';
 import { appendInTransaction } from '../../ledger/postgres/appendInTransaction.ts';
@@ -14,16 +16,21 @@ import type { BacklogOptions } from '../backlogOptions.ts';
 import { settleOutcome } from '../settleOutcome.ts';
 import { settlementMethods, type SettleCommand } from '../settlementMethods.ts';
 import { validateEnqueue, type ValidCommand } from '../validateCommand.ts';
-import { createKeyedBatcher } from '../keyedBatcher.ts';
-import type { CommandActor, CommandBacklog, CommandRejected, EnqueueOutcome } from '../types.ts';
+import { createGroupBatcher, type KeyGroup } from '../keyedBatcher.ts';
+import { readCeilings } from '../readCeilings.ts';
+import type { CommandActor, CommandBacklog, CommandRejected, EnqueueOutcome, TenantCeiling } from '../types.ts';
 import { expireQueuedCommands } from './expireQueuedCommands.ts';
 import { settleQueuedCommand } from './settleQueuedCommand.ts';
-import { takeBacklogSlots } from './takeBacklogSlots.ts';
+import { takeBacklogSlots, type SlotDecision, type SlotRequest } from './takeBacklogSlots.ts';
 
 /** Commands expired per transaction: bounds how long one expiry pass holds guard rows. */
 const EXPIRY_BATCH = 500;
 /** Enqueues of one tenant decided in one transaction, at most. */
 const MAX_ENQUEUE_BATCH = 100;
+/** Tenants decided in one transaction, at most: bounds how many guard rows one batch holds. */
+const MAX_TENANTS_PER_BATCH = 6;
+/** Enqueue transactions running at once, at most (each on a connection of its own). */
+const MAX_RUNNING_BATCHES = 3;
 
 interface EnqueueCall {
   actor: CommandActor;
@@ -47,60 +54,58 @@ export function createDatabaseCommandBacklog(db: Db, { ceilings, commandTtlMs, n
     });
   };
 
-  // One transaction per batch of a tenant's concurrent enqueues: the ceiling read, the slots, the command
-  // rows and the ledger events of the whole batch commit together (or, on a fault, none of them).
-  const enqueueBatch = async (tenantId: string, calls: EnqueueCall[]): Promise<EnqueueOutcome[]> => {
+  // One transaction per batch of concurrent enqueues, of one tenant or of several: the ceiling read, the
+  // slots, the command rows and the ledger events of the whole batch commit together (or, on a fault, none
+  // of them). Tenants are handled in tenant id order: the guard rows are locked in that order (by the slot
+  // statement), and then the streams, each after its guard row.
+  const decideTenants = async (groups: ReadonlyArray<KeyGroup<EnqueueCall>>): Promise<EnqueueOutcome[][]> => {
     const at = now();
+    const order = groups.map((_, g) => g).sort((a, b) => compareIds(groups[a]!.key, groups[b]!.key));
+    const tenantIds = order.map((g) => groups[g]!.key);
     return retryTransaction(db, async (tx) => {
-      const events: NewEvent[] = [];
-      const refuse = (call: EnqueueCall, rejected: Omit<CommandRejected, 'status'>): EnqueueOutcome => {
-        const data = { tenantId, deviceId: call.command.deviceId, ...rejected };
-        events.push(commandEvent('CommandRejected', data, call.actor, at));
-        return { status: 'rejected', ...rejected };
-      };
-      const limit = await ceilings(tx, tenantId);
-      let outcomes: EnqueueOutcome[];
-      if (!limit) {
-        const unknownTenant = { reason: 'UNKNOWN_TENANT', retryable: false, retryAfterSeconds: null, undelivered: 0, ceiling: null } as const;
-        outcomes = calls.map((call) => refuse(call, { commandId: call.command.commandId, ...unknownTenant }));
-      } else {
+      const limits = await readCeilings(ceilings, tx, tenantIds);
+      const requests: SlotRequest[] = [];
+      const distinctOf = new Map<string, Map<string, ValidCommand>>();
+      for (const g of order) {
+        const { key: tenantId, items } = groups[g]!;
+        const limit = limits.get(tenantId);
+        if (!limit) continue;
         // The same commandId twice in one batch is decided once; the repeat gets the same answer.
         const distinct = new Map<string, ValidCommand>();
-        for (const call of calls) if (!distinct.has(call.command.commandId)) distinct.set(call.command.commandId, call.command);
-        const decisions = await takeBacklogSlots(tx, tenantId, [...distinct.values()], limit.ceiling, at);
-        const decisionOf = new Map([...distinct.keys()].map((commandId, i) => [commandId, decisions[i]!]));
-        const recorded = new Set<string>();
-        outcomes = calls.map((call) => {
-          const { commandId } = call.command;
-          const decision = decisionOf.get(commandId)!;
-          const first = !recorded.has(commandId);
-          recorded.add(commandId);
-          if (decision.kind === 'duplicate') {
-            // Counted once: the first acceptance is answered again and nothing new is recorded.
-            return { status: 'accepted', commandId, undelivered: decision.undelivered, ceiling: decision.ceiling };
-          }
-          if (decision.kind === 'taken') {
-            if (first) {
-              const data = { tenantId, commandId, deviceId: call.command.deviceId, payload: call.command.payload, undelivered: decision.undelivered, ceiling: limit.ceiling, ceilingSource: limit.source };
-              events.push(commandEvent('CommandEnqueued', data, call.actor, at));
-            }
-            return { status: 'accepted', commandId, undelivered: decision.undelivered, ceiling: limit.ceiling };
-          }
-          return refuse(call, {
-            commandId,
-            reason: 'CEILING_REACHED',
-            retryable: true,
-            retryAfterSeconds: retryAfterSeconds(decision.pace, at),
-            undelivered: decision.undelivered,
-            ceiling: limit.ceiling,
-          });
-        });
+        for (const call of items) if (!distinct.has(call.command.commandId)) distinct.set(call.command.commandId, call.command);
+        distinctOf.set(tenantId, distinct);
+        requests.push({ tenantId, ceiling: limit.ceiling, commands: [...distinct.values()] });
       }
-      if (events.length > 0) await appendInTransaction(tx, commandsStream(tenantId), events);
+      const taken = await takeBacklogSlots(tx, requests, at);
+      const decisionsOf = new Map(requests.map((request, r) => [request.tenantId, taken[r]!]));
+
+      const outcomes: EnqueueOutcome[][] = [];
+      for (const g of order) {
+        const { key: tenantId, items } = groups[g]!;
+        const events: NewEvent[] = [];
+        outcomes[g] = decideTenant(tenantId, items, limits.get(tenantId) ?? null, distinctOf.get(tenantId), decisionsOf.get(tenantId), at, events);
+        if (events.length > 0) await appendInTransaction(tx, commandsStream(tenantId), events);
+      }
       return outcomes;
     });
   };
-  const enqueueInBatch = createKeyedBatcher(enqueueBatch, MAX_ENQUEUE_BATCH);
+
+  // A batch of several tenants is decided in one transaction. If that transaction fails (one tenant's ceiling
+  // cannot be read, one tenant's events cannot be appended...), each tenant is decided again on its own, so
+  // the fault fails only the enqueues of the tenant it belongs to.
+  const enqueueGroups = async (groups: Array<KeyGroup<EnqueueCall>>): Promise<Array<PromiseSettledResult<EnqueueOutcome[]>>> => {
+    try {
+      return (await decideTenants(groups)).map((value) => ({ status: 'fulfilled', value }));
+    } catch (error) {
+      if (groups.length === 1) return [{ status: 'rejected', reason: error }];
+      return Promise.allSettled(groups.map(async (group) => (await decideTenants([group]))[0]!));
+    }
+  };
+  const enqueueInBatch = createGroupBatcher(enqueueGroups, {
+    maxItemsPerKey: MAX_ENQUEUE_BATCH,
+    maxKeys: MAX_TENANTS_PER_BATCH,
+    maxRunning: MAX_RUNNING_BATCHES,
+  });
 
   return {
     async enqueue(actor, input): Promise<EnqueueOutcome> {
@@ -138,4 +143,57 @@ export function createDatabaseCommandBacklog(db: Db, { ceilings, commandTtlMs, n
       }
     },
   };
+}
+
+/** One tenant's outcomes in a batch, from its slot decisions; the events to record go to `events`. */
+function decideTenant(
+  tenantId: string,
+  calls: readonly EnqueueCall[],
+  limit: TenantCeiling | null,
+  distinct: Map<string, ValidCommand> | undefined,
+  decisions: SlotDecision[] | undefined,
+  at: Date,
+  events: NewEvent[],
+): EnqueueOutcome[] {
+  const refuse = (call: EnqueueCall, rejected: Omit<CommandRejected, 'status'>): EnqueueOutcome => {
+    const data = { tenantId, deviceId: call.command.deviceId, ...rejected };
+    events.push(commandEvent('CommandRejected', data, call.actor, at));
+    return { status: 'rejected', ...rejected };
+  };
+  if (!limit || !distinct || !decisions) {
+    const unknownTenant = { reason: 'UNKNOWN_TENANT', retryable: false, retryAfterSeconds: null, undelivered: 0, ceiling: null } as const;
+    return calls.map((call) => refuse(call, { commandId: call.command.commandId, ...unknownTenant }));
+  }
+  const decisionOf = new Map([...distinct.keys()].map((commandId, i) => [commandId, decisions[i]!]));
+  const recorded = new Set<string>();
+  return calls.map((call) => {
+    const { commandId } = call.command;
+    const decision = decisionOf.get(commandId)!;
+    const first = !recorded.has(commandId);
+    recorded.add(commandId);
+    if (decision.kind === 'duplicate') {
+      // Counted once: the first acceptance is answered again and nothing new is recorded.
+      return { status: 'accepted', commandId, undelivered: decision.undelivered, ceiling: decision.ceiling };
+    }
+    if (decision.kind === 'taken') {
+      if (first) {
+        const data = { tenantId, commandId, deviceId: call.command.deviceId, payload: call.command.payload, undelivered: decision.undelivered, ceiling: limit.ceiling, ceilingSource: limit.source };
+        events.push(commandEvent('CommandEnqueued', data, call.actor, at));
+      }
+      return { status: 'accepted', commandId, undelivered: decision.undelivered, ceiling: limit.ceiling };
+    }
+    return refuse(call, {
+      commandId,
+      reason: 'CEILING_REACHED',
+      retryable: true,
+      retryAfterSeconds: retryAfterSeconds(decision.pace, at),
+      undelivered: decision.undelivered,
+      ceiling: limit.ceiling,
+    });
+  });
+}
+
+/** A fixed order of tenant ids (by UTF-16 code units), the same in every process. */
+function compareIds(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }

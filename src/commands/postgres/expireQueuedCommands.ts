@@ -19,6 +19,9 @@ interface ExpiredRow {
 // many slots as that tenant lost, in one statement. SKIP LOCKED leaves a command that a delivery is
 // settling right now to that delivery, and lets two expiring processes share the work instead of queueing.
 // The result numbers each tenant's expired commands so every event can carry the backlog after it.
+// The guard rows are locked in tenant id order (`guards`: rows are locked as the sorted scan yields them,
+// and the UPDATE reaches a row only through it), the order enqueue batches of several tenants lock them
+// in, so an expiry pass and such a batch cannot deadlock.
 const EXPIRE_SQL = `
 WITH due AS (
   SELECT tenant_id, command_id FROM gl_commands
@@ -35,9 +38,15 @@ expired AS (
 per_tenant AS (
   SELECT tenant_id, count(*)::integer AS n FROM expired GROUP BY tenant_id
 ),
+guards AS MATERIALIZED (
+  SELECT g.tenant_id FROM gl_command_backlog_guard g
+  WHERE g.tenant_id IN (SELECT tenant_id FROM per_tenant)
+  ORDER BY g.tenant_id
+  FOR UPDATE
+),
 slots AS (
   UPDATE gl_command_backlog_guard g SET undelivered = g.undelivered - per_tenant.n
-  FROM per_tenant WHERE g.tenant_id = per_tenant.tenant_id
+  FROM per_tenant, guards WHERE g.tenant_id = per_tenant.tenant_id AND guards.tenant_id = g.tenant_id
   RETURNING g.tenant_id, g.undelivered
 )
 SELECT e.tenant_id, e.command_id, e.enqueued_at,

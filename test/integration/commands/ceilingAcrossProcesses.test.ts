@@ -93,6 +93,69 @@ describe.skipIf(!postgresOnly).each<Ledger>(['database', 'stream'])('command cei
     return { outcomes: (await answers).flat(), samples, highestSeen };
   }
 
+  /** Sends one line to each process at once and samples, until both answer, how far any tenant got past its ceiling. */
+  async function raceCommands(lines: [Array<{ tenantId: string; commandId: string }>, Array<{ tenantId: string; commandId: string }>]) {
+    let finished = false;
+    const answers = Promise.all(
+      workers.map(async (worker, i) => {
+        worker.child.stdin.write(`${JSON.stringify({ commands: lines[i] })}\n`);
+        return ((await nextLine(worker)) as { outcomes: EnqueueOutcome[] }).outcomes;
+      }),
+    ).finally(() => (finished = true));
+    let samples = 0;
+    let mostOver = Number.NEGATIVE_INFINITY;
+    const tenantIds = [...new Set(lines.flat().map((command) => command.tenantId))];
+    while (!finished) {
+      const { rows } = await testDb.db.query<{ over: number | null }>(
+        `SELECT max(greatest(coalesce(g.undelivered, 0), coalesce(q.queued, 0)) - c.ceiling) AS over
+         FROM test_command_ceilings c
+         LEFT JOIN gl_command_backlog_guard g ON g.tenant_id = c.tenant_id
+         LEFT JOIN (SELECT tenant_id, count(*)::integer AS queued FROM gl_commands WHERE status = 'queued' GROUP BY tenant_id) q ON q.tenant_id = c.tenant_id
+         WHERE c.tenant_id = ANY($1::text[])`,
+        [tenantIds],
+      );
+      mostOver = Math.max(mostOver, rows[0]!.over ?? Number.NEGATIVE_INFINITY);
+      samples++;
+    }
+    return { outcomes: await answers, samples, mostOver };
+  }
+
+  it('holds every tenant to its own ceiling when both processes enqueue for many tenants at once', async () => {
+    const tenants = Array.from({ length: 8 }, (_, t) => ({ tenantId: `many-${t}`, ceiling: 5 + t }));
+    for (const { tenantId, ceiling } of tenants) await setCeiling(testDb.db, tenantId, ceiling);
+    // Both processes send every command, round robin over the tenants, in opposite orders.
+    const commands = Array.from({ length: 20 }, (_, n) => tenants.map(({ tenantId }) => ({ tenantId, commandId: `m-${n}` }))).flat();
+    const round = await raceCommands([commands, [...commands].reverse()]);
+    expect(round.samples).toBeGreaterThan(0);
+    expect(round.mostOver).toBeLessThanOrEqual(0);
+
+    const store = createPostgresEventStore(testDb.db);
+    for (const { tenantId, ceiling } of tenants) {
+      const answers = round.outcomes.flatMap((outcomes, p) => outcomes.filter((_, i) => (p === 0 ? commands : [...commands].reverse())[i]!.tenantId === tenantId));
+      const accepted = new Map<string, EnqueueOutcome[]>();
+      for (const answer of answers) if (answer.status === 'accepted') accepted.set(answer.commandId, [...(accepted.get(answer.commandId) ?? []), answer]);
+      expect(accepted.size).toBe(ceiling);
+      // An id both processes sent took one slot: whoever came second got the first acceptance again.
+      for (const [, same] of accepted) for (const answer of same) expect(answer).toEqual(same[0]);
+      expect([...accepted.values()].map(([answer]) => (answer as { undelivered: number }).undelivered).sort((a, b) => a - b)).toEqual(
+        Array.from({ length: ceiling }, (_, i) => i + 1),
+      );
+      expect(answers.filter((answer) => answer.status === 'rejected').every((answer) => answer.status === 'rejected' && answer.reason === 'CEILING_REACHED')).toBe(true);
+      let running = 0;
+      for (const event of await store.readStream(commandsStream(tenantId))) {
+        if (event.type === 'CommandEnqueued') running++;
+        else if (event.type !== 'CommandRejected') running--;
+        expect(running).toBeLessThanOrEqual(ceiling);
+      }
+      expect(running).toBe(ceiling);
+      if (ledger === 'database') {
+        const guard = await testDb.db.query<{ undelivered: number }>('SELECT undelivered FROM gl_command_backlog_guard WHERE tenant_id = $1', [tenantId]);
+        expect(guard.rows[0]!.undelivered).toBe(ceiling);
+      }
+    }
+    await store.close();
+  });
+
   it('accepts exactly the ceiling, refuses the rest retryably, and frees exactly what was delivered', async () => {
     const ids = Array.from({ length: 200 }, (_, i) => `cmd-${i}`);
     const first = await race([ids.slice(0, 100), ids.slice(100)]);

@@ -24,3 +24,14 @@ export const tableCeilings: CeilingSource = async (q, tenantId) => {
   );
   return rows[0] ?? null;
 };
+
+/** The same table, with the batch form: several tenants' ceilings in one query. */
+export const tableCeilingsOfMany: CeilingSource = Object.assign((q: Queryable, tenantId: string) => tableCeilings(q, tenantId), {
+  many: async (q: Queryable, tenantIds: readonly string[]) => {
+    const { rows } = await q.query<{ tenant_id: string; ceiling: number; source: LimitSourceLevel }>(
+      'SELECT tenant_id, ceiling, source FROM test_command_ceilings WHERE tenant_id = ANY($1::text[])',
+      [tenantIds],
+    );
+    return new Map(rows.map(({ tenant_id, ceiling, source }) => [tenant_id, { ceiling, source }]));
+  },
+});

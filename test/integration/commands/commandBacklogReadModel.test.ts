@@ -111,4 +111,12 @@ describe.each(storageTargets)('command backlog read model on $name', (target) =>
       { tenant_id: 'initech', accepted_total: 1n, rejected_total: 0n, settled_total: 0n },
     ]);
   });
+
+  it('reads several tenants\' ceilings at once exactly as it reads each alone', async () => {
+    const tenantIds = ['acme', 'globex', 'initech', 'hooli'];
+    const many = await controlPlaneCeilings.many!(testDb.db, tenantIds);
+    for (const tenantId of tenantIds) expect(many.get(tenantId) ?? null).toEqual(await controlPlaneCeilings(testDb.db, tenantId));
+    expect(many.get('hooli') ?? null).toBeNull();
+    expect(many.get('acme')).toMatchObject({ ceiling: expect.any(Number) });
+  });
 });

@@ -1,0 +1,170 @@
+// The database path decides the concurrent enqueues of several tenants in one transaction (group commit
+// across tenants). Each tenant is still held to its own ceiling, first come first served; a fault in one
+// tenant's part fails only that tenant's enqueues.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Db, Queryable } from '../../../src/db/db.ts';
+import type { EventStore } from '../../../src/ledger/eventStore.ts';
+import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
+import { commandsStream } from '../../../src/ledger/catalog/commands.ts';
+import { createDatabaseCommandBacklog } from '../../../src/commands/postgres/createDatabaseCommandBacklog.ts';
+import type { CeilingSource, EnqueueOutcome, TenantCeiling } from '../../../src/commands/types.ts';
+import { storageTargets, type TestDb } from '../../support/databases.ts';
+import { createCeilingTable, setCeiling, tableCeilings, tableCeilingsOfMany } from './ceilingTable.ts';
+
+const OPEN_TIMEOUT_MS = 180_000;
+const actor = { id: 'svc:command-delivery' };
+
+/** A Db that counts the transactions it runs. */
+function countingTransactions(db: Db): { db: Db; transactions: () => number } {
+  let count = 0;
+  const counted: Db = Object.create(db) as Db;
+  counted.transaction = (work) => {
+    count++;
+    return db.transaction(work);
+  };
+  return { db: counted, transactions: () => count };
+}
+
+describe.each(storageTargets)('command enqueues across tenants on $name', (target) => {
+  let testDb: TestDb;
+  let store: EventStore;
+  let run = 0;
+
+  beforeAll(async () => {
+    testDb = await target.open();
+    store = createPostgresEventStore(testDb.db);
+    await createCeilingTable(testDb.db);
+  }, OPEN_TIMEOUT_MS);
+
+  afterAll(async () => {
+    await store.close();
+    await testDb.dispose();
+  });
+
+  /** Every stream event in order: the running count never passes the ceiling and each event carries it. */
+  async function expectLedgerWithinCeiling(tenantId: string, ceiling: number) {
+    let running = 0;
+    for (const event of await store.readStream(commandsStream(tenantId))) {
+      if (event.type === 'CommandEnqueued') running++;
+      else if (event.type !== 'CommandRejected') running--;
+      expect(running).toBeLessThanOrEqual(ceiling);
+      if (event.type === 'CommandEnqueued') expect((event.data as { undelivered: number }).undelivered).toBe(running);
+    }
+    return running;
+  }
+
+  it.each([
+    ['reads all ceilings at once', tableCeilingsOfMany],
+    ['reads the ceilings one by one', tableCeilings],
+  ])('holds each tenant to its own ceiling when they enqueue at once (%s)', async (_, ceilings) => {
+    const prefix = `spread-${++run}`;
+    const tenants = Array.from({ length: 12 }, (_, i) => ({ tenantId: `${prefix}-${i}`, ceiling: i + 1 }));
+    for (const { tenantId, ceiling } of tenants) await setCeiling(testDb.db, tenantId, ceiling);
+    const nobody = `${prefix}-nobody`;
+    const counted = countingTransactions(testDb.db);
+    const backlog = createDatabaseCommandBacklog(counted.db, { ceilings, commandTtlMs: 60_000, now: () => new Date() });
+
+    // Round robin over the tenants, so a batch finds many of them waiting; every id is sent twice.
+    const calls: Array<{ tenantId: string; commandId: string }> = [];
+    for (let n = 0; n < 36; n++) {
+      for (const { tenantId } of [...tenants, { tenantId: nobody }]) calls.push({ tenantId, commandId: `c-${n >> 1}` });
+    }
+    const outcomes = await Promise.all(calls.map(({ tenantId, commandId }) => backlog.enqueue(actor, { tenantId, commandId, deviceId: 'd', payload: { n: commandId } })));
+    // One transaction per tenant at least if tenants were decided apart; fewer means batches were shared.
+    expect(counted.transactions()).toBeLessThan(tenants.length);
+
+    const byTenant = new Map<string, EnqueueOutcome[]>();
+    calls.forEach(({ tenantId }, i) => byTenant.set(tenantId, [...(byTenant.get(tenantId) ?? []), outcomes[i]!]));
+    for (const { tenantId, ceiling } of tenants) {
+      const answers = byTenant.get(tenantId)!;
+      const accepted = answers.flatMap((answer) => (answer.status === 'accepted' ? [answer] : []));
+      const firstAcceptances = new Map(accepted.map((answer) => [answer.commandId, answer]));
+      expect(firstAcceptances.size).toBe(ceiling);
+      // Both sends of an accepted id got the same answer; the counts handed out are 1..ceiling.
+      for (const answer of accepted) expect(answer).toEqual(firstAcceptances.get(answer.commandId));
+      expect([...firstAcceptances.values()].map((answer) => answer.undelivered).sort((a, b) => a - b)).toEqual(Array.from({ length: ceiling }, (_, i) => i + 1));
+      // First come first served: the first `ceiling` ids in arrival order are the ones accepted.
+      expect([...firstAcceptances.keys()].sort()).toEqual(Array.from({ length: ceiling }, (_, i) => `c-${i}`).sort());
+      const rejected = answers.filter((answer) => answer.status === 'rejected');
+      expect(rejected.every((answer) => answer.status === 'rejected' && answer.reason === 'CEILING_REACHED' && answer.ceiling === ceiling)).toBe(true);
+      expect(await expectLedgerWithinCeiling(tenantId, ceiling)).toBe(ceiling);
+      const types = (await store.readStream(commandsStream(tenantId))).map((event) => event.type);
+      expect(types.filter((type) => type === 'CommandEnqueued')).toHaveLength(ceiling);
+      expect(types.filter((type) => type === 'CommandRejected')).toHaveLength(rejected.length);
+      const guard = await testDb.db.query<{ undelivered: number }>('SELECT undelivered FROM gl_command_backlog_guard WHERE tenant_id = $1', [tenantId]);
+      expect(guard.rows[0]!.undelivered).toBe(ceiling);
+    }
+    expect(byTenant.get(nobody)!.every((answer) => answer.status === 'rejected' && answer.reason === 'UNKNOWN_TENANT')).toBe(true);
+    expect((await store.readStream(commandsStream(nobody))).map((event) => event.type)).toEqual(Array(36).fill('CommandRejected'));
+    const nobodyGuard = await testDb.db.query('SELECT 1 FROM gl_command_backlog_guard WHERE tenant_id = $1', [nobody]);
+    expect(nobodyGuard.rowCount).toBe(0);
+  });
+
+  it.each([
+    ['in the batch read', true],
+    ['in a one-tenant read', false],
+  ])('fails only the tenant whose part fails, and decides the others (%s)', async (_, withMany) => {
+    const prefix = `fault-${++run}`;
+    const tenants = Array.from({ length: 6 }, (_, i) => `${prefix}-${i}`);
+    const broken = tenants[4]!;
+    for (const tenantId of tenants) await setCeiling(testDb.db, tenantId, 2);
+    let batchReadsWithBroken = 0;
+    const one = async (q: Queryable, tenantId: string): Promise<TenantCeiling | null> => {
+      if (tenantId === broken) throw new Error(`no ceiling for ${tenantId}`);
+      return tableCeilings(q, tenantId);
+    };
+    const ceilings: CeilingSource = withMany
+      ? Object.assign(one, {
+          many: async (q: Queryable, tenantIds: readonly string[]) => {
+            if (tenantIds.includes(broken)) {
+              batchReadsWithBroken++;
+              throw new Error(`no ceiling for ${broken}`);
+            }
+            return tableCeilingsOfMany.many!(q, tenantIds);
+          },
+        })
+      : one;
+    const counted = countingTransactions(testDb.db);
+    const backlog = createDatabaseCommandBacklog(counted.db, { ceilings, commandTtlMs: 60_000, now: () => new Date() });
+    const calls = Array.from({ length: 3 }, (_, n) => tenants.map((tenantId) => ({ tenantId, commandId: `c-${n}` }))).flat();
+    const settled = await Promise.allSettled(calls.map(({ tenantId, commandId }) => backlog.enqueue(actor, { tenantId, commandId, deviceId: 'd', payload: {} })));
+    if (withMany) expect(batchReadsWithBroken).toBeGreaterThan(0);
+    calls.forEach(({ tenantId, commandId }, i) => {
+      const answer = settled[i]!;
+      if (tenantId === broken) {
+        expect(answer).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ message: `no ceiling for ${broken}` }) });
+      } else {
+        expect(answer.status).toBe('fulfilled');
+        const outcome = (answer as PromiseFulfilledResult<EnqueueOutcome>).value;
+        expect(outcome).toMatchObject(commandId === 'c-2' ? { status: 'rejected', reason: 'CEILING_REACHED' } : { status: 'accepted' });
+      }
+    });
+    // The failed shared transaction left nothing behind: each other tenant's decisions are recorded once.
+    for (const tenantId of tenants) {
+      const types = (await store.readStream(commandsStream(tenantId))).map((event) => event.type);
+      expect(types).toEqual(tenantId === broken ? [] : ['CommandEnqueued', 'CommandEnqueued', 'CommandRejected']);
+      const guard = await testDb.db.query<{ undelivered: number }>('SELECT undelivered FROM gl_command_backlog_guard WHERE tenant_id = $1', [tenantId]);
+      expect(guard.rows[0]?.undelivered ?? 0).toBe(tenantId === broken ? 0 : 2);
+    }
+  });
+
+  it('expires commands of several tenants while enqueues of those tenants are decided together', async () => {
+    const prefix = `expiry-${++run}`;
+    const tenants = Array.from({ length: 8 }, (_, i) => `${prefix}-${i}`);
+    for (const tenantId of tenants) await setCeiling(testDb.db, tenantId, 1_000);
+    let clock = new Date('2020-01-01T00:00:00Z');
+    const backlog = createDatabaseCommandBacklog(testDb.db, { ceilings: tableCeilingsOfMany, commandTtlMs: 60_000, now: () => clock });
+    const enqueueAll = (round: string) =>
+      Promise.all(tenants.flatMap((tenantId) => Array.from({ length: 5 }, (_, n) => backlog.enqueue(actor, { tenantId, commandId: `${round}-${n}`, deviceId: 'd', payload: {} }))));
+    await enqueueAll('old');
+    clock = new Date(clock.getTime() + 120_000);
+    const [fresh, expiry] = await Promise.all([enqueueAll('new'), backlog.expireOlderThanTtl()]);
+    expect(fresh.every((outcome) => outcome.status === 'accepted')).toBe(true);
+    expect(expiry.expired).toBe(40);
+    for (const tenantId of tenants) {
+      expect(await expectLedgerWithinCeiling(tenantId, 1_000)).toBe(5);
+      const guard = await testDb.db.query<{ undelivered: number }>('SELECT undelivered FROM gl_command_backlog_guard WHERE tenant_id = $1', [tenantId]);
+      expect(guard.rows[0]!.undelivered).toBe(5);
+    }
+  });
+});
