@@ -1,54 +1,3 @@
-/**
- * Collects work per key into batches: the first item of a key starts a batch at once; items that arrive
- * while that key's batch runs wait and form its next batch together. So an idle key adds no delay, and a
- * busy one pays one transaction per batch instead of one per item (the database path's group commit:
- * many concurrent enqueues of one tenant queue on one guard row anyway). Keys run side by side.
- */
-export function createKeyedBatcher<Item, Result>(
-  processBatch: (key: string, items: Item[]) => Promise<Result[]>,
-  maxBatchSize: number,
-): (key: string, item: Item) => Promise<Result> {
-  interface Waiting {
-    item: Item;
-    resolve: (result: Result) => void;
-    reject: (error: unknown) => void;
-  }
-  const waiting = new Map<string, Waiting[]>();
-  const running = new Set<string>();
-
-  const runNext = (key: string) => {
-    const queue = waiting.get(key);
-    if (running.has(key) || !queue || queue.length === 0) return;
-    const batch = queue.splice(0, maxBatchSize);
-    if (queue.length === 0) waiting.delete(key);
-    running.add(key);
-    processBatch(
-      key,
-      batch.map((each) => each.item),
-    )
-      .then(
-        (results) => batch.forEach((each, i) => each.resolve(results[i]!)),
-        (error: unknown) => batch.forEach((each) => each.reject(error)),
-      )
-      // The next batch starts on the next turn of the event loop, not at once: callers answered just now
-      // usually enqueue again within the same turn, and should join it rather than leave it a batch of one.
-      .finally(() =>
-        setImmediate(() => {
-          running.delete(key);
-          runNext(key);
-        }),
-      );
-  };
-
-  return (key, item) =>
-    new Promise<Result>((resolve, reject) => {
-      const queue = waiting.get(key) ?? [];
-      queue.push({ item, resolve, reject });
-      waiting.set(key, queue);
-      runNext(key);
-    });
-}
-
 /** One key's share of a group batch: its items, in arrival order. */
 export interface KeyGroup<Item> {
   key: string;
@@ -65,8 +14,8 @@ export interface GroupBatcherLimits {
 }
 
 /**
- * Like createKeyedBatcher, but one batch gathers the waiting items of several keys (group commit across
- * keys): whatever arrived for keys that are not running forms the next batch, up to `maxKeys` keys and
+ * Collects work into batches (the database path's group commit): one batch gathers the waiting items of
+ * several keys: whatever arrived for keys that are not running forms the next batch, up to `maxKeys` keys and
  * `maxItemsPerKey` items each, and up to `maxRunning` batches run at once. A key is in at most one running
  * batch, and its items are taken in arrival order, so within a key it is still first come first served. An
  * item that finds a batch slot free starts a batch at once (no added delay when idle). Keys are served
@@ -123,8 +72,9 @@ export function createGroupBatcher<Item, Result>(
           else batch.forEach((each, i) => each.resolve(outcome.value[i]!));
         });
       }, rejectAll)
-      // As in createKeyedBatcher: the keys are free again on the next turn of the event loop, so callers
-      // answered just now, who usually enqueue again within the same turn, join the next batch together.
+      // The keys are free again on the next turn of the event loop, not at once: callers answered just now
+      // usually enqueue again within the same turn, and should join the next batch together rather than
+      // leave it a batch of one.
       .finally(() =>
         setImmediate(() => {
           running--;
