@@ -1,12 +1,13 @@
 // The command backlog when the ledger lives in PostgreSQL/PGlite: the guard count, the command rows and the
-// ledger events are written in ONE transaction (appendInTransaction), so they commit together or not at all,
-// and the ledger can never disagree with the count. The guard row is taken before the tenant's stream, in
-// every transaction that takes both, so the stream's revision order is the order the count changed in. A
-// transaction that takes several tenants' guard rows (an enqueue batch of several tenants, an expiry pass)
-// takes them in tenant id order, so no two of them can deadlock.
+// ledger events are written in ONE transaction (appendInTransaction; appendStreamsInTransaction for all the
+// streams of an enqueue batch), so they commit together or not at all, and the ledger can never disagree
+// with the count. The guard row is taken before the tenant's stream, in every transaction that takes both,
+// so the stream's revision order is the order the count changed in. A transaction that takes several
+// tenants' guard rows (an enqueue batch of several tenants, an expiry pass) takes them in tenant id order,
+// so no two of them can deadlock.
 import type { Db } from '../../db/db.ts';
 import type { NewEvent } from '../../ledger/eventStore.ts';
-import { appendInTransaction } from '../../ledger/postgres/appendInTransaction.ts';
+import { appendInTransaction, appendStreamsInTransaction, type StreamAppend } from '../../ledger/postgres/appendInTransaction.ts';
 import { commandsStream, SETTLEMENT_EVENT_TYPES } from '../../ledger/catalog/commands.ts';
 import { commandEvent } from '../commandEvents.ts';
 import { EXPIRY_ACTOR } from '../expiryActor.ts';
@@ -57,7 +58,7 @@ export function createDatabaseCommandBacklog(db: Db, { ceilings, commandTtlMs, n
   // One transaction per batch of concurrent enqueues, of one tenant or of several: the ceiling read, the
   // slots, the command rows and the ledger events of the whole batch commit together (or, on a fault, none
   // of them). Tenants are handled in tenant id order: the guard rows are locked in that order (by the slot
-  // statement), and then the streams, each after its guard row.
+  // statement), and then all their streams at once (appendStreamsInTransaction), after every guard row.
   const decideTenants = async (groups: ReadonlyArray<KeyGroup<EnqueueCall>>): Promise<EnqueueOutcome[][]> => {
     const at = now();
     const order = groups.map((_, g) => g).sort((a, b) => compareIds(groups[a]!.key, groups[b]!.key));
@@ -80,12 +81,16 @@ export function createDatabaseCommandBacklog(db: Db, { ceilings, commandTtlMs, n
       const decisionsOf = new Map(requests.map((request, r) => [request.tenantId, taken[r]!]));
 
       const outcomes: EnqueueOutcome[][] = [];
+      const appends: StreamAppend[] = [];
       for (const g of order) {
         const { key: tenantId, items } = groups[g]!;
         const events: NewEvent[] = [];
         outcomes[g] = decideTenant(tenantId, items, limits.get(tenantId) ?? null, distinctOf.get(tenantId), decisionsOf.get(tenantId), at, events);
-        if (events.length > 0) await appendInTransaction(tx, commandsStream(tenantId), events);
+        if (events.length > 0) appends.push({ stream: commandsStream(tenantId), events });
       }
+      // Every tenant's stream in one call (two statements whatever the number of tenants), after all the
+      // guard rows are held.
+      await appendStreamsInTransaction(tx, appends);
       return outcomes;
     });
   };

@@ -1,13 +1,28 @@
 import type { Tx } from '../../db/db.ts';
 import { InvalidAppend, type AppendResult, type ExpectedRevision, type NewEvent } from '../eventStore.ts';
-import { appendBatch } from './appendBatch.ts';
-import { prepareBatch, type PreparedBatch } from './prepareBatch.ts';
+import { appendBatches, type PreparedAppend } from './appendBatch.ts';
+import { prepareBatch } from './prepareBatch.ts';
 
 // Any constant: it keeps the ledger's per-stream advisory locks apart from other advisory locks.
-const STREAM_LOCK_CLASS = 7_246_002;
+export const STREAM_LOCK_CLASS = 7_246_002;
+
+// The streams' locks in one statement, in ascending lock key order whatever the order of the call: two
+// transactions that take their streams this way cannot deadlock on them. The order is that of the keys
+// (hashtext of the name), not of the names: two names can share a key, and an order of names could then
+// take the same keys in different orders. The sorted subquery is not flattened (it has ORDER BY) and the
+// volatile lock function is not pushed into it, so the locks are taken row by row in its order.
+const LOCK_STREAMS_SQL = `
+SELECT pg_advisory_xact_lock($1, k.key)
+FROM (SELECT DISTINCT hashtext(s.stream) AS key FROM unnest($2::text[]) AS s(stream) ORDER BY key) AS k`;
 
 export interface AppendOptions {
   expectedRevision?: ExpectedRevision;
+}
+
+/** One stream's part of appendStreamsInTransaction. */
+export interface StreamAppend extends AppendOptions {
+  stream: string;
+  events: readonly NewEvent[];
 }
 
 /**
@@ -30,12 +45,49 @@ export async function appendInTransaction(
   events: readonly NewEvent[],
   options: AppendOptions = {},
 ): Promise<AppendResult> {
-  return appendLocked(tx, stream, prepareBatch(stream, events), expectedRevisionOf(stream, options));
+  const [result] = await appendLocked(tx, [prepareAppend({ stream, events, ...options })]);
+  return result!;
 }
 
-export async function appendLocked(tx: Tx, stream: string, batch: PreparedBatch, expected: ExpectedRevision): Promise<AppendResult> {
-  await tx.query('SELECT pg_advisory_xact_lock($1, hashtext($2))', [STREAM_LOCK_CLASS, stream]);
-  return appendBatch(tx, stream, batch, expected);
+/**
+ * appendInTransaction for several streams at once, in two statements whatever their number: one takes
+ * every stream's lock (in lock key order, see LOCK_STREAMS_SQL), one appends every stream's events. Each
+ * stream gets exactly what appendInTransaction would give it (revisions from its head, its own expected
+ * revision, idempotent ids), and one AppendResult, in the order of `appends`; the events are stored, and
+ * read by readAll, in the order of `appends` and of each batch. All or nothing: if any stream's expected
+ * revision does not hold, WrongExpectedRevision names the first such stream and nothing is stored for
+ * any of them. A stream may appear once per call and an event id once per call (InvalidAppend otherwise).
+ *
+ * Deadlocks: transactions that each take all their streams in one call (appendInTransaction takes one)
+ * cannot deadlock on stream locks; appending again to a stream already held takes no new lock. A
+ * transaction that holds some streams and then, in another call, takes others can (PostgreSQL then
+ * aborts one with 40P01), as with several appendInTransaction calls.
+ */
+export async function appendStreamsInTransaction(tx: Tx, appends: readonly StreamAppend[]): Promise<AppendResult[]> {
+  const prepared = appends.map(prepareAppend);
+  const streams = new Set<string>();
+  const ids = new Map<string, string>();
+  for (const { stream, batch } of prepared) {
+    if (streams.has(stream)) throw new InvalidAppend(stream, 'the stream appears twice in one call');
+    streams.add(stream);
+    batch.ids.forEach((id, index) => {
+      const other = ids.get(id);
+      if (other !== undefined) throw new InvalidAppend(stream, `event ${index}: id ${id} is also in stream ${other} of the same call`);
+      ids.set(id, stream);
+    });
+  }
+  if (prepared.length === 0) return [];
+  return appendLocked(tx, prepared);
+}
+
+/** Takes the streams' locks, then appends: the append's snapshot is taken after every lock is held. */
+export async function appendLocked(tx: Tx, appends: readonly PreparedAppend[]): Promise<AppendResult[]> {
+  await tx.query(LOCK_STREAMS_SQL, [STREAM_LOCK_CLASS, appends.map((each) => each.stream)]);
+  return appendBatches(tx, appends);
+}
+
+export function prepareAppend({ stream, events, expectedRevision }: StreamAppend): PreparedAppend {
+  return { stream, batch: prepareBatch(stream, events), expected: expectedRevisionOf(stream, { expectedRevision }) };
 }
 
 export function expectedRevisionOf(stream: string, options: AppendOptions): ExpectedRevision {

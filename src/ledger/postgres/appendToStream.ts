@@ -37,7 +37,7 @@ export async function appendToStream(
   }
   for (let attempt = 1; ; attempt++) {
     try {
-      return await db.transaction((tx) => appendLocked(tx, stream, batch, expected));
+      return (await db.transaction((tx) => appendLocked(tx, [{ stream, batch, expected }])))[0]!;
     } catch (error) {
       if (attempt >= MAX_LOCKED_ATTEMPTS || !isUniqueViolation(error)) throw error;
     }
