@@ -66,18 +66,27 @@ describe.skipIf(!postgresOnly).each<Ledger>(['database', 'stream'])('command cei
     await testDb?.dispose();
   });
 
-  /** Runs one round in both processes at once, sampling the backlog until both have answered. */
-  async function race(commandIds: [string[], string[]]) {
+  /** Sends one line to each process at once and calls `sample` again and again until both have answered. */
+  async function raceWorkers(lines: [object, object], sample: () => Promise<void>): Promise<{ outcomes: EnqueueOutcome[][]; samples: number }> {
     let finished = false;
     const answers = Promise.all(
       workers.map(async (worker, i) => {
-        worker.child.stdin.write(`${JSON.stringify({ commandIds: commandIds[i] })}\n`);
+        worker.child.stdin.write(`${JSON.stringify(lines[i])}\n`);
         return ((await nextLine(worker)) as { outcomes: EnqueueOutcome[] }).outcomes;
       }),
     ).finally(() => (finished = true));
     let samples = 0;
-    let highestSeen = 0;
     while (!finished) {
+      await sample();
+      samples++;
+    }
+    return { outcomes: await answers, samples };
+  }
+
+  /** Runs one round in both processes at once, sampling the backlog until both have answered. */
+  async function race(commandIds: [string[], string[]]) {
+    let highestSeen = 0;
+    const { outcomes, samples } = await raceWorkers([{ commandIds: commandIds[0] }, { commandIds: commandIds[1] }], async () => {
       // Three views of the backlog, each committed state: the guard row and the queued command rows (database
       // path), and the ledger's own running count (both paths).
       const { rows } = await testDb.db.query<{ guard: number | null; queued: bigint; ledger: bigint }>(
@@ -88,24 +97,15 @@ describe.skipIf(!postgresOnly).each<Ledger>(['database', 'stream'])('command cei
         [TENANT, commandsStream(TENANT)],
       );
       highestSeen = Math.max(highestSeen, rows[0]!.guard ?? 0, Number(rows[0]!.queued), Number(rows[0]!.ledger));
-      samples++;
-    }
-    return { outcomes: (await answers).flat(), samples, highestSeen };
+    });
+    return { outcomes: outcomes.flat(), samples, highestSeen };
   }
 
   /** Sends one line to each process at once and samples, until both answer, how far any tenant got past its ceiling. */
   async function raceCommands(lines: [Array<{ tenantId: string; commandId: string }>, Array<{ tenantId: string; commandId: string }>]) {
-    let finished = false;
-    const answers = Promise.all(
-      workers.map(async (worker, i) => {
-        worker.child.stdin.write(`${JSON.stringify({ commands: lines[i] })}\n`);
-        return ((await nextLine(worker)) as { outcomes: EnqueueOutcome[] }).outcomes;
-      }),
-    ).finally(() => (finished = true));
-    let samples = 0;
     let mostOver = Number.NEGATIVE_INFINITY;
     const tenantIds = [...new Set(lines.flat().map((command) => command.tenantId))];
-    while (!finished) {
+    const { outcomes, samples } = await raceWorkers([{ commands: lines[0] }, { commands: lines[1] }], async () => {
       const { rows } = await testDb.db.query<{ over: number | null }>(
         `SELECT max(greatest(coalesce(g.undelivered, 0), coalesce(q.queued, 0)) - c.ceiling) AS over
          FROM test_command_ceilings c
@@ -115,9 +115,8 @@ describe.skipIf(!postgresOnly).each<Ledger>(['database', 'stream'])('command cei
         [tenantIds],
       );
       mostOver = Math.max(mostOver, rows[0]!.over ?? Number.NEGATIVE_INFINITY);
-      samples++;
-    }
-    return { outcomes: await answers, samples, mostOver };
+    });
+    return { outcomes, samples, mostOver };
   }
 
   it('holds every tenant to its own ceiling when both processes enqueue for many tenants at once', async () => {
