@@ -46,9 +46,13 @@ async function appendUntilKilled(env: Record<string, string>, run: string, batch
   const closed = new Promise<NodeJS.Signals | null>((resolve) => child.on('close', (_code, signal) => ((exited = true), resolve(signal))));
   const acknowledged = () => lines.filter((line) => line.startsWith('done ')).map((line) => line.slice('done '.length));
   try {
-    await waitFor(() => acknowledged().length >= batches || exited, { timeoutMs: 45_000, description: `${batches} committed batches` });
+    // Killed once an append has begun (the last line is its `begin`), so the kill lands inside it unless that
+    // append finishes in the moment between this check and the signal; killedMidAppend says which happened.
+    await waitFor(() => (acknowledged().length >= batches && lines.at(-1)?.startsWith('begin ')) || exited, {
+      timeoutMs: 45_000,
+      description: `${batches} committed batches and an append under way`,
+    });
     if (exited) throw new Error(`the appending child exited on its own: ${stderr}`);
-    // The child appends back to back, so this lands in the middle of the next append.
     child.kill('SIGKILL');
     expect(await closed).toBe('SIGKILL');
     return { acknowledged: acknowledged(), killedMidAppend: lines.at(-1)?.startsWith('begin ') ?? false };
