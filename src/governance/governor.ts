@@ -147,17 +147,17 @@ export class Governor {
   private admitsSinceClockRead = 0;
   private readonly clockReadEveryAdmits: number;
   private clockSecond = Number.NaN;
-  // The fast path (see admit): the key a state must hold, and what a refusal there means.
+  // The fast path (see admit): the key a state must hold.
   private fastEpoch = 0;
   private fastKey = -2;
-  private fastBehaviour: OverLimitBehaviour = 'SHED';
-  private fastRefused = 1;
   private readonly fastPathAllowed: boolean;
   private readonly states: Map<string, TenantState>;
   /** The decision being made; admit copies it into the object it returns. */
   private readonly decided: AdmitDecision = {
     admitted: false,
     behaviour: 'ADMIT',
+    // Not a whole number, so V8 gives the field its double representation from the start: rates may be
+    // fractional (half a limit during a Redis outage), and a later change of representation would deopt admit.
     limit: 0.5,
     remaining: 0,
     retryAfterSeconds: 0,
@@ -231,10 +231,12 @@ export class Governor {
     const rate = numbers[cell + RATE_PER_SECOND]!;
     const burst = numbers[cell + BURST]!;
     const admitted = takeTokens(numbers, cell, units, at, rate, burst);
-    if (this.recorder !== null) this.tally(state.lastAllowance!, at, units, false, admitted ? 0 : this.fastRefused, -1);
+    // A vouched state's slot is the one used last.
+    const refusal = admitted ? null : SLOTS[this.lastSlotIndex]!.overLimit;
+    if (this.recorder !== null) this.tally(state.lastAllowance!, at, units, false, refusal === null ? 0 : refusedCode(refusal), -1);
     const out = this.decided;
     out.admitted = admitted;
-    out.behaviour = admitted ? 'ADMIT' : this.fastBehaviour;
+    out.behaviour = refusal ?? 'ADMIT';
     out.limit = rate;
     out.remaining = remainingTokens(numbers, cell);
     out.retryAfterSeconds = admitted ? 0 : tokensRetryAfterSeconds(numbers, cell, units, rate, burst);
@@ -289,7 +291,7 @@ export class Governor {
         : this.cache.limitsOf(state);
     const allowance = state.allowance(slotIndex, limits);
     // Read after allowance(), which may have grown the store.
-    const numbers = this.names.numbers.values;
+    const numbers = this.numbers.values;
     const cell = state.cell;
     let rate = numbers[cell + RATE_PER_SECOND]!;
     let burst = numbers[cell + BURST]!;
@@ -367,13 +369,8 @@ export class Governor {
   /** The fast-path key of the slot used last: -2 (matching no state) unless it is a token bucket metered alone. */
   private setFastKey(): void {
     const slot = this.lastSlotIndex >= 0 ? SLOTS[this.lastSlotIndex]! : null;
-    if (!this.fastPathAllowed || slot === null || slot.kind !== 'TOKEN_BUCKET' || this.shared !== null) {
-      this.fastKey = -2;
-      return;
-    }
-    this.fastKey = this.fastEpoch * SLOT_COUNT + slot.index;
-    this.fastBehaviour = slot.overLimit;
-    this.fastRefused = refusedCode(slot.overLimit);
+    const eligible = this.fastPathAllowed && slot !== null && slot.kind === 'TOKEN_BUCKET' && this.shared === null;
+    this.fastKey = eligible ? this.fastEpoch * SLOT_COUNT + slot.index : -2;
   }
 
   /**
