@@ -33,8 +33,8 @@ interface StreamsRow {
 // One statement for the whole batch. It finds the stream's head and the batch's already-stored ids, checks
 // the expected revision, inserts only new events (when the check passes) with revisions following the head,
 // and notifies subscribers. `known` probes the event_id index with = ANY, so its cost follows the batch,
-// never the size of the ledger; with $8 false it is skipped (see appendBatch). NOTIFY inside the transaction is delivered only at commit, so a woken reader
-// finds the events. The final SELECT names `notified` because PostgreSQL skips unreferenced SELECT CTEs.
+// never the size of the ledger; with $8 false it is skipped (see appendBatch). NOTIFY inside the transaction
+// is delivered only at commit, so a woken reader finds the events. The final SELECT names `notified` because PostgreSQL skips unreferenced SELECT CTEs.
 const APPEND_SQL = `
 WITH batch AS (
   SELECT b.event_id, b.type, b.data, b.metadata, b.n
@@ -94,9 +94,9 @@ FROM head, allowed`;
 // whatever it expected), and notifies subscribers once. One refused stream stores nothing for any. It
 // answers a row per stream (i set), a row per already-stored event of the call (event_id set) and a row
 // per stream it inserted into (stream set) with that stream's last new event: within a stream, revisions
-// and positions grow together, in batch order. appendBatches makes the per-stream results of them. `known` probes the event_id index with = ANY, so its cost follows
-// the batch, never the size of the ledger; with $9 false it is skipped (see appendBatches). NOTIFY inside
-// the transaction is delivered only at commit, so a woken reader finds the events. The final SELECT names
+// and positions grow together, in batch order. appendBatches makes the per-stream results of them. `known`
+// probes the event_id index with = ANY, so its cost follows the batch, never the size of the ledger. NOTIFY
+// inside the transaction is delivered only at commit, so a woken reader finds the events. The final SELECT names
 // `notified` because PostgreSQL skips unreferenced SELECT CTEs. The shape (a LATERAL head, no CTE between
 // `streams` and the insert, the results put together in TypeScript) keeps its planning, most of the cost of a
 // small append, low; still, for one stream it costs ~0.03 ms more to plan than APPEND_SQL, which measured
@@ -121,7 +121,7 @@ batch AS (
 known AS (
   SELECT g.event_id, g.revision, g.tx_id, g.global_position
   FROM gl_events g
-  WHERE $9::boolean AND g.event_id = ANY($5::uuid[])
+  WHERE g.event_id = ANY($5::uuid[])
 ),
 fresh AS (
   SELECT batch.*, row_number() OVER (PARTITION BY batch.i ORDER BY batch.n) AS k
@@ -152,16 +152,11 @@ UNION ALL SELECT NULL, NULL, NULL, stream, NULL, max(revision), tx_id, max(globa
  * fails with a unique violation (23505) and must try again; after the streams' locks (appendLocked) it
  * cannot lose that race to another locked writer. Throws WrongExpectedRevision, naming the first stream
  * (in the given order) whose check failed; nothing is stored for any stream then.
- *
- * `lookUpStoredIds` false skips the search for already-stored ids: a stored id then makes the insert
- * fail with a unique violation instead of being skipped, so only a caller that retries with the look-up
- * on that error (appendToStream's first attempt) may pass false. It saves a second probe of the event_id
- * index per event on the common path, where every id is new.
  */
-export async function appendBatches(db: Queryable, appends: readonly PreparedAppend[], lookUpStoredIds = true): Promise<AppendResult[]> {
+export async function appendBatches(db: Queryable, appends: readonly PreparedAppend[]): Promise<AppendResult[]> {
   if (appends.length === 1) {
     const [only] = appends as [PreparedAppend];
-    return [await appendBatch(db, only.stream, only.batch, only.expected, lookUpStoredIds)];
+    return [await appendBatch(db, only.stream, only.batch, only.expected)];
   }
   const eventStream: number[] = [];
   const ids: string[] = [];
@@ -186,7 +181,6 @@ export async function appendBatches(db: Queryable, appends: readonly PreparedApp
     types,
     data,
     metadata,
-    lookUpStoredIds,
   ]);
   const streamRows: StreamsRow[] = [];
   const known = new Map<string, StreamsRow>();

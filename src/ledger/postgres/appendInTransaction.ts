@@ -93,7 +93,7 @@ export async function appendLocked(tx: Tx, appends: readonly PreparedAppend[]): 
   return appendBatches(tx, appends);
 }
 
-export function prepareAppend({ stream, events, expectedRevision }: StreamAppend): PreparedAppend {
+function prepareAppend({ stream, events, expectedRevision }: StreamAppend): PreparedAppend {
   return { stream, batch: prepareBatch(stream, events), expected: expectedRevisionOf(stream, { expectedRevision }) };
 }
 
