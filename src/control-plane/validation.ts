@@ -3,11 +3,10 @@
 // definition of "valid" the cascade uses when it skips a stored level.
 import type { Branding } from '../ledger/catalog/controlPlane.ts';
 import { validateLimitValue } from '../governance/dimensions.ts';
-import { DIMENSIONS, type Dimension, type LimitValue, type OverLimitPolicy } from '../governance/types.ts';
+import { DIMENSIONS, ID_PATTERN, type Dimension, type LimitValue, type OverLimitPolicy } from '../governance/types.ts';
 import { commandError, type CommandError } from './commandResult.ts';
 
 export const REASON_MAX_CHARS = 2_000;
-const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
 const MODEL_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$/;
 const COLOR_PATTERN = /^#[0-9a-fA-F]{6}$/;
 const PRODUCT_NAME_MAX_CHARS = 100;

@@ -23,6 +23,13 @@ export const ALLOWANCES = [
 ] as const;
 export type Allowance = (typeof ALLOWANCES)[number];
 
+/**
+ * What a tenant or tier ID may be: a letter or digit, then up to 63 letters, digits, '_', '.', ':' or '-'.
+ * IDs name streams and URL path segments; the control plane refuses any other, and the front doors answer
+ * 404 to a path naming one (it could never be a tenant, so it costs no state).
+ */
+export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
+
 /** Which level of the cascade supplied a value. */
 export type LimitSourceLevel = 'TENANT_OVERRIDE' | 'TIER' | 'PLATFORM_DEFAULT' | 'SHIPPED_DEFAULT';
 

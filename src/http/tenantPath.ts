@@ -1,7 +1,6 @@
-// The tenant (and integration) named in the path. A name that could never be a tenant ID (the control
-// plane's rule: a letter or digit, then up to 63 of letters, digits, '_', '.', ':', '-') is answered 404
-// before the Governor sees it, so it costs no state.
-const TENANT_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
+// The tenant (and integration) named in the path. A name that could never be a tenant ID (ID_PATTERN, the
+// control plane's rule) is answered 404 before the Governor sees it, so it costs no state.
+import { ID_PATTERN } from '../governance/types.ts';
 
 /** The path segments after `prefix`, decoded; null when the path does not have exactly `count` valid segments. */
 export function namesInPath(pathname: string, prefix: string, count: number): string[] | null {
@@ -18,7 +17,7 @@ export function namesInPath(pathname: string, prefix: string, count: number): st
         return null;
       }
     }
-    if (!TENANT_ID.test(name)) return null;
+    if (!ID_PATTERN.test(name)) return null;
     names.push(name);
   }
   return names;
