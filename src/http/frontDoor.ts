@@ -5,9 +5,10 @@ import type { Socket } from 'node:net';
 import type { AdmitDecision } from '../governance/governor.ts';
 import { resolveClientIp, type ClientIp } from './clientIp.ts';
 import type { FrontDoorDeps } from './frontDoorDeps.ts';
-import { addRateLimitHeaders, type RateLimitVerdict } from './rateLimitHeaders.ts';
+import { addRateLimitHeaders, addTenantCors, type RateLimitVerdict } from './rateLimitHeaders.ts';
 import { requestIdOf } from './requestId.ts';
 import { sendJson, type HeaderPairs } from './respond.ts';
+import { namesInPath } from './tenantPath.ts';
 
 export interface FrontDoorRequest {
   requestId: string;
@@ -46,6 +47,30 @@ export function enterFrontDoor(
     return null;
   }
   return request;
+}
+
+/**
+ * enterFrontDoor, then the `count` names in the path after `prefix` (404 with `pathHelp` when they are not
+ * valid IDs), and the tenant's CORS headers. Returns null when the request was answered here.
+ */
+export function enterTenantPath(
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  deps: FrontDoorDeps,
+  clients: ClientResolver,
+  now: () => number,
+  path: { prefix: string; count: number; help: string },
+): { entry: FrontDoorRequest; names: string[] } | null {
+  const entry = enterFrontDoor(req, res, deps, clients, now);
+  if (entry === null) return null;
+  const names = namesInPath(url.pathname, path.prefix, path.count);
+  if (names === null) {
+    answer(res, deps, entry, undefined, 404, { error: path.help });
+    return null;
+  }
+  addTenantCors(entry.headers);
+  return { entry, names };
 }
 
 /** Answers with a JSON body that carries the request ID, and logs the outcome (debug) under the same ID. */

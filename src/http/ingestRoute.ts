@@ -12,14 +12,13 @@
 // that state without bound. OpenRUM also charges its project limit after the DSN check.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RouteHandler } from '../server.ts';
-import { answer, answerRateLimited, enterFrontDoor, tenantVerdict, type ClientResolver } from './frontDoor.ts';
+import { answer, answerRateLimited, enterTenantPath, tenantVerdict, type ClientResolver } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
-import { addTenantCors } from './rateLimitHeaders.ts';
 import { admitApiRequest, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';
 import { decodeReadings } from './readings.ts';
-import { namesInPath } from './tenantPath.ts';
 
 export const INGEST_PREFIX = '/v1/ingest/';
+const INGEST_PATH = { prefix: INGEST_PREFIX, count: 1, help: 'the path must be /v1/ingest/<tenant> with a valid tenant ID' };
 
 export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver): RouteHandler {
   const maxBodyBytes = deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
@@ -27,14 +26,11 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
   const { governor } = deps;
 
   return async (req: IncomingMessage, res: ServerResponse, url: URL) => {
-    const entry = enterFrontDoor(req, res, deps, clients, now);
-    if (entry === null) return;
+    const entered = enterTenantPath(req, res, url, deps, clients, now, INGEST_PATH);
+    if (entered === null) return;
+    const { entry, names } = entered;
     const { requestId, client, atMs } = entry;
-
-    const names = namesInPath(url.pathname, INGEST_PREFIX, 1);
-    if (names === null) return answer(res, deps, entry, undefined, 404, { error: 'the path must be /v1/ingest/<tenant> with a valid tenant ID' });
     const tenantId = names[0]!;
-    addTenantCors(entry.headers);
 
     const message = governor.admit({
       tenant: tenantId,

@@ -8,14 +8,13 @@
 // first.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RouteHandler } from '../server.ts';
-import { answer, enterFrontDoor, type ClientResolver } from './frontDoor.ts';
+import { answer, enterTenantPath, type ClientResolver } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { admitApiRequest, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';
-import { addTenantCors } from './rateLimitHeaders.ts';
-import { namesInPath } from './tenantPath.ts';
 import { decodeUplinks } from './uplinks.ts';
 
 export const INTEGRATIONS_PREFIX = '/v1/integrations/';
+const INTEGRATIONS_PATH = { prefix: INTEGRATIONS_PREFIX, count: 2, help: 'the path must be /v1/integrations/<tenant>/<integration> with valid names' };
 
 export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientResolver): RouteHandler {
   const maxBodyBytes = deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
@@ -23,16 +22,11 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
   const { governor } = deps;
 
   return async (req: IncomingMessage, res: ServerResponse, url: URL) => {
-    const entry = enterFrontDoor(req, res, deps, clients, now);
-    if (entry === null) return;
+    const entered = enterTenantPath(req, res, url, deps, clients, now, INTEGRATIONS_PATH);
+    if (entered === null) return;
+    const { entry, names } = entered;
     const { requestId, client, atMs } = entry;
-
-    const names = namesInPath(url.pathname, INTEGRATIONS_PREFIX, 2);
-    if (names === null) {
-      return answer(res, deps, entry, undefined, 404, { error: 'the path must be /v1/integrations/<tenant>/<integration> with valid names' });
-    }
     const [tenantId, integration] = names as [string, string];
-    addTenantCors(entry.headers);
 
     const credential = await authorizedCredential(req, res, deps, entry, { route: 'integration', tenantId, integration });
     if (credential === null) return;
