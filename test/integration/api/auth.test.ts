@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../../../src/api/auth/token.ts';
 import { storageTargets } from '../../support/databases.ts';
 import { openApiHarness, TEST_SECRET, type ApiHarness } from './apiHarness.ts';
+import { readWholeLedger } from '../../support/readLedger.ts';
 
 describe.each(storageTargets)('GraphQL auth on $name', (target) => {
   let api: ApiHarness;
@@ -104,7 +105,7 @@ describe.each(storageTargets)('GraphQL auth on $name', (target) => {
   });
 
   it('answers a mutation by TENANT_VIEWER or AUDITOR with Forbidden and appends nothing', async () => {
-    const before = await api.store.readAll('start', 10_000);
+    const before = await readWholeLedger(api.store);
     const mutations = [
       'mutation { setTenantOverride(input: { tenantId: "acme", dimension: INGEST, ratePerSecond: 5, reason: "try" }) { __typename ... on Error { message } } }',
       'mutation { setPlatformDefault(input: { dimension: INGEST, ratePerSecond: 5 }) { __typename ... on Error { message } } }',
@@ -125,6 +126,6 @@ describe.each(storageTargets)('GraphQL auth on $name', (target) => {
       'mutation { enqueueCommand(input: { tenantId: "globex", commandId: "c1", deviceId: "d1", payload: {} }) { __typename } }',
     );
     expect(foreign.data?.enqueueCommand.__typename).toBe('Forbidden');
-    expect(await api.store.readAll('start', 10_000)).toHaveLength(before.length);
+    expect(await readWholeLedger(api.store)).toHaveLength(before.length);
   });
 });

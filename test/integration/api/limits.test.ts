@@ -2,6 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storageTargets } from '../../support/databases.ts';
 import { openApiHarness, type ApiHarness } from './apiHarness.ts';
+import { readWholeLedger } from '../../support/readLedger.ts';
 
 type Payload = { __typename: string; position?: string; field?: string | null; message?: string };
 
@@ -101,7 +102,7 @@ describe.each(storageTargets)('GraphQL limits on $name', (target) => {
   });
 
   it('answers bad input with a typed error and appends nothing', async () => {
-    const before = (await api.store.readAll('start', 10_000)).length;
+    const before = (await readWholeLedger(api.store)).length;
     expect(await mutate('setTierLimit', 'tierId: "silver", dimension: INGEST, ratePerSecond: 0')).toMatchObject({ __typename: 'InvalidLimit', field: 'ratePerSecond' });
     expect(await mutate('setTierLimit', 'tierId: "silver", dimension: INGEST, ratePerSecond: 1000001')).toMatchObject({ __typename: 'InvalidLimit' });
     expect(await mutate('setPlatformDefault', 'dimension: UNDELIVERED_COMMANDS, ratePerSecond: 10')).toMatchObject({ __typename: 'InvalidLimit' });
@@ -111,7 +112,7 @@ describe.each(storageTargets)('GraphQL limits on $name', (target) => {
     expect(await mutate('defineTier', 'tierId: "gold", name: "Again"')).toMatchObject({ __typename: 'TierAlreadyDefined' });
     expect(await mutate('setTenantOverride', 'tenantId: "acme", dimension: INGEST, ratePerSecond: 5, reason: " "')).toMatchObject({ __typename: 'InvalidInput', field: 'reason' });
     expect(await mutate('defineTier', 'tierId: "bad id!", name: "X"')).toMatchObject({ __typename: 'InvalidInput', field: 'tierId' });
-    expect((await api.store.readAll('start', 10_000)).length).toBe(before);
+    expect((await readWholeLedger(api.store)).length).toBe(before);
   });
 
   it('answers an unknown tenant and a malformed DateTime as client errors', async () => {

@@ -3,6 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
+import { readAllWhen, readWholeLedger, VISIBLE_WITHIN_MS } from '../../support/readLedger.ts';
 import { waitFor } from '../../support/waitFor.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { appendInTransaction, appendStreamsInTransaction, STREAM_LOCK_CLASS } from '../../../src/ledger/postgres/appendInTransaction.ts';
@@ -11,20 +12,6 @@ import { InvalidAppend, WrongExpectedRevision, comparePositions, type EventStore
 const probe = (data: unknown = {}): NewEvent => ({ id: randomUUID(), type: 'Probe', data });
 const probes = (count: number) => Array.from({ length: count }, (_, n) => probe({ n }));
 const ids = (events: readonly { id?: string }[]) => events.map((each) => each.id);
-
-/** Long only because another suite's open transaction on the same server holds readers back. */
-const VISIBLE_WITHIN_MS = 50_000;
-
-async function readAllOf(store: EventStore, prefix: string): Promise<RecordedEvent[]> {
-  const found: RecordedEvent[] = [];
-  let after: Parameters<EventStore['readAll']>[0] = 'start';
-  for (;;) {
-    const page = await store.readAll(after, 500);
-    if (page.length === 0) return found;
-    found.push(...page.filter((each) => each.stream.startsWith(prefix)));
-    after = page.at(-1)!.position;
-  }
-}
 
 describe.each(storageTargets)('appendStreamsInTransaction on $name', (target) => {
   let opened: TestDb;
@@ -151,7 +138,7 @@ describe.each(storageTargets)('appendStreamsInTransaction on $name', (target) =>
     await expect(
       opened.db.transaction((tx) => appendStreamsInTransaction(tx, [{ stream: a, events: [probe()] }, { stream: b, events: [] }])),
     ).rejects.toBeInstanceOf(InvalidAppend);
-    expect(await readAllOf(store, prefix)).toEqual([]);
+    expect((await readWholeLedger(store)).filter((each) => each.stream.startsWith(prefix))).toEqual([]);
   });
 
   it('reads the events in call order, each result at its stream’s last event, and shows a live subscriber each once', async () => {
@@ -170,7 +157,7 @@ describe.each(storageTargets)('appendStreamsInTransaction on $name', (target) =>
         for (const each of appends) appended.push(...each.events);
         positions.push(...results.map((each) => each.position));
       }
-      const all = await readAllOf(store, prefix);
+      const all = await readAllWhen(store, prefix, appended.length);
       expect(ids(all)).toEqual(ids(appended));
       for (let e = 1; e < all.length; e++) expect(comparePositions(all[e - 1]!.position, all[e]!.position)).toBeLessThan(0);
       const lastPositions = all.filter((each, e) => all[e + 1]?.stream !== each.stream).map((each) => each.position);

@@ -13,6 +13,7 @@ import {
   type NewEvent,
   type RecordedEvent,
 } from '../../../src/ledger/eventStore.ts';
+import { readAllOf, readAllWhen, VISIBLE_WITHIN_MS } from '../../support/readLedger.ts';
 import { waitFor } from '../../support/waitFor.ts';
 
 export interface ContractExtras {
@@ -38,38 +39,6 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
     () => expect.fail('expected the call to be refused'),
     (error: unknown) => error,
   );
-}
-
-/**
- * How long a test waits for events to become readable. On PostgreSQL readAll holds back every event
- * committed after the oldest write transaction still open on the whole server began, so another suite's
- * long bulk load on the same server delays (never loses) what we read.
- */
-const VISIBLE_WITHIN_MS = 50_000;
-
-/** Every event readAll returns from the start, page by page, restricted to streams with `prefix`. */
-async function readAllOf(store: EventStore, prefix: string, pageSize = 200): Promise<RecordedEvent[]> {
-  const found: RecordedEvent[] = [];
-  let after: Parameters<EventStore['readAll']>[0] = 'start';
-  for (;;) {
-    const page = await store.readAll(after, pageSize);
-    if (page.length === 0) return found;
-    found.push(...page.filter((each) => each.stream.startsWith(prefix)));
-    after = page.at(-1)!.position;
-  }
-}
-
-/**
- * readAllOf once `count` events of `prefix` are visible: on PostgreSQL even a writer's own events can
- * appear after a moment, not at once (see VISIBLE_WITHIN_MS).
- */
-async function readAllWhen(store: EventStore, prefix: string, count: number, pageSize?: number): Promise<RecordedEvent[]> {
-  let found: RecordedEvent[] = [];
-  await waitFor(async () => (found = await readAllOf(store, prefix, pageSize)).length >= count, {
-    timeoutMs: VISIBLE_WITHIN_MS,
-    description: `${count} events in readAll`,
-  });
-  return found;
 }
 
 /** Collects a subscription's events of streams with `prefix` in the background until closed. */
