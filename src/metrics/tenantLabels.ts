@@ -1,12 +1,13 @@
-// Bounded tenant labels: the busiest `named` tenants appear by name, every other tenant as "other", so a
+// Bounded tenant labels: the busiest `named` tenants appear by name, every other tenant as "_other", so a
 // platform with 100,000 tenants still exports a bounded number of series. "Busiest" is kept by a
 // space-saving sketch of units seen (4 x `named` counters, decaying with a 10-minute half-life), and the
 // named set is re-chosen at most once per `refreshMs`, so a label does not flap between a tenant's name
-// and "other" from one batch to the next.
+// and "_other" from one batch to the next.
 
 import { SpaceSavingSketch } from './spaceSaving.ts';
 
-export const OTHER_TENANTS = 'other';
+// Tenant IDs start with a letter or digit (ID_PATTERN), so this label can never be a real tenant's name.
+export const OTHER_TENANTS = '_other';
 
 export interface TenantLabelOptions {
   /** How many tenants are labelled by name. */

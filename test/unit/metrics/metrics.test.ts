@@ -62,7 +62,7 @@ describe('metrics', () => {
     const p = 'devicechain_governance_';
     expect(sample(text, `${p}governance_command_backlog{tenant="b"}`)).toBe(900);
     expect(sample(text, `${p}governance_command_backlog{tenant="c"}`)).toBe(7);
-    expect(sample(text, `${p}governance_command_backlog{tenant="other"}`)).toBe(6);
+    expect(sample(text, `${p}governance_command_backlog{tenant="_other"}`)).toBe(6);
     expect(sample(text, `${p}governance_command_backlog_ceiling{tenant="c"}`)).toBe(50);
     expect(sample(text, `${p}governance_command_backlog{tenant="a"}`)).toBeUndefined();
     expect(sample(text, `${p}projection_lag_seconds{projection="admission-trends"}`)).toBe(2.5);
@@ -77,15 +77,15 @@ describe('metrics', () => {
     const metrics = createMetrics({ service: 'governance', namedTenants: 1, processMetrics: false });
     metrics.useSources({
       commandBacklogs: async () => [
-        { tenantId: 'other', undelivered: 40, ceiling: 0 },
+        { tenantId: '_other', undelivered: 40, ceiling: 0 },
         { tenantId: 'a', undelivered: 5, ceiling: 1000 },
         { tenantId: 'b', undelivered: 3, ceiling: 1000 },
       ],
     });
     const text = await metrics.render();
     expect(sample(text, 'devicechain_governance_governance_command_backlog{tenant="a"}')).toBe(5);
-    expect(sample(text, 'devicechain_governance_governance_command_backlog{tenant="other"}')).toBe(43);
-    expect(sample(text, 'devicechain_governance_governance_command_backlog_ceiling{tenant="other"}')).toBeUndefined();
+    expect(sample(text, 'devicechain_governance_governance_command_backlog{tenant="_other"}')).toBe(43);
+    expect(sample(text, 'devicechain_governance_governance_command_backlog_ceiling{tenant="_other"}')).toBeUndefined();
   });
 
   it('keeps a failing source’s last values and counts the failure, without failing the scrape', async () => {

@@ -43,7 +43,7 @@ describe('bounded tenant labels', () => {
     // admitted, shed and hit seconds for at most 20 named tenants plus "other".
     expect(series.length).toBeLessThanOrEqual(3 * 21);
     for (const tenant of heavy) expect(text).toContain(`devicechain_governance_governance_shed_units_total{dimension="INGEST",allowance="LIVE",tenant="${tenant}"}`);
-    expect(text).toMatch(/admitted_units_total\{dimension="INGEST",allowance="LIVE",tenant="other"\} \d+/);
+    expect(text).toMatch(/admitted_units_total\{dimension="INGEST",allowance="LIVE",tenant="_other"\} \d+/);
     expect(metrics.tenants.named().length).toBeLessThanOrEqual(20);
     // The first batch filled the free names with the first tenants seen; from the first re-choice on,
     // the heavy tenants hold names.
@@ -61,7 +61,16 @@ describe('bounded tenant labels', () => {
     const text = await metrics.render();
     expect(text).not.toContain('tenant="early"');
     expect(text).toContain('tenant="busy"} 1000000');
-    expect(text).toContain('tenant="other"} 10');
+    expect(text).toContain('tenant="_other"} 10');
+  });
+
+  it('keeps a real tenant named "other" apart from the roll-up of unnamed tenants', async () => {
+    const metrics = createMetrics({ service: 'governance', namedTenants: 1, processMetrics: false });
+    const recorder = createMetricsRecorder(metrics);
+    await recorder.record([admission('other', 7), admission('quiet', 3)], []);
+    const text = await metrics.render();
+    expect(text).toContain('admitted_units_total{dimension="INGEST",allowance="LIVE",tenant="other"} 7');
+    expect(text).toContain('admitted_units_total{dimension="INGEST",allowance="LIVE",tenant="_other"} 3');
   });
 });
 
