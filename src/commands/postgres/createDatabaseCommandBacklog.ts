@@ -128,19 +128,17 @@ export function createDatabaseCommandBacklog(db: Db, { ceilings, commandTtlMs, n
         const cutoff = new Date(at.getTime() - commandTtlMs);
         const batch = await retryTransaction(db, async (tx) => {
           const commands = await expireQueuedCommands(tx, cutoff, at, EXPIRY_BATCH);
-          const byTenant = new Map<string, typeof commands>();
-          for (const command of commands) byTenant.set(command.tenantId, [...(byTenant.get(command.tenantId) ?? []), command]);
-          for (const [tenantId, tenantCommands] of byTenant) {
-            const events = tenantCommands.map((command) =>
-              commandEvent(
-                'CommandExpired',
-                { tenantId, commandId: command.commandId, undelivered: command.undelivered, enqueuedAt: command.enqueuedAt.toISOString(), ttlMs: commandTtlMs },
-                EXPIRY_ACTOR,
-                at,
-              ),
-            );
-            await appendInTransaction(tx, commandsStream(tenantId), events);
+          const byTenant = new Map<string, NewEvent[]>();
+          for (const command of commands) {
+            const { tenantId, commandId, undelivered, enqueuedAt } = command;
+            const data = { tenantId, commandId, undelivered, enqueuedAt: enqueuedAt.toISOString(), ttlMs: commandTtlMs };
+            let events = byTenant.get(tenantId);
+            if (events === undefined) byTenant.set(tenantId, (events = []));
+            events.push(commandEvent('CommandExpired', data, EXPIRY_ACTOR, at));
           }
+          // Every tenant's stream in one call (two statements whatever the number of tenants), after the
+          // guard rows expireQueuedCommands holds.
+          await appendStreamsInTransaction(tx, [...byTenant].map(([tenantId, events]) => ({ stream: commandsStream(tenantId), events })));
           return commands.length;
         });
         expired += batch;

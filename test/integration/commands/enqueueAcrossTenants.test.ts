@@ -41,14 +41,15 @@ describe.each(storageTargets)('command enqueues across tenants on $name', (targe
     await testDb.dispose();
   });
 
-  /** Every stream event in order: the running count never passes the ceiling and each event carries it. */
+  /** Every stream event in order: the running count never passes the ceiling and each event that changes it carries it. */
   async function expectLedgerWithinCeiling(tenantId: string, ceiling: number) {
     let running = 0;
     for (const event of await store.readStream(commandsStream(tenantId))) {
       if (event.type === 'CommandEnqueued') running++;
       else if (event.type !== 'CommandRejected') running--;
       expect(running).toBeLessThanOrEqual(ceiling);
-      if (event.type === 'CommandEnqueued') expect((event.data as { undelivered: number }).undelivered).toBe(running);
+      // Enqueued and settled (expired) events alike carry the backlog right after them, in stream order.
+      if (event.type !== 'CommandRejected') expect((event.data as { undelivered: number }).undelivered).toBe(running);
     }
     return running;
   }
@@ -163,6 +164,8 @@ describe.each(storageTargets)('command enqueues across tenants on $name', (targe
     expect(expiry.expired).toBe(40);
     for (const tenantId of tenants) {
       expect(await expectLedgerWithinCeiling(tenantId, 1_000)).toBe(5);
+      const expired = (await store.readStream(commandsStream(tenantId))).filter((event) => event.type === 'CommandExpired');
+      expect(expired.map((event) => (event.data as { commandId: string }).commandId).sort()).toEqual(['old-0', 'old-1', 'old-2', 'old-3', 'old-4']);
       const guard = await testDb.db.query<{ undelivered: number }>('SELECT undelivered FROM gl_command_backlog_guard WHERE tenant_id = $1', [tenantId]);
       expect(guard.rows[0]!.undelivered).toBe(5);
     }
