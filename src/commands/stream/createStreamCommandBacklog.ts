@@ -5,6 +5,12 @@
 // every event in the stream was decided on everything before it, and the count it carries never passes the
 // ceiling however many processes enqueue. Written against the EventStore port only, so the same code runs
 // (and is tested) on the PostgreSQL adapter, which enforces expected revisions the same way.
+//
+// Memory and start-up: a process keeps the folded state of its most recently used tenants only
+// (maxTenantsInMemory); a tenant it no longer holds is restored from its latest snapshot
+// (gl_command_state_snapshots) and folded on from there. A snapshot is taken once enough events were folded
+// since the last one: `snapshotEveryEvents`, or a quarter of the tenant's commands when that is more, so
+// writing a tenant's whole command map costs a bounded amount per event however many commands it holds.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../../db/db.ts';
 import { WrongExpectedRevision, type EventStore, type NewEvent } from '../../ledger/eventStore.ts';
@@ -19,27 +25,87 @@ import { validateEnqueue } from '../validateCommand.ts';
 import type { CommandBacklog, EnqueueOutcome } from '../types.ts';
 import { emptyCommandsState, foldCommandEvent, type TenantCommandsState } from './foldCommandStream.ts';
 import { createKeyedQueue } from './keyedQueue.ts';
+import { discardCommandStateSnapshot, loadCommandStateSnapshot, saveCommandStateSnapshot } from './commandStateSnapshots.ts';
 
 /** Decisions tried before giving up under contention (a fault: the stream kept changing). */
 const MAX_ATTEMPTS = 200;
 
+/** Tenants whose folded state a process keeps, by default. */
+export const DEFAULT_MAX_TENANTS_IN_MEMORY = 10_000;
+/** Events folded since a tenant's last snapshot before the next is taken, at least (see above). */
+export const DEFAULT_SNAPSHOT_EVERY_EVENTS = 500;
+
 export interface StreamBacklogOptions extends BacklogOptions {
   store: EventStore;
-  /** For the ceilings, and to find tenants with a backlog (the command-backlog read model) for expiry. */
+  /** For the ceilings, the snapshots, and to find tenants with a backlog (the command-backlog read model) for expiry. */
   db: Db;
+  /** 0 keeps no tenant between decisions (every decision restores from the snapshot: tests use it). */
+  maxTenantsInMemory?: number;
+  snapshotEveryEvents?: number;
 }
 
-export function createStreamCommandBacklog({ store, db, ceilings, commandTtlMs, now }: StreamBacklogOptions): CommandBacklog {
-  const states = new Map<string, TenantCommandsState>();
+/** A tenant's state as this process holds it. */
+interface HeldState {
+  state: TenantCommandsState;
+  /** The id of the event at state.revision (what a snapshot of it is checked against). */
+  lastEventId: string | null;
+  foldedSinceSnapshot: number;
+}
+
+export function createStreamCommandBacklog({
+  store,
+  db,
+  ceilings,
+  commandTtlMs,
+  now,
+  maxTenantsInMemory = DEFAULT_MAX_TENANTS_IN_MEMORY,
+  snapshotEveryEvents = DEFAULT_SNAPSHOT_EVERY_EVENTS,
+}: StreamBacklogOptions): CommandBacklog {
+  // In order of last use, least recent first (a Map keeps insertion order; a use moves the tenant last).
+  const held = new Map<string, HeldState>();
+  // Tenants this process last saw with queued commands, or has just enqueued for (a state folds its own
+  // appends only at its next catch-up): the expiry pass's own list, bounded by tenants with a backlog, not
+  // by tenants held.
+  const mayHaveBacklog = new Set<string>();
   const oneAtATimePerTenant = createKeyedQueue();
 
+  /** The tenant's latest snapshot when the stream still holds the event it was taken after; else nothing folded. */
+  const restore = async (tenantId: string): Promise<HeldState> => {
+    const snapshot = await loadCommandStateSnapshot(db, tenantId).catch(() => undefined);
+    if (snapshot) {
+      const [atSnapshot] = await store.readStream(commandsStream(tenantId), { fromRevision: snapshot.state.revision, maxCount: 1 });
+      if (atSnapshot?.id === snapshot.lastEventId) return { state: snapshot.state, lastEventId: snapshot.lastEventId, foldedSinceSnapshot: 0 };
+      await discardCommandStateSnapshot(db, tenantId, snapshot.lastEventId).catch(() => {});
+    }
+    return { state: emptyCommandsState(), lastEventId: null, foldedSinceSnapshot: 0 };
+  };
+
+  // Called only inside oneAtATimePerTenant, so one tenant is caught up by one call at a time. A state dropped
+  // from `held` while a decision still uses it is only folded by that decision and then forgotten.
   const catchUp = async (tenantId: string): Promise<TenantCommandsState> => {
-    const state = states.get(tenantId) ?? emptyCommandsState();
-    states.set(tenantId, state);
+    let entry = held.get(tenantId);
+    if (entry) held.delete(tenantId);
+    else entry = await restore(tenantId);
+    held.set(tenantId, entry);
+    for (const [leastRecent] of held) {
+      if (held.size <= maxTenantsInMemory) break;
+      held.delete(leastRecent);
+    }
+    const { state } = entry;
     const fromRevision = state.revision === 'no_stream' ? 'start' : state.revision + 1n;
     for (const event of await store.readStream(commandsStream(tenantId), { fromRevision })) {
-      // Concurrent calls of this process share the state and may read the same events: fold each once.
-      if (state.revision === 'no_stream' || event.revision > state.revision) foldCommandEvent(state, event);
+      if (state.revision !== 'no_stream' && event.revision <= state.revision) continue; // folded already
+      foldCommandEvent(state, event);
+      entry.lastEventId = event.id;
+      entry.foldedSinceSnapshot++;
+    }
+    if (state.undelivered > 0) mayHaveBacklog.add(tenantId);
+    else mayHaveBacklog.delete(tenantId);
+    if (entry.foldedSinceSnapshot >= Math.max(snapshotEveryEvents, state.commands.size / 4) && state.revision !== 'no_stream') {
+      const snapshot = { state: { ...state, revision: state.revision }, lastEventId: entry.lastEventId! };
+      // A snapshot only saves later folding: failing to store one must not fail the decision.
+      const saved = await saveCommandStateSnapshot(db, tenantId, snapshot).then(() => true, () => false);
+      if (saved) entry.foldedSinceSnapshot = 0;
     }
     return state;
   };
@@ -58,6 +124,7 @@ export function createStreamCommandBacklog({ store, db, ceilings, commandTtlMs, 
       if (events.length === 0) return answer;
       try {
         await store.append(commandsStream(tenantId), events, { expectedRevision: state.revision });
+        if (events.some((event) => event.type === 'CommandEnqueued')) mayHaveBacklog.add(tenantId);
         return answer;
       } catch (error) {
         if (!(error instanceof WrongExpectedRevision) || attempt >= MAX_ATTEMPTS) throw error;
@@ -127,7 +194,7 @@ export function createStreamCommandBacklog({ store, db, ceilings, commandTtlMs, 
       // Tenants with a backlog: what the read model knows (every process's commands, once projected) and
       // what this process has seen itself (its own, even before the projection caught up).
       const { rows } = await db.query<{ tenant_id: string }>('SELECT tenant_id FROM gl_command_backlog_view WHERE undelivered > 0');
-      const tenants = new Set([...rows.map((row) => row.tenant_id), ...[...states].filter(([, state]) => state.undelivered > 0).map(([id]) => id)]);
+      const tenants = new Set([...rows.map((row) => row.tenant_id), ...mayHaveBacklog]);
       let expired = 0;
       for (const tenantId of tenants) {
         expired += await decideAndAppend(tenantId, (state) => {

@@ -11,6 +11,12 @@ const streamBacklog: BacklogFactory = ({ db, store, ceilings, commandTtlMs, now 
 
 describeCommandBacklog('command backlog on a stream with expected revisions', streamBacklog);
 
+// The same behaviour when no tenant stays in memory between decisions and a snapshot follows every
+// decision: each decision starts from the stored snapshot and folds only what came after it.
+const restoredEveryTime: BacklogFactory = ({ db, store, ceilings, commandTtlMs, now }) =>
+  createStreamCommandBacklog({ store, db, ceilings, commandTtlMs, now, maxTenantsInMemory: 0, snapshotEveryEvents: 1 });
+describeCommandBacklog('command backlog on a stream, restored from a snapshot for every decision', restoredEveryTime);
+
 const eventStoreUrl = process.env.EVENTSTORE_URL;
 if (!eventStoreUrl) console.warn('EVENTSTORE_URL is not set: the command backlog on EventStoreDB is skipped (the same code runs above on the PostgreSQL ledger).');
 
