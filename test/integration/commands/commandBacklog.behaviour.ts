@@ -12,10 +12,9 @@ import { MAX_PAYLOAD_BYTES } from '../../../src/commands/validateCommand.ts';
 import { startCommandExpiry } from '../../../src/commands/startCommandExpiry.ts';
 import { storageTargets, type StorageTarget, type TestDb } from '../../support/databases.ts';
 import { waitFor } from '../../support/waitFor.ts';
-import { createCeilingTable, setCeiling, tableCeilings } from './ceilingTable.ts';
+import { setCeiling, tableCeilings } from './ceilingTable.ts';
+import { openCommandsDatabase, OPEN_TIMEOUT_MS } from './commandsDatabase.ts';
 
-// Opening a migrated database (PGlite above all) is the slow step on a busy two-core machine.
-const OPEN_TIMEOUT_MS = 180_000;
 
 export type BacklogFactory = (settings: {
   db: Db;
@@ -45,17 +44,12 @@ export function describeCommandBacklog(name: string, makeBacklog: BacklogFactory
     // Unique per run: a ledger outside the test database (EventStoreDB) keeps earlier runs' streams.
     const run = randomBytes(4).toString('hex');
 
+    let close: () => Promise<void>;
     // One database per target (opening one is the slow part); each test works on a tenant of its own.
     beforeAll(async () => {
-      testDb = await target.open();
-      store = openStore(testDb.db);
-      await createCeilingTable(testDb.db);
+      ({ testDb, store, close } = await openCommandsDatabase(target, openStore));
     }, OPEN_TIMEOUT_MS);
-
-    afterAll(async () => {
-      await store.close();
-      await testDb.dispose();
-    });
+    afterAll(() => close());
 
     beforeEach(async () => {
       tenant = `tenant-${run}-${++tenants}`;

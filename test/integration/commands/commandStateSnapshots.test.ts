@@ -5,13 +5,12 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/db.ts';
 import type { EventStore, ReadStreamOptions } from '../../../src/ledger/eventStore.ts';
-import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { commandsStream } from '../../../src/ledger/catalog/commands.ts';
 import { createStreamCommandBacklog, type StreamBacklogOptions } from '../../../src/commands/stream/createStreamCommandBacklog.ts';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
-import { createCeilingTable, setCeiling, tableCeilings } from './ceilingTable.ts';
+import { setCeiling, tableCeilings } from './ceilingTable.ts';
+import { openCommandsDatabase, OPEN_TIMEOUT_MS } from './commandsDatabase.ts';
 
-const OPEN_TIMEOUT_MS = 180_000;
 const actor = { id: 'svc:command-delivery', role: 'SERVICE' };
 
 describe.each(storageTargets)('command state snapshots on $name', (target) => {
@@ -20,16 +19,12 @@ describe.each(storageTargets)('command state snapshots on $name', (target) => {
   const run = randomBytes(4).toString('hex');
   let tenants = 0;
 
-  beforeAll(async () => {
-    testDb = await target.open();
-    store = createPostgresEventStore(testDb.db);
-    await createCeilingTable(testDb.db);
-  }, OPEN_TIMEOUT_MS);
+  let close: () => Promise<void>;
 
-  afterAll(async () => {
-    await store.close();
-    await testDb.dispose();
-  });
+  beforeAll(async () => {
+    ({ testDb, store, close } = await openCommandsDatabase(target));
+  }, OPEN_TIMEOUT_MS);
+  afterAll(() => close());
 
   async function freshTenant(ceiling: number): Promise<string> {
     const tenantId = `snap-${run}-${++tenants}`;

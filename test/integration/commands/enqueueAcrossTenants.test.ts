@@ -4,14 +4,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db, Queryable } from '../../../src/db/db.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
-import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { commandsStream } from '../../../src/ledger/catalog/commands.ts';
 import { createDatabaseCommandBacklog } from '../../../src/commands/postgres/createDatabaseCommandBacklog.ts';
 import type { CeilingSource, EnqueueOutcome, TenantCeiling } from '../../../src/commands/types.ts';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
-import { createCeilingTable, setCeiling, tableCeilings, tableCeilingsOfMany } from './ceilingTable.ts';
+import { setCeiling, tableCeilings, tableCeilingsOfMany } from './ceilingTable.ts';
+import { openCommandsDatabase, OPEN_TIMEOUT_MS } from './commandsDatabase.ts';
 
-const OPEN_TIMEOUT_MS = 180_000;
 const actor = { id: 'svc:command-delivery' };
 
 /** A Db that counts the transactions it runs. */
@@ -30,16 +29,12 @@ describe.each(storageTargets)('command enqueues across tenants on $name', (targe
   let store: EventStore;
   let run = 0;
 
-  beforeAll(async () => {
-    testDb = await target.open();
-    store = createPostgresEventStore(testDb.db);
-    await createCeilingTable(testDb.db);
-  }, OPEN_TIMEOUT_MS);
+  let close: () => Promise<void>;
 
-  afterAll(async () => {
-    await store.close();
-    await testDb.dispose();
-  });
+  beforeAll(async () => {
+    ({ testDb, store, close } = await openCommandsDatabase(target));
+  }, OPEN_TIMEOUT_MS);
+  afterAll(() => close());
 
   /** Every stream event in order: the running count never passes the ceiling and each event that changes it carries it. */
   async function expectLedgerWithinCeiling(tenantId: string, ceiling: number) {
