@@ -80,7 +80,8 @@ export function createStreamCommandBacklog({
     return { state: emptyCommandsState(), lastEventId: null, foldedSinceSnapshot: 0 };
   };
 
-  // Called only inside oneAtATimePerTenant, so one tenant is caught up by one call at a time. A state dropped
+  // Called only inside oneAtATimePerTenant, so one tenant is caught up by one call at a time, and reading from
+  // the revision after the last one folded folds each event exactly once. A state dropped
   // from `held` while a decision still uses it is only folded by that decision and then forgotten.
   const catchUp = async (tenantId: string): Promise<TenantCommandsState> => {
     let entry = held.get(tenantId);
@@ -94,7 +95,6 @@ export function createStreamCommandBacklog({
     const { state } = entry;
     const fromRevision = state.revision === 'no_stream' ? 'start' : state.revision + 1n;
     for (const event of await store.readStream(commandsStream(tenantId), { fromRevision })) {
-      if (state.revision !== 'no_stream' && event.revision <= state.revision) continue; // folded already
       foldCommandEvent(state, event);
       entry.lastEventId = event.id;
       entry.foldedSinceSnapshot++;
