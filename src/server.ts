@@ -1,6 +1,10 @@
 // The one HTTP listener: health, metrics, GraphQL and the ingest front door share a port.
-import { createServer as createHttpServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+//
+// Nothing a client sends may end the process or reach it as a stack trace: a request target or Host that
+// is not a URL, a request Node cannot parse as HTTP, and a handler that throws (at once or later) are each
+// answered here with a small JSON body, and only the log sees the fault.
+import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { handleHealthz, handleReadyz } from './http/health.ts';
 import type { Service } from './service.ts';
 
@@ -20,19 +24,36 @@ export function createServer(service: Pick<Service, 'logger' | 'readiness'>, rou
     { path: '/readyz', handle: (_req, res) => handleReadyz(service.readiness, res) },
     ...routes,
   ];
-  return createHttpServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
-    const route = table.find((each) => (each.prefix ? url.pathname.startsWith(each.path) : url.pathname === each.path));
-    if (!route) {
-      res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
+  const failed = (res: ServerResponse, error: unknown, path: string | undefined) => {
+    service.logger.error({ err: error, path }, 'request failed');
+    if (res.headersSent) {
+      // Half an answer is already on the wire: the client can only learn of the fault by the connection ending.
+      res.destroy();
       return;
     }
-    Promise.resolve(route.handle(req, res, url)).catch((error: unknown) => {
-      service.logger.error({ err: error, path: url.pathname }, 'request failed');
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
-      res.end('{"error":"internal error"}');
-    });
+    sendError(res, 500, 'internal error');
+  };
+  const server = createHttpServer((req, res) => {
+    let path: string | undefined;
+    try {
+      const target = requestTarget(req);
+      if (typeof target === 'string') {
+        sendError(res, 400, target);
+        return;
+      }
+      path = target.pathname;
+      const route = table.find((each) => (each.prefix ? target.pathname.startsWith(each.path) : target.pathname === each.path));
+      if (!route) {
+        sendError(res, 404, 'not found');
+        return;
+      }
+      Promise.resolve(route.handle(req, res, target)).catch((error: unknown) => failed(res, error, path));
+    } catch (error) {
+      failed(res, error, path);
+    }
   });
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => answerClientError(error, socket));
+  return server;
 }
 
 /** Listens and resolves once the port is bound (port 0 picks a free one). */
@@ -44,4 +65,67 @@ export function listen(server: Server, port: number, host: string): Promise<Addr
       resolve(server.address() as AddressInfo);
     });
   });
+}
+
+// RFC 3986 host: an IP literal in brackets, or a reg-name / IPv4 address, then an optional port.
+const HOST = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~%!$&'()*+,;=]+)(?::\d{0,5})?$/;
+const ABSOLUTE_FORM = /^https?:\/\//i;
+
+/**
+ * The request's URL, or why it has none (answered 400). Accepts the origin form (`/path?query`) and the
+ * absolute form (`http://host/path`, which RFC 9112 requires a server to accept), rewriting the latter to
+ * the origin form so the routes below, GraphQL's adapter included, only ever see a path. The Host header
+ * must be a host: GraphQL's adapter builds its URL from it and answers a bad one with a stack trace.
+ */
+export function requestTarget(req: IncomingMessage): URL | string {
+  const host = req.headers.host;
+  if (host !== undefined && host !== '' && !(HOST.test(host) && parses(`http://${host}/`))) return 'the Host header is not a valid host';
+  const raw = req.url ?? '';
+  if (raw.startsWith('/')) {
+    // A fixed base, never the Host: the path alone decides the route.
+    return parseUrl(`http://localhost${raw}`) ?? 'the request target is not a valid path';
+  }
+  if (ABSOLUTE_FORM.test(raw)) {
+    const absolute = parseUrl(raw);
+    if (absolute === null) return 'the request target is not a valid URL';
+    req.url = `${absolute.pathname}${absolute.search}`;
+    return parseUrl(`http://localhost${req.url}`) ?? 'the request target is not a valid URL';
+  }
+  return 'the request target must be a path such as /graphql';
+}
+
+function parseUrl(text: string): URL | null {
+  try {
+    return new URL(text);
+  } catch {
+    return null;
+  }
+}
+
+function parses(text: string): boolean {
+  return parseUrl(text) !== null;
+}
+
+function sendError(res: ServerResponse, status: number, message: string): void {
+  const body = JSON.stringify({ error: message });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+}
+
+/**
+ * Node could not parse the request (bad request line, header or framing; headers too large; a request that
+ * took too long). There is no request or response object: the answer is written to the socket itself, in
+ * the JSON every other error has, and the connection is closed since its framing cannot be trusted.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const message =
+    status === 431 ? 'the request headers are too large' : status === 408 ? 'the request took too long' : 'the request is not valid HTTP/1.1';
+  const body = JSON.stringify({ error: message, code: error.code ?? 'HPE_INVALID' });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
