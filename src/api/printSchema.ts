@@ -4,8 +4,9 @@ import { writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { printSchema } from './graphql.ts';
 import { schema } from './schema/index.ts';
+import { packagePath } from '../packageRoot.ts';
 
-export const SCHEMA_FILE = fileURLToPath(new URL('../../schema/schema.graphql', import.meta.url));
+export const SCHEMA_FILE = packagePath('schema', 'schema.graphql');
 
 export function printedSchema(): string {
   return `${printSchema(schema)}\n`;

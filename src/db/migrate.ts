@@ -1,10 +1,9 @@
 import { readdir, readFile } from 'node:fs/promises';
-import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 import type { Db } from './db.ts';
+import { packagePath } from '../packageRoot.ts';
 
-export const MIGRATIONS_DIR = fileURLToPath(new URL('../../migrations/', import.meta.url));
-
+export const MIGRATIONS_DIR = packagePath('migrations');
 
 export interface Migration {
   version: number;
