@@ -26,7 +26,13 @@ export interface EventMetadata {
 }
 
 export interface NewEvent<Type extends string = string, Data = unknown> {
-  /** A uuid; appending an id that is already stored does not store it again. Generated when absent. */
+  /**
+   * A uuid, generated when absent. What both adapters keep: a batch appended again with the same ids at the
+   * same explicit expected revision (a bigint or 'no_stream') is answered as stored and not stored twice,
+   * however long after. With 'any' or 'stream_exists' EventStoreDB only checks a bounded cache of recently
+   * written ids (best effort), where PostgreSQL always checks: a caller that retries and must not count
+   * twice appends at an explicit revision.
+   */
   id?: string;
   type: Type;
   data: Data;
@@ -109,6 +115,32 @@ export function parsePosition(text: string): Position | undefined {
   const match = /^(\d+):(\d+)$/.exec(text);
   if (!match) return undefined;
   return { commit: BigInt(match[1]!), prepare: BigInt(match[2]!) };
+}
+
+/**
+ * The server refused an append as larger than it accepts (EventStoreDB up to 24.10 and KurrentDB 25.0: 1 MiB
+ * by default); nothing was stored.
+ */
+export class AppendTooLarge extends Error {
+  override readonly name = 'AppendTooLarge';
+  constructor(
+    readonly stream: string,
+    /** What the server said it accepts, in bytes, when it said so. */
+    readonly maxBytes: number | undefined,
+  ) {
+    super(`append to stream ${JSON.stringify(stream)} refused: larger than the server accepts${maxBytes === undefined ? '' : ` (${maxBytes} bytes)`}`);
+  }
+}
+
+/**
+ * The stream was deleted for good (an EventStoreDB tombstone, made outside this service): it can be neither
+ * read nor appended to again. The PostgreSQL ledger never deletes a stream.
+ */
+export class StreamDeleted extends Error {
+  override readonly name = 'StreamDeleted';
+  constructor(readonly stream: string) {
+    super(`stream ${JSON.stringify(stream)} was deleted for good and cannot be read or appended to`);
+  }
 }
 
 /** An append refused before anything was stored: empty stream name, empty batch, malformed event. */

@@ -3,7 +3,7 @@
 // EVENTSTORE_URL is set (ceilings and the read model stay in the database, as in the service).
 import { describe } from 'vitest';
 import { createStreamCommandBacklog } from '../../../src/commands/stream/createStreamCommandBacklog.ts';
-import { createEventStoreDbEventStore } from '../../../src/ledger/eventstoredb/esdbEventStore.ts';
+import { createEventStoreDbEventStore } from '../../../src/ledger/eventstoredb/index.ts';
 import { storageTargets } from '../../support/databases.ts';
 import { describeCommandBacklog, type BacklogFactory } from './commandBacklog.behaviour.ts';
 

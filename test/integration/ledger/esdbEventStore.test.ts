@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { UnavailableError } from '@eventstore/db-client';
-import { createEventStoreDbEventStore } from '../../../src/ledger/eventstoredb/esdbEventStore.ts';
+import { createEventStoreDbEventStore } from '../../../src/ledger/eventstoredb/index.ts';
 import { eventStoreContract } from './eventStore.contract.ts';
 
 const eventStoreUrl = process.env.EVENTSTORE_URL;

@@ -2,8 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import { ANY, NO_STREAM, STREAM_EXISTS, WrongExpectedVersionError, type AllStreamRecordedEvent } from '@eventstore/db-client';
 import { WrongExpectedRevision } from '../../../src/ledger/eventStore.ts';
-import { toEsdbExpectedRevision, toWrongExpectedRevision } from '../../../src/ledger/eventstoredb/expectedRevision.ts';
-import { isSystemEvent, toRecordedEvent } from '../../../src/ledger/eventstoredb/recordedEvent.ts';
+import { toEsdbExpectedRevision, toWrongExpectedRevision } from '../../../src/ledger/eventstoredb/append.ts';
+import { isSystemEvent, toRecordedEvent } from '../../../src/ledger/eventstoredb/read.ts';
 
 const recorded = (overrides: Partial<AllStreamRecordedEvent>): AllStreamRecordedEvent =>
   ({
