@@ -41,7 +41,7 @@ function withTier({ tierId, limits }: TenantEffectiveLimits): TenantLimit[] {
 
 export const loadTenants = readTenants;
 
-export const listTenants = (q: Queryable, page: { first: number; after?: string }): Promise<Page<TenantRecord>> => readTenantPage(q, page);
+export const listTenants = (q: Queryable, page: { first: number; after?: string; search?: string | null }): Promise<Page<TenantRecord>> => readTenantPage(q, page);
 
 /** Stored values are shown as the cascade would use them: a malformed one (never accepted as input) is left out. */
 function tierRecord(tier: Awaited<ReturnType<typeof readTiers>>[number]): TierRecord {

@@ -2,7 +2,8 @@
 // one query; a tenant absent from the answer is unknown; a database fault rejects (the Governor then
 // treats the source as unreachable and keeps last-known values).
 import type { Db } from '../db/db.ts';
-import type { Dimension, LimitSource } from '../governance/types.ts';
+import type { LimitSource } from '../governance/types.ts';
+import { loadPlatformDefaults } from './loadPlatformDefaults.ts';
 import { loadTenantGovernance } from './loadTenantGovernance.ts';
 
 export function createReadModelLimitSource(db: Db, now: () => Date = () => new Date()): LimitSource {
@@ -10,9 +11,6 @@ export function createReadModelLimitSource(db: Db, now: () => Date = () => new D
     async loadTenants(tenantIds) {
       return (await loadTenantGovernance(db, tenantIds, now())).tenants;
     },
-    async loadPlatformDefaults() {
-      const { rows } = await db.query<{ dimension: Dimension; value: unknown }>('SELECT dimension, value FROM gl_platform_defaults');
-      return Object.fromEntries(rows.map((row) => [row.dimension, row.value])) as Partial<Record<Dimension, unknown>>;
-    },
+    loadPlatformDefaults: () => loadPlatformDefaults(db),
   };
 }

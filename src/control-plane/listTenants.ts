@@ -18,11 +18,17 @@ export function pageSize(first: number | undefined, fallback = 50): number {
   return first;
 }
 
-export async function listTenants(q: Queryable, options: { first?: number; after?: string | null } = {}): Promise<Page<TenantRecord>> {
+/** `search` keeps the tenants whose id contains it, ignoring case. */
+export async function listTenants(
+  q: Queryable,
+  options: { first?: number; after?: string | null; search?: string | null } = {},
+): Promise<Page<TenantRecord>> {
   const first = pageSize(options.first);
   const { rows } = await q.query<TenantRow>(
-    `SELECT ${TENANT_COLUMNS} FROM gl_tenants WHERE ($1::text IS NULL OR tenant_id > $1) ORDER BY tenant_id LIMIT $2`,
-    [options.after ?? null, first + 1],
+    `SELECT ${TENANT_COLUMNS} FROM gl_tenants
+      WHERE ($1::text IS NULL OR tenant_id > $1) AND ($3::text IS NULL OR strpos(lower(tenant_id), lower($3)) > 0)
+      ORDER BY tenant_id LIMIT $2`,
+    [options.after ?? null, first + 1, options.search || null],
   );
   const nodes = rows.slice(0, first).map(toTenantRecord);
   return { nodes, hasNextPage: rows.length > first, endCursor: nodes.at(-1)?.tenantId ?? null };

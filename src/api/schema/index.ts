@@ -9,6 +9,7 @@ import './tier.ts';
 import './override.ts';
 import './commandBacklog.ts';
 import './tenant.ts';
+import './cascade.ts';
 import './tenantSettings.ts';
 import './limitHistory.ts';
 import './trends.ts';

@@ -53,12 +53,12 @@ builder.queryFields((t) => ({
   }),
   tenants: t.field({
     type: TenantConnection,
-    description: 'Every tenant, in id order.',
-    args: { first: t.arg.int(), after: t.arg.string() },
+    description: 'Every tenant, in id order; `search` keeps those whose id contains it (ignoring case).',
+    args: { first: t.arg.int(), after: t.arg.string(), search: t.arg.string() },
     authScopes: { readEverything: true },
     resolve: async (_root, args, context) => {
       const first = pageSize(args.first);
-      const page = await listTenants(context.db, { first, after: decodeCursor(args.after) });
+      const page = await listTenants(context.db, { first, after: decodeCursor(args.after), search: args.search });
       return toConnection(page, (tenant) => tenant.tenantId);
     },
   }),

@@ -5,7 +5,7 @@ import { InvalidTrendQuery } from '../../metrics/trends/trendQuery.ts';
 import { builder } from '../builder.ts';
 import { badInput } from '../queryErrors.ts';
 import { pageSize } from '../paging.ts';
-import { DimensionEnum, TrendBucketEnum } from './enums.ts';
+import { AllowanceEnum, DimensionEnum, TrendBucketEnum } from './enums.ts';
 import { TenantType } from './tenant.ts';
 
 const TrendPointType = builder.objectRef<TrendPoint>('TrendPoint').implement({
@@ -58,6 +58,7 @@ builder.queryFields((t) => ({
       from: t.arg({ type: 'DateTime', required: true }),
       to: t.arg({ type: 'DateTime', required: true }),
       bucket: t.arg({ type: TrendBucketEnum, required: true }),
+      allowance: t.arg({ type: AllowanceEnum, description: 'Only this allowance; absent: summed over the allowances.' }),
     },
     authScopes: (_root, { tenantId }) => ({ auditTenant: tenantId }),
     resolve: (_root, args, context) => asUserInput(() => shedTrend(context.db, args)),

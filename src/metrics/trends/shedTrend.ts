@@ -1,7 +1,7 @@
 // One tenant's admissions over time for one dimension, summed over its allowances. Buckets without any
 // recorded traffic are absent from the answer rather than filled with zeros.
 import type { Queryable } from '../../db/db.ts';
-import type { Dimension } from '../../governance/types.ts';
+import type { Allowance, Dimension } from '../../governance/types.ts';
 import { bucketTable, floorTo, type TrendBucket } from './buckets.ts';
 import { ADMISSION_TRENDS } from './rollupFamily.ts';
 import { checkBucket, checkDimension, checkText, rangeSeconds } from './trendQuery.ts';
@@ -23,6 +23,8 @@ export interface ShedTrendQuery {
   /** Exclusive. */
   to: Date;
   bucket: TrendBucket;
+  /** Only this allowance; absent or null: summed over the dimension's allowances. */
+  allowance?: Allowance | null;
 }
 
 interface TrendRow {
@@ -43,11 +45,11 @@ export async function shedTrend(q: Queryable, query: ShedTrendQuery): Promise<Tr
             sum(admitted_units::float8) AS admitted, sum(shed_units::float8) AS shed,
             sum(rejected_units::float8) AS rejected, sum(hits::float8) AS hits
        FROM ${bucketTable(ADMISSION_TRENDS.table, bucket)}
-      WHERE tenant_id = $1 AND dimension = $2
+      WHERE tenant_id = $1 AND dimension = $2 AND ($5::text IS NULL OR allowance = $5)
         AND bucket_start >= to_timestamp($3) AND bucket_start < to_timestamp($4)
       GROUP BY bucket_start
       ORDER BY bucket_start`,
-    [tenantId, dimension, floorTo(fromSecond, bucket), toSecond],
+    [tenantId, dimension, floorTo(fromSecond, bucket), toSecond, query.allowance ?? null],
   );
   return result.rows.map((row) => ({
     start: new Date(row.start_second * 1000),
