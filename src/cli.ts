@@ -1,29 +1,82 @@
-// `governance serve | migrate | projections rebuild [name] | token --role ROLE [--tenant T] [--sub NAME] [--ttl 1h]`
-import { parseArgs } from 'node:util';
+// `governance <command>`: the service and the operator's local tools. Every command answers --help; every
+// failure is one line on stderr and exit code 2, never a stack trace (a wrong flag and a busy data directory
+// alike), so scripts can test the exit code and people can read the line. Each command imports what it needs
+// when it runs, so --help and token answer without loading the whole service.
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { readSettings } from './config.ts';
-import { openDb } from './db/open.ts';
-import { migrate } from './db/migrate.ts';
-import { DataDirInUse } from './db/dataDirLock.ts';
-import { createLogger } from './logger.ts';
-import { startService } from './service.ts';
-import { createServer, listen } from './server.ts';
-import { openEventStore } from './ledger/openEventStore.ts';
-import { rebuildProjection } from './ledger/rebuild.ts';
-import { progressBar } from './ledger/rebuildProgress.ts';
-import { allProjections } from '../projections/index.ts';
-import { loadOrCreateJwtSecret } from './api/auth/jwtSecret.ts';
-import { mintToken } from './api/auth/token.ts';
-import { isRole, isTenantRole } from './api/auth/roles.ts';
-import { registerIngestCredential } from './http/credentials.ts';
+import { UsageError, oneLine, parseTtl } from './cliSupport.ts';
 
-const USAGE = `usage: governance <command>
-  serve                          start the service (GraphQL, ingest, metrics, projections)
-  migrate                        apply database migrations
-  projections rebuild [name]     rebuild one or every projection from the ledger
-  token --role ROLE [--tenant T] [--sub NAME] [--ttl 1h]   mint a signed JWT for local use
-  ingest-key --tenant T [--device D | --integration I]    issue an X-Device-Key for the ingest front door`;
+interface CliCommand {
+  /** The synopsis line of the overall usage. */
+  synopsis: string;
+  /** What `governance <command> --help` prints below the synopsis. */
+  help: string;
+  run(args: string[]): Promise<void>;
+}
+
+const COMMANDS: Record<string, CliCommand> = {
+  serve: {
+    synopsis: 'serve                          start the service (GraphQL, ingest, metrics, projections)',
+    help: 'Starts the service on PORT (default 4000) with the storage the environment names (see the README).',
+    run: async (args) => {
+      parse(args, {});
+      await serve();
+    },
+  },
+  migrate: {
+    synopsis: 'migrate                        apply database migrations',
+    help: 'Applies the migrations in migrations/ that the database has not seen yet.',
+    run: async (args) => {
+      parse(args, {});
+      await runMigrations();
+    },
+  },
+  projections: {
+    synopsis: 'projections rebuild [name]     rebuild one or every projection from the ledger',
+    help: "Rebuilds a projection's read model from the ledger (every projection without a name), with a progress bar.",
+    run: async (args) => {
+      const { positionals } = parse(args, {}, true);
+      if (positionals[0] !== 'rebuild' || positionals.length > 2) throw new UsageError('projections takes: rebuild [name]');
+      await rebuildProjections(positionals[1]);
+    },
+  },
+  token: {
+    synopsis: 'token --role ROLE [--tenant T] [--sub NAME] [--ttl 1h]   mint a signed JWT for local use',
+    help: [
+      '--role    OPERATOR, AUDITOR, SERVICE, TENANT_ADMIN or TENANT_VIEWER',
+      '--tenant  the tenant a TENANT_ADMIN or TENANT_VIEWER acts for (only with those roles)',
+      '--sub     who the token names; recorded as the actor of what it changes',
+      '--ttl     lifetime: seconds, or a number with s, m, h, d or w (default 1h)',
+    ].join('\n'),
+    run: token,
+  },
+  'ingest-key': {
+    synopsis: 'ingest-key --tenant T [--device D | --integration I]    issue an X-Device-Key for the ingest front door',
+    help: [
+      'Prints a new key once; only its hash is stored. Without --device or --integration the key serves any',
+      'device of the tenant. On embedded storage the service must be stopped; while it runs, use the',
+      'issueIngestKey mutation instead.',
+    ].join('\n'),
+    run: ingestKey,
+  },
+};
+
+const USAGE = `usage: governance <command> [--help]\n${Object.values(COMMANDS)
+  .map((command) => `  ${command.synopsis}`)
+  .join('\n')}`;
+
+/** parseArgs with --help on every command, and no stray positionals unless the command takes some. */
+function parse<Options extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: Options, positionals = false) {
+  const parsed = parseArgs({ args, options, allowPositionals: positionals, strict: true });
+  return parsed;
+}
 
 async function serve(): Promise<void> {
+  const [{ createLogger }, { startService }, { createServer, listen }] = await Promise.all([
+    import('./logger.ts'),
+    import('./service.ts'),
+    import('./server.ts'),
+  ]);
   const settings = readSettings();
   const logger = createLogger(settings.logLevel);
   const service = await startService(settings, logger);
@@ -47,6 +100,7 @@ async function serve(): Promise<void> {
 }
 
 async function runMigrations(): Promise<void> {
+  const [{ openDb }, { migrate }] = await Promise.all([import('./db/open.ts'), import('./db/migrate.ts')]);
   const db = await openDb(readSettings());
   try {
     const applied = await migrate(db);
@@ -58,6 +112,14 @@ async function runMigrations(): Promise<void> {
 
 /** Rebuilds one projection (by name) or all of them, each with its own progress bar. */
 async function rebuildProjections(name: string | undefined): Promise<void> {
+  const [{ openDb }, { migrate }, { openEventStore }, { rebuildProjection }, { progressBar }, { allProjections }] = await Promise.all([
+    import('./db/open.ts'),
+    import('./db/migrate.ts'),
+    import('./ledger/openEventStore.ts'),
+    import('./ledger/rebuild.ts'),
+    import('./ledger/rebuildProgress.ts'),
+    import('../projections/index.ts'),
+  ]);
   const settings = readSettings();
   const projections = allProjections().filter((projection) => !name || projection.name === name);
   if (projections.length === 0) {
@@ -80,27 +142,29 @@ async function rebuildProjections(name: string | undefined): Promise<void> {
 }
 
 async function token(args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: { role: { type: 'string' }, tenant: { type: 'string' }, sub: { type: 'string' }, ttl: { type: 'string', default: '1h' } },
-  });
+  const { values } = parse(args, { role: { type: 'string' }, tenant: { type: 'string' }, sub: { type: 'string' }, ttl: { type: 'string', default: '1h' } });
+  const { isRole, isTenantRole } = await import('./api/auth/roles.ts');
   if (!isRole(values.role)) throw new UsageError('--role is one of OPERATOR, AUDITOR, SERVICE, TENANT_ADMIN, TENANT_VIEWER');
   if (isTenantRole(values.role) !== Boolean(values.tenant)) {
     throw new UsageError(isTenantRole(values.role) ? `--role ${values.role} needs --tenant` : `--tenant goes only with TENANT_ADMIN or TENANT_VIEWER`);
   }
+  const ttl = parseTtl(values.ttl!);
+  const [{ loadOrCreateJwtSecret }, { mintToken }] = await Promise.all([import('./api/auth/jwtSecret.ts'), import('./api/auth/token.ts')]);
   const { secret } = await loadOrCreateJwtSecret(readSettings());
-  console.log(await mintToken({ secret, role: values.role, tenant: values.tenant, sub: values.sub, ttl: values.ttl! }));
+  console.log(await mintToken({ secret, role: values.role, tenant: values.tenant, sub: values.sub, ttl }));
 }
 
 /** Issues an ingest credential and prints the key: it is shown once, only its hash is stored. */
 async function ingestKey(args: string[]): Promise<void> {
-  const { values } = parseArgs({
-    args,
-    options: { tenant: { type: 'string' }, device: { type: 'string' }, integration: { type: 'string' } },
-  });
+  const { values } = parse(args, { tenant: { type: 'string' }, device: { type: 'string' }, integration: { type: 'string' } });
   if (!values.tenant) throw new UsageError('ingest-key needs --tenant');
   if (values.device && values.integration) throw new UsageError('ingest-key takes --device or --integration, not both');
   const kind = values.device ? 'device' : values.integration ? 'integration' : 'tenant';
+  const [{ openDb }, { migrate }, { registerIngestCredential }] = await Promise.all([
+    import('./db/open.ts'),
+    import('./db/migrate.ts'),
+    import('./http/credentials.ts'),
+  ]);
   const db = await openDb(readSettings());
   try {
     await migrate(db);
@@ -116,33 +180,25 @@ async function ingestKey(args: string[]): Promise<void> {
   }
 }
 
-class UsageError extends Error {}
-
 async function main(argv: string[]): Promise<void> {
-  const [command, ...rest] = argv;
-  switch (command) {
-    case 'serve':
-      return serve();
-    case 'migrate':
-      return runMigrations();
-    case 'projections':
-      if (rest[0] !== 'rebuild') throw new UsageError('projections takes: rebuild [name]');
-      return rebuildProjections(rest[1]);
-    case 'token':
-      return token(rest);
-    case 'ingest-key':
-      return ingestKey(rest);
-    default:
-      throw new UsageError(command ? `unknown command ${command}` : 'a command is required');
-  }
-}
-
-await main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-    console.error(`${(error as Error).message}\n\n${USAGE}`);
-    process.exitCode = 2;
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    if (name === undefined) throw new UsageError('a command is required');
+    console.log(USAGE);
     return;
   }
-  console.error(error instanceof DataDirInUse ? error.message : error);
-  process.exitCode = 1;
+  const command = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (!command) throw new UsageError(`unknown command ${name}`);
+  if (rest.includes('--help') || rest.includes('-h')) {
+    console.log(`usage: governance ${command.synopsis}\n\n${command.help}`);
+    return;
+  }
+  await command.run(rest);
+}
+
+const argv = process.argv.slice(2);
+await main(argv).catch((error: unknown) => {
+  const hint = error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? ` (governance ${argv[0] && Object.hasOwn(COMMANDS, argv[0]) ? `${argv[0]} ` : ''}--help)` : '';
+  console.error(`governance: ${oneLine(error)}${hint}`);
+  process.exitCode = 2;
 });
