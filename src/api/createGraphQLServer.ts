@@ -1,7 +1,8 @@
-// The yoga server over the Pothos schema: GraphiQL on GET from a browser, POST, and subscriptions over SSE,
+// The yoga server over the Pothos schema: GraphiQL (served from the package) on GET from a browser, POST, and subscriptions over SSE,
 // behind bearer-token auth and query-shape limits. Tests call `yoga.fetch` on it in-process; the service
 // mounts it at /graphql through createGraphQLRoute.
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import type { Logger } from '../logger.ts';
 import type { ApiDependencies } from './context.ts';
 import { schema } from './schema/index.ts';
@@ -28,6 +29,9 @@ export function createGraphQLServer({ verify, development = false, logger, ...de
     schema,
     graphqlEndpoint: GRAPHQL_PATH,
     graphiql: { title: 'governance-ledger' },
+    // GraphiQL's code, styles and editor workers come inlined from the package, not from a CDN: the page works
+    // on a network without the internet.
+    renderGraphiQL,
     landingPage: false,
     // Outside development a fault answers "Unexpected error." and is logged; typed errors and GraphQLErrors
     // (FORBIDDEN, UNKNOWN_TENANT, BAD_USER_INPUT) are meant for the client and pass unchanged.
