@@ -1,4 +1,4 @@
-// The CLI as a user runs it (the package bin in a child process): every command answers --help, and every
+// The CLI as a user runs it (its sources in a child process, so a stale dist/ cannot stand in for them): every command answers --help, and every
 // failure, from a bad flag to a data directory the running service holds, is one line on stderr with exit 2.
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServiceIn, type RunningService } from '../support/serviceModes.ts';
 
-const BIN = path.resolve(import.meta.dirname, '../../bin/governance.js');
+const CLI = path.resolve(import.meta.dirname, '../../src/cli.ts');
 
 interface Run {
   code: number;
@@ -17,7 +17,7 @@ interface Run {
 
 function governance(args: string[], env: Record<string, string>): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [BIN, ...args], { env: { ...process.env, DATABASE_URL: '', EVENTSTORE_URL: '', ...env }, timeout: 150_000 }, (error, stdout, stderr) => {
+    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { env: { ...process.env, DATABASE_URL: '', EVENTSTORE_URL: '', ...env }, timeout: 150_000 }, (error, stdout, stderr) => {
       resolve({ code: error ? ((error as { code?: number }).code ?? -1) : 0, stdout, stderr });
     });
   });
