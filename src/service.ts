@@ -34,7 +34,10 @@ import { startIngest } from './http/startIngest.ts';
 import type { Route } from './server.ts';
 import { createApiPubSub } from './api/pubsub.ts';
 import { withApiPublishers } from './api/publishers.ts';
-import { createGraphQLRoute } from './api/createGraphQLRoute.ts';
+import { createGraphQLRoute, tokenVerifierFor } from './api/createGraphQLRoute.ts';
+import { createAdmissionRoutes } from './doors/admissions/admissionRoutes.ts';
+import { createServiceCallers } from './doors/admissions/serviceCallers.ts';
+import { openapiRoute } from './doors/openapi/openapiRoute.ts';
 
 /** A projection further behind the ledger than this makes /readyz answer 503. */
 const MAX_READY_LAG_SECONDS = 30;
@@ -120,6 +123,9 @@ export async function startService(settings: Settings, logger: Logger = createLo
   closers.push(() => ingest.close());
   const routes: Route[] = [metricsRoute(metrics, { token: metricsSettings.token }), ...ingest.routes];
   routes.push(await createGraphQLRoute({ settings, logger, db, store, controlPlane, commands }, pubsub));
+  // Enforcement points in other processes: the same Governor, so their decisions reach the same Recorder.
+  const callers = createServiceCallers(await tokenVerifierFor(settings, logger));
+  routes.push(...createAdmissionRoutes({ governor, inferenceSpend, callers, logger }), openapiRoute());
 
   return {
     settings,

@@ -1,0 +1,154 @@
+// The admission API: enforcement points in other processes ask the service's Governor, in batches.
+//   POST /v1/admissions       {items: [{tenantId, dimension, allowance?, units, at?, callerKey?, charge?}, ...]}
+//                             -> 200 {decisions: [{admitted, behaviour, limit, remaining, retryAfterSeconds,
+//                                scope, source} | {error: {field, reason}}, ...]} in the order of the items
+//   POST /v1/inference-usage  {tenantId, inputTokens, outputTokens} or {items: [...]}
+//                             -> 200 {results: [{recorded: true} | {error: {field, reason}}, ...]}
+// Both need a bearer token of the SERVICE (or OPERATOR) role. There is no per-IP edge limit here: callers are
+// the platform's own authenticated services, often many behind one address, and each item is metered by the
+// Governor on its tenant's own limits; a batch is bounded (1,000 items, 1 MiB) instead.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { InvalidAdmission, type AdmitRequest, type Governor } from '../../governance/governor.ts';
+import type { InferenceSpendMeter } from '../../metrics/inferenceSpendMeter.ts';
+import { ID_PATTERN } from '../../governance/types.ts';
+import type { Logger } from '../../logger.ts';
+import type { Route, RouteHandler } from '../../server.ts';
+import { declaresTooLarge, readBodyCapped } from '../../http/readBody.ts';
+import { sendJson } from '../../http/respond.ts';
+import { readAdmissionItem, type ItemError } from './admissionItem.ts';
+import type { CallerCheck, ServiceCallers } from './serviceCallers.ts';
+
+export const ADMISSIONS_PATH = '/v1/admissions';
+export const INFERENCE_USAGE_PATH = '/v1/inference-usage';
+export const MAX_BATCH_ITEMS = 1000;
+export const MAX_BATCH_BYTES = 1024 * 1024;
+
+export interface AdmissionRoutesDeps {
+  governor: Governor;
+  inferenceSpend: Pick<InferenceSpendMeter, 'record'>;
+  callers: ServiceCallers;
+  logger: Logger;
+  /** The instant an item without `at` is metered at (Unix ms). */
+  now?: () => number;
+}
+
+type ItemResult = Record<string, unknown>;
+
+export function createAdmissionRoutes(deps: AdmissionRoutesDeps): Route[] {
+  const now = deps.now ?? Date.now;
+  // Filled per item and handed to admit; the Governor copies what it keeps, so one object serves every item.
+  const request: AdmitRequest = { tenant: '', dimension: 'EGRESS', allowance: null, units: 0, at: 0, callerKey: undefined, charge: 'readings' };
+
+  const admitAll = (items: unknown[]): ItemResult[] => {
+    const nowMs = now();
+    const decisions: ItemResult[] = new Array(items.length);
+    for (let i = 0; i < items.length; i++) {
+      const error = readAdmissionItem(items[i], nowMs, request);
+      if (error !== null) {
+        decisions[i] = { error };
+        continue;
+      }
+      try {
+        decisions[i] = deps.governor.admit(request) as unknown as ItemResult;
+      } catch (fault) {
+        // readAdmissionItem checks what admit checks; should they ever disagree the item still gets an answer.
+        if (!(fault instanceof InvalidAdmission)) throw fault;
+        decisions[i] = { error: { field: '', reason: fault.message } };
+      }
+    }
+    return decisions;
+  };
+
+  const recordAll = (items: unknown[]): ItemResult[] =>
+    items.map((raw) => {
+      const error = readUsageItem(raw);
+      if (error !== null) return { error };
+      const { tenantId, inputTokens, outputTokens } = raw as { tenantId: string; inputTokens: number; outputTokens: number };
+      const outcome = deps.inferenceSpend.record(tenantId, inputTokens, outputTokens);
+      return outcome.status === 'recorded' ? { recorded: true } : { error: { field: outcome.field, reason: outcome.message } };
+    });
+
+  return [
+    { path: ADMISSIONS_PATH, handle: batchRoute(deps, 'decisions', (body) => itemsOf(body, false), admitAll) },
+    { path: INFERENCE_USAGE_PATH, handle: batchRoute(deps, 'results', (body) => itemsOf(body, true), recordAll) },
+  ];
+}
+
+/** The items of a body, or why the body is not a batch. */
+function itemsOf(body: unknown, singleAllowed: boolean): unknown[] | string {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return 'the body is a JSON object';
+  const items = (body as { items?: unknown }).items;
+  if (items === undefined && singleAllowed && 'tenantId' in body) return [body];
+  if (!Array.isArray(items)) return singleAllowed ? 'the body is one item or {"items": [...]}' : 'the body is {"items": [...]}';
+  if (items.length === 0) return 'items is empty';
+  if (items.length > MAX_BATCH_ITEMS) return `at most ${MAX_BATCH_ITEMS} items per batch`;
+  return items;
+}
+
+function batchRoute(
+  deps: AdmissionRoutesDeps,
+  answerField: string,
+  read: (body: unknown) => unknown[] | string,
+  decide: (items: unknown[]) => ItemResult[],
+): RouteHandler {
+  return async (req: IncomingMessage, res: ServerResponse) => {
+    if (req.method !== 'POST') {
+      req.resume();
+      sendJson(res, 405, { error: `${req.method ?? 'this method'} is not allowed; POST a batch` }, ['Allow', 'POST']);
+      return;
+    }
+    const checked = deps.callers.check(req.headers.authorization);
+    const caller = checked instanceof Promise ? await checked : checked;
+    if (caller.status !== 'ok') return refuseCaller(req, res, caller);
+    if (declaresTooLarge(req, MAX_BATCH_BYTES)) return tooLarge(req, res);
+    const bodyRead = await readBodyCapped(req, MAX_BATCH_BYTES);
+    if (bodyRead.status === 'too-large') return tooLarge(req, res);
+    let body: unknown;
+    try {
+      body = JSON.parse(bodyRead.body.toString('utf8'));
+    } catch {
+      sendJson(res, 400, { error: 'the body is not JSON' }, []);
+      return;
+    }
+    const items = read(body);
+    if (typeof items === 'string') {
+      sendJson(res, 400, { error: items }, []);
+      return;
+    }
+    sendJson(res, 200, { [answerField]: decide(items) }, []);
+  };
+}
+
+function refuseCaller(req: IncomingMessage, res: ServerResponse, caller: Exclude<CallerCheck, { status: 'ok' }>): void {
+  req.resume();
+  if (caller.status === 'unauthenticated') {
+    sendJson(res, 401, { error: 'a valid bearer token is required' }, ['WWW-Authenticate', 'Bearer']);
+  } else {
+    sendJson(res, 403, { error: `the ${caller.actor.role} role may not ask for admissions; SERVICE may` }, []);
+  }
+}
+
+function tooLarge(req: IncomingMessage, res: ServerResponse): void {
+  // The rest of the body is discarded unread and the connection closed, as the ingest door does.
+  req.resume();
+  res.once('finish', () => setTimeout(() => req.socket.destroy(), 2_000).unref());
+  sendJson(res, 413, { error: `a batch is at most ${MAX_BATCH_BYTES} bytes` }, ['Connection', 'close']);
+}
+
+/** As the spend meter's bound: a provider never reports more per response. */
+const MAX_TOKENS = 100_000_000;
+
+function readUsageItem(raw: unknown): ItemError | null {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return { field: '', reason: 'an item is a JSON object' };
+  const item = raw as Record<string, unknown>;
+  if (typeof item.tenantId !== 'string' || !ID_PATTERN.test(item.tenantId)) {
+    return { field: 'tenantId', reason: 'a tenant ID: a letter or digit, then up to 63 letters, digits, _ . : or -' };
+  }
+  for (const field of ['inputTokens', 'outputTokens'] as const) {
+    const tokens = item[field];
+    if (typeof tokens !== 'number' || !Number.isInteger(tokens) || tokens < 0 || tokens > MAX_TOKENS) {
+      return { field, reason: `a whole number from 0 to ${MAX_TOKENS}` };
+    }
+  }
+  return null;
+}
