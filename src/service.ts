@@ -125,7 +125,7 @@ export async function startService(settings: Settings, logger: Logger = createLo
   routes.push(await createGraphQLRoute({ settings, logger, db, store, controlPlane, commands }, pubsub));
   // Enforcement points in other processes: the same Governor, so their decisions reach the same Recorder.
   const callers = createServiceCallers(await tokenVerifierFor(settings, logger));
-  routes.push(...createAdmissionRoutes({ governor, inferenceSpend, callers, logger }), openapiRoute());
+  routes.push(...createAdmissionRoutes({ governor, inferenceSpend, callers }), openapiRoute());
 
   return {
     settings,

@@ -11,7 +11,6 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidAdmission, type AdmitRequest, type Governor } from '../../governance/governor.ts';
 import type { InferenceSpendMeter } from '../../metrics/inferenceSpendMeter.ts';
 import { ID_PATTERN } from '../../governance/types.ts';
-import type { Logger } from '../../logger.ts';
 import type { Route, RouteHandler } from '../../server.ts';
 import { declaresTooLarge, readBodyCapped } from '../../http/readBody.ts';
 import { sendJson } from '../../http/respond.ts';
@@ -27,7 +26,6 @@ export interface AdmissionRoutesDeps {
   governor: Governor;
   inferenceSpend: Pick<InferenceSpendMeter, 'record'>;
   callers: ServiceCallers;
-  logger: Logger;
   /** The instant an item without `at` is metered at (Unix ms). */
   now?: () => number;
 }

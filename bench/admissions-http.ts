@@ -1,0 +1,163 @@
+// The admission API (POST /v1/admissions, batches of 100 items) against a bare node:http handler that reads,
+// parses and answers the same JSON (one decision object per item), in the same run. Servers run in a child
+// process so the load generator (autocannon) does not share their event loop; targets alternate over several
+// rounds and each keeps its best round, because the machine is shared.
+//   ours     = every step of the door: bearer token (remembered), item checks, Governor.admit per item, answer
+//   baseline = read body, JSON.parse, JSON.stringify of 100 decisions, 200
+// Target: ours >= 0.7 x baseline decisions/s.
+// Last line: {"bench":"admissions-http","ours":..,"baseline":..,"ratio":..,"unit":"decisions/s",...}
+import { fork } from 'node:child_process';
+import { createServer as createBareServer } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import { pino } from 'pino';
+import { mintToken } from '../src/api/auth/token.ts';
+import { createTokenVerifier } from '../src/api/auth/verifyToken.ts';
+import { createAdmissionRoutes } from '../src/doors/admissions/admissionRoutes.ts';
+import { createServiceCallers } from '../src/doors/admissions/serviceCallers.ts';
+import { Governor } from '../src/governance/governor.ts';
+import type { AdmissionSummary, LimitSource, Recorder, TenantGovernanceRecord } from '../src/governance/types.ts';
+import { createServer, listen } from '../src/server.ts';
+
+const ITEMS_PER_BATCH = 100;
+const TENANTS = 100;
+const ROUNDS = 3;
+const SECONDS_PER_RUN = 3;
+const CONNECTIONS = 16;
+const SECRET = 'bench-secret-0123456789abcdef0123456789';
+const DIMENSIONS = [
+  { dimension: 'EGRESS', allowance: 'CONNECTORS' },
+  { dimension: 'AI_INFERENCE' },
+  { dimension: 'PROVISIONING' },
+  { dimension: 'API_REQUESTS' },
+] as const;
+const BODY = JSON.stringify({
+  items: Array.from({ length: ITEMS_PER_BATCH }, (_, i) => ({ tenantId: `bench-${i % TENANTS}`, ...DIMENSIONS[i % DIMENSIONS.length], units: 1 })),
+});
+
+interface Ports {
+  door: number;
+  bare: number;
+  token: string;
+}
+
+if (process.argv[2] === 'serve') await serve();
+else await measure();
+
+async function serve(): Promise<void> {
+  const high = { ratePerSecond: 1_000_000, burst: 1_000_000 };
+  const records = new Map<string, TenantGovernanceRecord>(
+    Array.from({ length: TENANTS }, (_, i) => {
+      const tenantId = `bench-${i}`;
+      const levels = { EGRESS: { override: high }, AI_INFERENCE: { override: high }, PROVISIONING: { override: high }, API_REQUESTS: { override: { ratePerSecond: 1_000_000 } } };
+      return [tenantId, { tenantId, tierId: null, levels }] as const;
+    }),
+  );
+  const limitSource: LimitSource = {
+    loadTenants: async (ids) => new Map(ids.flatMap((id) => (records.has(id) ? [[id, records.get(id)!] as const] : []))),
+    loadPlatformDefaults: async () => ({}),
+  };
+  let recorded = 0;
+  const recorder: Recorder = {
+    record: async (admissions: readonly AdmissionSummary[]) => {
+      recorded += admissions.length;
+    },
+  };
+  const governor = new Governor({ limitSource, recorder });
+  const logger = pino({ level: 'info' }, pino.destination('/dev/null'));
+  const routes = createAdmissionRoutes({
+    governor,
+    inferenceSpend: { record: () => ({ status: 'recorded' }) },
+    callers: createServiceCallers(createTokenVerifier({ secret: SECRET })),
+  });
+  const door = await listen(createServer({ logger, readiness: [] }, routes), 0, '127.0.0.1');
+  const bareServer = createBareServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { items: unknown[] };
+      const decisions = parsed.items.map(() => ({
+        admitted: true,
+        behaviour: 'ADMIT',
+        limit: 1_000_000,
+        remaining: 999_999,
+        retryAfterSeconds: 0,
+        scope: 'tenant',
+        source: 'TENANT_OVERRIDE',
+      }));
+      const text = JSON.stringify({ decisions });
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }).end(text);
+    });
+  });
+  const bare = await listen(bareServer, 0, '127.0.0.1');
+  process.on('message', () => {
+    const used = process.cpuUsage();
+    process.send!({ cpuMicros: used.user + used.system });
+  });
+  const token = await mintToken({ secret: SECRET, role: 'SERVICE', ttl: 3600 });
+  process.send!({ door: door.port, bare: bare.port, token } satisfies Ports);
+  process.on('disconnect', () => {
+    void governor.close().finally(() => process.exit(recorded >= 0 ? 0 : 1));
+  });
+}
+
+async function measure(): Promise<void> {
+  const child = fork(fileURLToPath(import.meta.url), ['serve'], { execArgv: process.execArgv, stdio: 'inherit' });
+  const ports = await new Promise<Ports>((resolve, reject) => {
+    child.once('message', (message) => resolve(message as Ports));
+    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
+  });
+  const serverCpuMicros = () =>
+    new Promise<number>((resolve) => {
+      child.once('message', (message) => resolve((message as { cpuMicros: number }).cpuMicros));
+      child.send('cpu');
+    });
+  const run = async (port: number, seconds = SECONDS_PER_RUN) => {
+    const cpuBefore = await serverCpuMicros();
+    const result = await autocannon({
+      url: `http://127.0.0.1:${port}/v1/admissions`,
+      method: 'POST',
+      body: BODY,
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${ports.token}` },
+      connections: CONNECTIONS,
+      duration: seconds,
+    });
+    const ok = result.statusCodeStats?.['200']?.count ?? 0;
+    if (result.errors > 0 || ok < result.requests.total * 0.99) {
+      throw new Error(`expected 200, got ${JSON.stringify(result.statusCodeStats ?? {})}, ${result.errors} errors`);
+    }
+    const cpuMicrosPerDecision = ((await serverCpuMicros()) - cpuBefore) / (result.requests.total * ITEMS_PER_BATCH);
+    return { decisionsPerSecond: result.requests.average * ITEMS_PER_BATCH, cpuMicrosPerDecision };
+  };
+  // Warm up: the Governor learns the tenants' ceilings, V8 compiles the hot paths.
+  await run(ports.door, 2);
+  await run(ports.bare, 1);
+  type Sample = Awaited<ReturnType<typeof run>>;
+  const samples = { baseline: [] as Sample[], ours: [] as Sample[] };
+  for (let round = 0; round < ROUNDS; round++) {
+    samples.baseline.push(await run(ports.bare));
+    samples.ours.push(await run(ports.door));
+  }
+  child.disconnect();
+  const best = (values: Sample[]) => Math.max(...values.map((each) => each.decisionsPerSecond));
+  const leastCpu = (values: Sample[]) => Math.min(...values.map((each) => each.cpuMicrosPerDecision));
+  const ours = best(samples.ours);
+  const baseline = best(samples.baseline);
+  const round2 = (value: number) => Math.round(value * 100) / 100;
+  console.log(`samples: ${JSON.stringify(samples)}`);
+  console.log(
+    JSON.stringify({
+      bench: 'admissions-http',
+      ours: Math.round(ours),
+      baseline: Math.round(baseline),
+      ratio: round2(ours / baseline),
+      unit: 'decisions/s',
+      serverCpuMicrosPerDecision: { ours: round2(leastCpu(samples.ours)), baseline: round2(leastCpu(samples.baseline)) },
+      itemsPerBatch: ITEMS_PER_BATCH,
+      connections: CONNECTIONS,
+      secondsPerRun: SECONDS_PER_RUN,
+      rounds: ROUNDS,
+      targets: { ratio: 0.7 },
+    }),
+  );
+}
