@@ -14,6 +14,12 @@ export class AdmissionBatch {
     return this.admissions.size === 0 && this.unresolved.size === 0;
   }
 
+  /** Drops entries a Recorder stored before it failed (RecordedInPart), so the next try does not count them twice. */
+  forget(admissions: ReadonlySet<AdmissionSummary>, unresolved: ReadonlySet<UnresolvedAdmissionSummary>): void {
+    for (const [key, entry] of this.admissions) if (admissions.has(entry)) this.admissions.delete(key);
+    for (const [key, entry] of this.unresolved) if (unresolved.has(entry)) this.unresolved.delete(key);
+  }
+
   add(allowance: AllowanceState, tally: Tally): void {
     const { tenantId, slot } = allowance;
     const key = `${tenantId}\u0000${slot.index}`;

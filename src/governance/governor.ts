@@ -17,6 +17,7 @@ import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import type { AllowanceState } from './allowanceState.ts';
 import type { TenantState } from './tenantState.ts';
 import type { Allowance, Dimension, LimitSource, LimitSourceLevel, OverLimitBehaviour, Recorder } from './types.ts';
+import { RecordedInPart } from './types.ts';
 
 export interface GovernorOptions {
   limitSource: LimitSource;
@@ -468,7 +469,8 @@ export class Governor {
           this.lastRecordError = undefined;
         },
         (error: unknown) => {
-          // The batch stays; the next flush adds into its entries.
+          // The batch stays, less what was stored before the failure; the next flush adds into its entries.
+          if (error instanceof RecordedInPart) batch.forget(error.admissions, error.unresolved);
           this.recordFailures++;
           this.lastRecordError = error;
           this.onError(error, 'record');

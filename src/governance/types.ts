@@ -115,7 +115,23 @@ export interface UnresolvedAdmissionSummary {
   messages: number;
 }
 
-/** Port through which the Governor hands off its per-second aggregates, in batches. */
+/**
+ * Port through which the Governor hands off its per-second aggregates, in batches. A failed record() keeps the
+ * batch for the next try; a Recorder that stored part of it before failing says which part by throwing
+ * RecordedInPart, and only the rest is kept.
+ */
 export interface Recorder {
   record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[]): Promise<void>;
+}
+
+/** record() stored these summaries (the very objects it was given) and then failed on the rest. */
+export class RecordedInPart extends Error {
+  override readonly name = 'RecordedInPart';
+  constructor(
+    readonly admissions: ReadonlySet<AdmissionSummary>,
+    readonly unresolved: ReadonlySet<UnresolvedAdmissionSummary>,
+    override readonly cause: unknown,
+  ) {
+    super(`recorded ${admissions.size + unresolved.size} summaries, then failed: ${cause instanceof Error ? cause.message : String(cause)}`);
+  }
 }

@@ -119,7 +119,7 @@ export function parsePosition(text: string): Position | undefined {
 
 /**
  * The server refused an append as larger than it accepts (EventStoreDB up to 24.10 and KurrentDB 25.0: 1 MiB
- * by default); nothing was stored.
+ * by default); nothing was stored. Callers keep each append under MAX_APPEND_BYTES (appendSize.ts).
  */
 export class AppendTooLarge extends Error {
   override readonly name = 'AppendTooLarge';

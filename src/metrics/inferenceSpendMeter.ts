@@ -2,11 +2,16 @@
 // and per tenant in the ledger (InferenceSpendRecorded), summed in memory and appended in batches so a
 // busy tenant costs one entry per flush rather than one event per request.
 //
-// A failed append is retried as the same event (same id) before anything newer is sent: the ledger
-// stores an id once, so a retry after an append that did commit but whose answer was lost counts nothing
-// twice. Meanwhile new spend keeps summing per tenant, so memory grows with tenants, not with time.
+// A failed append is retried as the same events (same ids) at the same expected revision before anything
+// newer is sent: appended at an explicit revision, an id is checked durably by both ledgers (with 'any'
+// EventStoreDB only checks a cache of recent ids), so a retry after an append that did commit but whose
+// answer was lost counts nothing twice. When another instance appended to the stream first
+// (WrongExpectedRevision), the events were not stored at that revision, and they go again at the revision
+// the ledger reported. A flush of many tenants is split into appends of at most MAX_APPEND_BYTES, each owed
+// in turn. Meanwhile new spend keeps summing per tenant, so memory grows with tenants, not with time.
 import { randomUUID } from 'node:crypto';
-import type { EventStore, NewEvent } from '../ledger/eventStore.ts';
+import { jsonBytes, MAX_APPEND_BYTES, maxEventDataBytes, splitBySize } from '../ledger/appendSize.ts';
+import { WrongExpectedRevision, type EventStore, type ExpectedRevision, type NewEvent } from '../ledger/eventStore.ts';
 import { INFERENCE_SPEND_STREAM, type InferenceSpendRecordedData, type InferenceSpendSummary } from '../ledger/catalog/inference.ts';
 import type { Metrics } from './metrics.ts';
 
@@ -24,25 +29,61 @@ export interface InferenceSpendMeterOptions {
   flushIntervalMs?: number;
   now?: () => number;
   onError?: (error: unknown) => void;
+  /** The serialized size each append is kept under (MAX_APPEND_BYTES). */
+  maxAppendBytes?: number;
 }
 
 /** A provider never reports more than this per response; more is a bug upstream, refused rather than counted. */
 const MAX_TOKENS_PER_RESPONSE = 100_000_000;
 
+/** Conflicts with other instances' appends tried through in one flush before it fails (and is tried again later). */
+const MAX_CONFLICTS = 50;
+
+type SpendEvent = NewEvent<'InferenceSpendRecorded', InferenceSpendRecordedData>;
+
 export function createInferenceSpendMeter(store: EventStore, metrics: Metrics, options: InferenceSpendMeterOptions = {}): InferenceSpendMeter {
   const now = options.now ?? Date.now;
   let pending = new Map<string, InferenceSpendSummary>();
-  let owed: NewEvent<'InferenceSpendRecorded', InferenceSpendRecordedData> | undefined;
+  const maxAppendBytes = options.maxAppendBytes ?? MAX_APPEND_BYTES;
+  // Events still to append, in order, each with its id fixed (one event of at most maxAppendBytes per append).
+  let owed: SpendEvent[] = [];
+  // The revision this meter expects the stream at; unknown until read, or after nothing was appended yet.
+  let expected: ExpectedRevision | undefined;
   let flushing: Promise<void> = Promise.resolve();
 
-  const appendPending = async () => {
-    if (!owed && pending.size > 0) {
-      owed = { id: randomUUID(), type: 'InferenceSpendRecorded', data: { entries: [...pending.values()] } };
-      pending = new Map();
+  const lastRevision = async (): Promise<ExpectedRevision> => {
+    const [last] = await store.readStream(INFERENCE_SPEND_STREAM, { direction: 'backwards', maxCount: 1 });
+    return last ? last.revision : 'no_stream';
+  };
+
+  const appendOwed = async (event: SpendEvent) => {
+    for (let conflicts = 0; ; conflicts++) {
+      expected ??= await lastRevision();
+      try {
+        expected = (await store.append(INFERENCE_SPEND_STREAM, [event], { expectedRevision: expected })).nextRevision;
+        return;
+      } catch (error) {
+        if (!(error instanceof WrongExpectedRevision) || conflicts >= MAX_CONFLICTS) throw error;
+        expected = error.actual;
+      }
     }
-    if (!owed) return;
-    await store.append(INFERENCE_SPEND_STREAM, [owed]);
-    owed = undefined;
+  };
+
+  const appendPending = async () => {
+    if (owed.length === 0 && pending.size > 0) {
+      const entries = [...pending.values()];
+      pending = new Map();
+      const maxEntriesBytes = maxEventDataBytes(undefined, 'InferenceSpendRecorded', maxAppendBytes) - 16;
+      owed = splitBySize(entries, (entry) => jsonBytes(entry) + 1, maxEntriesBytes).map((group) => ({
+        id: randomUUID(),
+        type: 'InferenceSpendRecorded',
+        data: { entries: group },
+      }));
+    }
+    while (owed.length > 0) {
+      await appendOwed(owed[0]!);
+      owed.shift();
+    }
     // Spend recorded while that append was in flight goes out now rather than a whole interval later.
     if (pending.size > 0) await appendPending();
   };

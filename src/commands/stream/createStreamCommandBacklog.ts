@@ -13,6 +13,7 @@
 // writing a tenant's whole command map costs a bounded amount per event however many commands it holds.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../../db/db.ts';
+import { MAX_APPEND_BYTES, splitAppend } from '../../ledger/appendSize.ts';
 import { WrongExpectedRevision, type EventStore, type NewEvent } from '../../ledger/eventStore.ts';
 import { commandsStream, SETTLEMENT_EVENT_TYPES } from '../../ledger/catalog/commands.ts';
 import type { BacklogOptions } from '../backlogOptions.ts';
@@ -42,6 +43,8 @@ export interface StreamBacklogOptions extends BacklogOptions {
   /** 0 keeps no tenant between decisions (every decision restores from the snapshot: tests use it). */
   maxTenantsInMemory?: number;
   snapshotEveryEvents?: number;
+  /** The serialized size each append is kept under (MAX_APPEND_BYTES): an expiry pass splits a tenant's events. */
+  maxAppendBytes?: number;
 }
 
 /** A tenant's state as this process holds it. */
@@ -60,6 +63,7 @@ export function createStreamCommandBacklog({
   now,
   maxTenantsInMemory = DEFAULT_MAX_TENANTS_IN_MEMORY,
   snapshotEveryEvents = DEFAULT_SNAPSHOT_EVERY_EVENTS,
+  maxAppendBytes = MAX_APPEND_BYTES,
 }: StreamBacklogOptions): CommandBacklog {
   // In order of last use, least recent first (a Map keeps insertion order; a use moves the tenant last).
   const held = new Map<string, HeldState>();
@@ -197,22 +201,28 @@ export function createStreamCommandBacklog({
       const tenants = new Set([...rows.map((row) => row.tenant_id), ...mayHaveBacklog]);
       let expired = 0;
       for (const tenantId of tenants) {
-        expired += await decideAndAppend(tenantId, (state) => {
-          const at = now();
-          const cutoff = at.getTime() - commandTtlMs;
-          const due = [...state.commands].filter(([, command]) => command.status === 'queued' && command.enqueuedAt.getTime() < cutoff);
-          due.sort(([a, left], [b, right]) => left.enqueuedAt.getTime() - right.enqueuedAt.getTime() || a.localeCompare(b));
-          if (due.length === 0) return { events: [], answer: 0 };
-          const events = due.map(([commandId, command], i) =>
-            commandEvent(
-              'CommandExpired',
-              { tenantId, commandId, undelivered: state.undelivered - i - 1, enqueuedAt: command.enqueuedAt.toISOString(), ttlMs: commandTtlMs },
-              EXPIRY_ACTOR,
-              at,
-            ),
-          );
-          return { events, answer: due.length };
-        });
+        // A tenant's due commands go out in appends of at most MAX_APPEND_BYTES each, oldest first.
+        for (let more = true; more; ) {
+          const pass = await decideAndAppend(tenantId, (state) => {
+            const at = now();
+            const cutoff = at.getTime() - commandTtlMs;
+            const due = [...state.commands].filter(([, command]) => command.status === 'queued' && command.enqueuedAt.getTime() < cutoff);
+            due.sort(([a, left], [b, right]) => left.enqueuedAt.getTime() - right.enqueuedAt.getTime() || a.localeCompare(b));
+            if (due.length === 0) return { events: [], answer: { expired: 0, more: false } };
+            const events = due.map(([commandId, command], i) =>
+              commandEvent(
+                'CommandExpired',
+                { tenantId, commandId, undelivered: state.undelivered - i - 1, enqueuedAt: command.enqueuedAt.toISOString(), ttlMs: commandTtlMs },
+                EXPIRY_ACTOR,
+                at,
+              ),
+            );
+            const [first] = splitAppend(events, maxAppendBytes);
+            return { events: first!, answer: { expired: first!.length, more: first!.length < events.length } };
+          });
+          expired += pass.expired;
+          more = pass.more;
+        }
       }
       return { expired };
     },

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { eventBytes } from '../../../src/ledger/appendSize.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { startProjections } from '../../../src/ledger/projectionSet.ts';
 import { INFERENCE_SPEND_STREAM } from '../../../src/ledger/catalog/inference.ts';
@@ -88,6 +89,62 @@ describe.each(storageTargets)('AI inference spend on $name', (target) => {
     ]);
     // Three appends timed: the first (answer lost), its retry (stored once), the newer spend.
     expect(await metrics.render()).toContain('devicechain_governance_ledger_append_duration_seconds_count{outcome="ok"} 3');
+  });
+
+  it('appends at an explicit revision, and after another instance appended goes again at the revision the ledger reported', async () => {
+    const metrics = createMetrics({ service: 'governance', processMetrics: false });
+    const expectations: unknown[] = [];
+    const watched: EventStore = {
+      ...ledger.store,
+      append(stream, events, options) {
+        expectations.push(options?.expectedRevision);
+        return ledger.store.append(stream, events, options);
+      },
+    };
+    const before = (await ledger.store.readStream(INFERENCE_SPEND_STREAM)).length;
+    const mine = createInferenceSpendMeter(watched, metrics, { now: () => T0 + 2 * 86_400_000, flushIntervalMs: 60_000 });
+    const other = createInferenceSpendMeter(ledger.store, metrics, { now: () => T0 + 2 * 86_400_000, flushIntervalMs: 60_000 });
+    try {
+      mine.record('hooli', 1, 0);
+      await mine.flush();
+      other.record('pied-piper', 2, 0);
+      await other.flush();
+      mine.record('hooli', 3, 0);
+      await mine.flush();
+    } finally {
+      await Promise.all([mine.close(), other.close()]);
+    }
+    const events = (await ledger.store.readStream(INFERENCE_SPEND_STREAM)).slice(before);
+    expect(events.map((event) => (event.data as { entries: { tenantId: string; inputTokens: number }[] }).entries.map((each) => [each.tenantId, each.inputTokens]))).toEqual([
+      [['hooli', 1]],
+      [['pied-piper', 2]],
+      [['hooli', 3]],
+    ]);
+    // Every append named a revision; the third one's was taken by the other meter and it went again.
+    expect(expectations).toHaveLength(3);
+    for (const each of expectations) expect(typeof each === 'bigint' || each === 'no_stream').toBe(true);
+    expect(expectations[2]).toBe((expectations[1] as bigint) + 1n);
+  });
+
+  it('splits the spend of many tenants into appends of a bounded size, each tenant once', async () => {
+    const metrics = createMetrics({ service: 'governance', processMetrics: false });
+    const sizes: number[] = [];
+    const watched: EventStore = {
+      ...ledger.store,
+      append(stream, events, options) {
+        sizes.push(events.reduce((sum, event) => sum + eventBytes(event), 0));
+        return ledger.store.append(stream, events, options);
+      },
+    };
+    const before = (await ledger.store.readStream(INFERENCE_SPEND_STREAM)).length;
+    const meter = createInferenceSpendMeter(watched, metrics, { now: () => T0 + 3 * 86_400_000, flushIntervalMs: 60_000, maxAppendBytes: 2_000 });
+    const tenants = Array.from({ length: 60 }, (_, n) => `spender-${n}`);
+    for (const tenant of tenants) meter.record(tenant, 5, 1);
+    await meter.close();
+    expect(sizes.length).toBeGreaterThan(3);
+    for (const size of sizes) expect(size).toBeLessThanOrEqual(2_000);
+    const events = (await ledger.store.readStream(INFERENCE_SPEND_STREAM)).slice(before);
+    expect(events.flatMap((event) => (event.data as { entries: { tenantId: string }[] }).entries.map((each) => each.tenantId))).toEqual(tenants);
   });
 
   it('times failed appends apart from successful ones', async () => {

@@ -1,6 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Governor, InvalidAdmission } from '../../../src/governance/governor.ts';
 import type { AdmitRequest, GovernorOptions } from '../../../src/governance/governor.ts';
+import { createLedgerRecorder } from '../../../src/governance/ledgerRecorder.ts';
+import type { AdmissionsRecordedData } from '../../../src/ledger/catalog/admissions.ts';
+import { eventBytes } from '../../../src/ledger/appendSize.ts';
+import type { EventStore, NewEvent } from '../../../src/ledger/eventStore.ts';
 import { CollectingRecorder, MemoryLimitSource } from './memoryLimitSource.ts';
 
 const T0 = 1_800_000_000_000;
@@ -240,6 +244,41 @@ describe('Governor: aggregates', () => {
     const merged = recorder.admissions.find((each) => each.tenantId === 'acme')!;
     expect(merged).toMatchObject({ fromSecond: T0 / 1000, seconds: 5 });
     expect(gov.stats().recordFailures).toBe(2);
+  });
+});
+
+describe('Governor with the ledger recorder: appends of a bounded size', () => {
+  it('stores each count once when a later append of a batch fails after earlier ones were stored', async () => {
+    const maxAppendBytes = 3_000;
+    const appended: NewEvent[][] = [];
+    let appendsToFail = new Set([2]);
+    let calls = 0;
+    const store: Pick<EventStore, 'append'> = {
+      async append(_stream, events) {
+        calls++;
+        if (appendsToFail.delete(calls)) throw new Error('ledger unavailable');
+        appended.push([...events]);
+        return { nextRevision: BigInt(appended.length), position: { commit: BigInt(calls), prepare: 0n } };
+      },
+    };
+    const tenants = Array.from({ length: 40 }, (_, n) => `tenant-${n}`);
+    const source = new MemoryLimitSource();
+    for (const tenant of tenants) source.tenant(tenant, {});
+    const gov = governor(source, { recorder: createLedgerRecorder(store, { maxAppendBytes }), onError: () => {} });
+    for (const tenant of tenants) gov.admit(live(tenant, 2));
+    await gov.loadsSettled();
+    for (const tenant of tenants) gov.admit(live(tenant, 3));
+    clock += 1000;
+    await expect(gov.flush()).rejects.toThrow(/recorded \d+ summaries, then failed: ledger unavailable/);
+    appendsToFail = new Set();
+    await gov.close();
+
+    expect(appended.length).toBeGreaterThan(2);
+    for (const append of appended) expect(append.reduce((sum, event) => sum + eventBytes(event), 0)).toBeLessThanOrEqual(maxAppendBytes);
+    const entries = appended.flat().flatMap((event) => (event.type === 'AdmissionsRecorded' ? (event.data as AdmissionsRecordedData).entries : []));
+    const units = new Map<string, number>();
+    for (const entry of entries) units.set(entry.tenantId, (units.get(entry.tenantId) ?? 0) + entry.admittedUnits);
+    expect(units).toEqual(new Map(tenants.map((tenant) => [tenant, 5])));
   });
 });
 
