@@ -2,11 +2,16 @@
 // "who changed this limit, from what to what". An override set with an expiry also gets its lapse, a row
 // at expires_at (seq 1), taken out again if the override is replaced or cleared before it lapses; readers
 // show a lapse once its instant has passed. So the lapse is part of the history without a timer appending
-// to the ledger, and a rebuild from the ledger reproduces it exactly.
+// to the ledger, and a rebuild from the ledger reproduces it exactly. The lapse is the system's doing, not the
+// operator's who set the override: it names OVERRIDE_EXPIRY_ACTOR with reason "expired".
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent } from '../src/ledger/eventStore.ts';
 import type { Projection } from '../src/ledger/projection.ts';
 import { asControlPlaneEvent, occurredAt } from '../src/control-plane/view.ts';
+
+/** Who an override's lapse names: nobody acted, the instant passed. */
+export const OVERRIDE_EXPIRY_ACTOR = 'system:override-expiry';
+export const OVERRIDE_EXPIRY_REASON = 'expired';
 
 export type LimitChangeKind =
   | 'PLATFORM_DEFAULT_SET'
@@ -34,7 +39,8 @@ interface HistoryRow {
 
 export const limitHistoryProjection: Projection = {
   name: 'control-plane-limit-history',
-  version: 1,
+  // 2: a lapse names the system and reason "expired" (1 named the operator who set the override).
+  version: 2,
   eventTypes: [
     'PlatformDefaultSet',
     'TierLimitSet',
@@ -118,9 +124,8 @@ async function insertRow(tx: Tx, recorded: RecordedEvent, row: HistoryRow): Prom
       row.seq ?? 0,
       row.at ?? occurredAt(recorded),
       row.kind,
-      recorded.metadata.actor ?? 'unknown',
-      // The lapse happens by itself: the reason belongs to the change that set it.
-      row.seq === 1 ? null : (recorded.metadata.reason ?? null),
+      row.seq === 1 ? OVERRIDE_EXPIRY_ACTOR : (recorded.metadata.actor ?? 'unknown'),
+      row.seq === 1 ? OVERRIDE_EXPIRY_REASON : (recorded.metadata.reason ?? null),
       row.tenantId ?? null,
       row.tierId ?? null,
       row.previousTierId ?? null,

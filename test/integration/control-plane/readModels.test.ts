@@ -90,7 +90,14 @@ describe.each(storageTargets)('control-plane read models on $name', (target) => 
       expiresAt: overrideExpiresAt,
     });
     const after = await limitHistory(h.db, { tenantId: 'gamma', now: new Date(overrideExpiresAt.getTime() + HOUR_MS) });
-    expect(after.nodes[0]).toMatchObject({ kind: 'OVERRIDE_EXPIRED', at: overrideExpiresAt, previous: { ratePerSecond: 50, burst: 60 }, value: null });
+    expect(after.nodes[0]).toMatchObject({
+      kind: 'OVERRIDE_EXPIRED',
+      at: overrideExpiresAt,
+      actor: 'system:override-expiry',
+      reason: 'expired',
+      previous: { ratePerSecond: 50, burst: 60 },
+      value: null,
+    });
     expect(after.nodes[0]!.position).toBe(`${before.nodes[0]!.position}:expired`);
 
     const tier = await limitHistory(h.db, { tierId: 'gold', dimension: 'INGEST', now: h.clock.now });
