@@ -8,6 +8,18 @@ export class UnknownTenantError extends GraphQLError {
   }
 }
 
+/** A past instant before the tenant existed: not "unknown tenant", which would read as if it did not exist now. */
+export class NotRegisteredAtError extends GraphQLError {
+  constructor(tenantId: string, at: Date, registeredAt: Date | null) {
+    super(
+      registeredAt
+        ? `tenant ${JSON.stringify(tenantId)} was not registered at ${at.toISOString()}: it was registered at ${registeredAt.toISOString()}`
+        : `tenant ${JSON.stringify(tenantId)} was not registered at ${at.toISOString()}, and is not registered now`,
+      { extensions: { code: 'NOT_REGISTERED_AT', tenantId, at: at.toISOString(), registeredAt: registeredAt?.toISOString() ?? null } },
+    );
+  }
+}
+
 export function badInput(field: string, message: string): GraphQLError {
   return new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT', field } });
 }

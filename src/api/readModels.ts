@@ -5,7 +5,7 @@ import type { Queryable } from '../db/db.ts';
 import { acceptLimit } from '../governance/cascade.ts';
 import { DIMENSIONS, type Dimension, type EffectiveLimit, type LimitValue } from '../governance/types.ts';
 import type { EventStore } from '../ledger/eventStore.ts';
-import { effectiveLimitsAt as replayEffectiveLimits } from '../control-plane/effectiveLimitsAt.ts';
+import { effectiveLimitsAt as replayEffectiveLimits, type NotRegisteredAt } from '../control-plane/effectiveLimitsAt.ts';
 import { limitHistory as readLimitHistory, type LimitChange } from '../control-plane/limitHistory.ts';
 import { listTenants as readTenantPage, type Page } from '../control-plane/listTenants.ts';
 import { listTiers as readTiers } from '../control-plane/listTiers.ts';
@@ -78,10 +78,10 @@ export async function loadEffectiveLimits(q: Queryable, tenantIds: readonly stri
   return new Map([...byTenant].map(([tenantId, limits]) => [tenantId, withTier(limits)]));
 }
 
-/** null: the tenant was not registered at that instant. */
-export async function effectiveLimitsAt(sources: { store: EventStore }, tenantId: string, at: Date): Promise<TenantLimit[] | null> {
+/** NotRegisteredAt: the tenant was not registered at that instant (it was later, or never). */
+export async function effectiveLimitsAt(sources: { store: EventStore }, tenantId: string, at: Date): Promise<TenantLimit[] | NotRegisteredAt> {
   const limits = await replayEffectiveLimits(sources.store, tenantId, at);
-  return limits && withTier(limits);
+  return 'notRegistered' in limits ? limits : withTier(limits);
 }
 
 export const loadCommandBacklogs = readCommandBacklogs;

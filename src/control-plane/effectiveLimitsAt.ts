@@ -8,12 +8,22 @@ import { PLATFORM_STREAM, tenantStream, tierStream } from '../ledger/catalog/con
 import type { EventStore, RecordedEvent } from '../ledger/eventStore.ts';
 import type { TenantEffectiveLimits } from './loadEffectiveLimits.ts';
 import { overrideApplies } from './state.ts';
-import { viewOf } from './view.ts';
+import { occurredAt, viewOf } from './view.ts';
 
-/** null: the tenant was not registered at that instant. */
-export async function effectiveLimitsAt(store: EventStore, tenantId: string, at: Date): Promise<TenantEffectiveLimits | null> {
-  const tenant = viewOf(new Map([[tenantStream(tenantId), await store.readStream(tenantStream(tenantId))]]), at).tenant(tenantId);
-  if (!tenant) return null;
+/** Why there are no limits for that instant: the tenant was registered only later, or never. */
+export interface NotRegisteredAt {
+  notRegistered: true;
+  /** When the tenant was registered (after the instant asked about); null when it never was. */
+  registeredAt: Date | null;
+}
+
+export async function effectiveLimitsAt(store: EventStore, tenantId: string, at: Date): Promise<TenantEffectiveLimits | NotRegisteredAt> {
+  const tenantEvents = await store.readStream(tenantStream(tenantId));
+  const tenant = viewOf(new Map([[tenantStream(tenantId), tenantEvents]]), at).tenant(tenantId);
+  if (!tenant) {
+    const registration = tenantEvents.find((event) => event.type === 'TenantRegistered');
+    return { notRegistered: true, registeredAt: registration ? occurredAt(registration) : null };
+  }
   const streams = new Map<string, RecordedEvent[]>([[PLATFORM_STREAM, await store.readStream(PLATFORM_STREAM)]]);
   if (tenant.tierId !== null) streams.set(tierStream(tenant.tierId), await store.readStream(tierStream(tenant.tierId)));
   const view = viewOf(streams, at);

@@ -1,6 +1,6 @@
 import { builder } from '../builder.ts';
 import { effectiveLimitsAt, type TenantLimit } from '../readModels.ts';
-import { UnknownTenantError } from '../queryErrors.ts';
+import { NotRegisteredAtError, UnknownTenantError } from '../queryErrors.ts';
 import type { ApiContext } from '../context.ts';
 import { DimensionEnum, LimitSourceEnum } from './enums.ts';
 import { LimitValueType } from './limitValue.ts';
@@ -32,12 +32,13 @@ builder.queryFields((t) => ({
   }),
   effectiveLimitsAt: t.field({
     type: [EffectiveLimitType],
-    description: 'The limits that were in force for a tenant at a past instant, replayed from the ledger.',
+    description:
+      'The limits that were in force for a tenant at a past instant, replayed from the ledger. An instant before the tenant was registered answers the error NOT_REGISTERED_AT (with registeredAt when it was registered later).',
     args: { tenantId: t.arg.id({ required: true }), at: t.arg({ type: 'DateTime', required: true }) },
     authScopes: (_root, { tenantId }) => ({ auditTenant: tenantId }),
     resolve: async (_root, { tenantId, at }, context) => {
       const limits = await effectiveLimitsAt(context, tenantId, at);
-      if (!limits) throw new UnknownTenantError(tenantId);
+      if ('notRegistered' in limits) throw new NotRegisteredAtError(tenantId, at, limits.registeredAt);
       return limits;
     },
   }),

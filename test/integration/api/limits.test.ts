@@ -98,7 +98,8 @@ describe.each(storageTargets)('GraphQL limits on $name', (target) => {
     expect(ai(now)).toEqual({ dimension: 'AI_INFERENCE', source: 'TENANT_OVERRIDE', value: { ratePerSecond: 77 } });
 
     const unknown = await api.gql(operator, '{ effectiveLimitsAt(tenantId: "hooli", at: "2000-01-01T00:00:00Z") { source } }');
-    expect(unknown.errors?.[0]?.extensions?.code).toBe('UNKNOWN_TENANT');
+    expect(unknown.errors?.[0]?.extensions?.code).toBe('NOT_REGISTERED_AT');
+    expect(unknown.errors?.[0]?.message).toMatch(/^tenant "hooli" was not registered at 2000-01-01T00:00:00.000Z: it was registered at /);
   });
 
   it('answers bad input with a typed error and appends nothing', async () => {

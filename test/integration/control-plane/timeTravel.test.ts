@@ -47,14 +47,15 @@ describe.each(storageTargets)('effectiveLimitsAt on $name', (target) => {
 
   const ingestAt = async (instant: Date) => {
     const limits = await effectiveLimitsAt(h.store, 'acme', instant);
-    if (!limits) return null;
+    if ('notRegistered' in limits) return limits;
     const ingest = limits.limits.find((limit) => limit.dimension === 'INGEST')!;
     return { tierId: limits.tierId, ratePerSecond: ingest.value.ratePerSecond, source: ingest.source };
   };
   const between = (from: string, minutes = 5) => new Date(t[from]!.getTime() + minutes * MINUTE_MS);
 
-  it('answers null before the tenant existed', async () => {
-    expect(await ingestAt(between('setup'))).toBeNull();
+  it('answers "not registered" before the tenant existed, with when it was registered', async () => {
+    expect(await ingestAt(between('setup'))).toEqual({ notRegistered: true, registeredAt: t.registered });
+    expect(await effectiveLimitsAt(h.store, 'nobody', between('setup'))).toEqual({ notRegistered: true, registeredAt: null });
   });
 
   it.each([
