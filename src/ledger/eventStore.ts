@@ -66,6 +66,23 @@ export interface ReadStreamOptions {
   maxCount?: number;
 }
 
+export interface ReadAllOptions {
+  /** Only events of these types (every type when absent). Both adapters filter where the events are stored. */
+  types?: readonly string[];
+}
+
+/** A page of readAllPage: the events, and how far the read looked. */
+export interface ReadAllPage {
+  events: RecordedEvent[];
+  /**
+   * At or past the last event returned: every event of the asked types up to `through` is in `events` or
+   * before `after`, and no such event can ever be appended before it (on PostgreSQL it is below every open
+   * transaction). A reader checkpoints here, so a projection with nothing of its own to apply still moves
+   * its checkpoint to the head.
+   */
+  through: Checkpoint;
+}
+
 export interface Subscription extends AsyncIterable<RecordedEvent> {
   /** Stops the subscription; the iterator ends. */
   close(): Promise<void>;
@@ -76,7 +93,15 @@ export interface EventStore {
   /** Events of one stream; an absent stream reads as empty. */
   readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;
   /** Up to maxCount events after `after`, in the one global order every reader sees. */
-  readAll(after: Checkpoint, maxCount: number): Promise<RecordedEvent[]>;
+  readAll(after: Checkpoint, maxCount: number, options?: ReadAllOptions): Promise<RecordedEvent[]>;
+  /** readAll, and how far it looked (see ReadAllPage.through): a projection's read. */
+  readAllPage(after: Checkpoint, maxCount: number, options?: ReadAllOptions): Promise<ReadAllPage>;
+  /**
+   * The first committed event after `after` (of `types`), including one readAll does not show yet because
+   * an older transaction is still open (PostgreSQL). A projection's lag is its age. Its cost does not grow
+   * with the ledger or with the distance from `after`.
+   */
+  firstPending(after: Checkpoint, options?: ReadAllOptions): Promise<RecordedEvent | undefined>;
   /** Catches up from `after`, then follows live appends, in readAll's order. */
   subscribe(after: Checkpoint, options?: { types?: readonly string[] }): Subscription;
   /**
@@ -98,6 +123,18 @@ export class WrongExpectedRevision extends Error {
   ) {
     super(`stream ${stream}: expected revision ${String(expected)}, actual ${String(actual)}`);
   }
+}
+
+/** The later of two checkpoints. */
+export function laterCheckpoint(a: Checkpoint, b: Checkpoint): Checkpoint {
+  if (a === 'start') return b;
+  if (b === 'start') return a;
+  return comparePositions(a, b) >= 0 ? a : b;
+}
+
+export function sameCheckpoint(a: Checkpoint, b: Checkpoint): boolean {
+  if (a === 'start' || b === 'start') return a === b;
+  return comparePositions(a, b) === 0;
 }
 
 export function comparePositions(a: Position, b: Position): number {

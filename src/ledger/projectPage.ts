@@ -1,14 +1,16 @@
-// One step of a projection: read the next page of the ledger after the checkpoint, apply the events of the
-// projection's types, and move the checkpoint past the whole page (other types included, so a caught-up
-// check never has to wade through them again), all in one transaction.
+// One step of a projection: read the next page of the projection's own event types after the checkpoint
+// (the store filters them where they are stored), apply them, and move the checkpoint as far as the read
+// looked (ReadAllPage.through: past events of other types too, up to the readable head when the page is
+// short), all in one transaction. So a projection with nothing pending still moves to the head, and no
+// read ever wades through other types' events.
 import type { Db } from '../db/db.ts';
-import type { EventStore, RecordedEvent } from './eventStore.ts';
+import { sameCheckpoint, type EventStore, type RecordedEvent } from './eventStore.ts';
 import type { Projection } from './projection.ts';
 import { loadCheckpoint, storeCheckpoint, type StoredCheckpoint } from './checkpoints.ts';
 
 export type PageOutcome =
   /** The page was applied and the checkpoint moved past it. */
-  | { status: 'applied'; read: number; applied: readonly RecordedEvent[]; checkpoint: StoredCheckpoint }
+  | { status: 'applied'; applied: readonly RecordedEvent[]; checkpoint: StoredCheckpoint }
   /** Nothing after the checkpoint: caught up with the ledger as of this read. */
   | { status: 'caught-up'; checkpoint: StoredCheckpoint }
   /** Another runner moved the checkpoint first; nothing was applied, continue from its checkpoint. */
@@ -23,13 +25,9 @@ export async function projectNextPage(
   checkpoint: StoredCheckpoint,
   pageSize: number,
 ): Promise<PageOutcome> {
-  const page = await store.readAll(checkpoint.position, pageSize);
-  const last = page.at(-1);
-  if (!last) return { status: 'caught-up', checkpoint };
-
-  const types = new Set(projection.eventTypes);
-  const applied = page.filter((event) => types.has(event.type));
-  const next: StoredCheckpoint = { ...checkpoint, position: last.position };
+  const { events: applied, through } = await store.readAllPage(checkpoint.position, pageSize, { types: projection.eventTypes });
+  if (applied.length === 0 && sameCheckpoint(through, checkpoint.position)) return { status: 'caught-up', checkpoint };
+  const next: StoredCheckpoint = { ...checkpoint, position: through };
   try {
     await db.transaction(async (tx) => {
       // Checkpoint first: its row lock makes a competing runner wait here, before it applies anything.
@@ -43,5 +41,5 @@ export async function projectNextPage(
     return { status: 'moved', checkpoint: moved };
   }
   if (applied.length > 0) projection.afterCommit?.(applied);
-  return { status: 'applied', read: page.length, applied, checkpoint: next };
+  return { status: 'applied', applied, checkpoint: next };
 }

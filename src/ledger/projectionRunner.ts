@@ -20,11 +20,12 @@ export interface ProjectionRunnerOptions {
 
 export interface ProjectionLag {
   projection: string;
-  /** Ledger events (of any type) after the checkpoint, counted up to the probe limit. */
-  eventsBehind: number;
-  /** True when there were at least `eventsBehind` events: the probe stopped counting. */
-  eventsBehindIsLowerBound: boolean;
-  /** How long ago the oldest event not yet projected was recorded; 0 when caught up or none is readable yet. */
+  /** True while an event of the projection's types is committed after its checkpoint (readable or held back). */
+  pending: boolean;
+  /**
+   * The age of the oldest event the projection still has to apply; 0 when it has applied everything of
+   * its types up to the head. Events of other types never count: they are not its business.
+   */
   secondsBehind: number;
   checkpoint: Checkpoint;
 }
@@ -33,8 +34,8 @@ export interface ProjectionRunner {
   readonly projection: Projection;
   /** Resolves once the projection has applied every event the ledger held when this was called. */
   waitForCaughtUp(options?: { timeoutMs?: number }): Promise<void>;
-  /** How far behind the ledger the stored checkpoint is (one readAll of at most `probeLimit` events). */
-  lag(options?: { probeLimit?: number }): Promise<ProjectionLag>;
+  /** How far behind the ledger the stored checkpoint is: the checkpoint row and one indexed ledger read. */
+  lag(): Promise<ProjectionLag>;
   /** The last fault, until a later page succeeds. */
   lastError(): unknown;
   stop(): Promise<void>;
@@ -200,19 +201,13 @@ export async function startProjectionRunner(
         waiters.add(waiter);
       });
     },
-    async lag({ probeLimit = 1_000 } = {}) {
-      // Head first: the checkpoint only moves forwards, so a checkpoint read afterwards that is still
-      // short of it was truly behind.
-      const head = await store.headPosition();
+    async lag() {
       const stored = (await loadOrCreateCheckpoint(db, projection.name, projection.version)).position;
-      const ahead = await store.readAll(stored, probeLimit);
-      const oldest = ahead[0];
-      // Committed but not yet readable (PostgreSQL: behind an older open transaction): at least one event.
-      const heldBack = ahead.length === 0 && head !== undefined && (stored === 'start' || comparePositions(stored, head) < 0);
+      // Held-back events count too (firstPending does not wait for older transactions): they are behind.
+      const oldest = await store.firstPending(stored, { types: projection.eventTypes });
       return {
         projection: projection.name,
-        eventsBehind: heldBack ? 1 : ahead.length,
-        eventsBehindIsLowerBound: heldBack || ahead.length === probeLimit,
+        pending: oldest !== undefined,
         secondsBehind: oldest ? Math.max(0, (Date.now() - oldest.recordedAt.getTime()) / 1_000) : 0,
         checkpoint: stored,
       };

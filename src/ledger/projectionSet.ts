@@ -8,7 +8,7 @@ export interface ProjectionSet {
   readonly runners: readonly ProjectionRunner[];
   /** Resolves when every projection has applied everything the ledger held at this call. */
   waitForCaughtUp(options?: { timeoutMs?: number }): Promise<void>;
-  lag(options?: { probeLimit?: number }): Promise<ProjectionLag[]>;
+  lag(): Promise<ProjectionLag[]>;
   close(): Promise<void>;
 }
 
@@ -35,7 +35,7 @@ export async function startProjections(
     async waitForCaughtUp(waitOptions) {
       await Promise.all(runners.map((runner) => runner.waitForCaughtUp(waitOptions)));
     },
-    lag: (lagOptions) => Promise.all(runners.map((runner) => runner.lag(lagOptions))),
+    lag: () => Promise.all(runners.map((runner) => runner.lag())),
     async close() {
       await Promise.all(runners.map((runner) => runner.stop()));
     },

@@ -10,7 +10,7 @@ import { projectNextPage } from './projectPage.ts';
 import { truncateReadModel } from './resetProjection.ts';
 
 export interface RebuildProgress {
-  /** Ledger events replayed so far (every type: each one is a step through the ledger). */
+  /** Ledger events of the projection's types replayed so far. */
   done: number;
   total: number;
   ratePerSecond: number;
@@ -39,7 +39,7 @@ export async function rebuildProjection(
   // The replay ends at the head as of now, not at the first empty read: events committed before the
   // rebuild may still be held back from readers for a moment (PostgreSQL, behind an older open transaction).
   const head = await store.headPosition();
-  let total = await countLedgerEvents(store, pageSize);
+  let total = await countLedgerEvents(store, projection.eventTypes, pageSize);
   await db.transaction(async (tx) => {
     await resetCheckpoint(tx, projection.name, projection.version);
     await truncateReadModel(tx, projection);
@@ -66,7 +66,7 @@ export async function rebuildProjection(
       throw new Error(`projection ${projection.name} was reset to version ${outcome.checkpoint.version} during the rebuild`);
     }
     if (outcome.status === 'applied') {
-      done += outcome.read;
+      done += outcome.applied.length;
       applied += outcome.applied.length;
     }
     checkpoint = outcome.checkpoint;
@@ -82,13 +82,13 @@ function reached(checkpoint: Checkpoint, head: Position | undefined): boolean {
   return checkpoint !== 'start' && comparePositions(checkpoint, head) >= 0;
 }
 
-// The port has no count; one read through the ledger gives the progress bar its total. It costs a read of
-// what the replay reads anyway, without the writes, so it is small beside the replay itself.
-async function countLedgerEvents(store: EventStore, pageSize: number): Promise<number> {
+// The port has no count; one read through the projection's events gives the progress bar its total. It
+// costs a read of what the replay reads anyway, without the writes, so it is small beside the replay itself.
+async function countLedgerEvents(store: EventStore, types: readonly string[], pageSize: number): Promise<number> {
   let count = 0;
   let after: Parameters<EventStore['readAll']>[0] = 'start';
   for (;;) {
-    const page = await store.readAll(after, pageSize);
+    const page = await store.readAll(after, pageSize, { types });
     const last = page.at(-1);
     if (!last) return count;
     count += page.length;

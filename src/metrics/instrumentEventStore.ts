@@ -17,7 +17,9 @@ export function instrumentEventStore(store: EventStore, metrics: Metrics): Event
       }
     },
     readStream: (stream, options) => store.readStream(stream, options),
-    readAll: (after, maxCount) => store.readAll(after, maxCount),
+    readAll: (after, maxCount, options) => store.readAll(after, maxCount, options),
+    readAllPage: (after, maxCount, options) => store.readAllPage(after, maxCount, options),
+    firstPending: (after, options) => store.firstPending(after, options),
     headPosition: () => store.headPosition(),
     subscribe: (after, options) => store.subscribe(after, options),
     close: () => store.close(),

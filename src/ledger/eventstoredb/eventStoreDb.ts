@@ -1,4 +1,4 @@
-import type { EventStore } from '../eventStore.ts';
+import { laterCheckpoint, type EventStore } from '../eventStore.ts';
 import { createOpenSubscriptions } from '../openSubscriptions.ts';
 import { appendToStream, DEFAULT_APPEND_RETRY, type AppendRetry } from './append.ts';
 import { connect, type EsdbClient } from './client.ts';
@@ -24,7 +24,17 @@ export function createEventStoreDbEventStore(connection: string | EsdbClient, op
   return {
     append: (stream, events, appendOptions) => appendToStream(client, stream, events, appendOptions?.expectedRevision, retry),
     readStream: (stream, readOptions) => readStream(client, stream, readOptions),
-    readAll: (after, maxCount) => readAll(client, after, maxCount),
+    readAll: (after, maxCount, readOptions) => readAll(client, after, maxCount, readOptions?.types),
+    async readAllPage(after, maxCount, readOptions) {
+      // The head first: positions are final at commit here, so a short page read after it holds every
+      // event of its types up to that head.
+      const head = await headPosition(client);
+      const events = await readAll(client, after, maxCount, readOptions?.types);
+      const last = events.at(-1);
+      if (last && events.length === maxCount) return { events, through: last.position };
+      return { events, through: laterCheckpoint(laterCheckpoint(after, last?.position ?? 'start'), head ?? 'start') };
+    },
+    firstPending: async (after, readOptions) => (await readAll(client, after, 1, readOptions?.types))[0],
     headPosition: () => headPosition(client),
     subscribe: (after, subscribeOptions) => subscriptions.track(subscribe(client, after, subscribeOptions?.types)),
     async close() {

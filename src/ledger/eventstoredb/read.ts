@@ -22,6 +22,7 @@ import {
   type RecordedEvent,
 } from '../eventStore.ts';
 import type { EsdbClient } from './client.ts';
+import { canFilterOnServer, readAllFiltered } from './readAllFiltered.ts';
 
 /**
  * The items of a read; a read left early (break, return, a throw in the loop body) is cancelled, so its call
@@ -98,22 +99,28 @@ export async function readStream(client: EsdbClient, stream: string, options: Re
  * Up to maxCount ledger events after `after`. Two differences from the port are bridged here: a forwards
  * read of $all from a position includes the event at that position (subscriptions exclude it), and $all
  * holds system events. Those are skipped and reading goes on, so a short page always means the end of $all:
- * a projection runner takes an empty page for "caught up".
+ * a projection runner takes an empty page for "caught up". With `types` the server filters (readAllFiltered).
  */
-export async function readAll(client: EsdbClient, after: Checkpoint, maxCount: number): Promise<RecordedEvent[]> {
+export async function readAll(client: EsdbClient, after: Checkpoint, maxCount: number, types?: readonly string[]): Promise<RecordedEvent[]> {
   if (!Number.isInteger(maxCount) || maxCount < 0) throw new RangeError(`maxCount must be a whole number >= 0, got ${maxCount}`);
   const events: RecordedEvent[] = [];
   let from: Position | undefined = after === 'start' ? undefined : after;
+  const onServer = types !== undefined && canFilterOnServer(client);
+  // A client without the gRPC internals (the unit tests' fake) reads everything and filters here.
+  const wanted = types !== undefined && !onServer ? new Set(types) : undefined;
   while (events.length < maxCount) {
     // One more than needed: the first record may be `from` itself.
     const want = maxCount - events.length + 1;
     let received = 0;
-    for await (const resolved of records(client.readAll({ fromPosition: from ?? START, direction: FORWARDS, maxCount: want }))) {
+    const read = onServer
+      ? readAllFiltered(client, from ?? 'start', want, types!)
+      : client.readAll({ fromPosition: from ?? START, direction: FORWARDS, maxCount: want });
+    for await (const resolved of records(read)) {
       received++;
       const event = resolved.event;
       if (!event || (from && comparePositions(event.position, from) <= 0)) continue;
       from = event.position;
-      if (isSystemEvent(event)) continue;
+      if (isSystemEvent(event) || (wanted && !wanted.has(event.type))) continue;
       events.push(toRecordedEvent(event));
       if (events.length === maxCount) break;
     }

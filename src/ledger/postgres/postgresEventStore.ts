@@ -3,7 +3,7 @@ import type { EventStore } from '../eventStore.ts';
 import { createOpenSubscriptions } from '../openSubscriptions.ts';
 import { appendToStream } from './appendToStream.ts';
 import { createAppendSignal } from './appendSignal.ts';
-import { readAll } from './readAll.ts';
+import { firstPending, readAll, readAllPage } from './readAll.ts';
 import { readHeadPosition } from './readHeadPosition.ts';
 import { readStream } from './readStream.ts';
 import { subscribe, type SubscribeTiming } from './subscribe.ts';
@@ -24,7 +24,9 @@ export function createPostgresEventStore(db: Db, options: PostgresEventStoreOpti
   return {
     append: (stream, events, appendOptions) => appendToStream(db, stream, events, appendOptions),
     readStream: (stream, readOptions) => readStream(db, stream, readOptions),
-    readAll: (after, maxCount) => readAll(db, after, maxCount),
+    readAll: (after, maxCount, readOptions) => readAll(db, after, maxCount, readOptions?.types),
+    readAllPage: (after, maxCount, readOptions) => readAllPage(db, after, maxCount, readOptions?.types),
+    firstPending: (after, readOptions) => firstPending(db, after, readOptions?.types),
     headPosition: () => readHeadPosition(db),
     subscribe: (after, subscribeOptions) => subscriptions.track(subscribe(db, signal, after, subscribeOptions?.types, timing)),
     async close() {

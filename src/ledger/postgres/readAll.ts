@@ -1,35 +1,119 @@
 import type { Queryable } from '../../db/db.ts';
-import type { Checkpoint, RecordedEvent } from '../eventStore.ts';
+import { laterCheckpoint, type Checkpoint, type ReadAllPage, type RecordedEvent } from '../eventStore.ts';
 import { EVENT_COLUMNS, toRecordedEvent, type EventRow } from './eventRow.ts';
 
-/**
- * Up to maxCount events after `after` in the global order (tx_id, global_position), optionally only of
- * some types.
- *
- * Why not simply ORDER BY global_position: the bigserial is drawn when a row is inserted, not when its
- * transaction commits. Transaction A draws 10, B draws 11, B commits first; a reader that then reads 11
- * and checkpoints there never sees 10 when A commits: the event is skipped forever (the sequence-gap
- * problem). So we order by the appending transaction's id first, and return only rows whose transaction
- * id is below the snapshot's xmin: every transaction below xmin has finished, and any transaction that
- * commits later has an id >= xmin, so it can only add rows after everything returned here. A reader is
- * held back (never wrong) while an older transaction stays open.
- */
-export async function readAll(
-  db: Queryable,
-  after: Checkpoint,
-  maxCount: number,
-  types?: readonly string[],
-): Promise<RecordedEvent[]> {
-  if (!Number.isInteger(maxCount) || maxCount < 0) throw new RangeError(`maxCount must be a whole number >= 0, got ${maxCount}`);
-  const [commit, prepare] = after === 'start' ? ['0', '0'] : [after.commit.toString(), after.prepare.toString()];
-  const { rows } = await db.query<EventRow>(
-    `SELECT ${EVENT_COLUMNS} FROM gl_events
-     WHERE (tx_id, global_position) > ($1::xid8, $2::bigint)
-       AND tx_id < pg_snapshot_xmin(pg_current_snapshot())
-       AND ($4::text[] IS NULL OR type = ANY($4::text[]))
-     ORDER BY tx_id, global_position
-     LIMIT $3`,
-    [commit, prepare, maxCount, types ? [...types] : null],
-  );
+// Why not simply ORDER BY global_position: the bigserial is drawn when a row is inserted, not when its
+// transaction commits. Transaction A draws 10, B draws 11, B commits first; a reader that then reads 11
+// and checkpoints there never sees 10 when A commits: the event is skipped forever (the sequence-gap
+// problem). So we order by the appending transaction's id first, and return only rows whose transaction
+// id is below the snapshot's xmin: every transaction below xmin has finished, and any transaction that
+// commits later has an id >= xmin, so it can only add rows after everything returned here. A reader is
+// held back (never wrong) while an older transaction stays open.
+const READABLE = 'tx_id < pg_snapshot_xmin(pg_current_snapshot())';
+
+// Every type: the global order index from the checkpoint.
+const ALL_TYPES_SQL = `
+SELECT ${EVENT_COLUMNS} FROM gl_events
+WHERE (tx_id, global_position) > ($1::xid8, $2::bigint) AND ${READABLE}
+ORDER BY tx_id, global_position
+LIMIT $3`;
+
+// Some types: one range of the (type, tx_id, global_position) index per type, each from the checkpoint,
+// merged. `type = ANY(...)` over the global order index would instead wade through every event of other
+// types (an admission summary stream dwarfs the control plane's), and a bitmap scan would sort them all.
+const SOME_TYPES_SQL = `
+SELECT e.* FROM unnest($4::text[]) AS t(type)
+CROSS JOIN LATERAL (
+  SELECT ${EVENT_COLUMNS} FROM gl_events g
+  WHERE g.type = t.type AND (g.tx_id, g.global_position) > ($1::xid8, $2::bigint) AND ${READABLE}
+  ORDER BY g.tx_id, g.global_position
+  LIMIT $3
+) AS e
+ORDER BY e.tx_id, e.global_position
+LIMIT $3`;
+
+// The page and, in the same snapshot, the last readable event of any type (the readable head): a page
+// shorter than asked holds every readable event of its types, and every later commit sorts after that head.
+const pageSql = (events: string) => `
+SELECT h.tx_id AS head_tx_id, h.global_position AS head_global_position, p.*
+FROM (SELECT 1) AS one
+LEFT JOIN LATERAL (
+  SELECT tx_id, global_position FROM gl_events WHERE ${READABLE}
+  ORDER BY tx_id DESC, global_position DESC
+  LIMIT 1
+) AS h ON true
+LEFT JOIN LATERAL (${events}) AS p ON true
+ORDER BY p.tx_id, p.global_position`;
+
+const ALL_TYPES_PAGE_SQL = pageSql(ALL_TYPES_SQL);
+const SOME_TYPES_PAGE_SQL = pageSql(SOME_TYPES_SQL);
+
+// The first committed event after the checkpoint, readable or still held back: no xmin bound here.
+const FIRST_PENDING_ALL_SQL = `
+SELECT ${EVENT_COLUMNS} FROM gl_events
+WHERE (tx_id, global_position) > ($1::xid8, $2::bigint)
+ORDER BY tx_id, global_position
+LIMIT 1`;
+
+const FIRST_PENDING_SOME_SQL = `
+SELECT e.* FROM unnest($3::text[]) AS t(type)
+CROSS JOIN LATERAL (
+  SELECT ${EVENT_COLUMNS} FROM gl_events g
+  WHERE g.type = t.type AND (g.tx_id, g.global_position) > ($1::xid8, $2::bigint)
+  ORDER BY g.tx_id, g.global_position
+  LIMIT 1
+) AS e
+ORDER BY e.tx_id, e.global_position
+LIMIT 1`;
+
+interface PageRow extends EventRow {
+  head_tx_id: bigint | null;
+  head_global_position: bigint | null;
+}
+
+/** Up to maxCount events after `after` in the global order (tx_id, global_position), optionally only of some types. */
+export async function readAll(db: Queryable, after: Checkpoint, maxCount: number, types?: readonly string[]): Promise<RecordedEvent[]> {
+  checkMaxCount(maxCount);
+  const { rows } = await db.query<EventRow>(types ? SOME_TYPES_SQL : ALL_TYPES_SQL, [...positionParams(after), maxCount, ...typeParams(types)]);
   return rows.map(toRecordedEvent);
+}
+
+/** readAll, and the readable head it reached (see ReadAllPage.through), in one statement. */
+export async function readAllPage(db: Queryable, after: Checkpoint, maxCount: number, types?: readonly string[]): Promise<ReadAllPage> {
+  checkMaxCount(maxCount);
+  const { rows } = await db.query<PageRow>(types ? SOME_TYPES_PAGE_SQL : ALL_TYPES_PAGE_SQL, [
+    ...positionParams(after),
+    maxCount,
+    ...typeParams(types),
+  ]);
+  const events = rows.filter((row) => row.event_id !== null).map(toRecordedEvent);
+  const last = events.at(-1);
+  if (events.length === maxCount && last) return { events, through: last.position };
+  const head = rows[0];
+  let through: Checkpoint = laterCheckpoint(after, last?.position ?? 'start');
+  if (head && head.head_tx_id !== null && head.head_global_position !== null) {
+    through = laterCheckpoint(through, { commit: BigInt(head.head_tx_id), prepare: BigInt(head.head_global_position) });
+  }
+  return { events, through };
+}
+
+export async function firstPending(db: Queryable, after: Checkpoint, types?: readonly string[]): Promise<RecordedEvent | undefined> {
+  const { rows } = await db.query<EventRow>(types ? FIRST_PENDING_SOME_SQL : FIRST_PENDING_ALL_SQL, [
+    ...positionParams(after),
+    ...typeParams(types),
+  ]);
+  return rows[0] ? toRecordedEvent(rows[0]) : undefined;
+}
+
+function checkMaxCount(maxCount: number) {
+  if (!Number.isInteger(maxCount) || maxCount < 0) throw new RangeError(`maxCount must be a whole number >= 0, got ${maxCount}`);
+}
+
+// Sent as text: no 64-bit value passes through a JavaScript number.
+function positionParams(after: Checkpoint): [string, string] {
+  return after === 'start' ? ['0', '0'] : [after.commit.toString(), after.prepare.toString()];
+}
+
+function typeParams(types: readonly string[] | undefined): [string[]] | [] {
+  return types ? [[...types]] : [];
 }

@@ -237,6 +237,59 @@ export function eventStoreContract(name: string, openStore: () => Promise<Opened
       }));
     });
 
+    describe('reading some types', () => {
+      it('reads only the asked types, in the global order, page by page', withStore(async ({ store }, prefix) => {
+        const wanted = [`${prefix}.Wanted`, `${prefix}.AlsoWanted`];
+        const appended: NewEvent[] = [];
+        for (let round = 0; round < 6; round++) {
+          const batch = [event(`${prefix}.Other`), event(wanted[round % 2]!, { round }), event(`${prefix}.Other`)];
+          await store.append(`${prefix}-${round % 3}`, batch);
+          appended.push(batch[1]!);
+        }
+        await readAllWhen(store, prefix, 18);
+        const found: RecordedEvent[] = [];
+        let after: Parameters<EventStore['readAll']>[0] = 'start';
+        for (;;) {
+          const page = await store.readAll(after, 4, { types: wanted });
+          if (page.length === 0) break;
+          found.push(...page);
+          after = page.at(-1)!.position;
+        }
+        expect(ids(found)).toEqual(ids(appended));
+        expect(await store.readAll('start', 10, { types: [] })).toEqual([]);
+      }));
+
+      it('a page says how far it looked: a short page reaches the head, past other types', withStore(async ({ store }, prefix) => {
+        const type = `${prefix}.Wanted`;
+        await store.append(`${prefix}-a`, [event(type), event(`${prefix}.Other`)]);
+        const last = await store.append(`${prefix}-b`, [event(`${prefix}.Other`), event(`${prefix}.Other`)]);
+        let page = await store.readAllPage('start', 10, { types: [type] });
+        await waitFor(async () => {
+          page = await store.readAllPage('start', 10, { types: [type] });
+          return page.through !== 'start' && comparePositions(page.through, last.position) >= 0;
+        }, { timeoutMs: VISIBLE_WITHIN_MS, description: 'the page to reach the last append' });
+        expect(page.events.filter((each) => each.stream.startsWith(prefix)).map((each) => each.type)).toEqual([type]);
+        // Nothing of the type after it: the next page is empty and looks at least as far.
+        const next = await store.readAllPage(page.through, 10, { types: [type] });
+        expect(next.events).toEqual([]);
+        expect(comparePositions(next.through as { commit: bigint; prepare: bigint }, page.through as { commit: bigint; prepare: bigint })).toBeGreaterThanOrEqual(0);
+        // A full page ends at its last event.
+        const full = await store.readAllPage('start', 1, { types: [type] });
+        expect(full.events).toHaveLength(1);
+        expect(full.through).toEqual(full.events[0]!.position);
+      }));
+
+      it('finds the first event still pending of some types, ignoring others', withStore(async ({ store }, prefix) => {
+        const type = `${prefix}.Wanted`;
+        const first = await store.append(`${prefix}-a`, [event(`${prefix}.Other`)]);
+        expect(await store.firstPending(first.position, { types: [type] })).toBeUndefined();
+        await store.append(`${prefix}-a`, [event(`${prefix}.Other`), event(type, { n: 1 }), event(type, { n: 2 })]);
+        const pending = await store.firstPending(first.position, { types: [type] });
+        expect(pending).toMatchObject({ type, data: { n: 1 } });
+        expect(await store.firstPending(pending!.position, { types: [type] })).toMatchObject({ type, data: { n: 2 } });
+      }));
+    });
+
     describe('subscribe', () => {
       it('catches up, then follows live appends in readAll order', withStore(async ({ store }, prefix) => {
         await store.append(`${prefix}-a`, [event('Opened'), event('Noted')]);
