@@ -19,6 +19,11 @@ export interface Settings {
   ingestMaxBodyBytes: number;
   /** GOVERNANCE_COMMAND_TTL_SECONDS: a queued command undelivered this long expires and frees its slot (default 1 h). */
   commandTtlSeconds: number;
+  /**
+   * GOVERNANCE_READY_MAX_LAG_SECONDS: /readyz answers 503 while a projection's oldest event still to apply is
+   * older than this (default 30 s).
+   */
+  readyMaxLagSeconds: number;
   logLevel: string;
 }
 
@@ -43,6 +48,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     edgeIpRatePerSecond: positiveInteger(optional('EDGE_IP_RATE_PER_SECOND'), 1000, 'EDGE_IP_RATE_PER_SECOND'),
     ingestMaxBodyBytes: positiveInteger(optional('INGEST_MAX_BODY_BYTES'), 1024 * 1024, 'INGEST_MAX_BODY_BYTES'),
     commandTtlSeconds: positiveInteger(optional('GOVERNANCE_COMMAND_TTL_SECONDS'), 3600, 'GOVERNANCE_COMMAND_TTL_SECONDS'),
+    readyMaxLagSeconds: positiveInteger(optional('GOVERNANCE_READY_MAX_LAG_SECONDS'), 30, 'GOVERNANCE_READY_MAX_LAG_SECONDS'),
     logLevel: optional('LOG_LEVEL') ?? 'info',
   };
 }

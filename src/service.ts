@@ -39,8 +39,6 @@ import { createAdmissionRoutes } from './doors/admissions/admissionRoutes.ts';
 import { createServiceCallers } from './doors/admissions/serviceCallers.ts';
 import { openapiRoute } from './doors/openapi/openapiRoute.ts';
 
-/** A projection further behind the ledger than this makes /readyz answer 503. */
-const MAX_READY_LAG_SECONDS = 30;
 
 export interface Service {
   settings: Settings;
@@ -116,7 +114,7 @@ export async function startService(settings: Settings, logger: Logger = createLo
       await db.query('SELECT 1');
       return null;
     },
-    projectionReadiness(() => projections.lag(), MAX_READY_LAG_SECONDS),
+    projectionReadiness(() => projections.lag(), settings.readyMaxLagSeconds),
   ];
   // Closed before the governor (closers run in reverse): no request reaches a closed sink.
   const ingest = await startIngest({ settings, db, governor, logger });
