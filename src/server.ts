@@ -5,6 +5,7 @@
 // answered here with a small JSON body, and only the log sees the fault.
 import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { storageUnavailableIn } from './db/storageUnavailable.ts';
 import { handleHealthz, handleReadyz } from './http/health.ts';
 import type { Service } from './service.ts';
 
@@ -25,13 +26,17 @@ export function createServer(service: Pick<Service, 'logger' | 'readiness'>, rou
     ...routes,
   ];
   const failed = (res: ServerResponse, error: unknown, path: string | undefined) => {
-    service.logger.error({ err: error, path }, 'request failed');
+    const unavailable = storageUnavailableIn(error);
+    if (unavailable) service.logger.warn({ err: error, path }, 'request failed: the database is unavailable');
+    else service.logger.error({ err: error, path }, 'request failed');
     if (res.headersSent) {
       // Half an answer is already on the wire: the client can only learn of the fault by the connection ending.
       res.destroy();
       return;
     }
-    sendError(res, 500, 'internal error');
+    // The database is away: the request may succeed later, and the client is told when to try again.
+    if (unavailable) sendError(res, 503, 'the database is unavailable; retry', { 'retry-after': String(unavailable.retryAfterSeconds) });
+    else sendError(res, 500, 'internal error');
   };
   const server = createHttpServer((req, res) => {
     let path: string | undefined;
@@ -106,9 +111,9 @@ function parses(text: string): boolean {
   return parseUrl(text) !== null;
 }
 
-function sendError(res: ServerResponse, status: number, message: string): void {
+function sendError(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
   const body = JSON.stringify({ error: message });
-  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
 }
 
 /**

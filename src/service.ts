@@ -3,6 +3,7 @@
 import type { Settings } from './config.ts';
 import type { Db } from './db/db.ts';
 import { openDb } from './db/open.ts';
+import { storageUnavailableIn } from './db/storageUnavailable.ts';
 import { migrate } from './db/migrate.ts';
 import { createLogger, type Logger } from './logger.ts';
 import type { EventStore } from './ledger/eventStore.ts';
@@ -58,7 +59,11 @@ export interface Service {
 }
 
 export async function startService(settings: Settings, logger: Logger = createLogger(settings.logLevel)): Promise<Service> {
-  const db = await openDb(settings);
+  // A lost connection is survived (the work on it fails with StorageUnavailable, answered 503 / SERVICE_UNAVAILABLE)
+  // and logged here.
+  const db = await openDb(settings, {
+    onConnectionError: (error) => logger.warn({ err: error }, 'database connection lost or refused; reconnecting on demand'),
+  });
   const applied = await migrate(db);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
   const metricsSettings = readMetricsSettings();
@@ -111,8 +116,12 @@ export async function startService(settings: Settings, logger: Logger = createLo
   closers.push(startCommandExpiry(commands, { onError: (error) => logger.warn({ err: error }, 'command expiry failed') }));
   const readiness: ReadinessCheck[] = [
     async () => {
-      await db.query('SELECT 1');
-      return null;
+      try {
+        await db.query('SELECT 1');
+        return null;
+      } catch (error) {
+        return storageUnavailableIn(error) ? 'the database is unavailable' : `the database check failed: ${String(error)}`;
+      }
     },
     projectionReadiness(() => projections.lag(), settings.readyMaxLagSeconds),
   ];

@@ -1,8 +1,10 @@
 // The yoga server over the Pothos schema: GraphiQL (served from the package) on GET from a browser, POST, and subscriptions over SSE,
 // behind bearer-token auth and query-shape limits. Tests call `yoga.fetch` on it in-process; the service
 // mounts it at /graphql through createGraphQLRoute.
-import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import { createYoga, maskError, type YogaServerInstance } from 'graphql-yoga';
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
+import { storageUnavailableIn } from '../db/storageUnavailable.ts';
+import { GraphQLError } from './graphql.ts';
 import type { Logger } from '../logger.ts';
 import type { ApiDependencies } from './context.ts';
 import { schema } from './schema/index.ts';
@@ -34,8 +36,9 @@ export function createGraphQLServer({ verify, development = false, logger, ...de
     renderGraphiQL,
     landingPage: false,
     // Outside development a fault answers "Unexpected error." and is logged; typed errors and GraphQLErrors
-    // (FORBIDDEN, UNKNOWN_TENANT, BAD_USER_INPUT) are meant for the client and pass unchanged.
-    maskedErrors: !development,
+    // (FORBIDDEN, UNKNOWN_TENANT, BAD_USER_INPUT) are meant for the client and pass unchanged. The database
+    // being away is no bug but a state a client waits out: SERVICE_UNAVAILABLE, HTTP 503 with Retry-After.
+    maskedErrors: { maskError: (error, message, isDev) => serviceUnavailable(error) ?? (development ? error : maskError(error, message, isDev)) as Error },
     logging: logger
       ? {
           debug: (...args: unknown[]) => logger.debug({ args }, 'graphql'),
@@ -48,5 +51,22 @@ export function createGraphQLServer({ verify, development = false, logger, ...de
     // A new object per request: the dataloaders cache per context, so nothing is shared between requests.
     // useAuth adds the actor, completing ApiContext.
     context: () => ({ ...dependencies, effectiveLimits }),
+  });
+}
+
+/** The GraphQL error for work that failed because the database is unavailable; undefined for any other error. */
+function serviceUnavailable(error: unknown): GraphQLError | undefined {
+  const unavailable = storageUnavailableIn(error);
+  if (!unavailable) return undefined;
+  const at = error instanceof GraphQLError ? error : undefined;
+  const retryAfter = String(unavailable.retryAfterSeconds);
+  return new GraphQLError('the database is unavailable; retry', {
+    nodes: at?.nodes,
+    path: at?.path,
+    extensions: {
+      code: 'SERVICE_UNAVAILABLE',
+      retryAfterSeconds: unavailable.retryAfterSeconds,
+      http: { status: 503, headers: { 'Retry-After': retryAfter } },
+    },
   });
 }

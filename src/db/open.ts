@@ -10,9 +10,16 @@ export interface StorageSettings {
   dataDir: string;
 }
 
+export interface OpenDbOptions {
+  /** PostgreSQL: told of every connection the server dropped or refused. */
+  onConnectionError?: (error: unknown) => void;
+}
+
 /** DATABASE_URL wins; otherwise embedded PGlite in the data directory. */
-export async function openDb(settings: StorageSettings): Promise<Db> {
-  if (settings.databaseUrl) return openPostgres({ connectionString: settings.databaseUrl, schema: settings.dbSchema });
+export async function openDb(settings: StorageSettings, options: OpenDbOptions = {}): Promise<Db> {
+  if (settings.databaseUrl) {
+    return openPostgres({ connectionString: settings.databaseUrl, schema: settings.dbSchema, onConnectionError: options.onConnectionError });
+  }
   await mkdir(settings.dataDir, { recursive: true });
   const unlock = await lockDataDir(settings.dataDir);
   try {

@@ -2,6 +2,7 @@
 // no I/O: ceilings arrive through the limit cache in the background, decisions leave as per-second tallies
 // that a timer hands to the Recorder in batches, and shared counters (Redis) are reserved in slices ahead of
 // use. Per call it allocates only its result (and, once per new tenant or allowance, that state).
+import { randomUUID } from 'node:crypto';
 import { stableCallerFraction } from './callerHash.ts';
 import { AdmissionBatch } from './admissionBatch.ts';
 import { BURST, RATE_PER_SECOND, remainingTokens, takeTokens, tokensRetryAfterSeconds } from './allowanceNumbers.ts';
@@ -131,6 +132,8 @@ export class Governor {
   private readonly onError: NonNullable<GovernorOptions['onError']>;
   private readonly dirty: AllowanceState[] = [];
   private batch = new AdmissionBatch();
+  /** A batch the Recorder failed to take, with the id it was offered under; offered again before anything newer. */
+  private unacknowledged: { batch: AdmissionBatch; id: string } | null = null;
   private recording: Promise<void> | null = null;
   private lastRecordError: unknown = undefined;
   private readonly timer: NodeJS.Timeout;
@@ -459,27 +462,46 @@ export class Governor {
   private async record(includeCurrentSecond: boolean): Promise<void> {
     while (this.recording !== null) await this.recording;
     this.collect(includeCurrentSecond);
-    if (this.recorder === null || this.batch.isEmpty) return;
-    const batch = this.batch;
-    this.recording = this.recorder
-      .record([...batch.admissions.values()], [...batch.unresolved.values()])
-      .then(
-        () => {
-          if (this.batch === batch) this.batch = new AdmissionBatch();
-          this.lastRecordError = undefined;
-        },
-        (error: unknown) => {
-          // The batch stays, less what was stored before the failure; the next flush adds into its entries.
-          if (error instanceof RecordedInPart) batch.forget(error.admissions, error.unresolved);
-          this.recordFailures++;
-          this.lastRecordError = error;
-          this.onError(error, 'record');
-        },
-      )
-      .finally(() => {
-        this.recording = null;
-      });
+    if (this.recorder === null) return;
+    if (this.batch.isEmpty && this.unacknowledged === null) return;
+    this.recording = this.deliver(this.recorder).finally(() => {
+      this.recording = null;
+    });
     await this.recording;
+  }
+
+  /**
+   * Offers the batch the Recorder failed to take, if any, again under its id and unchanged, then the batch
+   * collected since. A failure may hide an append that did commit (the connection dropped before its
+   * acknowledgement): the same id lets the Recorder store it once. What is counted meanwhile merges into the
+   * next batch, so memory stays bounded by active keys however long the ledger is away.
+   */
+  private async deliver(recorder: Recorder): Promise<void> {
+    try {
+      if (this.unacknowledged !== null) {
+        const { batch, id } = this.unacknowledged;
+        await recorder.record([...batch.admissions.values()], [...batch.unresolved.values()], id);
+        this.unacknowledged = null;
+      }
+      if (!this.batch.isEmpty) {
+        const batch = this.batch;
+        this.batch = new AdmissionBatch();
+        this.unacknowledged = { batch, id: randomUUID() };
+        await recorder.record([...batch.admissions.values()], [...batch.unresolved.values()], this.unacknowledged.id);
+        this.unacknowledged = null;
+      }
+      this.lastRecordError = undefined;
+    } catch (error) {
+      // Part of the batch was stored before the failure: keep only the rest, under a new id (its events are
+      // new ones; the stored part's ids must not be reused for them).
+      if (error instanceof RecordedInPart && this.unacknowledged !== null) {
+        this.unacknowledged.batch.forget(error.admissions, error.unresolved);
+        this.unacknowledged = this.unacknowledged.batch.isEmpty ? null : { batch: this.unacknowledged.batch, id: randomUUID() };
+      }
+      this.recordFailures++;
+      this.lastRecordError = error;
+      this.onError(error, 'record');
+    }
   }
 
   private collect(includeCurrentSecond: boolean): void {

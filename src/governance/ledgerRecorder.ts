@@ -5,6 +5,9 @@
 // appends of at most MAX_APPEND_BYTES each (EventStoreDB refuses larger ones, and the Governor would merge
 // every later batch into the refused one). Most batches are one append. When an append fails after earlier
 // ones of the batch were stored, RecordedInPart names the summaries stored, and the Governor keeps only the rest.
+// A batch offered again after a failure comes with the same batch id, and its events with the same ids, so an
+// append whose commit the failure hid is stored once.
+import { createHash } from 'node:crypto';
 import { ADMISSIONS_STREAM } from '../ledger/catalog/admissions.ts';
 import type { AdmissionsRecordedData, UnresolvedAdmissionsRecordedData } from '../ledger/catalog/admissions.ts';
 import { jsonBytes, MAX_APPEND_BYTES, maxEventDataBytes, splitAppend, splitBySize } from '../ledger/appendSize.ts';
@@ -30,7 +33,7 @@ const ENTRIES_FRAME_BYTES = 16;
 export function createLedgerRecorder(store: Pick<EventStore, 'append'>, options: LedgerRecorderOptions = {}): Recorder {
   const { actor = 'governor', maxEntriesPerEvent = 1000, maxAppendBytes = MAX_APPEND_BYTES, now = Date.now } = options;
   return {
-    async record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[]) {
+    async record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[], batchId?: string) {
       const metadata = { actor, occurredAt: new Date(now()).toISOString() };
       const entryGroups = <Entry>(entries: readonly Entry[], type: AdmissionEvent['type']) =>
         splitBySize(entries, (entry) => jsonBytes(entry) + 1, maxEventDataBytes(metadata, type, maxAppendBytes) - ENTRIES_FRAME_BYTES, maxEntriesPerEvent);
@@ -41,6 +44,8 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append'>, options:
       for (const entries of entryGroups(unresolved, 'UnresolvedAdmissionsRecorded')) {
         events.push({ type: 'UnresolvedAdmissionsRecorded', data: { entries }, metadata });
       }
+      // Ids follow from the batch id: a batch offered again after a failure that hid a commit is stored once.
+      if (batchId !== undefined) events.forEach((event, index) => (event.id = derivedEventId(batchId, index)));
       const stored = { admissions: new Set<AdmissionSummary>(), unresolved: new Set<UnresolvedAdmissionSummary>() };
       for (const append of splitAppend(events, maxAppendBytes)) {
         try {
@@ -56,4 +61,13 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append'>, options:
       }
     },
   };
+}
+
+/** A UUID (version 8, RFC 9562) that is a function of the batch id and the event's place in the batch. */
+export function derivedEventId(batchId: string, index: number): string {
+  const bytes = createHash('sha256').update(`${batchId}/${index}`).digest().subarray(0, 16);
+  bytes[6] = (bytes[6]! & 0x0f) | 0x80;
+  bytes[8] = (bytes[8]! & 0x3f) | 0x80;
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

@@ -8,8 +8,8 @@ import type { AdmissionSummary, Recorder, UnresolvedAdmissionSummary } from './t
  */
 export function fanOutRecorder(primary: Recorder, ...others: Recorder[]): Recorder {
   return {
-    async record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[]) {
-      const [first, ...rest] = await Promise.allSettled([primary, ...others].map((each) => each.record(admissions, unresolved)));
+    async record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[], batchId?: string) {
+      const [first, ...rest] = await Promise.allSettled([primary, ...others].map((each) => each.record(admissions, unresolved, batchId)));
       for (const result of rest) {
         if (result.status === 'rejected') process.emitWarning(toError(result.reason), 'GovernanceRecorderWarning');
       }

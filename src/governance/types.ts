@@ -121,7 +121,12 @@ export interface UnresolvedAdmissionSummary {
  * RecordedInPart, and only the rest is kept.
  */
 export interface Recorder {
-  record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[]): Promise<void>;
+  /**
+   * `batchId` names the batch: when a record fails, the Governor offers the same batch, unchanged, under the
+   * same id until it is taken, so a recorder of record can store it exactly once (the ledger derives its
+   * event ids from it) even when a failure hid a commit. After RecordedInPart the rest is offered under a new id.
+   */
+  record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[], batchId?: string): Promise<void>;
 }
 
 /** record() stored these summaries (the very objects it was given) and then failed on the rest. */

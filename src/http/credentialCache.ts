@@ -1,24 +1,34 @@
 // Keeps recently verified keys in memory so an admitted request does not cost a database round trip. Only
 // keys that verified are kept (a flood of bad keys cannot evict good ones for long, and is paid for from the
-// tenant's allowance anyway); the cache is bounded, and a revoked key stops working within `ttlMs`.
+// tenant's allowance anyway); the cache is bounded, and a revoked key stops working within `ttlMs`. While the
+// database cannot be asked (a restart, a failover), a key that verified within `staleIfErrorMs` keeps working:
+// the senders it speaks for are not turned away for the database's outage.
 import type { IngestCredential } from './credentials.ts';
 
 export interface CredentialCacheOptions {
   maxEntries?: number;
   ttlMs?: number;
+  /** How long past its TTL an entry still answers when the look-up fails (default 5 minutes). */
+  staleIfErrorMs?: number;
   now?: () => number;
 }
 
 export type CredentialLookup = (key: string) => Promise<IngestCredential | null>;
 
 export function cachedCredentialLookup(lookup: CredentialLookup, options: CredentialCacheOptions = {}): CredentialLookup {
-  const { maxEntries = 10_000, ttlMs = 30_000, now = Date.now } = options;
+  const { maxEntries = 10_000, ttlMs = 30_000, staleIfErrorMs = 300_000, now = Date.now } = options;
   const entries = new Map<string, { credential: IngestCredential; expiresAtMs: number }>();
   return async (key) => {
     const cached = entries.get(key);
     if (cached && cached.expiresAtMs > now()) return cached.credential;
+    let credential: IngestCredential | null;
+    try {
+      credential = await lookup(key);
+    } catch (error) {
+      if (cached && cached.expiresAtMs + staleIfErrorMs > now()) return cached.credential;
+      throw error;
+    }
     if (cached) entries.delete(key);
-    const credential = await lookup(key);
     if (credential) {
       // Map iteration order is insertion order: the first key is the oldest entry.
       if (entries.size >= maxEntries) entries.delete(entries.keys().next().value!);

@@ -56,6 +56,36 @@ describe.each(storageTargets)('ledger recorder on $name', (target) => {
     ]);
   });
 
+  it('a batch whose append committed but whose acknowledgement was lost is stored once when offered again', async () => {
+    // The connection drops after COMMIT: the append is stored, the Recorder is told it failed.
+    let loseAcknowledgements = 1;
+    const flaky: Pick<EventStore, 'append'> = {
+      async append(stream, events, options) {
+        const result = await store.append(stream, events, options);
+        if (loseAcknowledgements-- > 0) throw new Error('Connection terminated unexpectedly');
+        return result;
+      },
+    };
+    const source = new MemoryLimitSource().tenant('lost-ack', { INGEST: { tier: { ratePerSecond: 100, burst: 100 } } });
+    let clock = T0;
+    const governor = new Governor({ limitSource: source, recorder: createLedgerRecorder(flaky), now: () => clock, flushIntervalMs: 3_600_000 });
+    governor.admit({ tenant: 'lost-ack', dimension: 'INGEST', allowance: 'LIVE', units: 1, at: T0 });
+    await governor.loadsSettled();
+    for (let i = 0; i < 7; i++) governor.admit({ tenant: 'lost-ack', dimension: 'INGEST', allowance: 'LIVE', units: 1, at: T0 + 1000 });
+    clock = T0 + 2000;
+    const events = await appendedBy(async () => {
+      await expect(governor.flush()).rejects.toThrow('Connection terminated unexpectedly');
+      // Admitted after the failure: a batch of its own, after the one offered again.
+      governor.admit({ tenant: 'lost-ack', dimension: 'INGEST', allowance: 'LIVE', units: 2, at: T0 + 2000 });
+      await governor.close();
+    });
+    const admitted = events
+      .filter((event) => event.type === 'AdmissionsRecorded')
+      .flatMap((event) => (event.data as AdmissionsRecordedData).entries)
+      .reduce((sum, entry) => sum + entry.admittedUnits, 0);
+    expect(admitted).toBe(10);
+  });
+
   it('splits a large batch into several events of one append, and appends nothing for an empty batch', async () => {
     const recorder = createLedgerRecorder(store, { maxEntriesPerEvent: 2 });
     expect(await appendedBy(() => recorder.record([], []))).toEqual([]);

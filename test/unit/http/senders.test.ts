@@ -58,6 +58,27 @@ describe('cachedCredentialLookup', () => {
     expect(calls).toEqual(['good', 'bad', 'bad', 'good']);
   });
 
+  it('answers a key verified lately while the database cannot be asked, and only within staleIfErrorMs', async () => {
+    let nowMs = 0;
+    let down = false;
+    const lookup = cachedCredentialLookup(
+      async (key) => {
+        if (down) throw new Error('the database is unavailable');
+        return key === 'good' ? tenantKey : null;
+      },
+      { ttlMs: 1000, staleIfErrorMs: 5000, now: () => nowMs },
+    );
+    expect(await lookup('good')).toEqual(tenantKey);
+    down = true;
+    nowMs = 3000;
+    expect(await lookup('good')).toEqual(tenantKey);
+    await expect(lookup('never-seen')).rejects.toThrow('unavailable');
+    nowMs = 6000;
+    await expect(lookup('good')).rejects.toThrow('unavailable');
+    down = false;
+    expect(await lookup('good')).toEqual(tenantKey);
+  });
+
   it('holds at most maxEntries keys, dropping the oldest', async () => {
     const calls: string[] = [];
     const lookup = cachedCredentialLookup(

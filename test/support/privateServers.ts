@@ -1,0 +1,168 @@
+// Servers of a suite's own, for suites that stop, restart or cut off a dependency: a PostgreSQL cluster
+// (initdb + pg_ctl in a temporary directory), a redis-server and a nats-server, each on a free port of
+// 127.0.0.1. The machine's shared servers are never touched. As root (CI), PostgreSQL runs as the `postgres`
+// user, which initdb requires. Each start returns undefined, after saying why, when its binaries are missing.
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { chown, mkdtemp, rm } from 'node:fs/promises';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { waitFor } from './waitFor.ts';
+
+const PG_BIN = process.env.GOVERNANCE_TEST_PG_BIN ?? '/usr/lib/postgresql/15/bin';
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Whether something accepts TCP connections on 127.0.0.1:`port`. */
+export function answers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+function onPath(binary: string): string | undefined {
+  const found = spawnSync('sh', ['-c', `command -v ${binary}`], { encoding: 'utf8' });
+  const where = found.stdout.trim();
+  return found.status === 0 && where !== '' ? where : undefined;
+}
+
+/** Runs a command to completion (as `postgres` when we are root); rejects with its output when it fails. */
+function run(command: string, args: string[], asPostgres: boolean): Promise<void> {
+  const root = process.getuid?.() === 0;
+  const [file, argv] = asPostgres && root ? ['runuser', ['-u', 'postgres', '--', command, ...args]] : [command, args];
+  return new Promise((resolve, reject) => {
+    const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`${command} ${args.join(' ')} exited ${code}: ${output}`))));
+  });
+}
+
+export interface PrivatePostgres {
+  /** postgres://postgres@127.0.0.1:<port>/postgres (trust authentication). */
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  /** A fast-mode restart, like `pg_ctlcluster <version> main restart`. */
+  restart(): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+export async function startPrivatePostgres(): Promise<PrivatePostgres | undefined> {
+  if (!existsSync(path.join(PG_BIN, 'initdb')) || !existsSync(path.join(PG_BIN, 'pg_ctl'))) {
+    console.warn(`PostgreSQL binaries not found in ${PG_BIN}: suites needing a private PostgreSQL are skipped.`);
+    return undefined;
+  }
+  if (process.getuid?.() === 0 && !onPath('runuser')) {
+    console.warn('running as root without runuser: a private PostgreSQL cannot be started; those suites are skipped.');
+    return undefined;
+  }
+  const dir = await mkdtemp(path.join(tmpdir(), 'gl-pg-'));
+  if (process.getuid?.() === 0) {
+    const ids = spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' });
+    const gids = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' });
+    await chown(dir, Number(ids.stdout.trim()), Number(gids.stdout.trim()));
+  }
+  const data = path.join(dir, 'data');
+  const port = await freePort();
+  const pgCtl = path.join(PG_BIN, 'pg_ctl');
+  await run(path.join(PG_BIN, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], true);
+  // No durability settings worth the wait in a throw-away cluster; a clean stop still writes everything.
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=60`;
+  const ctl = (...args: string[]) => run(pgCtl, ['-D', data, '-l', path.join(dir, 'log'), '-o', options, '-w', '-t', '60', ...args], true);
+  await ctl('start');
+  let running = true;
+  return {
+    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    port,
+    async stop() {
+      await ctl('-m', 'fast', 'stop');
+      running = false;
+    },
+    async start() {
+      await ctl('start');
+      running = true;
+    },
+    async restart() {
+      await ctl('-m', 'fast', 'restart');
+      running = true;
+    },
+    async dispose() {
+      if (running) await ctl('-m', 'immediate', 'stop').catch(() => {});
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A server process of our own that can be stopped and started again on the same port (and storage). */
+export interface PrivateServer {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+  start(): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+async function privateProcess(binary: string, args: (port: number, dir: string) => string[], scheme: string): Promise<PrivateServer | undefined> {
+  const file = onPath(binary) ?? ['/usr/sbin', '/usr/bin', '/usr/local/bin'].map((at) => path.join(at, binary)).find((at) => existsSync(at));
+  if (!file) {
+    console.warn(`${binary} not found: suites needing a private ${binary} are skipped.`);
+    return undefined;
+  }
+  const dir = await mkdtemp(path.join(tmpdir(), `gl-${binary}-`));
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const start = async () => {
+    const started = spawn(file, args(port, dir), { stdio: 'ignore' });
+    child = started;
+    started.once('exit', () => {
+      if (child === started) child = undefined;
+    });
+    await waitFor(() => answers(port), { timeoutMs: 20_000, intervalMs: 50, description: `${binary} to answer on port ${port}` });
+  };
+  const stop = async () => {
+    const running = child;
+    if (!running) return;
+    const exited = new Promise((resolve) => running.once('exit', resolve));
+    running.kill('SIGTERM');
+    await exited;
+    await waitFor(async () => !(await answers(port)), { timeoutMs: 10_000, description: `${binary} to stop listening` });
+  };
+  await start();
+  return {
+    url: `${scheme}://127.0.0.1:${port}`,
+    port,
+    start,
+    stop,
+    async dispose() {
+      await stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function startPrivateRedis(): Promise<PrivateServer | undefined> {
+  return privateProcess('redis-server', (port, dir) => ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], 'redis');
+}
+
+export function startPrivateNats(): Promise<PrivateServer | undefined> {
+  return privateProcess('nats-server', (port, dir) => ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], 'nats');
+}
