@@ -160,14 +160,19 @@ async function ingestKey(args: string[]): Promise<void> {
   if (!values.tenant) throw new UsageError('ingest-key needs --tenant');
   if (values.device && values.integration) throw new UsageError('ingest-key takes --device or --integration, not both');
   const kind = values.device ? 'device' : values.integration ? 'integration' : 'tenant';
-  const [{ openDb }, { migrate }, { registerIngestCredential }] = await Promise.all([
+  const [{ openDb }, { migrate }, { registerIngestCredential }, { openEventStore }, { tenantIsRegistered }] = await Promise.all([
     import('./db/open.ts'),
     import('./db/migrate.ts'),
     import('./http/credentials.ts'),
+    import('./ledger/openEventStore.ts'),
+    import('./control-plane/tenantRegistered.ts'),
   ]);
-  const db = await openDb(readSettings());
+  const settings = readSettings();
+  const db = await openDb(settings);
+  const store = openEventStore(db, settings.eventStoreUrl);
   try {
     await migrate(db);
+    if (!(await tenantIsRegistered(store, values.tenant))) throw new Error(`no tenant ${values.tenant} is registered: register it before issuing its keys`);
     const result = await registerIngestCredential(db, {
       tenantId: values.tenant,
       kind,
@@ -176,6 +181,7 @@ async function ingestKey(args: string[]): Promise<void> {
     if (result.status === 'invalid') throw new UsageError(`${result.field}: ${result.message}`);
     console.log(result.key);
   } finally {
+    await store.close();
     await db.close();
   }
 }

@@ -43,14 +43,84 @@ export async function revokeIngestCredential(q: Queryable, key: string): Promise
   return result.rowCount > 0;
 }
 
-/** The credential a key stands for, or null when it is unknown or revoked. */
+/**
+ * The credential a key stands for, or null when it is unknown or revoked. A key found is marked used now: the
+ * front door caches verified keys, so this runs once per key per cache lifetime, not per request.
+ */
 export async function findIngestCredential(q: Queryable, key: string): Promise<IngestCredential | null> {
   const result = await q.query<{ tenant_id: string; kind: CredentialKind; subject: string | null }>(
-    'SELECT tenant_id, kind, subject FROM gl_ingest_credentials WHERE key_hash = $1 AND revoked_at IS NULL',
+    `UPDATE gl_ingest_credentials SET last_used_at = now() WHERE key_hash = $1 AND revoked_at IS NULL
+     RETURNING tenant_id, kind, subject`,
     [hashKey(key)],
   );
   const row = result.rows[0];
   return row ? { tenantId: row.tenant_id, kind: row.kind, subject: row.subject } : null;
+}
+
+/** How many leading bytes of a key's hash name it in listings and revocations (12 hex digits). */
+const KEY_ID_BYTES = 6;
+
+/** What an operator may see of a key: never the key, only enough of its hash to tell keys apart. */
+export interface IngestKeyListing extends IngestCredential {
+  /** The first 12 hex digits of the key's SHA-256: names the key in ingestKeys and revokeIngestKey. */
+  keyId: string;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  revokedAt: Date | null;
+}
+
+interface ListingRow {
+  key_id: string;
+  tenant_id: string;
+  kind: CredentialKind;
+  subject: string | null;
+  created_at: Date;
+  last_used_at: Date | null;
+  revoked_at: Date | null;
+}
+
+const LISTING_COLUMNS = `encode(substring(key_hash from 1 for ${KEY_ID_BYTES}), 'hex') AS key_id, tenant_id, kind, subject, created_at, last_used_at, revoked_at`;
+
+function toListing(row: ListingRow): IngestKeyListing {
+  return {
+    keyId: row.key_id,
+    tenantId: row.tenant_id,
+    kind: row.kind,
+    subject: row.subject,
+    createdAt: new Date(row.created_at),
+    lastUsedAt: row.last_used_at === null ? null : new Date(row.last_used_at),
+    revokedAt: row.revoked_at === null ? null : new Date(row.revoked_at),
+  };
+}
+
+/** Every key of a tenant, revoked ones included, newest first. */
+export async function listIngestKeys(q: Queryable, tenantId: string): Promise<IngestKeyListing[]> {
+  const { rows } = await q.query<ListingRow>(
+    `SELECT ${LISTING_COLUMNS} FROM gl_ingest_credentials WHERE tenant_id = $1 ORDER BY created_at DESC, key_hash`,
+    [tenantId],
+  );
+  return rows.map(toListing);
+}
+
+/** The listing of the key just issued (by its key). */
+export async function describeIngestKey(q: Queryable, key: string): Promise<IngestKeyListing | null> {
+  const { rows } = await q.query<ListingRow>(`SELECT ${LISTING_COLUMNS} FROM gl_ingest_credentials WHERE key_hash = $1`, [hashKey(key)]);
+  return rows[0] ? toListing(rows[0]) : null;
+}
+
+export type RevokeByIdResult = { status: 'revoked'; key: IngestKeyListing } | { status: 'unknown' } | { status: 'alreadyRevoked'; key: IngestKeyListing };
+
+/** Revokes the tenant's key named by its keyId; a key already revoked keeps its first revocation time. */
+export async function revokeIngestKeyById(q: Queryable, tenantId: string, keyId: string): Promise<RevokeByIdResult> {
+  if (!/^[0-9a-f]{12}$/.test(keyId)) return { status: 'unknown' };
+  const match = `tenant_id = $1 AND substring(key_hash from 1 for ${KEY_ID_BYTES}) = decode($2, 'hex')`;
+  const revoked = await q.query<ListingRow>(
+    `UPDATE gl_ingest_credentials SET revoked_at = now() WHERE ${match} AND revoked_at IS NULL RETURNING ${LISTING_COLUMNS}`,
+    [tenantId, keyId],
+  );
+  if (revoked.rows[0]) return { status: 'revoked', key: toListing(revoked.rows[0]) };
+  const earlier = await q.query<ListingRow>(`SELECT ${LISTING_COLUMNS} FROM gl_ingest_credentials WHERE ${match}`, [tenantId, keyId]);
+  return earlier.rows[0] ? { status: 'alreadyRevoked', key: toListing(earlier.rows[0]) } : { status: 'unknown' };
 }
 
 function hashKey(key: string): Buffer {

@@ -34,3 +34,9 @@ export function canDeliverCommands(actor: Actor, tenantId: string): boolean {
   if (actor.role === 'OPERATOR' || actor.role === 'SERVICE') return true;
   return actor.role === 'TENANT_ADMIN' && actor.tenantId === tenantId;
 }
+
+/** Issue, list and revoke a tenant's ingest keys: operators, and the tenant's own admin. */
+export function canManageIngestKeys(actor: Actor, tenantId: string): boolean {
+  if (actor.role === 'OPERATOR') return true;
+  return actor.role === 'TENANT_ADMIN' && actor.tenantId === tenantId;
+}

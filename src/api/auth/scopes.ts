@@ -1,7 +1,7 @@
 // The auth scopes the schema names. Each one asks roles.ts, so the schema says what a field needs and
 // roles.ts says who has it.
 import type { ApiContext } from '../context.ts';
-import { canAuditTenant, canDeliverCommands, canReadEverything, canReadTenant } from './roles.ts';
+import { canAuditTenant, canDeliverCommands, canManageIngestKeys, canReadEverything, canReadTenant } from './roles.ts';
 
 export interface ApiAuthScopes {
   /** Every tenant's limits, tiers, history and trends. */
@@ -12,6 +12,8 @@ export interface ApiAuthScopes {
   auditTenant: string;
   /** Enqueue and deliver commands for one tenant (parameter: tenant id). */
   deliverCommands: string;
+  /** Issue, list and revoke one tenant's ingest keys (parameter: tenant id). */
+  manageIngestKeys: string;
 }
 
 export function authScopes({ actor }: ApiContext) {
@@ -20,5 +22,6 @@ export function authScopes({ actor }: ApiContext) {
     readTenant: (tenantId: string) => canReadTenant(actor, tenantId),
     auditTenant: (tenantId: string) => canAuditTenant(actor, tenantId),
     deliverCommands: (tenantId: string) => canDeliverCommands(actor, tenantId),
+    manageIngestKeys: (tenantId: string) => canManageIngestKeys(actor, tenantId),
   };
 }

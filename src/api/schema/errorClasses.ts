@@ -29,3 +29,4 @@ export class CommandAlreadySettled extends FieldError {}
 export class TierAlreadyDefined extends FieldError {}
 export class TenantAlreadyRegistered extends FieldError {}
 export class ConcurrentEdit extends FieldError {}
+export class UnknownIngestKey extends FieldError {}

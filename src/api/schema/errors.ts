@@ -10,6 +10,7 @@ import {
   TenantAlreadyRegistered,
   TierAlreadyDefined,
   UnknownCommand,
+  UnknownIngestKey,
   UnknownTenant,
   UnknownTier,
 } from './errorClasses.ts';
@@ -24,9 +25,16 @@ const InputErrorInterface = builder.interfaceRef<Error & { field: string | null 
   fields: (t) => ({ field: t.exposeString('field', { nullable: true }) }),
 });
 
+/** The one rule for refusals, stated on Query, Mutation and Forbidden alike. */
+export const REFUSAL_RULE =
+  'Refusals for the caller’s role or tenant: every mutation’s payload union includes Forbidden, so a refused ' +
+  'mutation answers HTTP 200 with a Forbidden payload and appends nothing; a refused read (a Query or ' +
+  'Subscription field) answers HTTP 200 with an entry in `errors` whose extensions.code is FORBIDDEN and no data ' +
+  'for that field. A missing, invalid or expired token is refused before any field runs: HTTP 401.';
+
 builder.objectType(Forbidden, {
   name: 'Forbidden',
-  description: 'The caller’s role or tenant does not allow this. Nothing was appended.',
+  description: `The caller’s role or tenant does not allow this mutation; nothing was appended. ${REFUSAL_RULE}`,
   interfaces: [ErrorInterface],
 });
 
@@ -39,6 +47,7 @@ const fieldErrors = [
   [CommandAlreadySettled, 'CommandAlreadySettled', 'The command already left the backlog (delivered, failed, cancelled or expired).'],
   [TierAlreadyDefined, 'TierAlreadyDefined', 'A tier with that id exists.'],
   [TenantAlreadyRegistered, 'TenantAlreadyRegistered', 'A tenant with that id exists.'],
+  [UnknownIngestKey, 'UnknownIngestKey', 'The tenant has no ingest key with that keyId.'],
   [ConcurrentEdit, 'ConcurrentEdit', 'Someone changed the same thing at the same moment; read again and retry.'],
 ] as const;
 

@@ -1,6 +1,7 @@
 // Imports every type file (each registers its types and fields on the builder) and builds the schema.
 import { builder } from '../builder.ts';
 import './scalars.ts';
+import { REFUSAL_RULE } from './errors.ts';
 import './enums.ts';
 import './errors.ts';
 import './limitValue.ts';
@@ -16,9 +17,10 @@ import './trends.ts';
 import './limitMutations.ts';
 import './settingMutations.ts';
 import './commandMutations.ts';
+import './ingestKeys.ts';
 import './subscriptions.ts';
 import './viewer.ts';
 
-builder.queryType({});
+builder.queryType({ description: REFUSAL_RULE });
 
 export const schema = builder.toSchema({ sortSchema: true });

@@ -6,6 +6,7 @@ import { builder } from '../builder.ts';
 import type { ApiContext } from '../context.ts';
 import { applied, COMMAND_ERRORS, type Applied } from './applyResult.ts';
 import { DimensionEnum } from './enums.ts';
+import { REFUSAL_RULE } from './errors.ts';
 
 const AppliedType = builder.objectRef<Applied>('Applied').implement({
   description: 'The command appended its event; `position` is where it stands in the ledger.',
@@ -94,7 +95,7 @@ export function commandMutation<Name extends Command>(name: Name, input: Paramet
   );
 }
 
-builder.mutationType({});
+builder.mutationType({ description: REFUSAL_RULE });
 commandMutation('setPlatformDefault', SetPlatformDefaultInput);
 commandMutation('defineTier', DefineTierInput);
 commandMutation('setTierLimit', SetTierLimitInput);
