@@ -3,6 +3,7 @@ import type { Projection } from '../src/ledger/projection.ts';
 import type { TenantNameConfirmer } from '../src/control-plane/controlPlane.ts';
 import { controlPlaneProjections } from '../src/control-plane/projections.ts';
 import { commandBacklogProjection } from './commandBacklog.ts';
+import { commandListProjection } from './commandList.ts';
 import { admissionTrendsProjection } from './admissionTrends.ts';
 import { unresolvedAdmissionsProjection } from './unresolvedAdmissions.ts';
 import { inferenceSpendProjection } from './inferenceSpend.ts';
@@ -16,6 +17,7 @@ export function allProjections(dependencies: ProjectionDependencies = {}): Proje
   return [
     ...controlPlaneProjections(dependencies.governor),
     commandBacklogProjection,
+    commandListProjection,
     admissionTrendsProjection,
     unresolvedAdmissionsProjection,
     inferenceSpendProjection,

@@ -17,6 +17,7 @@ import './trends.ts';
 import './limitMutations.ts';
 import './settingMutations.ts';
 import './commandMutations.ts';
+import './commandList.ts';
 import './ingestKeys.ts';
 import './subscriptions.ts';
 import './viewer.ts';
