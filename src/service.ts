@@ -22,6 +22,7 @@ import type { CommandBacklog } from './commands/types.ts';
 import { allProjections } from '../projections/index.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { createMetricsRecorder } from './metrics/metricsRecorder.ts';
+import { countCommandRejections } from './metrics/countCommandRejections.ts';
 import { instrumentEventStore } from './metrics/instrumentEventStore.ts';
 import { metricsRoute } from './metrics/metricsRoute.ts';
 import { readMetricsSettings } from './metrics/metricsSettings.ts';
@@ -85,13 +86,16 @@ export async function startService(settings: Settings, logger: Logger = createLo
   await feedConfirmedTenants(db, governor);
   const controlPlane = createControlPlane({ db, store, governor });
   // With EVENTSTORE_URL the ledger shares no transaction with the database: the backlog guards itself by stream revision.
-  const commands = createCommandBacklog({
-    db,
-    store,
-    ceilings: controlPlaneCeilings,
-    ledger: settings.eventStoreUrl ? 'stream' : 'database',
-    commandTtlMs: settings.commandTtlSeconds * 1000,
-  });
+  const commands = countCommandRejections(
+    createCommandBacklog({
+      db,
+      store,
+      ceilings: controlPlaneCeilings,
+      ledger: settings.eventStoreUrl ? 'stream' : 'database',
+      commandTtlMs: settings.commandTtlSeconds * 1000,
+    }),
+    metrics,
+  );
   // GraphQL subscriptions hear of what the projections commit.
   const pubsub = createApiPubSub();
   const projections = await startProjections(db, store, withApiPublishers(allProjections({ governor }), pubsub), {

@@ -47,6 +47,7 @@ export function createMetrics(options: MetricsOptions) {
   const byTenant = ['dimension', 'allowance', 'tenant'] as const;
   // The label sets each named tenant has used, so its series can be removed when it loses its name.
   const tenantSeries = new Map<string, Map<string, TenantSeriesLabels>>();
+  const rejectionSeries = new Map<string, Set<string>>();
 
   const metrics = {
     registry,
@@ -127,6 +128,23 @@ export function createMetrics(options: MetricsOptions) {
       help: 'Output tokens the AI inference provider reported, instance-wide.',
       registers,
     }),
+    commandRejections: new Counter({
+      name: `${prefix}governance_command_rejections_total`,
+      help: 'Commands refused at enqueue, by tenant (the busiest named, the rest _other) and reason (CEILING_REACHED, UNKNOWN_TENANT).',
+      labelNames: ['tenant', 'reason'] as const,
+      registers,
+    }),
+    /** Counts one refused command; the tenant label is bounded like every per-tenant metric's. */
+    addCommandRejection(tenantId: string, reason: string): void {
+      tenants.observe(tenantId, 1);
+      const tenant = tenants.label(tenantId);
+      if (tenant !== OTHER_TENANTS) {
+        let reasons = rejectionSeries.get(tenant);
+        if (!reasons) rejectionSeries.set(tenant, (reasons = new Set()));
+        reasons.add(reason);
+      }
+      metrics.commandRejections.inc({ tenant, reason });
+    },
     collectErrors: new Counter({
       name: `${prefix}metrics_collect_errors_total`,
       help: 'Scrapes at which a metric source failed; its metric kept its last values.',
@@ -164,6 +182,8 @@ export function createMetrics(options: MetricsOptions) {
         }
       }
       tenantSeries.delete(tenant);
+      for (const reason of rejectionSeries.get(tenant) ?? []) metrics.commandRejections.remove({ tenant, reason });
+      rejectionSeries.delete(tenant);
     }
   };
 

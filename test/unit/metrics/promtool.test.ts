@@ -16,7 +16,7 @@ function promtool(args: string[], input?: string): string {
 
 describe.skipIf(!hasPromtool)('promtool', () => {
   it('accepts the alert rules', () => {
-    expect(promtool(['check', 'rules', 'alerts/governance.rules.yml'])).toContain('SUCCESS: 5 rules found');
+    expect(promtool(['check', 'rules', 'alerts/governance.rules.yml'])).toContain('SUCCESS: 6 rules found');
   });
 
   it('passes the alert unit tests: each alert fires and stays silent where it should', () => {
@@ -57,6 +57,7 @@ describe.skipIf(!hasPromtool)('promtool', () => {
     metrics.ledgerAppendSeconds.observe({ outcome: 'ok' }, 0.004);
     metrics.inferenceInputTokens.inc(10);
     metrics.inferenceOutputTokens.inc(20);
+    metrics.addCommandRejection('acme', 'CEILING_REACHED');
     const text = await metrics.render();
     expect(text).toContain('devicechain_event_sources_governance_unresolved_admissions_total{dimension="INGEST",cause="unreachable"} 3');
     const result = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
