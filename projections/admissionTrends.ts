@@ -15,24 +15,28 @@ export const admissionTrendsProjection: Projection = {
   version: 1,
   eventTypes: ['AdmissionsRecorded'],
   tables: familyTables(ADMISSION_TRENDS),
-  async apply(event: RecordedEvent, tx: Tx) {
-    const { entries } = event.data as AdmissionsRecordedData;
-    const increments: RollupIncrement[] = [];
-    for (const entry of entries ?? []) {
-      const counts = {
-        admitted_units: wholeCount(entry.admittedUnits),
-        admitted_messages: wholeCount(entry.admittedMessages),
-        shed_units: wholeCount(entry.shedUnits),
-        shed_messages: wholeCount(entry.shedMessages),
-        rejected_units: wholeCount(entry.rejectedUnits),
-        rejected_messages: wholeCount(entry.rejectedMessages),
-        hits: Math.min(wholeCount(entry.hitSeconds), Math.max(1, wholeCount(entry.seconds))),
-      };
-      const keys = { tenant_id: entry.tenantId, dimension: entry.dimension, allowance: entry.allowance ?? '' };
-      for (const piece of splitAcrossMinutes(entry.fromSecond, wholeCount(entry.seconds), counts)) {
-        increments.push({ keys, minuteStart: piece.minuteStart, counts: piece.counts });
-      }
-    }
-    await upsertRollups(tx, ADMISSION_TRENDS, increments);
-  },
+  apply: (event: RecordedEvent, tx: Tx) => upsertRollups(tx, ADMISSION_TRENDS, incrementsOf(event)),
+  // A page's increments in one upsert, merged per row (upsertRollups).
+  applyPage: (events: readonly RecordedEvent[], tx: Tx) => upsertRollups(tx, ADMISSION_TRENDS, events.flatMap(incrementsOf)),
 };
+
+function incrementsOf(event: RecordedEvent): RollupIncrement[] {
+  const { entries } = event.data as AdmissionsRecordedData;
+  const increments: RollupIncrement[] = [];
+  for (const entry of entries ?? []) {
+    const counts = {
+      admitted_units: wholeCount(entry.admittedUnits),
+      admitted_messages: wholeCount(entry.admittedMessages),
+      shed_units: wholeCount(entry.shedUnits),
+      shed_messages: wholeCount(entry.shedMessages),
+      rejected_units: wholeCount(entry.rejectedUnits),
+      rejected_messages: wholeCount(entry.rejectedMessages),
+      hits: Math.min(wholeCount(entry.hitSeconds), Math.max(1, wholeCount(entry.seconds))),
+    };
+    const keys = { tenant_id: entry.tenantId, dimension: entry.dimension, allowance: entry.allowance ?? '' };
+    for (const piece of splitAcrossMinutes(entry.fromSecond, wholeCount(entry.seconds), counts)) {
+      increments.push({ keys, minuteStart: piece.minuteStart, counts: piece.counts });
+    }
+  }
+  return increments;
+}

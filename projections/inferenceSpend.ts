@@ -14,19 +14,23 @@ export const inferenceSpendProjection: Projection = {
   version: 1,
   eventTypes: ['InferenceSpendRecorded'],
   tables: familyTables(INFERENCE_SPEND),
-  async apply(event: RecordedEvent, tx: Tx) {
-    const { entries } = event.data as InferenceSpendRecordedData;
-    const increments: RollupIncrement[] = [];
-    for (const entry of entries ?? []) {
-      const counts = {
-        input_tokens: wholeCount(entry.inputTokens),
-        output_tokens: wholeCount(entry.outputTokens),
-        requests: wholeCount(entry.requests),
-      };
-      for (const piece of splitAcrossMinutes(entry.fromSecond, wholeCount(entry.seconds), counts)) {
-        increments.push({ keys: { tenant_id: entry.tenantId }, minuteStart: piece.minuteStart, counts: piece.counts });
-      }
-    }
-    await upsertRollups(tx, INFERENCE_SPEND, increments);
-  },
+  apply: (event: RecordedEvent, tx: Tx) => upsertRollups(tx, INFERENCE_SPEND, incrementsOf(event)),
+  // A page's increments in one upsert, merged per row (upsertRollups).
+  applyPage: (events: readonly RecordedEvent[], tx: Tx) => upsertRollups(tx, INFERENCE_SPEND, events.flatMap(incrementsOf)),
 };
+
+function incrementsOf(event: RecordedEvent): RollupIncrement[] {
+  const { entries } = event.data as InferenceSpendRecordedData;
+  const increments: RollupIncrement[] = [];
+  for (const entry of entries ?? []) {
+    const counts = {
+      input_tokens: wholeCount(entry.inputTokens),
+      output_tokens: wholeCount(entry.outputTokens),
+      requests: wholeCount(entry.requests),
+    };
+    for (const piece of splitAcrossMinutes(entry.fromSecond, wholeCount(entry.seconds), counts)) {
+      increments.push({ keys: { tenant_id: entry.tenantId }, minuteStart: piece.minuteStart, counts: piece.counts });
+    }
+  }
+  return increments;
+}

@@ -14,16 +14,20 @@ export const unresolvedAdmissionsProjection: Projection = {
   version: 1,
   eventTypes: ['UnresolvedAdmissionsRecorded'],
   tables: familyTables(UNRESOLVED_ADMISSIONS),
-  async apply(event: RecordedEvent, tx: Tx) {
-    const { entries } = event.data as UnresolvedAdmissionsRecordedData;
-    const increments: RollupIncrement[] = [];
-    for (const entry of entries ?? []) {
-      const counts = { units: wholeCount(entry.units), messages: wholeCount(entry.messages) };
-      const keys = { tenant_id: entry.tenantId, dimension: entry.dimension, cause: entry.cause };
-      for (const piece of splitAcrossMinutes(entry.fromSecond, wholeCount(entry.seconds), counts)) {
-        increments.push({ keys, minuteStart: piece.minuteStart, counts: piece.counts });
-      }
-    }
-    await upsertRollups(tx, UNRESOLVED_ADMISSIONS, increments);
-  },
+  apply: (event: RecordedEvent, tx: Tx) => upsertRollups(tx, UNRESOLVED_ADMISSIONS, incrementsOf(event)),
+  // A page's increments in one upsert, merged per row (upsertRollups).
+  applyPage: (events: readonly RecordedEvent[], tx: Tx) => upsertRollups(tx, UNRESOLVED_ADMISSIONS, events.flatMap(incrementsOf)),
 };
+
+function incrementsOf(event: RecordedEvent): RollupIncrement[] {
+  const { entries } = event.data as UnresolvedAdmissionsRecordedData;
+  const increments: RollupIncrement[] = [];
+  for (const entry of entries ?? []) {
+    const counts = { units: wholeCount(entry.units), messages: wholeCount(entry.messages) };
+    const keys = { tenant_id: entry.tenantId, dimension: entry.dimension, cause: entry.cause };
+    for (const piece of splitAcrossMinutes(entry.fromSecond, wholeCount(entry.seconds), counts)) {
+      increments.push({ keys, minuteStart: piece.minuteStart, counts: piece.counts });
+    }
+  }
+  return increments;
+}

@@ -32,7 +32,11 @@ export async function projectNextPage(
     await db.transaction(async (tx) => {
       // Checkpoint first: its row lock makes a competing runner wait here, before it applies anything.
       if (!(await storeCheckpoint(tx, checkpoint, next))) throw new CheckpointMoved();
-      for (const event of applied) await projection.apply(event, tx);
+      if (projection.applyPage) {
+        if (applied.length > 0) await projection.applyPage(applied, tx);
+      } else {
+        for (const event of applied) await projection.apply(event, tx);
+      }
     });
   } catch (error) {
     if (!(error instanceof CheckpointMoved)) throw error;

@@ -14,6 +14,12 @@ export interface Projection {
   /** The read-model tables this projection owns; a rebuild truncates them. */
   tables: readonly string[];
   apply(event: RecordedEvent, tx: Tx): Promise<void>;
+  /**
+   * When present, the runner gives it each page of events (in ledger order) instead of calling apply per
+   * event. It must leave the read model as applying them one by one would; a projection of sums uses it to
+   * merge a page's increments into one write per row instead of one per event.
+   */
+  applyPage?(events: readonly RecordedEvent[], tx: Tx): Promise<void>;
   /** Called once a batch has committed, with the events it applied (e.g. to publish them to subscribers). */
   afterCommit?(events: readonly RecordedEvent[]): void;
 }

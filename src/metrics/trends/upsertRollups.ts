@@ -13,9 +13,32 @@ export interface RollupIncrement {
 
 const statements = new Map<RollupFamily, string>();
 
+/**
+ * Sums increments of the same keys and minute into one, in first-seen order. Sums commute, so the tables
+ * end the same as after upserting each; but each row is then written once per call instead of once per
+ * increment: a page of 500 summaries of the same 10,000 keys used to update each row 500 times in one
+ * transaction, each update slower than the last (every one leaves a dead version to step over).
+ */
+export function mergeIncrements(family: RollupFamily, increments: readonly RollupIncrement[]): RollupIncrement[] {
+  const merged = new Map<string, RollupIncrement>();
+  for (const increment of increments) {
+    let id = String(increment.minuteStart);
+    // A separator no key value holds (tenant IDs, dimensions and allowances are plain text; \u0000 cannot be stored).
+    for (const key of family.keys) id += `\u0000${increment.keys[key] ?? ''}`;
+    const existing = merged.get(id);
+    if (!existing) {
+      merged.set(id, { keys: increment.keys, minuteStart: increment.minuteStart, counts: { ...increment.counts } });
+      continue;
+    }
+    for (const count of family.counts) existing.counts[count] = (existing.counts[count] ?? 0) + (increment.counts[count] ?? 0);
+  }
+  return [...merged.values()];
+}
+
+/** Adds the increments (merged first: mergeIncrements) to the family's minute, hour and day tables in one statement. */
 export async function upsertRollups(tx: Queryable, family: RollupFamily, increments: readonly RollupIncrement[]): Promise<void> {
   if (increments.length === 0) return;
-  const rows = increments.map((increment) => {
+  const rows = mergeIncrements(family, increments).map((increment) => {
     const row: Record<string, string | number> = { minute_start: increment.minuteStart };
     for (const key of family.keys) row[key] = increment.keys[key] ?? '';
     for (const count of family.counts) row[count] = increment.counts[count] ?? 0;

@@ -170,6 +170,49 @@ describe.each(storageTargets)('trend read models on $name', (target) => {
     expect(await dump()).toEqual(before);
   });
 
+  it('a rebuild that merges whole pages of summaries writes exactly the rows built summary by summary', async () => {
+    // Every summary touches rows earlier ones touched (same tenants, allowances and minutes), some cross
+    // minute, hour and day boundaries, so merging a page's increments per row is really exercised.
+    let last = await record([admission({ admittedUnits: 1 })]);
+    for (let i = 0; i < 16; i++) {
+      const entries = ['acme', 'b', 'c'].flatMap((tenantId, t) =>
+        (['LIVE', 'HTTP'] as const).map((allowance, a) =>
+          admission({
+            tenantId,
+            allowance,
+            fromSecond: T0 + 20 * i + t,
+            seconds: (i + a) % 5 === 0 ? 75 : 1,
+            admittedUnits: 3 * i + t + a,
+            admittedMessages: i + 1,
+            shedUnits: (i * 7 + t) % 4,
+            shedMessages: (i + t) % 2,
+            rejectedUnits: (i + a) % 3,
+            rejectedMessages: (i + a) % 2,
+            hitSeconds: (i + t + a) % 3,
+          }),
+        ),
+      );
+      // One summary at a time, each projected before the next: the incremental build, one event per page.
+      last = await record(entries);
+    }
+    const dump = async () => {
+      const rows: unknown[] = [];
+      for (const table of ['gl_admission_trends_minute', 'gl_admission_trends_hour', 'gl_admission_trends_day']) {
+        const { rows: tableRows } = await ledger.db.query(`SELECT * FROM ${table} WHERE bucket_start >= to_timestamp($1) ORDER BY 1, 2, 3, 4`, [T0 - 86_400]);
+        rows.push(table, ...tableRows);
+      }
+      return rows;
+    };
+    const incremental = await dump();
+    expect(incremental.length).toBeGreaterThan(3 + 6 * 3);
+    await projections.close();
+    // Pages of many summaries: each page's increments are merged per row before one upsert.
+    await rebuildProjection(ledger.db, ledger.store, admissionTrendsProjection, { pageSize: 1_000 });
+    projections = await startProjections(ledger.db, ledger.store, PROJECTIONS);
+    await waitForProjected(ledger.db, projections, last);
+    expect(await dump()).toEqual(incremental);
+  });
+
   it('refuses a malformed query with the field at fault', async () => {
     const base = { tenantId: 'acme', dimension: 'INGEST' as const, from: at(T0), to: at(T0 + 60), bucket: 'MINUTE' as const };
     await expect(shedTrend(ledger.db, { ...base, to: at(T0 - 1) })).rejects.toMatchObject({ name: 'InvalidTrendQuery', field: 'to' });

@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { ADMISSION_TRENDS } from '../../../src/metrics/trends/rollupFamily.ts';
+import { mergeIncrements } from '../../../src/metrics/trends/upsertRollups.ts';
+
+const keys = (tenant_id: string, allowance = 'LIVE') => ({ tenant_id, dimension: 'INGEST', allowance });
+
+describe('mergeIncrements', () => {
+  it('sums increments of the same keys and minute, keeps others apart, in first-seen order', () => {
+    const merged = mergeIncrements(ADMISSION_TRENDS, [
+      { keys: keys('a'), minuteStart: 60, counts: { admitted_units: 2, hits: 1 } },
+      { keys: keys('b'), minuteStart: 60, counts: { admitted_units: 5 } },
+      { keys: keys('a'), minuteStart: 120, counts: { admitted_units: 7 } },
+      { keys: keys('a'), minuteStart: 60, counts: { admitted_units: 3, shed_units: 4 } },
+      { keys: keys('a', 'HTTP'), minuteStart: 60, counts: { admitted_units: 1 } },
+    ]);
+    expect(merged.map((each) => [each.keys.tenant_id, each.keys.allowance, each.minuteStart, each.counts.admitted_units, each.counts.shed_units ?? 0])).toEqual([
+      ['a', 'LIVE', 60, 5, 4],
+      ['b', 'LIVE', 60, 5, 0],
+      ['a', 'LIVE', 120, 7, 0],
+      ['a', 'HTTP', 60, 1, 0],
+    ]);
+  });
+
+  it('does not take keys that differ only in where a value ends for the same key', () => {
+    const merged = mergeIncrements(ADMISSION_TRENDS, [
+      { keys: { tenant_id: 'ab', dimension: 'c', allowance: '' }, minuteStart: 0, counts: { hits: 1 } },
+      { keys: { tenant_id: 'a', dimension: 'bc', allowance: '' }, minuteStart: 0, counts: { hits: 1 } },
+    ]);
+    expect(merged).toHaveLength(2);
+  });
+});
