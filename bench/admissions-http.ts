@@ -17,7 +17,7 @@ import { createAdmissionRoutes } from '../src/doors/admissions/admissionRoutes.t
 import { createServiceCallers } from '../src/doors/admissions/serviceCallers.ts';
 import { Governor } from '../src/governance/governor.ts';
 import type { AdmissionSummary, LimitSource, Recorder, TenantGovernanceRecord } from '../src/governance/types.ts';
-import { createServer, listen } from '../src/server.ts';
+import { createServer, listen } from '../src/http-server/server.ts';
 
 const ITEMS_PER_BATCH = 100;
 const TENANTS = 100;

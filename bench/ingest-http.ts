@@ -15,13 +15,13 @@ import { openPglite } from '../src/db/pglite.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { Governor } from '../src/governance/governor.ts';
 import type { AdmissionSummary, LimitSource, Recorder, TenantGovernanceRecord } from '../src/governance/types.ts';
-import { createCountingSink } from '../src/http/countingSink.ts';
-import { cachedCredentialLookup } from '../src/http/credentialCache.ts';
-import { findIngestCredential, registerIngestCredential } from '../src/http/credentials.ts';
-import { createEdgeLimit } from '../src/http/edgeLimit.ts';
-import { createIngestRoutes } from '../src/http/routes.ts';
-import { parseTrustedProxies } from '../src/http/trustedProxies.ts';
-import { createServer, listen } from '../src/server.ts';
+import { createCountingSink } from '../src/doors/pipeline/countingSink.ts';
+import { cachedCredentialLookup } from '../src/doors/pipeline/credentialCache.ts';
+import { findIngestCredential, registerIngestCredential } from '../src/doors/pipeline/credentials.ts';
+import { createEdgeLimit } from '../src/doors/pipeline/edgeLimit.ts';
+import { createIngestRoutes } from '../src/doors/http/routes.ts';
+import { parseTrustedProxies } from '../src/http-server/trustedProxies.ts';
+import { createServer, listen } from '../src/http-server/server.ts';
 
 const READINGS_PER_REQUEST = 8;
 const BODY = JSON.stringify({

@@ -75,7 +75,7 @@ async function serve(): Promise<void> {
   const [{ createLogger }, { startService }, { createServer, listen }] = await Promise.all([
     import('./logger.ts'),
     import('./service.ts'),
-    import('./server.ts'),
+    import('./http-server/server.ts'),
   ]);
   const settings = readSettings();
   const logger = createLogger(settings.logLevel);
@@ -163,7 +163,7 @@ async function ingestKey(args: string[]): Promise<void> {
   const [{ openDb }, { migrate }, { registerIngestCredential }, { openEventStore }, { tenantIsRegistered }] = await Promise.all([
     import('./db/open.ts'),
     import('./db/migrate.ts'),
-    import('./http/credentials.ts'),
+    import('./doors/pipeline/credentials.ts'),
     import('./ledger/openEventStore.ts'),
     import('./control-plane/tenantRegistered.ts'),
   ]);

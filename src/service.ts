@@ -31,9 +31,9 @@ import { createInferenceSpendMeter, type InferenceSpendMeter } from './metrics/i
 import { startTrendPruning } from './metrics/trends/pruneTrends.ts';
 import { fanOutRecorder } from './governance/recorders.ts';
 import { createRedisSharedBudget } from './governance/redis/redisSharedBudget.ts';
-import type { ReadinessCheck } from './http/health.ts';
-import { startIngest } from './http/startIngest.ts';
-import type { Route } from './server.ts';
+import type { ReadinessCheck } from './http-server/health.ts';
+import { startIngest } from './doors/http/startIngest.ts';
+import type { Route } from './http-server/server.ts';
 import { createApiPubSub } from './api/pubsub.ts';
 import { withApiPublishers } from './api/publishers.ts';
 import { createGraphQLRoute, tokenVerifierFor } from './api/createGraphQLRoute.ts';

@@ -3,11 +3,11 @@
 import { randomBytes } from 'node:crypto';
 import { connect, JSONCodec, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEdgeLimit } from '../../src/http/edgeLimit.ts';
-import { createNatsSink } from '../../src/http/natsSink.ts';
-import type { AcceptedBatch } from '../../src/http/sink.ts';
+import { createEdgeLimit } from '../../src/doors/pipeline/edgeLimit.ts';
+import { createNatsSink } from '../../src/doors/pipeline/natsSink.ts';
+import type { AcceptedBatch } from '../../src/doors/pipeline/sink.ts';
 import { storageTargets, type TestDb } from '../support/databases.ts';
-import { readingsBody, startFrontDoor, TableLimitSource, type RunningFrontDoor } from '../integration/http/frontDoorHarness.ts';
+import { readingsBody, startFrontDoor, TableLimitSource, type RunningFrontDoor } from '../integration/doors/http/frontDoorHarness.ts';
 import { natsReachable, natsUrl } from '../support/nats.ts';
 
 const reachable = await natsReachable('the ingest-to-JetStream suite');

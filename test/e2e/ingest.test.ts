@@ -3,7 +3,7 @@
 // through the control plane decides at the front door, and what the front door refused or dropped reaches
 // the ledger and shedTrend.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerIngestCredential } from '../../src/http/credentials.ts';
+import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
 import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import { shedTrend } from '../../src/metrics/trends/shedTrend.ts';
 import type { Service } from '../../src/service.ts';

@@ -3,7 +3,7 @@
 // short readiness bound (GOVERNANCE_READY_MAX_LAG_SECONDS=2) and a few times that much traffic, instead of
 // minutes: a lag measured by the age of other types' events would pass the bound within seconds.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerIngestCredential } from '../../src/http/credentials.ts';
+import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
 import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import { OPERATOR } from '../support/controlPlaneHarness.ts';
 import { serviceModes, startServiceIn, type RunningService } from '../support/serviceModes.ts';

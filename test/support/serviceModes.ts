@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { readSettings } from '../../src/config.ts';
-import { createServer, listen } from '../../src/server.ts';
+import { createServer, listen } from '../../src/http-server/server.ts';
 import { startService, type Service } from '../../src/service.ts';
 import { openPostgres, quoteIdent } from '../../src/db/postgres.ts';
 import { databaseUrl } from './databases.ts';

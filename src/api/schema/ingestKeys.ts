@@ -11,7 +11,7 @@ import {
   revokeIngestKeyById,
   type CredentialKind,
   type IngestKeyListing,
-} from '../../http/credentials.ts';
+} from '../../doors/pipeline/credentials.ts';
 import { Forbidden, InvalidInput, UnknownIngestKey, UnknownTenant } from './errorClasses.ts';
 
 const IngestKeyKindEnum = builder.enumType('IngestKeyKind', {

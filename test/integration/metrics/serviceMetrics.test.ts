@@ -9,7 +9,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSettings } from '../../../src/config.ts';
-import { createServer, listen } from '../../../src/server.ts';
+import { createServer, listen } from '../../../src/http-server/server.ts';
 import { startService, type Service } from '../../../src/service.ts';
 import { OPERATOR } from '../../support/controlPlaneHarness.ts';
 

@@ -4,7 +4,7 @@ import type { Server } from 'node:http';
 import { createMetrics } from '../../../src/metrics/metrics.ts';
 import { metricsRoute } from '../../../src/metrics/metricsRoute.ts';
 import { readMetricsSettings } from '../../../src/metrics/metricsSettings.ts';
-import { createServer, listen } from '../../../src/server.ts';
+import { createServer, listen } from '../../../src/http-server/server.ts';
 
 let server: Server | undefined;
 afterEach(() => new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve())));

@@ -1,18 +1,18 @@
 // Builds the ingest front door from the service's settings and parts: the sink (NATS JetStream when NATS_URL
 // is set, otherwise the counting sink), the edge per-IP limit, trusted proxies and the credential store.
-import type { Settings } from '../config.ts';
-import type { Db } from '../db/db.ts';
-import type { Governor } from '../governance/governor.ts';
-import type { Logger } from '../logger.ts';
-import type { Route } from '../server.ts';
-import { createCountingSink } from './countingSink.ts';
-import { cachedCredentialLookup } from './credentialCache.ts';
-import { findIngestCredential } from './credentials.ts';
-import { createEdgeLimit } from './edgeLimit.ts';
-import { createNatsSink, DEFAULT_INGEST_STREAM } from './natsSink.ts';
+import type { Settings } from '../../config.ts';
+import type { Db } from '../../db/db.ts';
+import type { Governor } from '../../governance/governor.ts';
+import type { Logger } from '../../logger.ts';
+import type { Route } from '../../http-server/server.ts';
+import { createCountingSink } from '../pipeline/countingSink.ts';
+import { cachedCredentialLookup } from '../pipeline/credentialCache.ts';
+import { findIngestCredential } from '../pipeline/credentials.ts';
+import { createEdgeLimit } from '../pipeline/edgeLimit.ts';
+import { createNatsSink, DEFAULT_INGEST_STREAM } from '../pipeline/natsSink.ts';
 import { createIngestRoutes } from './routes.ts';
-import type { ReadingSink } from './sink.ts';
-import { parseTrustedProxies } from './trustedProxies.ts';
+import type { ReadingSink } from '../pipeline/sink.ts';
+import { parseTrustedProxies } from '../../http-server/trustedProxies.ts';
 
 export interface IngestFrontDoor {
   routes: Route[];

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { authorizeSender } from '../../../src/http/authorizeSender.ts';
-import { cachedCredentialLookup } from '../../../src/http/credentialCache.ts';
-import type { IngestCredential } from '../../../src/http/credentials.ts';
-import { requestIdOf } from '../../../src/http/requestId.ts';
+import { authorizeSender } from '../../../../src/doors/pipeline/authorizeSender.ts';
+import { cachedCredentialLookup } from '../../../../src/doors/pipeline/credentialCache.ts';
+import type { IngestCredential } from '../../../../src/doors/pipeline/credentials.ts';
+import { requestIdOf } from '../../../../src/http-server/requestId.ts';
 
 const tenantKey: IngestCredential = { tenantId: 'acme', kind: 'tenant', subject: null };
 const deviceKey: IngestCredential = { tenantId: 'acme', kind: 'device', subject: 'pump-7' };

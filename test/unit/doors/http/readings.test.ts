@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { decodeReadings } from '../../../src/http/readings.ts';
-import { decodeUplinks } from '../../../src/http/uplinks.ts';
+import { decodeReadings } from '../../../../src/doors/http/readings.ts';
+import { decodeUplinks } from '../../../../src/doors/http/uplinks.ts';
 
 const body = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value));
 

@@ -1,10 +1,10 @@
 // What the ingest front door needs from the rest of the service. Everything is passed in, so tests and the
 // benchmark build a front door from real parts without a whole service.
-import type { Logger } from '../logger.ts';
-import type { Governor } from '../governance/governor.ts';
-import type { CredentialLookup } from './credentialCache.ts';
-import type { ReadingSink } from './sink.ts';
-import type { TrustedProxies } from './trustedProxies.ts';
+import type { Logger } from '../../logger.ts';
+import type { Governor } from '../../governance/governor.ts';
+import type { CredentialLookup } from '../pipeline/credentialCache.ts';
+import type { ReadingSink } from '../pipeline/sink.ts';
+import type { TrustedProxies } from '../../http-server/trustedProxies.ts';
 
 /** The instance-level per-IP limit (not per tenant): one decision per request, keyed by client address. */
 export interface EdgeLimit {

@@ -2,13 +2,13 @@
 // the size cap (413), the X-Device-Key (401), the tenant's API_REQUESTS charge (429) and the sink (202, or 503
 // when it fails). Each answers the request itself when it refuses, and says so by returning null or false.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { authorizeSender, type Destination } from './authorizeSender.ts';
-import type { ClientIp } from './clientIp.ts';
-import type { IngestCredential } from './credentials.ts';
+import { authorizeSender, type Destination } from '../pipeline/authorizeSender.ts';
+import type { ClientIp } from '../../http-server/clientIp.ts';
+import type { IngestCredential } from '../pipeline/credentials.ts';
 import { answer, answerRateLimited, tenantVerdict, type FrontDoorRequest } from './frontDoor.ts';
 import type { FrontDoorDeps } from './frontDoorDeps.ts';
-import { closeAfterRefusal, declaresTooLarge, readBodyCapped } from './readBody.ts';
-import type { AcceptedBatch } from './sink.ts';
+import { closeAfterRefusal, declaresTooLarge, readBodyCapped } from '../../http-server/readBody.ts';
+import type { AcceptedBatch } from '../pipeline/sink.ts';
 
 /** The body, or null when it is larger than the cap and was answered 413. */
 export async function readBodyWithinCap(

@@ -1,13 +1,13 @@
 // The ingest front door's routes for the service's one listener. Browsers may post (CORS): a preflight is
 // answered here without charging anything, since it carries no readings.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Route, RouteHandler } from '../server.ts';
+import type { Route, RouteHandler } from '../../http-server/server.ts';
 import { createClientResolver } from './frontDoor.ts';
 import type { FrontDoorDeps } from './frontDoorDeps.ts';
 import { createIngestHandler, INGEST_PREFIX } from './ingestRoute.ts';
 import { createIntegrationsHandler, INTEGRATIONS_PREFIX } from './integrationsRoute.ts';
-import { EXPOSED_HEADERS } from './rateLimitHeaders.ts';
-import { sendJson } from './respond.ts';
+import { EXPOSED_HEADERS } from '../../http-server/rateLimitHeaders.ts';
+import { sendJson } from '../../http-server/respond.ts';
 
 export function createIngestRoutes(deps: FrontDoorDeps): Route[] {
   const clients = createClientResolver(deps);

@@ -4,23 +4,23 @@
 import type { Server } from 'node:http';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { Governor, type GovernorOptions } from '../../../src/governance/governor.ts';
+import { Governor, type GovernorOptions } from '../../../../src/governance/governor.ts';
 import type {
   AdmissionSummary,
   Dimension,
   LimitSource,
   Recorder,
   TenantGovernanceRecord,
-} from '../../../src/governance/types.ts';
-import { createCountingSink, type CountingSink } from '../../../src/http/countingSink.ts';
-import { cachedCredentialLookup } from '../../../src/http/credentialCache.ts';
-import { findIngestCredential, registerIngestCredential, type IngestCredential } from '../../../src/http/credentials.ts';
-import type { EdgeLimit, FrontDoorDeps } from '../../../src/http/frontDoorDeps.ts';
-import { createIngestRoutes } from '../../../src/http/routes.ts';
-import { parseTrustedProxies } from '../../../src/http/trustedProxies.ts';
-import type { ReadingSink } from '../../../src/http/sink.ts';
-import { createServer, listen } from '../../../src/server.ts';
-import type { Db } from '../../../src/db/db.ts';
+} from '../../../../src/governance/types.ts';
+import { createCountingSink, type CountingSink } from '../../../../src/doors/pipeline/countingSink.ts';
+import { cachedCredentialLookup } from '../../../../src/doors/pipeline/credentialCache.ts';
+import { findIngestCredential, registerIngestCredential, type IngestCredential } from '../../../../src/doors/pipeline/credentials.ts';
+import type { EdgeLimit, FrontDoorDeps } from '../../../../src/doors/http/frontDoorDeps.ts';
+import { createIngestRoutes } from '../../../../src/doors/http/routes.ts';
+import { parseTrustedProxies } from '../../../../src/http-server/trustedProxies.ts';
+import type { ReadingSink } from '../../../../src/doors/pipeline/sink.ts';
+import { createServer, listen } from '../../../../src/http-server/server.ts';
+import type { Db } from '../../../../src/db/db.ts';
 
 export class TableLimitSource implements LimitSource {
   readonly records = new Map<string, TenantGovernanceRecord>();

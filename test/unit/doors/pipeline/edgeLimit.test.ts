@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createEdgeLimit } from '../../../src/http/edgeLimit.ts';
+import { createEdgeLimit } from '../../../../src/doors/pipeline/edgeLimit.ts';
 
 describe('edge per-IP limit', () => {
   it('admits a burst per client, refuses past it with Retry-After from the bucket, and refills with time', () => {

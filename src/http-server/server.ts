@@ -5,9 +5,9 @@
 // answered here with a small JSON body, and only the log sees the fault.
 import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { storageUnavailableIn } from './db/storageUnavailable.ts';
-import { handleHealthz, handleReadyz } from './http/health.ts';
-import type { Service } from './service.ts';
+import { storageUnavailableIn } from '../db/storageUnavailable.ts';
+import { handleHealthz, handleReadyz } from './health.ts';
+import type { Service } from '../service.ts';
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => void | Promise<void>;
 

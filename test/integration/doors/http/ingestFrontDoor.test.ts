@@ -1,9 +1,9 @@
 // The ingest front door over real HTTP: every status code and header of the contract, in the spec's order.
 import { connect } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { CountingSink } from '../../../src/http/countingSink.ts';
-import { createEdgeLimit } from '../../../src/http/edgeLimit.ts';
-import { storageTargets, type TestDb } from '../../support/databases.ts';
+import type { CountingSink } from '../../../../src/doors/pipeline/countingSink.ts';
+import { createEdgeLimit } from '../../../../src/doors/pipeline/edgeLimit.ts';
+import { storageTargets, type TestDb } from '../../../support/databases.ts';
 import {
   readingsBody,
   startFrontDoor,

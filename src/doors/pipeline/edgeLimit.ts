@@ -7,8 +7,8 @@
 // loses nothing (a new bucket is the same), otherwise it starts again with a full burst, which is counted.
 // (Evicting one entry at a time from the front of a Map would be quadratic: V8 leaves deleted entries as
 // holes that every walk from the front must skip.)
-import { TokenBucket } from '../governance/tokenBucket.ts';
-import type { EdgeLimit } from './frontDoorDeps.ts';
+import { TokenBucket } from '../../governance/tokenBucket.ts';
+import type { EdgeLimit } from '../http/frontDoorDeps.ts';
 
 export interface EdgeLimitOptions {
   ratePerSecond: number;

@@ -2,12 +2,12 @@
 // of the spec's order, before anything is known of the tenant), and the 429 answer.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import type { AdmitDecision } from '../governance/governor.ts';
-import { resolveClientIp, type ClientIp } from './clientIp.ts';
+import type { AdmitDecision } from '../../governance/governor.ts';
+import { resolveClientIp, type ClientIp } from '../../http-server/clientIp.ts';
 import type { FrontDoorDeps } from './frontDoorDeps.ts';
-import { addRateLimitHeaders, addTenantCors, type RateLimitVerdict } from './rateLimitHeaders.ts';
-import { requestIdOf } from './requestId.ts';
-import { sendJson, type HeaderPairs } from './respond.ts';
+import { addRateLimitHeaders, addTenantCors, type RateLimitVerdict } from '../../http-server/rateLimitHeaders.ts';
+import { requestIdOf } from '../../http-server/requestId.ts';
+import { sendJson, type HeaderPairs } from '../../http-server/respond.ts';
 import { namesInPath } from './tenantPath.ts';
 
 export interface FrontDoorRequest {

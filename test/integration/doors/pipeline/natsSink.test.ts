@@ -3,9 +3,9 @@
 import { randomBytes } from 'node:crypto';
 import { connect, JSONCodec, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNatsSink, subjectFor } from '../../../src/http/natsSink.ts';
-import type { AcceptedBatch } from '../../../src/http/sink.ts';
-import { natsReachable, natsUrl } from '../../support/nats.ts';
+import { createNatsSink, subjectFor } from '../../../../src/doors/pipeline/natsSink.ts';
+import type { AcceptedBatch } from '../../../../src/doors/pipeline/sink.ts';
+import { natsReachable, natsUrl } from '../../../support/nats.ts';
 
 const reachable = await natsReachable('the NATS sink suite');
 

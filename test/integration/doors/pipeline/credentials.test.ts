@@ -3,8 +3,8 @@ import {
   findIngestCredential,
   registerIngestCredential,
   revokeIngestCredential,
-} from '../../../src/http/credentials.ts';
-import { storageTargets, type TestDb } from '../../support/databases.ts';
+} from '../../../../src/doors/pipeline/credentials.ts';
+import { storageTargets, type TestDb } from '../../../support/databases.ts';
 
 describe.each(storageTargets)('ingest credentials on $name', (target) => {
   // One database per target (opening PGlite costs seconds); each test uses its own tenant.

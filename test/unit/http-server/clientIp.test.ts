@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { resolveClientIp } from '../../../src/http/clientIp.ts';
-import { formatIpAddress, parseIpAddress } from '../../../src/http/ipAddress.ts';
-import { InvalidTrustedProxyCidr, parseTrustedProxies } from '../../../src/http/trustedProxies.ts';
+import { resolveClientIp } from '../../../src/http-server/clientIp.ts';
+import { formatIpAddress, parseIpAddress } from '../../../src/http-server/ipAddress.ts';
+import { InvalidTrustedProxyCidr, parseTrustedProxies } from '../../../src/http-server/trustedProxies.ts';
 
 const proxies = parseTrustedProxies(['10.0.0.0/8', '192.168.1.7', '2001:db8:aa::/48', '::ffff:172.16.0.0/108']);
 const none = parseTrustedProxies([]);
