@@ -33,7 +33,7 @@ import { fanOutRecorder } from './governance/recorders.ts';
 import { createRedisSharedBudget } from './governance/redis/redisSharedBudget.ts';
 import type { ReadinessCheck } from './http-server/health.ts';
 import { startIngest } from './doors/http/startIngest.ts';
-import type { Route } from './http-server/server.ts';
+import type { Route } from './http-server/route.ts';
 import { createApiPubSub } from './api/pubsub.ts';
 import { withApiPublishers } from './api/publishers.ts';
 import { createGraphQLRoute, tokenVerifierFor } from './api/createGraphQLRoute.ts';

@@ -1,7 +1,7 @@
 // Mounts the GraphQL server at /graphql on the service's listener. Tokens are checked against the JWKS when
 // GOVERNANCE_JWKS_URL is set, else against the HS256 secret (from the environment, or created once in the
 // data directory: see auth/jwtSecret.ts).
-import type { Route } from '../http-server/server.ts';
+import type { Route } from '../http-server/route.ts';
 import type { Settings } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { loadOrCreateJwtSecret } from './auth/jwtSecret.ts';

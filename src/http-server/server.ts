@@ -6,20 +6,12 @@
 import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { storageUnavailableIn } from '../db/storageUnavailable.ts';
-import { handleHealthz, handleReadyz } from './health.ts';
-import type { Service } from '../service.ts';
+import type { Logger } from '../logger.ts';
+import { handleHealthz, handleReadyz, type ReadinessCheck } from './health.ts';
+import type { Route } from './route.ts';
 
-export type RouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => void | Promise<void>;
-
-export interface Route {
-  /** Path prefix ('/graphql', '/v1/ingest/') or exact path ('/metrics'). */
-  path: string;
-  prefix?: boolean;
-  handle: RouteHandler;
-}
-
-/** Needs only the service's logger and readiness checks, so a front door can be served without a whole service. */
-export function createServer(service: Pick<Service, 'logger' | 'readiness'>, routes: readonly Route[]): Server {
+/** Needs only a logger and the readiness checks, so a door can be served without a whole service. */
+export function createServer(service: { logger: Logger; readiness: readonly ReadinessCheck[] }, routes: readonly Route[]): Server {
   const table: Route[] = [
     { path: '/healthz', handle: handleHealthz },
     { path: '/readyz', handle: (_req, res) => handleReadyz(service.readiness, res) },

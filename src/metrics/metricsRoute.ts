@@ -2,7 +2,7 @@
 // labels name the busiest tenants.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
-import type { Route } from '../http-server/server.ts';
+import type { Route } from '../http-server/route.ts';
 import type { Metrics } from './metrics.ts';
 
 export function metricsRoute(metrics: Metrics, options: { token?: string } = {}): Route {

@@ -4,7 +4,8 @@
 import type { Server } from 'node:http';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createServer, listen, type Route } from '../../src/http-server/server.ts';
+import { createServer, listen } from '../../src/http-server/server.ts';
+import type { Route } from '../../src/http-server/route.ts';
 import { sendRaw, type RawResponse } from '../support/rawHttp.ts';
 import { serviceModes, startServiceIn, type RunningService } from '../support/serviceModes.ts';
 

@@ -11,7 +11,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { InvalidAdmission, type AdmitRequest, type Governor } from '../../governance/governor.ts';
 import type { InferenceSpendMeter } from '../../metrics/inferenceSpendMeter.ts';
 import { ID_PATTERN } from '../../governance/types.ts';
-import type { Route, RouteHandler } from '../../http-server/server.ts';
+import type { Route, RouteHandler } from '../../http-server/route.ts';
 import { declaresTooLarge, readBodyCapped } from '../../http-server/readBody.ts';
 import { sendJson } from '../../http-server/respond.ts';
 import { readAdmissionItem, type ItemError } from './admissionItem.ts';

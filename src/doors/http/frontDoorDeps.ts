@@ -3,13 +3,9 @@
 import type { Logger } from '../../logger.ts';
 import type { Governor } from '../../governance/governor.ts';
 import type { CredentialLookup } from '../pipeline/credentialCache.ts';
+import type { EdgeLimit } from '../pipeline/edgeLimit.ts';
 import type { ReadingSink } from '../pipeline/sink.ts';
 import type { TrustedProxies } from '../../http-server/trustedProxies.ts';
-
-/** The instance-level per-IP limit (not per tenant): one decision per request, keyed by client address. */
-export interface EdgeLimit {
-  admit(key: string, atMs: number): { admitted: boolean; limit: number; remaining: number; retryAfterSeconds: number };
-}
 
 export interface FrontDoorDeps {
   governor: Governor;

@@ -11,7 +11,7 @@
 // meters outside the HTTP allowance, so charging it before authentication would let invented names grow
 // that state without bound. OpenRUM also charges its project limit after the DSN check.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RouteHandler } from '../../http-server/server.ts';
+import type { RouteHandler } from '../../http-server/route.ts';
 import { answer, answerRateLimited, enterTenantPath, tenantVerdict, type ClientResolver } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { admitApiRequest, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';

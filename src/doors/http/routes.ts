@@ -1,7 +1,7 @@
 // The ingest front door's routes for the service's one listener. Browsers may post (CORS): a preflight is
 // answered here without charging anything, since it carries no readings.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Route, RouteHandler } from '../../http-server/server.ts';
+import type { Route, RouteHandler } from '../../http-server/route.ts';
 import { createClientResolver } from './frontDoor.ts';
 import type { FrontDoorDeps } from './frontDoorDeps.ts';
 import { createIngestHandler, INGEST_PREFIX } from './ingestRoute.ts';

@@ -4,7 +4,7 @@ import type { Settings } from '../../config.ts';
 import type { Db } from '../../db/db.ts';
 import type { Governor } from '../../governance/governor.ts';
 import type { Logger } from '../../logger.ts';
-import type { Route } from '../../http-server/server.ts';
+import type { Route } from '../../http-server/route.ts';
 import { createCountingSink } from '../pipeline/countingSink.ts';
 import { cachedCredentialLookup } from '../pipeline/credentialCache.ts';
 import { findIngestCredential } from '../pipeline/credentials.ts';

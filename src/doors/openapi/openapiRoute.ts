@@ -1,4 +1,4 @@
-import type { Route } from '../../http-server/server.ts';
+import type { Route } from '../../http-server/route.ts';
 import { OPENAPI_DOCUMENT, OPENAPI_PATH } from './openapiDocument.ts';
 
 /** GET /openapi.json: the document is fixed, so its text is made once. */

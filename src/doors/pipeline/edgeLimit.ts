@@ -8,7 +8,11 @@
 // (Evicting one entry at a time from the front of a Map would be quadratic: V8 leaves deleted entries as
 // holes that every walk from the front must skip.)
 import { TokenBucket } from '../../governance/tokenBucket.ts';
-import type { EdgeLimit } from '../http/frontDoorDeps.ts';
+
+/** The instance-level per-client limit (not per tenant): one decision per request or message, keyed by client address. */
+export interface EdgeLimit {
+  admit(key: string, atMs: number): { admitted: boolean; limit: number; remaining: number; retryAfterSeconds: number };
+}
 
 export interface EdgeLimitOptions {
   ratePerSecond: number;

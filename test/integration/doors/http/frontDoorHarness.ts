@@ -15,7 +15,8 @@ import type {
 import { createCountingSink, type CountingSink } from '../../../../src/doors/pipeline/countingSink.ts';
 import { cachedCredentialLookup } from '../../../../src/doors/pipeline/credentialCache.ts';
 import { findIngestCredential, registerIngestCredential, type IngestCredential } from '../../../../src/doors/pipeline/credentials.ts';
-import type { EdgeLimit, FrontDoorDeps } from '../../../../src/doors/http/frontDoorDeps.ts';
+import type { FrontDoorDeps } from '../../../../src/doors/http/frontDoorDeps.ts';
+import type { EdgeLimit } from '../../../../src/doors/pipeline/edgeLimit.ts';
 import { createIngestRoutes } from '../../../../src/doors/http/routes.ts';
 import { parseTrustedProxies } from '../../../../src/http-server/trustedProxies.ts';
 import type { ReadingSink } from '../../../../src/doors/pipeline/sink.ts';
