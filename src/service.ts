@@ -33,6 +33,7 @@ import { fanOutRecorder } from './governance/recorders.ts';
 import { createRedisSharedBudget } from './governance/redis/redisSharedBudget.ts';
 import type { ReadinessCheck } from './http-server/health.ts';
 import { startIngest } from './doors/http/startIngest.ts';
+import { startDoorParts } from './doors/pipeline/startDoorParts.ts';
 import type { Route } from './http-server/route.ts';
 import { createApiPubSub } from './api/pubsub.ts';
 import { withApiPublishers } from './api/publishers.ts';
@@ -130,8 +131,9 @@ export async function startService(settings: Settings, logger: Logger = createLo
     projectionReadiness(() => projections.lag(), settings.readyMaxLagSeconds),
   ];
   // Closed before the governor (closers run in reverse): no request reaches a closed sink.
-  const ingest = await startIngest({ settings, db, governor, logger });
-  closers.push(() => ingest.close());
+  const door = await startDoorParts({ settings, db, governor, logger });
+  closers.push(() => door.close());
+  const ingest = startIngest({ settings, logger, door });
   const routes: Route[] = [metricsRoute(metrics, { token: metricsSettings.token }), ...ingest.routes];
   routes.push(await createGraphQLRoute({ settings, logger, db, store, controlPlane, commands }, pubsub));
   // Enforcement points in other processes: the same Governor, so their decisions reach the same Recorder.

@@ -9,6 +9,7 @@ import { addRateLimitHeaders, addTenantCors, type RateLimitVerdict } from '../..
 import { requestIdOf } from '../../http-server/requestId.ts';
 import { sendJson, type HeaderPairs } from '../../http-server/respond.ts';
 import { namesInPath } from './tenantPath.ts';
+import { checkEdge } from '../pipeline/index.ts';
 
 export interface FrontDoorRequest {
   requestId: string;
@@ -33,7 +34,7 @@ export function enterFrontDoor(
   const headers: HeaderPairs = ['X-Request-ID', requestId];
   const client = clients.of(req);
   const atMs = now();
-  const edge = deps.edgeLimit.admit(client.limitKey, atMs);
+  const edge = checkEdge(deps, client.limitKey, atMs);
   const request: FrontDoorRequest = { requestId, headers, client, atMs };
   if (!edge.admitted) {
     sendRateLimited(res, request, {

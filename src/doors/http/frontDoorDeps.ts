@@ -1,18 +1,12 @@
 // What the ingest front door needs from the rest of the service. Everything is passed in, so tests and the
 // benchmark build a front door from real parts without a whole service.
 import type { Logger } from '../../logger.ts';
-import type { Governor } from '../../governance/governor.ts';
-import type { CredentialLookup } from '../pipeline/credentialCache.ts';
-import type { EdgeLimit } from '../pipeline/edgeLimit.ts';
-import type { ReadingSink } from '../pipeline/sink.ts';
 import type { TrustedProxies } from '../../http-server/trustedProxies.ts';
+import type { DoorParts } from '../pipeline/index.ts';
 
-export interface FrontDoorDeps {
-  governor: Governor;
-  edgeLimit: EdgeLimit;
+/** The pipeline's parts (Governor, edge limit, credentials, sink) and the HTTP door's own. */
+export interface FrontDoorDeps extends DoorParts {
   trustedProxies: TrustedProxies;
-  findCredential: CredentialLookup;
-  sink: ReadingSink;
   logger: Logger;
   /** Bodies above this get 413 (default 1 MiB). */
   maxBodyBytes?: number;

@@ -1,4 +1,4 @@
-// POST /v1/ingest/:tenant, in the spec's order:
+// POST /v1/ingest/:tenant: the door pipeline's steps (../pipeline/steps.ts) in the spec's order:
 //   1. edge per-IP limit (frontDoor.ts);
 //   2. the tenant name from the path on the HTTP allowance (the Governor's confirmed / 1024 / overflow rule)
 //   3. charged once per message before decoding, then the size cap (413 without reading the body whole);
@@ -16,6 +16,7 @@ import { answer, answerRateLimited, enterTenantPath, tenantVerdict, type ClientR
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { admitApiRequest, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';
 import { decodeReadings } from './readings.ts';
+import { chargeMessage, chargeReadings, type Metering } from '../pipeline/index.ts';
 
 export const INGEST_PREFIX = '/v1/ingest/';
 const INGEST_PATH = { prefix: INGEST_PREFIX, count: 1, help: 'the path must be /v1/ingest/<tenant> with a valid tenant ID' };
@@ -23,7 +24,6 @@ const INGEST_PATH = { prefix: INGEST_PREFIX, count: 1, help: 'the path must be /
 export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver): RouteHandler {
   const maxBodyBytes = deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const now = deps.now ?? Date.now;
-  const { governor } = deps;
 
   return async (req: IncomingMessage, res: ServerResponse, url: URL) => {
     const entered = enterTenantPath(req, res, url, deps, clients, now, INGEST_PATH);
@@ -32,15 +32,8 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
     const { requestId, client, atMs } = entry;
     const tenantId = names[0]!;
 
-    const message = governor.admit({
-      tenant: tenantId,
-      dimension: 'INGEST',
-      allowance: 'HTTP',
-      units: 1,
-      at: atMs,
-      callerKey: client.limitKey,
-      charge: 'message',
-    });
+    const metering: Metering = { tenantId, allowance: 'HTTP', atMs, clientKey: client.limitKey };
+    const message = chargeMessage(deps, metering);
     if (!message.admitted) {
       return answerRateLimited(res, deps, entry, tenantId, tenantVerdict(message, 'messages'));
     }
@@ -50,14 +43,7 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
     const decoded = decodeReadings(body);
     if (decoded.status === 'invalid') return answer(res, deps, entry, tenantId, 400, { error: decoded.message });
 
-    const readings = governor.admit({
-      tenant: tenantId,
-      dimension: 'INGEST',
-      allowance: 'HTTP',
-      units: decoded.readingCount,
-      at: atMs,
-      callerKey: client.limitKey,
-    });
+    const readings = chargeReadings(deps, metering, decoded.readingCount);
     if (!readings.admitted) {
       return answerRateLimited(res, deps, entry, tenantId, tenantVerdict(readings, 'readings'));
     }

@@ -12,6 +12,7 @@ import { answer, enterTenantPath, type ClientResolver } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { admitApiRequest, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';
 import { decodeUplinks } from './uplinks.ts';
+import { chargeReadings } from '../pipeline/index.ts';
 
 export const INTEGRATIONS_PREFIX = '/v1/integrations/';
 const INTEGRATIONS_PATH = { prefix: INTEGRATIONS_PREFIX, count: 2, help: 'the path must be /v1/integrations/<tenant>/<integration> with valid names' };
@@ -19,7 +20,6 @@ const INTEGRATIONS_PATH = { prefix: INTEGRATIONS_PREFIX, count: 2, help: 'the pa
 export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientResolver): RouteHandler {
   const maxBodyBytes = deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const now = deps.now ?? Date.now;
-  const { governor } = deps;
 
   return async (req: IncomingMessage, res: ServerResponse, url: URL) => {
     const entered = enterTenantPath(req, res, url, deps, clients, now, INTEGRATIONS_PATH);
@@ -39,14 +39,7 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
 
     if (!admitApiRequest(res, deps, entry, tenantId, credential)) return;
 
-    const charge = governor.admit({
-      tenant: tenantId,
-      dimension: 'INGEST',
-      allowance: 'INTEGRATIONS',
-      units: uplinks,
-      at: atMs,
-      callerKey: client.limitKey,
-    });
+    const charge = chargeReadings(deps, { tenantId, allowance: 'INTEGRATIONS', atMs, clientKey: client.limitKey }, uplinks);
     if (!charge.admitted) return answer(res, deps, entry, tenantId, 202, { accepted: 0, dropped: uplinks });
 
     await publishAccepted(res, deps, entry, {

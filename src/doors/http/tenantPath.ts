@@ -1,6 +1,6 @@
 // The tenant (and integration) named in the path. A name that could never be a tenant ID (ID_PATTERN, the
-// control plane's rule) is answered 404 before the Governor sees it, so it costs no state.
-import { ID_PATTERN } from '../../governance/types.ts';
+// control plane's rule, the pipeline's name step) is answered 404 before the Governor sees it, so it costs no state.
+import { isAcceptableName } from '../pipeline/index.ts';
 
 /** The path segments after `prefix`, decoded; null when the path does not have exactly `count` valid segments. */
 export function namesInPath(pathname: string, prefix: string, count: number): string[] | null {
@@ -17,7 +17,7 @@ export function namesInPath(pathname: string, prefix: string, count: number): st
         return null;
       }
     }
-    if (!ID_PATTERN.test(name)) return null;
+    if (!isAcceptableName(name)) return null;
     names.push(name);
   }
   return names;

@@ -1,0 +1,31 @@
+// The door pipeline's surface: what a door (HTTP ingest, admission API, Envoy RLS, MQTT, Sparkplug, LwM2M)
+// imports to take the shared steps. See README.md.
+export {
+  callerKeyOf,
+  chargeApiRequest,
+  chargeMessage,
+  chargeReadings,
+  checkCredential,
+  checkEdge,
+  handToSink,
+  isAcceptableName,
+  type DoorParts,
+  type EdgeDecision,
+  type Metering,
+  type SinkOutcome,
+} from './steps.ts';
+export { startDoorParts, type SharedDoorParts } from './startDoorParts.ts';
+export { authorizeSender, type Destination, type SenderCheck } from './authorizeSender.ts';
+export { createEdgeLimit, type BoundedEdgeLimit, type EdgeLimit, type EdgeLimitOptions } from './edgeLimit.ts';
+export { cachedCredentialLookup, type CredentialLookup } from './credentialCache.ts';
+export {
+  findIngestCredential,
+  registerIngestCredential,
+  revokeIngestCredential,
+  type CredentialKind,
+  type IngestCredential,
+  type RegisterCredentialResult,
+} from './credentials.ts';
+export { createCountingSink, type CountingSink } from './countingSink.ts';
+export { createNatsSink, DEFAULT_INGEST_STREAM, subjectFor, type NatsSinkOptions } from './natsSink.ts';
+export type { AcceptedBatch, ReadingSink } from './sink.ts';

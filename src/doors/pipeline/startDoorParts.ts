@@ -1,0 +1,33 @@
+// Builds the parts every door shares from the service's settings: one sink (NATS JetStream when NATS_URL is
+// set, otherwise the counting sink), one edge per-client limit and one credential lookup. Doors share them so
+// a client has one edge allowance whichever door it uses, and accepted readings go to one place.
+import type { Settings } from '../../config.ts';
+import type { Db } from '../../db/db.ts';
+import type { Governor } from '../../governance/governor.ts';
+import type { Logger } from '../../logger.ts';
+import { createCountingSink } from './countingSink.ts';
+import { cachedCredentialLookup } from './credentialCache.ts';
+import { findIngestCredential } from './credentials.ts';
+import { createEdgeLimit } from './edgeLimit.ts';
+import { createNatsSink, DEFAULT_INGEST_STREAM } from './natsSink.ts';
+import type { DoorParts } from './steps.ts';
+
+export interface SharedDoorParts extends DoorParts {
+  /** Closes the sink; call it after every door has stopped taking messages. */
+  close(): Promise<void>;
+}
+
+export async function startDoorParts(parts: { settings: Settings; db: Db; governor: Governor; logger: Logger }): Promise<SharedDoorParts> {
+  const { settings, db, governor, logger } = parts;
+  const sink = settings.natsUrl
+    ? await createNatsSink({ url: settings.natsUrl, ...DEFAULT_INGEST_STREAM })
+    : createCountingSink();
+  logger.info({ sink: settings.natsUrl ? 'nats-jetstream' : 'counting' }, 'door sink ready');
+  return {
+    governor,
+    edgeLimit: createEdgeLimit({ ratePerSecond: settings.edgeIpRatePerSecond }),
+    findCredential: cachedCredentialLookup((key) => findIngestCredential(db, key)),
+    sink,
+    close: () => sink.close(),
+  };
+}

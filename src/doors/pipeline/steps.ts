@@ -1,0 +1,128 @@
+// The steps every door takes, in the order the spec gives for ingest (README.md here says more):
+//   1. edge check   the instance-level per-client limit, before anything is known of the tenant;
+//   2. name         the tenant named by the transport (path, topic, CoAP endpoint), refused when it could never
+//                   be a tenant ID, so an invented name costs the Governor no state;
+//   3. message      one charge per message before decoding, on the door's INGEST allowance;
+//   4. decode       the door's own (JSON readings, uplinks, Sparkplug, SenML...): not a step here;
+//   5. readings     the decoded readings charged on the same allowance;
+//   6. credential   the sender's key, checked only now, so every check has been paid for;
+//      API_REQUESTS one per request with the tenant's policy, after the credential (see chargeApiRequest);
+//   7. sink         the accepted batch handed on (NATS JetStream or the counting sink);
+//   8. Recorder     not called by a door: the Governor tallies every decision above and its timer hands the
+//                   tallies to the Recorder (the ledger and the metrics) in batches.
+// Each step returns its outcome as a value; the door turns a refusal into its transport's answer (an HTTP
+// 429, an MQTT PUBACK reason code, a CoAP 4.29). The steps never answer and never throw for a refusal.
+import type { AdmitDecision, Governor } from '../../governance/governor.ts';
+import type { Allowance } from '../../governance/types.ts';
+import { ID_PATTERN } from '../../governance/types.ts';
+import { authorizeSender, type Destination, type SenderCheck } from './authorizeSender.ts';
+import type { CredentialLookup } from './credentialCache.ts';
+import type { IngestCredential } from './credentials.ts';
+import type { EdgeLimit } from './edgeLimit.ts';
+import type { AcceptedBatch, ReadingSink } from './sink.ts';
+
+/** The parts a door's steps use. A door adds its own (a listener, trusted proxies, a body cap). */
+export interface DoorParts {
+  governor: Governor;
+  edgeLimit: EdgeLimit;
+  findCredential: CredentialLookup;
+  sink: ReadingSink;
+}
+
+export type EdgeDecision = ReturnType<EdgeLimit['admit']>;
+
+/** Where and when a message is metered: the tenant, the door's INGEST allowance, its arrival and its client. */
+export interface Metering {
+  tenantId: string;
+  allowance: Allowance;
+  atMs: number;
+  /** The client key the edge limit used (an address, an IPv6 /64): STABLE_DOWNSAMPLE keys on it. */
+  clientKey: string;
+}
+
+/** Step 1: the edge per-client limit. */
+export function checkEdge(parts: Pick<DoorParts, 'edgeLimit'>, clientKey: string, atMs: number): EdgeDecision {
+  return parts.edgeLimit.admit(clientKey, atMs);
+}
+
+/** Step 2: true when the name could be a tenant (or integration) ID, the control plane's own rule. */
+export function isAcceptableName(name: string): boolean {
+  return ID_PATTERN.test(name);
+}
+
+/** Step 3: one message, charged before its body is decoded. */
+export function chargeMessage(parts: Pick<DoorParts, 'governor'>, metering: Metering): AdmitDecision {
+  return parts.governor.admit({
+    tenant: metering.tenantId,
+    dimension: 'INGEST',
+    allowance: metering.allowance,
+    units: 1,
+    at: metering.atMs,
+    callerKey: metering.clientKey,
+    charge: 'message',
+  });
+}
+
+/** Step 5: the decoded readings (or uplinks), on the same allowance. */
+export function chargeReadings(parts: Pick<DoorParts, 'governor'>, metering: Metering, units: number): AdmitDecision {
+  return parts.governor.admit({
+    tenant: metering.tenantId,
+    dimension: 'INGEST',
+    allowance: metering.allowance,
+    units,
+    at: metering.atMs,
+    callerKey: metering.clientKey,
+  });
+}
+
+/** Step 6: the credential a presented key stands for, when it may post to this destination. */
+export async function checkCredential(
+  parts: Pick<DoorParts, 'findCredential'>,
+  key: string | undefined,
+  destination: Destination,
+): Promise<SenderCheck> {
+  const credential = key !== undefined && key !== '' ? await parts.findCredential(key) : null;
+  return authorizeSender(credential, destination);
+}
+
+/**
+ * One API_REQUESTS unit with the tenant's policy (EXACT_REJECT or STABLE_DOWNSAMPLE). Charged after the
+ * credential: the Governor keeps state for every name it meters outside the HTTP allowance, so charging an
+ * unauthenticated name would let invented names grow it without bound. OpenRUM also charges its project
+ * limit after the DSN check.
+ */
+export function chargeApiRequest(
+  parts: Pick<DoorParts, 'governor'>,
+  metering: Pick<Metering, 'tenantId' | 'atMs' | 'clientKey'>,
+  credential: IngestCredential,
+): AdmitDecision {
+  return parts.governor.admit({
+    tenant: metering.tenantId,
+    dimension: 'API_REQUESTS',
+    units: 1,
+    at: metering.atMs,
+    callerKey: callerKeyOf(credential, metering.clientKey),
+  });
+}
+
+/**
+ * Who STABLE_DOWNSAMPLE keeps or drops as a whole: the device or integration a key belongs to, or, for a
+ * tenant-wide key that many devices share, the client address.
+ */
+export function callerKeyOf(credential: IngestCredential, clientKey: string): string {
+  return credential.subject !== null ? `${credential.kind}:${credential.subject}` : `ip:${clientKey}`;
+}
+
+export type SinkOutcome = { status: 'accepted' } | { status: 'unavailable'; error: unknown };
+
+/** Step 7: the batch handed to the sink. A sink fault is an outcome (the door answers "retry"), never a crash. */
+export async function handToSink(parts: Pick<DoorParts, 'sink'>, batch: AcceptedBatch): Promise<SinkOutcome> {
+  try {
+    await parts.sink.publish(batch);
+    return ACCEPTED;
+  } catch (error) {
+    return { status: 'unavailable', error };
+  }
+}
+
+const ACCEPTED: SinkOutcome = { status: 'accepted' };
