@@ -27,6 +27,9 @@ export interface Settings {
   logLevel: string;
 }
 
+/** GOVERNANCE_SERVICE's default: the DeviceChain service whose traffic is governed. */
+export const DEFAULT_SERVICE = 'ingest';
+
 export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const optional = (name: string) => (env[name] && env[name]!.trim() !== '' ? env[name]!.trim() : undefined);
   return {
@@ -40,7 +43,9 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     natsUrl: optional('NATS_URL'),
     jwtSecret: optional('GOVERNANCE_JWT_SECRET'),
     jwksUrl: optional('GOVERNANCE_JWKS_URL'),
-    service: optional('GOVERNANCE_SERVICE') ?? 'governance',
+    // The spec names metrics devicechain_<service>_governance_...: the service this library governs by default is
+    // ingest, so the names read devicechain_ingest_governance_... (not governance_governance).
+    service: optional('GOVERNANCE_SERVICE') ?? DEFAULT_SERVICE,
     trustedProxyCidrs: (optional('TRUSTED_PROXY_CIDRS') ?? '')
       .split(',')
       .map((cidr) => cidr.trim())

@@ -20,7 +20,7 @@ export const DEFAULT_NAMED_TENANTS = 50;
 
 export function metricPrefix(service: string): string {
   const name = service.trim().toLowerCase().replace(/[^a-z0-9_]/g, '_');
-  return `devicechain_${name || 'governance'}_`;
+  return `devicechain_${name || 'ingest'}_`;
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

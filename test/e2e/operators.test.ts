@@ -1,6 +1,7 @@
 // What an operator and a tenant admin do against the running service over HTTP: issue, list, use and revoke
 // ingest keys while the service runs on embedded storage, and meet one rule for refusals (a mutation answers
 // a Forbidden payload with HTTP 200, a read answers FORBIDDEN in errors).
+import { readFile } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServiceIn, type RunningService } from '../support/serviceModes.ts';
 import { serviceClient, type ServiceClient } from '../support/serviceClient.ts';
@@ -114,5 +115,25 @@ describe('operators over HTTP', () => {
     const missing = __schema.mutationType.fields.filter((field) => field.type.ofType.kind !== 'UNION' || !field.type.ofType.possibleTypes!.some((type) => type.name === 'Forbidden'));
     expect(missing.map((field) => field.name)).toEqual([]);
     expect(__schema.mutationType.fields.map((field) => field.name)).toEqual(expect.arrayContaining(['issueIngestKey', 'revokeIngestKey']));
+  });
+
+  it('names metrics devicechain_ingest_governance_... by default, and the dashboard names only metrics /metrics exports', async () => {
+    const exported = await (await fetch(`${running.baseUrl}/metrics`)).text();
+    expect(exported).toContain('# TYPE devicechain_ingest_governance_shed_units_total counter');
+    expect(exported).not.toContain('governance_governance');
+    const families = new Map([...exported.matchAll(/^# TYPE (\S+) (\w+)$/gm)].map((match) => [match[1]!, match[2]!]));
+    const dashboard = JSON.parse(await readFile(new URL('../../dashboards/governance.json', import.meta.url), 'utf8')) as {
+      panels: Array<{ title: string; targets: Array<{ expr: string }> }>;
+    };
+    const named = dashboard.panels.flatMap((panel) =>
+      panel.targets.flatMap((target) => [...target.expr.replaceAll('${service}', 'ingest').matchAll(/devicechain_\w+/g)].map((match) => match[0])),
+    );
+    expect(named.length).toBeGreaterThan(10);
+    const missing = named.filter((name) => {
+      if (families.has(name)) return false;
+      const histogram = /^(.*)_(bucket|sum|count)$/.exec(name);
+      return !(histogram && families.get(histogram[1]!) === 'histogram');
+    });
+    expect(missing).toEqual([]);
   });
 });
