@@ -5,8 +5,8 @@
 // same row lock. A second figure spreads the same load over 16 tenants. Fresh schema, dropped at the end.
 // Last line: JSON.
 import type { Queryable } from '../src/db/db.ts';
-import type { CeilingSource } from '../src/commands/types.ts';
-import { createDatabaseCommandBacklog } from '../src/commands/postgres/createDatabaseCommandBacklog.ts';
+import type { CeilingSource } from '../src/command-backlog/types.ts';
+import { createDatabaseCommandBacklog } from '../src/command-backlog/postgres/createDatabaseCommandBacklog.ts';
 import { withBenchSchema } from './support/benchSchema.ts';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';

@@ -1,5 +1,5 @@
 // Read model: each tenant's command backlog as the ledger tells it. Built only from the commands streams'
-// events, so once caught up its `undelivered` must equal the guard row's count (src/commands) for every
+// events, so once caught up its `undelivered` must equal the guard row's count (src/command-backlog) for every
 // tenant; a rebuild from the ledger must reproduce it exactly.
 import type { Tx } from '../src/db/db.ts';
 import type { Projection } from '../src/ledger/projection.ts';

@@ -3,7 +3,7 @@
 import type { Actor } from '../control-plane/actor.ts';
 import type { Queryable } from '../db/db.ts';
 import type { EventStore } from '../ledger/eventStore.ts';
-import type { CommandBacklog } from '../commands/types.ts';
+import type { CommandBacklog } from '../command-backlog/types.ts';
 import type { ControlPlane } from '../control-plane/controlPlane.ts';
 import type { ApiPubSub } from './pubsub.ts';
 import type { EffectiveLimitsCache } from './effectiveLimitsCache.ts';

@@ -9,7 +9,7 @@ import { createTokenVerifier, type TokenVerifier } from './auth/verifyToken.ts';
 import type { Queryable } from '../db/db.ts';
 import type { EventStore } from '../ledger/eventStore.ts';
 import type { ControlPlane } from '../control-plane/controlPlane.ts';
-import type { CommandBacklog } from '../commands/types.ts';
+import type { CommandBacklog } from '../command-backlog/types.ts';
 import type { ApiPubSub } from './pubsub.ts';
 import { createGraphQLServer, GRAPHQL_PATH } from './createGraphQLServer.ts';
 

@@ -12,7 +12,7 @@ import { listTiers as readTiers } from '../control-plane/listTiers.ts';
 import { loadEffectiveLimits as readEffectiveLimits, type TenantEffectiveLimits } from '../control-plane/loadEffectiveLimits.ts';
 import { loadOverrides as readOverrides } from '../control-plane/loadOverrides.ts';
 import { loadTenants as readTenants, type TenantRecord } from '../control-plane/loadTenants.ts';
-import { loadCommandBacklogs as readCommandBacklogs, type TenantCommandBacklog } from '../commands/loadCommandBacklogs.ts';
+import { loadCommandBacklogs as readCommandBacklogs, type TenantCommandBacklog } from '../command-backlog/loadCommandBacklogs.ts';
 import { resolveTenantModels, type TenantModel } from '../control-plane/resolveTenantModels.ts';
 import { resolveTenantBrandings, type TenantBranding } from '../control-plane/resolveTenantBrandings.ts';
 

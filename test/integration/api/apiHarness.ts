@@ -5,8 +5,8 @@ import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresE
 import { startProjections, type ProjectionSet } from '../../../src/ledger/projectionSet.ts';
 import { createControlPlane, type ControlPlane } from '../../../src/control-plane/controlPlane.ts';
 import { controlPlaneProjections } from '../../../src/control-plane/projections.ts';
-import { createCommandBacklog } from '../../../src/commands/createCommandBacklog.ts';
-import { controlPlaneCeilings } from '../../../src/commands/controlPlaneCeilings.ts';
+import { createCommandBacklog } from '../../../src/command-backlog/createCommandBacklog.ts';
+import { controlPlaneCeilings } from '../../../src/command-backlog/controlPlaneCeilings.ts';
 import { commandBacklogProjection } from '../../../projections/commandBacklog.ts';
 import { admissionTrendsProjection } from '../../../projections/admissionTrends.ts';
 import { unresolvedAdmissionsProjection } from '../../../projections/unresolvedAdmissions.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { MAX_ID_LENGTH, MAX_PAYLOAD_BYTES, checkText, validateEnqueue, validateRef } from '../../../src/commands/validateCommand.ts';
+import { MAX_ID_LENGTH, MAX_PAYLOAD_BYTES, checkText, validateEnqueue, validateRef } from '../../../src/command-backlog/validateCommand.ts';
 
 const valid = { tenantId: 'acme', commandId: 'cmd-1', deviceId: 'dev-1', payload: { op: 'open' } };
 

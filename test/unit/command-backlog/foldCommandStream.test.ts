@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RecordedEvent } from '../../../src/ledger/eventStore.ts';
-import { emptyCommandsState, foldCommandEvent } from '../../../src/commands/stream/foldCommandStream.ts';
+import { emptyCommandsState, foldCommandEvent } from '../../../src/command-backlog/stream/foldCommandStream.ts';
 
 let revision = 0n;
 const event = (type: string, data: Record<string, unknown>, occurredAt: string): RecordedEvent => ({

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createKeyedQueue } from '../../../src/commands/stream/keyedQueue.ts';
+import { createKeyedQueue } from '../../../src/command-backlog/stream/keyedQueue.ts';
 
 describe('createKeyedQueue', () => {
   it('runs one key at a time, in order, other keys alongside, and survives a failing task', async () => {

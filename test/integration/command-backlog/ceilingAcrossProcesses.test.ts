@@ -6,8 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { commandsStream } from '../../../src/ledger/catalog/commands.ts';
-import { createCommandBacklog } from '../../../src/commands/createCommandBacklog.ts';
-import type { EnqueueOutcome } from '../../../src/commands/types.ts';
+import { createCommandBacklog } from '../../../src/command-backlog/createCommandBacklog.ts';
+import type { EnqueueOutcome } from '../../../src/command-backlog/types.ts';
 import { postgresOnly, type TestDb } from '../../support/databases.ts';
 import { createCeilingTable, setCeiling, tableCeilings } from './ceilingTable.ts';
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/db.ts';
 import type { EventStore, ReadStreamOptions } from '../../../src/ledger/eventStore.ts';
 import { commandsStream } from '../../../src/ledger/catalog/commands.ts';
-import { createStreamCommandBacklog, type StreamBacklogOptions } from '../../../src/commands/stream/createStreamCommandBacklog.ts';
+import { createStreamCommandBacklog, type StreamBacklogOptions } from '../../../src/command-backlog/stream/createStreamCommandBacklog.ts';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
 import { setCeiling, tableCeilings } from './ceilingTable.ts';
 import { openCommandsDatabase, OPEN_TIMEOUT_MS } from './commandsDatabase.ts';

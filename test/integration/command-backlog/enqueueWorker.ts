@@ -4,9 +4,9 @@
 // over them and prints one line {"outcomes":[...]}, in the order sent. Exits when stdin ends.
 import { createInterface } from 'node:readline';
 import { openPostgres } from '../../../src/db/postgres.ts';
-import { createCommandBacklog } from '../../../src/commands/createCommandBacklog.ts';
+import { createCommandBacklog } from '../../../src/command-backlog/createCommandBacklog.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
-import type { EnqueueOutcome } from '../../../src/commands/types.ts';
+import type { EnqueueOutcome } from '../../../src/command-backlog/types.ts';
 import { tableCeilingsOfMany } from './ceilingTable.ts';
 
 const ENQUEUERS = 32;

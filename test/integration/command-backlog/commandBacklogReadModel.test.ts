@@ -9,10 +9,10 @@ import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
 import { createControlPlane } from '../../../src/control-plane/controlPlane.ts';
 import { controlPlaneProjections } from '../../../src/control-plane/projections.ts';
 import type { Actor } from '../../../src/control-plane/actor.ts';
-import { createCommandBacklog } from '../../../src/commands/createCommandBacklog.ts';
-import { controlPlaneCeilings } from '../../../src/commands/controlPlaneCeilings.ts';
-import { loadCommandBacklogs } from '../../../src/commands/loadCommandBacklogs.ts';
-import type { CommandBacklog } from '../../../src/commands/types.ts';
+import { createCommandBacklog } from '../../../src/command-backlog/createCommandBacklog.ts';
+import { controlPlaneCeilings } from '../../../src/command-backlog/controlPlaneCeilings.ts';
+import { loadCommandBacklogs } from '../../../src/command-backlog/loadCommandBacklogs.ts';
+import type { CommandBacklog } from '../../../src/command-backlog/types.ts';
 import { commandBacklogProjection } from '../../../projections/commandBacklog.ts';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
 

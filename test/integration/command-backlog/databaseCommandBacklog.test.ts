@@ -1,4 +1,4 @@
-import { createDatabaseCommandBacklog } from '../../../src/commands/postgres/createDatabaseCommandBacklog.ts';
+import { createDatabaseCommandBacklog } from '../../../src/command-backlog/postgres/createDatabaseCommandBacklog.ts';
 import { describeCommandBacklog } from './commandBacklog.behaviour.ts';
 
 describeCommandBacklog('command backlog in the database ledger', ({ db, ceilings, commandTtlMs, now }) =>

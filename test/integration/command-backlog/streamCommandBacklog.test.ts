@@ -3,7 +3,7 @@
 // EVENTSTORE_URL is set (ceilings and the read model stay in the database, as in the service).
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createStreamCommandBacklog } from '../../../src/commands/stream/createStreamCommandBacklog.ts';
+import { createStreamCommandBacklog } from '../../../src/command-backlog/stream/createStreamCommandBacklog.ts';
 import { createEventStoreDbEventStore } from '../../../src/ledger/eventstoredb/index.ts';
 import { eventBytes } from '../../../src/ledger/appendSize.ts';
 import { commandsStream } from '../../../src/ledger/catalog/commands.ts';

@@ -1,7 +1,7 @@
 // A real SQL-backed CeilingSource for the commands suites, until the control plane's read model is wired
 // in: one row per known tenant; no row means an unknown tenant.
 import type { Queryable } from '../../../src/db/db.ts';
-import type { CeilingSource } from '../../../src/commands/types.ts';
+import type { CeilingSource } from '../../../src/command-backlog/types.ts';
 import type { LimitSourceLevel } from '../../../src/governance/types.ts';
 
 export async function createCeilingTable(db: Queryable): Promise<void> {

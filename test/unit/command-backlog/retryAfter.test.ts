@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_RETRY_AFTER_SECONDS, MAX_RETRY_AFTER_SECONDS, nextDeliveryIntervalEwma, retryAfterSeconds } from '../../../src/commands/retryAfter.ts';
+import { DEFAULT_RETRY_AFTER_SECONDS, MAX_RETRY_AFTER_SECONDS, nextDeliveryIntervalEwma, retryAfterSeconds } from '../../../src/command-backlog/retryAfter.ts';
 
 const now = new Date('2026-01-01T00:01:00Z');
 const secondsAgo = (seconds: number) => new Date(now.getTime() - seconds * 1_000);

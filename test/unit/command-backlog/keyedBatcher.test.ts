@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
-import { createGroupBatcher, type KeyGroup } from '../../../src/commands/keyedBatcher.ts';
+import { createGroupBatcher, type KeyGroup } from '../../../src/command-backlog/keyedBatcher.ts';
 
 type Answer = Array<PromiseSettledResult<string[]>>;
 
