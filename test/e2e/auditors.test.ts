@@ -60,4 +60,40 @@ describe('auditors over HTTP', () => {
     const never = await api.gql(auditor, 'query($at: DateTime!) { effectiveLimitsAt(tenantId: "nobody", at: $at) { source } }', { at: before });
     expect(never.errors?.[0]?.message).toMatch(/was not registered at .*, and is not registered now/);
   });
+
+  it('lists every change of the effective limit, whatever level caused it, with before, after, winner, actor and reason', async () => {
+    const operator = api.as('OPERATOR');
+    const run = async (mutation: string) => {
+      const data = await operator<Record<string, { __typename: string }>>(`mutation { ${mutation} { __typename } }`);
+      expect(Object.values(data)[0]!.__typename, mutation).toBe('Applied');
+    };
+    await run('setPlatformDefault(input: { dimension: INGEST, ratePerSecond: 800, burst: 1600, reason: "platform" })');
+    await run('setTierLimit(input: { tierId: "standard", dimension: INGEST, ratePerSecond: 2000, burst: 4000, reason: "standard package" })');
+    await run('setTenantOverride(input: { tenantId: "acme", dimension: INGEST, ratePerSecond: 9000, burst: 9000, reason: "backfill" })');
+    await run('defineTier(input: { tierId: "gold", name: "Gold" })');
+    await run('setTierLimit(input: { tierId: "gold", dimension: INGEST, ratePerSecond: 5000, burst: 10000, reason: "gold package" })');
+    await run('setTierLimit(input: { tierId: "standard", dimension: EGRESS, ratePerSecond: 10, reason: "another dimension" })');
+    await run('clearTenantOverride(input: { tenantId: "acme", dimension: INGEST, reason: "backfill done" })');
+    await run('assignTenantTier(input: { tenantId: "acme", tierId: "gold", reason: "upgrade" })');
+
+    type Change = { cause: string; previous: { ratePerSecond: number } | null; value: { ratePerSecond: number }; previousSource: string | null; source: string; tierId: string; actor: string; reason: string | null };
+    const { effectiveLimitTimeline } = await api.as('AUDITOR')<{ effectiveLimitTimeline: Change[] }>(
+      `query($from: DateTime!, $to: DateTime!) { effectiveLimitTimeline(tenantId: "acme", dimension: INGEST, from: $from, to: $to) {
+        cause previous { ratePerSecond } previousSource value { ratePerSecond } source tierId actor reason } }`,
+      { from: new Date(registeredAt.getTime() - 1000).toISOString(), to: new Date(Date.now() + 1000).toISOString() },
+    );
+    const shipped = effectiveLimitTimeline[0]!.value.ratePerSecond;
+    expect(effectiveLimitTimeline.map(({ cause, previous, value, source, actor, reason }) => [cause, previous?.ratePerSecond ?? null, value.ratePerSecond, source, actor, reason])).toEqual([
+      ['TENANT_REGISTERED', null, shipped, 'SHIPPED_DEFAULT', 'e2e-operator', null],
+      ['OVERRIDE_SET', shipped, 5, 'TENANT_OVERRIDE', 'e2e-operator', 'trial'],
+      ['OVERRIDE_EXPIRED', 5, shipped, 'SHIPPED_DEFAULT', 'system:override-expiry', 'expired'],
+      ['PLATFORM_DEFAULT_SET', shipped, 800, 'PLATFORM_DEFAULT', 'e2e-operator', 'platform'],
+      ['TIER_LIMIT_SET', 800, 2000, 'TIER', 'e2e-operator', 'standard package'],
+      ['OVERRIDE_SET', 2000, 9000, 'TENANT_OVERRIDE', 'e2e-operator', 'backfill'],
+      ['OVERRIDE_CLEARED', 9000, 2000, 'TIER', 'e2e-operator', 'backfill done'],
+      ['TENANT_TIER_ASSIGNED', 2000, 5000, 'TIER', 'e2e-operator', 'upgrade'],
+    ]);
+    expect(effectiveLimitTimeline.at(-1)).toMatchObject({ previousSource: 'TIER', tierId: 'gold' });
+  });
 });
+

@@ -13,6 +13,7 @@ import './tenant.ts';
 import './cascade.ts';
 import './tenantSettings.ts';
 import './limitHistory.ts';
+import './effectiveLimitTimeline.ts';
 import './trends.ts';
 import './limitMutations.ts';
 import './settingMutations.ts';
