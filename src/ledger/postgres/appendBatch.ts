@@ -32,19 +32,20 @@ interface StreamsRow {
 
 // One statement for the whole batch. It finds the stream's head and the batch's already-stored ids, checks
 // the expected revision, inserts only new events (when the check passes) with revisions following the head,
-// and notifies subscribers. `known` probes the event_id index with = ANY, so its cost follows the batch,
-// never the size of the ledger; with $8 false it is skipped (see appendBatch). NOTIFY inside the transaction
+// and notifies subscribers. The batch arrives as one jsonb array (batchJson). `known` probes the event_id
+// index per batch event, so its cost follows the batch, never the size of the ledger; with $5 false it is
+// skipped (see appendBatch). NOTIFY inside the transaction
 // is delivered only at commit, so a woken reader finds the events. The final SELECT names `notified` because PostgreSQL skips unreferenced SELECT CTEs.
 const APPEND_SQL = `
 WITH batch AS (
-  SELECT b.event_id, b.type, b.data, b.metadata, b.n
-  FROM unnest($2::uuid[], $3::text[], $4::jsonb[], $5::jsonb[]) WITH ORDINALITY AS b(event_id, type, data, metadata, n)
+  SELECT (b.e->>'i')::uuid AS event_id, b.e->>'t' AS type, b.e->'d' AS data, b.e->'m' AS metadata, b.n
+  FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS b(e, n)
 ),
 head AS (SELECT max(revision) AS revision FROM gl_events WHERE stream = $1),
 known AS (
   SELECT g.revision, g.tx_id, g.global_position, batch.n
   FROM gl_events g JOIN batch ON g.event_id = batch.event_id
-  WHERE $8::boolean AND g.event_id = ANY($2::uuid[])
+  WHERE $5::boolean AND g.event_id = ANY(ARRAY(SELECT event_id FROM batch))
 ),
 fresh AS (
   SELECT batch.*, row_number() OVER (ORDER BY batch.n) AS k
@@ -52,11 +53,11 @@ fresh AS (
   WHERE NOT EXISTS (SELECT 1 FROM known WHERE known.n = batch.n)
 ),
 allowed AS (
-  SELECT CASE $6::text
+  SELECT CASE $3::text
     WHEN 'any' THEN true
     WHEN 'no_stream' THEN head.revision IS NULL
     WHEN 'stream_exists' THEN head.revision IS NOT NULL
-    ELSE head.revision IS NOT DISTINCT FROM $7::bigint
+    ELSE head.revision IS NOT DISTINCT FROM $4::bigint
   END AS ok
   FROM head
 ),
@@ -222,10 +223,7 @@ export async function appendBatch(
 ): Promise<AppendResult> {
   const { rows } = await db.query<AppendRow>(APPEND_SQL, [
     stream,
-    batch.ids,
-    batch.types,
-    batch.data,
-    batch.metadata,
+    batchJson(batch),
     typeof expected === 'bigint' ? 'revision' : expected,
     typeof expected === 'bigint' ? expected.toString() : null,
     lookUpStoredIds,
@@ -236,4 +234,18 @@ export async function appendBatch(
     nextRevision: row.last_revision!,
     position: { commit: row.last_commit!, prepare: row.last_prepare! },
   };
+}
+
+/**
+ * The batch as ONE jsonb parameter: `[{"i":id,"t":type,"d":data,"m":metadata}, ...]`, put together from the
+ * JSON texts prepareBatch made, so nothing is serialized twice. Sent as arrays instead (uuid[], text[],
+ * jsonb[]), the driver escapes every element into an array literal (a backslash before each quote of each
+ * JSON text): ~45 ms of the event loop per 1,000 summary entries, the largest part of a flush's cost.
+ */
+export function batchJson(batch: PreparedBatch): string {
+  const parts: string[] = [];
+  for (let i = 0; i < batch.ids.length; i++) {
+    parts.push(`{"i":"${batch.ids[i]!}","t":${JSON.stringify(batch.types[i]!)},"d":${batch.data[i]!},"m":${batch.metadata[i]!}}`);
+  }
+  return `[${parts.join(',')}]`;
 }
