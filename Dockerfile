@@ -15,6 +15,7 @@ COPY --from=build /app/dist ./dist
 COPY --from=build /app/bin ./bin
 COPY --from=build /app/migrations ./migrations
 COPY --from=build /app/schema ./schema
+COPY --from=build /app/proto ./proto
 RUN mkdir -p /data && chown node:node /data
 USER node
 EXPOSE 4000 8081

@@ -72,10 +72,11 @@ function parse<Options extends NonNullable<ParseArgsConfig['options']>>(args: st
 }
 
 async function serve(): Promise<void> {
-  const [{ createLogger }, { startService }, { createServer, listen }] = await Promise.all([
+  const [{ createLogger }, { startService }, { createServer, listen }, { startRlsServer }] = await Promise.all([
     import('./logger.ts'),
     import('./service.ts'),
     import('./http-server/server.ts'),
+    import('./doors/envoy-rls/rlsServer.ts'),
   ]);
   const settings = readSettings();
   const logger = createLogger(settings.logLevel);
@@ -83,11 +84,16 @@ async function serve(): Promise<void> {
   const server = createServer(service, service.routes);
   const address = await listen(server, settings.port, settings.host);
   logger.info({ port: address.port, host: settings.host }, `governance-ledger listening on http://localhost:${address.port}/graphql`);
+  const rls = await startRlsServer({ decider: service.rateLimits, port: settings.grpcPort, host: settings.host, tls: settings.grpcTls, logger });
+  logger.info({ port: rls.port, tls: settings.grpcTls !== undefined }, "Envoy's rate limit service listening (gRPC)");
   const shutdown = (signal: string) => {
     logger.info({ signal }, 'shutting down');
     server.close();
     server.closeAllConnections();
-    service.close().then(
+    rls
+      .close()
+      .then(() => service.close())
+      .then(
       () => process.exit(0),
       (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');

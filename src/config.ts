@@ -25,6 +25,10 @@ export interface Settings {
    */
   readyMaxLagSeconds: number;
   logLevel: string;
+  /** GOVERNANCE_GRPC_PORT: Envoy's rate limit service (gRPC) listens here (default 8081). */
+  grpcPort: number;
+  /** GOVERNANCE_GRPC_TLS_CERT/_KEY (PEM files): TLS on the gRPC port; with _CLIENT_CA, client certificates are required. */
+  grpcTls?: { certFile: string; keyFile: string; clientCaFile?: string };
 }
 
 /** GOVERNANCE_SERVICE's default: the DeviceChain service whose traffic is governed. */
@@ -55,7 +59,26 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     commandTtlSeconds: positiveInteger(optional('GOVERNANCE_COMMAND_TTL_SECONDS'), 3600, 'GOVERNANCE_COMMAND_TTL_SECONDS'),
     readyMaxLagSeconds: positiveInteger(optional('GOVERNANCE_READY_MAX_LAG_SECONDS'), 30, 'GOVERNANCE_READY_MAX_LAG_SECONDS'),
     logLevel: optional('LOG_LEVEL') ?? 'info',
+    grpcPort: portNumber(optional('GOVERNANCE_GRPC_PORT'), 8081, 'GOVERNANCE_GRPC_PORT'),
+    grpcTls: grpcTls(optional('GOVERNANCE_GRPC_TLS_CERT'), optional('GOVERNANCE_GRPC_TLS_KEY'), optional('GOVERNANCE_GRPC_TLS_CLIENT_CA')),
   };
+}
+
+function portNumber(text: string | undefined, fallback: number, name: string): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 0 || value > 65535) throw new Error(`${name} must be a port number from 0 to 65535, not "${text}"`);
+  return value;
+}
+
+/** Half a TLS setting would silently mean plain text: refused at start instead. */
+function grpcTls(certFile: string | undefined, keyFile: string | undefined, clientCaFile: string | undefined): Settings['grpcTls'] {
+  if (certFile === undefined && keyFile === undefined) {
+    if (clientCaFile !== undefined) throw new Error('GOVERNANCE_GRPC_TLS_CLIENT_CA needs GOVERNANCE_GRPC_TLS_CERT and GOVERNANCE_GRPC_TLS_KEY');
+    return undefined;
+  }
+  if (certFile === undefined || keyFile === undefined) throw new Error('GOVERNANCE_GRPC_TLS_CERT and GOVERNANCE_GRPC_TLS_KEY go together');
+  return clientCaFile === undefined ? { certFile, keyFile } : { certFile, keyFile, clientCaFile };
 }
 
 /** A bad number in the environment stops the service at start, naming the variable, rather than meaning "no limit". */

@@ -41,6 +41,8 @@ import { createGraphQLRoute, tokenVerifierFor } from './api/createGraphQLRoute.t
 import { createAdmissionRoutes } from './doors/admissions/admissionRoutes.ts';
 import { createServiceCallers } from './doors/admissions/serviceCallers.ts';
 import { openapiRoute } from './doors/openapi/openapiRoute.ts';
+import { readDescriptorMapping } from './doors/envoy-rls/descriptorMapping.ts';
+import { createRateLimitDecider, type RateLimitDecider } from './doors/envoy-rls/rateLimitService.ts';
 
 
 export interface Service {
@@ -57,6 +59,8 @@ export interface Service {
   inferenceSpend: InferenceSpendMeter;
   readiness: ReadinessCheck[];
   routes: Route[];
+  /** Envoy's ShouldRateLimit on the same Governor; `governance serve` listens for it on GOVERNANCE_GRPC_PORT. */
+  rateLimits: RateLimitDecider;
   close(): Promise<void>;
 }
 
@@ -69,6 +73,8 @@ export async function startService(settings: Settings, logger: Logger = createLo
   const applied = await migrate(db);
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
   const metricsSettings = readMetricsSettings();
+  // Read before anything is opened: a bad mapping stops the start, naming the variable.
+  const rlsMapping = readDescriptorMapping();
   const metrics = createMetrics({ service: settings.service, namedTenants: metricsSettings.namedTenants });
   const store = instrumentEventStore(openEventStore(db, settings.eventStoreUrl), metrics);
 
@@ -153,6 +159,7 @@ export async function startService(settings: Settings, logger: Logger = createLo
     inferenceSpend,
     readiness,
     routes,
+    rateLimits: createRateLimitDecider(governor, rlsMapping),
     async close() {
       for (const close of closers.reverse()) await close().catch((error: unknown) => logger.warn({ err: error }, 'close failed'));
       await store.close();

@@ -1,0 +1,85 @@
+// ShouldRateLimit decided by the Governor: each descriptor is one admission at the request's arrival, all of
+// them must pass. What the gateway gets back: per descriptor the limit that decided (per SECOND, named by the
+// 429 contract's policy name), what remains, and when refused the seconds until it would fit; on OVER_LIMIT the
+// 429 contract's headers for the gateway to add to its 429 (Retry-After, X-RateLimit-Scope/Limit,
+// RateLimit-Policy/RateLimit, the same as the service's own HTTP doors send).
+//
+// Every descriptor is charged, in order, even after one is refused, as Envoy's reference service does: each
+// limit counts what was offered to it, and the ledger records each refusal under its own tenant.
+import type { AdmitDecision, AdmitRequest, Governor } from '../../governance/governor.ts';
+import { DIMENSION_CATALOG } from '../../governance/dimensions.ts';
+import { addRateLimitHeaders } from '../../http-server/rateLimitHeaders.ts';
+import { mapDescriptors, type DescriptorMapping, type RateLimitRequestMessage } from './descriptorMapping.ts';
+
+export type RlsCode = 'OK' | 'OVER_LIMIT';
+
+export interface DescriptorStatusMessage {
+  code: RlsCode;
+  current_limit: { requests_per_unit: number; unit: 'SECOND'; name: string };
+  limit_remaining: number;
+  duration_until_reset?: { seconds: number; nanos: number };
+}
+
+export interface RateLimitResponseMessage {
+  overall_code: RlsCode;
+  statuses: DescriptorStatusMessage[];
+  response_headers_to_add: { key: string; value: string }[];
+}
+
+export interface RateLimitDecider {
+  /** Throws MalformedRateLimitRequest for a request that cannot be decided (INVALID_ARGUMENT). */
+  shouldRateLimit(request: RateLimitRequestMessage): RateLimitResponseMessage;
+}
+
+const MAX_UINT32 = 4_294_967_295;
+
+export function createRateLimitDecider(governor: Governor, mapping: DescriptorMapping, now: () => number = Date.now): RateLimitDecider {
+  const request: AdmitRequest = { tenant: '', dimension: 'API_REQUESTS', allowance: null, units: 1, at: 0, callerKey: undefined };
+  return {
+    shouldRateLimit(message) {
+      const descriptors = mapDescriptors(message, mapping);
+      const hits = message.hits_addend;
+      request.units = hits === undefined || hits === 0 ? 1 : hits;
+      request.at = now();
+      let overall: RlsCode = 'OK';
+      let refusal: { decision: AdmitDecision; policy: string } | null = null;
+      const statuses = descriptors.map((descriptor): DescriptorStatusMessage => {
+        request.tenant = descriptor.tenant;
+        request.dimension = descriptor.dimension;
+        request.allowance = descriptor.allowance;
+        request.callerKey = descriptor.callerKey;
+        const decision = governor.admit(request);
+        const policy = `${decision.scope === 'overflow' ? 'overflow' : 'tenant'}-${DIMENSION_CATALOG[descriptor.dimension].unit}`;
+        const status: DescriptorStatusMessage = {
+          code: decision.admitted ? 'OK' : 'OVER_LIMIT',
+          current_limit: { requests_per_unit: uint32(Math.max(1, Math.floor(decision.limit))), unit: 'SECOND', name: policy },
+          limit_remaining: uint32(Math.floor(decision.remaining)),
+        };
+        if (!decision.admitted) {
+          status.duration_until_reset = { seconds: Math.max(1, Math.ceil(decision.retryAfterSeconds)), nanos: 0 };
+          overall = 'OVER_LIMIT';
+          refusal ??= { decision, policy };
+        }
+        return status;
+      });
+      const response_headers_to_add: RateLimitResponseMessage['response_headers_to_add'] = [];
+      if (refusal !== null) {
+        const { decision, policy } = refusal as { decision: AdmitDecision; policy: string };
+        const pairs: string[] = [];
+        addRateLimitHeaders(pairs, {
+          scope: 'tenant',
+          policy,
+          limit: decision.limit,
+          remaining: decision.remaining,
+          retryAfterSeconds: decision.retryAfterSeconds,
+        });
+        for (let i = 0; i < pairs.length; i += 2) response_headers_to_add.push({ key: pairs[i]!, value: pairs[i + 1]! });
+      }
+      return { overall_code: overall, statuses, response_headers_to_add };
+    },
+  };
+}
+
+function uint32(value: number): number {
+  return value <= 0 ? 0 : value >= MAX_UINT32 ? MAX_UINT32 : value;
+}
