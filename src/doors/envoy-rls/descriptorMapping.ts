@@ -14,9 +14,11 @@
 // Malformed, answered INVALID_ARGUMENT (and nothing is admitted): no descriptors, a descriptor without
 // entries, an entry without a key, a dimension or allowance this service does not meter, a tenant value that
 // could never be a tenant ID, a caller value over 256 characters.
-import { ADMITTED_DIMENSIONS } from '../admissions/admissionItem.ts';
-import { slotIndexOf } from '../../governance/slots.ts';
+import { slotIndexOf, SLOTS } from '../../governance/slots.ts';
 import { ALLOWANCES, DIMENSIONS, ID_PATTERN, type Allowance, type Dimension } from '../../governance/types.ts';
+
+/** Dimensions the Governor meters by admit (UNDELIVERED_COMMANDS is a count ceiling kept by the command backlog). */
+const ADMITTED_DIMENSIONS: readonly Dimension[] = DIMENSIONS.filter((dimension) => SLOTS.some((slot) => slot.dimension === dimension));
 
 export interface DescriptorMapping {
   /** The domain whose descriptors name tenants. */
