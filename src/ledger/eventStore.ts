@@ -88,6 +88,15 @@ export interface Subscription extends AsyncIterable<RecordedEvent> {
   close(): Promise<void>;
 }
 
+/**
+ * Which ledger a store reads: its kind and an id of its own that stays the same for the life of its data.
+ * Projection checkpoints name the ledger they were taken on (checkpoints.ts).
+ */
+export interface LedgerIdentity {
+  kind: 'postgres' | 'eventstoredb';
+  id: string;
+}
+
 export interface EventStore {
   append(stream: string, events: readonly NewEvent[], options?: { expectedRevision?: ExpectedRevision }): Promise<AppendResult>;
   /** Events of one stream; an absent stream reads as empty. */
@@ -110,6 +119,8 @@ export interface EventStore {
    * reaches it has seen everything committed before the call (the projection runner's waitForCaughtUp).
    */
   headPosition(): Promise<Position | undefined>;
+  /** The ledger's identity (made on first use where the ledger has none yet). */
+  identity(): Promise<LedgerIdentity>;
   close(): Promise<void>;
 }
 

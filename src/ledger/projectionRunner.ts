@@ -4,7 +4,8 @@
 import type { Db } from '../db/db.ts';
 import { comparePositions, type Checkpoint, type EventStore, type Position, type Subscription } from './eventStore.ts';
 import type { Projection } from './projection.ts';
-import { loadOrCreateCheckpoint, type StoredCheckpoint } from './checkpoints.ts';
+import { CheckpointOfAnotherLedger, checkLedger, loadOrCreateCheckpoint, type StoredCheckpoint } from './checkpoints.ts';
+import type { LedgerIdentity } from './eventStore.ts';
 import { projectNextPage } from './projectPage.ts';
 import { resetProjection } from './resetProjection.ts';
 
@@ -66,7 +67,9 @@ export async function startProjectionRunner(
   projection: Projection,
   { pageSize = 500, retryDelayMs = 1_000, heldBackPollMs = 25, onError }: ProjectionRunnerOptions = {},
 ): Promise<ProjectionRunner> {
-  let checkpoint = await prepareCheckpoint(db, projection);
+  // Refuses to start on a checkpoint taken on another ledger (CheckpointOfAnotherLedger names the rebuild).
+  const ledger = await store.identity();
+  let checkpoint = await prepareCheckpoint(db, projection, ledger);
   let stopped = false;
   let fatal: unknown;
   let fault: unknown;
@@ -108,7 +111,7 @@ export async function startProjectionRunner(
   // A pass reloads the checkpoint (another runner may have moved it) and applies pages until a read
   // comes back empty, settling waiters whose head the checkpoint has reached on the way.
   const runPass = async () => {
-    checkpoint = await prepareCheckpoint(db, projection);
+    checkpoint = await prepareCheckpoint(db, projection, ledger);
     while (!stopped) {
       settleWaiters();
       const outcome = await projectNextPage(db, store, projection, checkpoint, pageSize);
@@ -116,7 +119,7 @@ export async function startProjectionRunner(
       checkpoint = outcome.checkpoint;
       if (outcome.status === 'caught-up') return true;
       if (outcome.status === 'moved' && outcome.checkpoint.version !== projection.version) {
-        checkpoint = await prepareCheckpoint(db, projection);
+        checkpoint = await prepareCheckpoint(db, projection, ledger);
       }
     }
     return false;
@@ -158,7 +161,7 @@ export async function startProjectionRunner(
           if (waiters.size > 0) schedulePass(heldBackPollMs);
         }
       } catch (error) {
-        if (error instanceof ProjectionSuperseded) {
+        if (error instanceof ProjectionSuperseded || error instanceof CheckpointOfAnotherLedger) {
           fatal = error;
           report(error);
           settleWaiters();
@@ -227,15 +230,16 @@ export async function startProjectionRunner(
 }
 
 /**
- * Loads (or creates) the checkpoint and makes it this version's: an older stored version means the read
- * model was built by older code, so it is emptied and rebuilt from the start of the ledger.
+ * Loads (or creates) the checkpoint, checks it is in this ledger, and makes it this version's: an older stored
+ * version means the read model was built by older code, so it is emptied and rebuilt from the start of the
+ * ledger.
  */
-async function prepareCheckpoint(db: Db, projection: Projection): Promise<StoredCheckpoint> {
+async function prepareCheckpoint(db: Db, projection: Projection, ledger: LedgerIdentity): Promise<StoredCheckpoint> {
   for (;;) {
-    const stored = await loadOrCreateCheckpoint(db, projection.name, projection.version);
+    const stored = await checkLedger(db, await loadOrCreateCheckpoint(db, projection.name, projection.version), ledger);
     if (stored.version === projection.version) return stored;
     if (stored.version > projection.version) throw new ProjectionSuperseded(projection.name, stored.version, projection.version);
     const reset = await db.transaction((tx) => resetProjection(tx, projection, stored));
-    if (reset) return { projection: projection.name, version: projection.version, position: 'start' };
+    if (reset) return { projection: projection.name, version: projection.version, position: 'start', ledger };
   }
 }

@@ -40,8 +40,10 @@ export async function rebuildProjection(
   // rebuild may still be held back from readers for a moment (PostgreSQL, behind an older open transaction).
   const head = await store.headPosition();
   let total = await countLedgerEvents(store, projection.eventTypes, pageSize);
+  const ledger = await store.identity();
   await db.transaction(async (tx) => {
-    await resetCheckpoint(tx, projection.name, projection.version);
+    // The rebuilt checkpoint is this ledger's, whichever ledger the old one was taken on.
+    await resetCheckpoint(tx, projection.name, projection.version, ledger);
     await truncateReadModel(tx, projection);
   });
   let checkpoint = await loadCheckpoint(db, projection.name);

@@ -21,6 +21,7 @@ export function instrumentEventStore(store: EventStore, metrics: Metrics): Event
     readAllPage: (after, maxCount, options) => store.readAllPage(after, maxCount, options),
     firstPending: (after, options) => store.firstPending(after, options),
     headPosition: () => store.headPosition(),
+    identity: () => store.identity(),
     subscribe: (after, options) => store.subscribe(after, options),
     close: () => store.close(),
   };

@@ -1,8 +1,9 @@
-import { laterCheckpoint, type EventStore } from '../eventStore.ts';
+import { randomUUID } from 'node:crypto';
+import { laterCheckpoint, WrongExpectedRevision, type EventStore, type LedgerIdentity } from '../eventStore.ts';
 import { createOpenSubscriptions } from '../openSubscriptions.ts';
 import { appendToStream, DEFAULT_APPEND_RETRY, type AppendRetry } from './append.ts';
 import { connect, type EsdbClient } from './client.ts';
-import { headPosition, readAll, readStream } from './read.ts';
+import { headPosition, IDENTITY_STREAM, readAll, readStream } from './read.ts';
 import { subscribe } from './subscribe.ts';
 
 export interface EventStoreDbOptions {
@@ -20,6 +21,7 @@ export function createEventStoreDbEventStore(connection: string | EsdbClient, op
   const client = typeof connection === 'string' ? connect(connection) : connection;
   const retry = options.appendRetry ?? DEFAULT_APPEND_RETRY;
   const subscriptions = createOpenSubscriptions();
+  let identity: Promise<LedgerIdentity> | undefined;
 
   return {
     append: (stream, events, appendOptions) => appendToStream(client, stream, events, appendOptions?.expectedRevision, retry),
@@ -36,10 +38,37 @@ export function createEventStoreDbEventStore(connection: string | EsdbClient, op
     },
     firstPending: async (after, readOptions) => (await readAll(client, after, 1, readOptions?.types))[0],
     headPosition: () => headPosition(client),
+    identity() {
+      identity ??= ledgerIdentity(client, retry).catch((error: unknown) => {
+        identity = undefined;
+        throw error;
+      });
+      return identity;
+    },
     subscribe: (after, subscribeOptions) => subscriptions.track(subscribe(client, after, subscribeOptions?.types)),
     async close() {
       await subscriptions.closeAll();
       await client.dispose();
     },
   };
+}
+
+/**
+ * The server's ledger id: the first event of IDENTITY_STREAM, appended with a new uuid when the stream does
+ * not exist yet. Appended at 'no_stream', so of two processes that start on an empty server one writes it and
+ * the other reads it. It lives and dies with the server's data, as the checkpoints that name it should.
+ */
+async function ledgerIdentity(client: EsdbClient, retry: AppendRetry): Promise<LedgerIdentity> {
+  for (let attempt = 1; ; attempt++) {
+    const [first] = await readStream(client, IDENTITY_STREAM, { maxCount: 1 });
+    const id = (first?.data as { ledgerId?: unknown } | undefined)?.ledgerId;
+    if (typeof id === 'string') return { kind: 'eventstoredb', id };
+    if (first) throw new Error(`EventStoreDB stream ${IDENTITY_STREAM} does not start with a ledger id`);
+    try {
+      await appendToStream(client, IDENTITY_STREAM, [{ type: 'LedgerIdentified', data: { ledgerId: randomUUID() } }], 'no_stream', retry);
+    } catch (error) {
+      // Another process named the ledger first: read its id.
+      if (!(error instanceof WrongExpectedRevision) || attempt >= 3) throw error;
+    }
+  }
 }

@@ -39,12 +39,15 @@ export async function* records<Item>(read: StreamingRead<Item>): AsyncGenerator<
   }
 }
 
+/** The adapter's own stream: the ledger's identity (eventStoreDb.ts), not a ledger event. */
+export const IDENTITY_STREAM = 'governance-ledger-identity';
+
 /**
- * EventStoreDB's own records ($metadata, $statsCollected, projection links "$>", $-prefixed streams) share
- * $all with ours; the ledger never shows them.
+ * EventStoreDB's own records ($metadata, $statsCollected, projection links "$>", $-prefixed streams) and the
+ * adapter's identity stream share $all with ours; the ledger never shows them.
  */
 export function isSystemEvent(event: { type: string; streamId: string }): boolean {
-  return event.type.startsWith('$') || event.streamId.startsWith('$');
+  return event.type.startsWith('$') || event.streamId.startsWith('$') || event.streamId === IDENTITY_STREAM;
 }
 
 // What servers before 22.6 put in a stream read's position fields, and what an append of nothing new

@@ -28,6 +28,12 @@ export function createPostgresEventStore(db: Db, options: PostgresEventStoreOpti
     readAllPage: (after, maxCount, readOptions) => readAllPage(db, after, maxCount, readOptions?.types),
     firstPending: (after, readOptions) => firstPending(db, after, readOptions?.types),
     headPosition: () => readHeadPosition(db),
+    async identity() {
+      // Made by migration 0090_ledger_identity.sql, once per database.
+      const { rows } = await db.query<{ id: string }>('SELECT id::text AS id FROM gl_ledger_identity');
+      if (!rows[0]) throw new Error('gl_ledger_identity is empty: the database was not migrated');
+      return { kind: 'postgres', id: rows[0].id };
+    },
     subscribe: (after, subscribeOptions) => subscriptions.track(subscribe(db, signal, after, subscribeOptions?.types, timing)),
     async close() {
       await subscriptions.closeAll();

@@ -1,6 +1,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/db.ts';
-import { loadCheckpoint } from '../../../src/ledger/checkpoints.ts';
+import { CheckpointOfAnotherLedger, loadCheckpoint } from '../../../src/ledger/checkpoints.ts';
+import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { startProjectionRunner } from '../../../src/ledger/projectionRunner.ts';
 import { rebuildProjection, type RebuildProgress } from '../../../src/ledger/rebuild.ts';
 import { storageTargets } from '../../support/databases.ts';
@@ -66,5 +67,34 @@ describe.each(storageTargets)('projection rebuild on $name', (target) => {
     const result = await rebuildProjection(ledger.db, ledger.store, counterProjection(scope));
     expect(result.eventsApplied).toBe(0);
     expect(await snapshotReadModel(ledger.db, scope)).toEqual({ counters: [], applications: [] });
+  });
+
+  it('refuses to start a runner on a checkpoint of another ledger, naming the rebuild, and runs on it after the rebuild', async () => {
+    const projection = counterProjection(scope);
+    const own = await ledger.store.identity();
+    expect(own).toMatchObject({ kind: 'postgres' });
+    expect(await ledger.store.identity()).toEqual(own);
+    const runner = await startProjectionRunner(ledger.db, ledger.store, projection);
+    try {
+      await appendCounterEvents(ledger.store, scope, 20);
+      await runner.waitForCaughtUp();
+    } finally {
+      await runner.stop();
+    }
+    expect((await loadCheckpoint(ledger.db, projection.name))?.ledger).toEqual(own);
+
+    // The same database with EVENTSTORE_URL set: a ledger of another kind and id (its reads here are beside the point).
+    const elsewhere = { kind: 'eventstoredb', id: 'another-cluster' } as const;
+    const other: EventStore = { ...ledger.store, identity: async () => elsewhere };
+    const refused = await startProjectionRunner(ledger.db, other, projection).catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(CheckpointOfAnotherLedger);
+    expect((refused as Error).message).toContain(`governance projections rebuild ${projection.name}`);
+    expect(refused).toMatchObject({ stored: own, current: elsewhere });
+
+    await rebuildProjection(ledger.db, other, projection);
+    expect((await loadCheckpoint(ledger.db, projection.name))?.ledger).toEqual(elsewhere);
+    const moved = await startProjectionRunner(ledger.db, other, projection);
+    await moved.stop();
+    await expect(startProjectionRunner(ledger.db, ledger.store, projection)).rejects.toBeInstanceOf(CheckpointOfAnotherLedger);
   });
 });

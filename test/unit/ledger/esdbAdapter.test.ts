@@ -20,6 +20,7 @@ import { createEventStoreDbEventStore, type EsdbClient } from '../../../src/ledg
 const NO_POSITION = 18_446_744_073_709_551_615n;
 
 interface FakeEvent {
+  data?: unknown;
   streamId: string;
   id: string;
   revision: bigint;
@@ -35,7 +36,7 @@ const stored = (streamId: string, revision: number, id: string, commit: number, 
   position: { commit: BigInt(commit), prepare: BigInt(commit) },
 });
 
-const resolved = (event: FakeEvent) => ({ event: { ...event, isJson: true, data: {}, metadata: {}, created: new Date(0) } });
+const resolved = (event: FakeEvent) => ({ event: { isJson: true, data: {}, metadata: {}, created: new Date(0), ...event } });
 
 /** A read call: yields `events` then fails with `error`, and counts whether it was cancelled. */
 function fakeRead(events: FakeEvent[], error?: unknown) {
@@ -187,6 +188,32 @@ describe('EventStoreDB reads over the client boundary', () => {
     });
     expect(await store.readStream('gone')).toEqual([]);
     await expect(store.readStream('deleted')).rejects.toMatchObject({ constructor: StreamDeleted, stream: 'deleted' });
+  });
+});
+
+describe('EventStoreDB ledger identity over the client boundary', () => {
+  const identified = (ledgerId: string) => ({ ...stored('governance-ledger-identity', 0, ID_A, 1, 'LedgerIdentified'), data: { ledgerId } });
+
+  it('names a server without an identity once, and reads the name another process wrote first', async () => {
+    const fresh = fakeClient({ appends: [success(0n, 1n)] });
+    // Absent, then holding what the append sent.
+    fresh.client.readStream.mockImplementationOnce(() => fakeRead([], new StreamNotFoundError(undefined, 'governance-ledger-identity')));
+    fresh.client.readStream.mockImplementationOnce(() => fakeRead([identified((fresh.client.appendToStream.mock.calls[0]![1][0]!.data as { ledgerId: string }).ledgerId)]));
+    const identity = await fresh.store.identity();
+    expect(identity.kind).toBe('eventstoredb');
+    expect(fresh.client.appendToStream).toHaveBeenCalledWith('governance-ledger-identity', [expect.objectContaining({ type: 'LedgerIdentified', data: { ledgerId: identity.id } })], { expectedRevision: 'no_stream' });
+    expect(await fresh.store.identity()).toBe(identity);
+
+    const raced = fakeClient({
+      appends: [new WrongExpectedVersionError(undefined, { streamName: 'governance-ledger-identity', expected: 'no_stream', current: 0n })],
+      streamReads: [() => fakeRead([], new StreamNotFoundError(undefined, 'x')), () => fakeRead([identified('first-writer')])],
+    });
+    expect(await raced.store.identity()).toEqual({ kind: 'eventstoredb', id: 'first-writer' });
+  });
+
+  it('keeps the identity stream out of the ledger’s reads', async () => {
+    const { store } = fakeClient({ allReads: [() => fakeRead([identified('x'), stored('s', 0, ID_B, 5)])] });
+    expect((await store.readAll('start', 10)).map((each) => each.stream)).toEqual(['s']);
   });
 });
 
