@@ -2,16 +2,20 @@
 // oldest write transaction still open on the whole server began (so that a reader never skips one), and
 // other suites run on the same server at the same time: a writer's own events can appear after a moment,
 // not at once. These helpers wait for what must be there instead of reading once.
-import { comparePositions, type EventStore, type RecordedEvent } from '../../src/ledger/eventStore.ts';
+import { comparePositions, type Checkpoint, type EventStore, type RecordedEvent } from '../../src/ledger/eventStore.ts';
 import { waitFor } from './waitFor.ts';
 
 /** How long a test waits for events to become readable; long only because another suite's bulk load can hold readers back. */
 export const VISIBLE_WITHIN_MS = 50_000;
 
-/** Every event readAll returns now from the start, page by page, restricted to streams with `prefix` when given. */
-export async function readAllOf(store: EventStore, prefix = '', pageSize = 200): Promise<RecordedEvent[]> {
+/**
+ * Every event readAll returns now after `from` (the start by default), page by page, restricted to streams
+ * with `prefix` when given. A test on a ledger that keeps other runs' events (an EventStoreDB server) passes
+ * the head it took at its start, so it reads only what came after.
+ */
+export async function readAllOf(store: EventStore, prefix = '', pageSize = 200, from: Checkpoint = 'start'): Promise<RecordedEvent[]> {
   const found: RecordedEvent[] = [];
-  let after: Parameters<EventStore['readAll']>[0] = 'start';
+  let after: Checkpoint = from;
   for (;;) {
     const page = await store.readAll(after, pageSize);
     if (page.length === 0) return found;
@@ -21,9 +25,9 @@ export async function readAllOf(store: EventStore, prefix = '', pageSize = 200):
 }
 
 /** readAllOf once `count` events of `prefix` are visible. */
-export async function readAllWhen(store: EventStore, prefix: string, count: number, pageSize?: number): Promise<RecordedEvent[]> {
+export async function readAllWhen(store: EventStore, prefix: string, count: number, pageSize?: number, from: Checkpoint = 'start'): Promise<RecordedEvent[]> {
   let found: RecordedEvent[] = [];
-  await waitFor(async () => (found = await readAllOf(store, prefix, pageSize)).length >= count, {
+  await waitFor(async () => (found = await readAllOf(store, prefix, pageSize, from)).length >= count, {
     timeoutMs: VISIBLE_WITHIN_MS,
     description: `${count} events in readAll`,
   });

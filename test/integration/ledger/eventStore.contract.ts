@@ -1,9 +1,12 @@
 // The one suite of behaviour every EventStore adapter must show. Adapters run it from their own test file:
 // eventStoreContract('postgres on pglite', async () => ({ store, dispose })). Streams are named per test
-// with a random prefix, so the suite also runs against a shared server that holds other events.
+// with a random prefix, so the suite also runs against a shared server that holds other events; and each test
+// reads and subscribes from the head it took at its start, so a persistent server's history (every earlier
+// run's events) costs it nothing.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  type Checkpoint,
   InvalidAppend,
   WrongExpectedRevision,
   comparePositions,
@@ -41,10 +44,10 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
   );
 }
 
-/** Collects a subscription's events of streams with `prefix` in the background until closed. */
-function collect(store: EventStore, prefix: string, types?: readonly string[]) {
+/** Collects a subscription's events of streams with `prefix` after `from` in the background until closed. */
+function collect(store: EventStore, prefix: string, from: Checkpoint, types?: readonly string[]) {
   const seen: RecordedEvent[] = [];
-  const subscription = store.subscribe('start', types ? { types } : undefined);
+  const subscription = store.subscribe(from, types ? { types } : undefined);
   const done = (async () => {
     for await (const each of subscription) if (each.stream.startsWith(prefix)) seen.push(each);
   })();
@@ -67,8 +70,9 @@ export function eventStoreContract(name: string, openStore: () => Promise<Opened
     afterAll(async () => {
       await opened?.dispose();
     });
-    const withStore = (test: (opened: OpenedStore, prefix: string) => Promise<void>) => () =>
-      test(opened!, `contract-${randomUUID()}`);
+    // Each test gets its own stream prefix and the ledger's head at its start (`from`): what it appends comes after.
+    const withStore = (test: (opened: OpenedStore, prefix: string, from: Checkpoint) => Promise<void>) => async () =>
+      test(opened!, `contract-${randomUUID()}`, (await opened!.store.headPosition()) ?? 'start');
 
     describe('append and read', () => {
       it('stores a batch with 0-based revisions and reads it back in order', withStore(async ({ store }, prefix) => {
@@ -206,7 +210,7 @@ export function eventStoreContract(name: string, openStore: () => Promise<Opened
     });
 
     describe('global order', () => {
-      it('reads every stream in one order that follows the appends, page by page', withStore(async ({ store }, prefix) => {
+      it('reads every stream in one order that follows the appends, page by page', withStore(async ({ store }, prefix, from) => {
         const appended: NewEvent[] = [];
         for (let round = 0; round < 5; round++) {
           for (const name of ['a', 'b', 'c']) {
@@ -215,24 +219,24 @@ export function eventStoreContract(name: string, openStore: () => Promise<Opened
             appended.push(...batch);
           }
         }
-        const all = await readAllWhen(store, prefix, appended.length, 4);
+        const all = await readAllWhen(store, prefix, appended.length, 4, from);
         expect(ids(all)).toEqual(ids(appended));
         for (let i = 1; i < all.length; i++) expect(comparePositions(all[i - 1]!.position, all[i]!.position)).toBe(-1);
-        expect(await readAllOf(store, prefix, 1000)).toEqual(all);
+        expect(await readAllOf(store, prefix, 1000, from)).toEqual(all);
       }));
 
-      it('reports a head position at or after the last append, and readAll reaches it', withStore(async ({ store }, prefix) => {
+      it('reports a head position at or after the last append, and readAll reaches it', withStore(async ({ store }, prefix, from) => {
         const appended = await store.append(`${prefix}-a`, [event('Opened'), event('Noted')]);
         const head = await store.headPosition();
         expect(head).toBeDefined();
         expect(comparePositions(head!, appended.position)).toBeGreaterThanOrEqual(0);
-        const [, last] = await readAllWhen(store, prefix, 2);
+        const [, last] = await readAllWhen(store, prefix, 2, undefined, from);
         expect(comparePositions(last!.position, appended.position)).toBe(0);
       }));
 
-      it('reads nothing after the last event', withStore(async ({ store }, prefix) => {
+      it('reads nothing after the last event', withStore(async ({ store }, prefix, from) => {
         await store.append(`${prefix}-a`, [event('Opened')]);
-        const [only] = await readAllWhen(store, prefix, 1);
+        const [only] = await readAllWhen(store, prefix, 1, undefined, from);
         expect((await store.readAll(only!.position, 10)).filter((each) => each.stream.startsWith(prefix))).toEqual([]);
       }));
     });
@@ -291,23 +295,23 @@ export function eventStoreContract(name: string, openStore: () => Promise<Opened
     });
 
     describe('subscribe', () => {
-      it('catches up, then follows live appends in readAll order', withStore(async ({ store }, prefix) => {
+      it('catches up, then follows live appends in readAll order', withStore(async ({ store }, prefix, from) => {
         await store.append(`${prefix}-a`, [event('Opened'), event('Noted')]);
         await store.append(`${prefix}-b`, [event('Opened')]);
-        const subscriber = collect(store, prefix);
+        const subscriber = collect(store, prefix, from);
         try {
           await waitFor(() => subscriber.seen.length === 3, { timeoutMs: VISIBLE_WITHIN_MS, description: 'the subscriber to catch up' });
           await store.append(`${prefix}-a`, [event('Noted')]);
           await store.append(`${prefix}-c`, [event('Opened'), event('Noted')]);
           await waitFor(() => subscriber.seen.length === 6, { timeoutMs: VISIBLE_WITHIN_MS, description: 'the live events' });
-          expect(ids(subscriber.seen)).toEqual(ids(await readAllWhen(store, prefix, 6)));
+          expect(ids(subscriber.seen)).toEqual(ids(await readAllWhen(store, prefix, 6, undefined, from)));
         } finally {
           await subscriber.close();
         }
       }));
 
-      it('delivers only the requested types', withStore(async ({ store }, prefix) => {
-        const subscriber = collect(store, prefix, ['Wanted']);
+      it('delivers only the requested types', withStore(async ({ store }, prefix, from) => {
+        const subscriber = collect(store, prefix, from, ['Wanted']);
         try {
           const wanted = [event('Wanted'), event('Wanted')];
           await store.append(`${prefix}-a`, [wanted[0]!, event('Other')]);
@@ -319,9 +323,9 @@ export function eventStoreContract(name: string, openStore: () => Promise<Opened
         }
       }));
 
-      it('starts after a checkpoint', withStore(async ({ store }, prefix) => {
+      it('starts after a checkpoint', withStore(async ({ store }, prefix, from) => {
         await store.append(`${prefix}-a`, [event('Opened')]);
-        const [first] = await readAllWhen(store, prefix, 1);
+        const [first] = await readAllWhen(store, prefix, 1, undefined, from);
         const later = event('Noted');
         await store.append(`${prefix}-a`, [later]);
         const subscription = store.subscribe(first!.position);
@@ -334,8 +338,8 @@ export function eventStoreContract(name: string, openStore: () => Promise<Opened
         expect(ids(seen)).toEqual([later.id]);
       }));
 
-      it('ends the iteration when closed while waiting for events', withStore(async ({ store }, prefix) => {
-        const subscriber = collect(store, prefix);
+      it('ends the iteration when closed while waiting for events', withStore(async ({ store }, prefix, from) => {
+        const subscriber = collect(store, prefix, from);
         await store.append(`${prefix}-a`, [event('Opened')]);
         await waitFor(() => subscriber.seen.length === 1, { timeoutMs: VISIBLE_WITHIN_MS, description: 'the subscriber to see the event' });
         await subscriber.close();
@@ -343,10 +347,10 @@ export function eventStoreContract(name: string, openStore: () => Promise<Opened
     });
 
     describe('race', () => {
-      it('shows a subscriber every event of 8 concurrent writers exactly once, in readAll order', withStore(async ({ store, extra }, prefix) => {
+      it('shows a subscriber every event of 8 concurrent writers exactly once, in readAll order', withStore(async ({ store, extra }, prefix, from) => {
         const writers = 8;
         const rounds = 4;
-        const subscriber = collect(store, prefix);
+        const subscriber = collect(store, prefix, from);
         const appended: NewEvent[] = [];
         // Writers 0, 3 and 6 hold their first append's transaction open while the others write and
         // commit; they commit last, in reverse order, so commits land out of transaction order.
@@ -371,12 +375,12 @@ export function eventStoreContract(name: string, openStore: () => Promise<Opened
           await Promise.all(Array.from({ length: writers }, (_, writer) => writer).filter((w) => !holding.includes(w)).map(freeWriter));
           if (held.length > 0) {
             // Everything committed so far came after the held transactions began: readers must wait.
-            expect(await readAllOf(store, prefix)).toEqual([]);
+            expect(await readAllOf(store, prefix, undefined, from)).toEqual([]);
             expect(subscriber.seen).toEqual([]);
             for (const each of held.reverse()) await each.commit();
           }
           await waitFor(() => subscriber.seen.length >= appended.length, { timeoutMs: VISIBLE_WITHIN_MS, description: 'the subscriber to see every event' });
-          const all = await readAllWhen(store, prefix, appended.length);
+          const all = await readAllWhen(store, prefix, appended.length, undefined, from);
           expect(all).toHaveLength(appended.length);
           expect(new Set(ids(all))).toEqual(new Set(ids(appended)));
           expect(ids(subscriber.seen)).toEqual(ids(all));
