@@ -117,7 +117,7 @@ async function run(tenants: number, projection: Projection): Promise<RunResult> 
       lagAtEndSeconds: round(lag.secondsBehind),
       entriesPerSecond: Math.round(entries / SECONDS),
     };
-    result.held = result.mergedWindows === 0 && result.flushP99Ms < MAX_FLUSH_P99_MS && result.lagAtEndSeconds <= MAX_LAG_SECONDS;
+    result.held = result.flushes >= SECONDS / 2 && result.mergedWindows === 0 && result.flushP99Ms < MAX_FLUSH_P99_MS && result.lagAtEndSeconds <= MAX_LAG_SECONDS;
     await governor.close().catch(() => {});
     await projections.close();
     return result;
