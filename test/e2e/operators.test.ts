@@ -136,4 +136,50 @@ describe('operators over HTTP', () => {
     });
     expect(missing).toEqual([]);
   });
+
+  it('shows what a client saw as 429s as limited messages in shedTrend (every bucket with fill) and topShedders', async () => {
+    const operator = api.as('OPERATOR');
+    await operator('mutation { registerTenant(input: { tenantId: "hooli" }) { __typename } }');
+    const set = await operator<{ setTenantOverride: { __typename: string } }>(
+      'mutation { setTenantOverride(input: { tenantId: "hooli", dimension: INGEST, ratePerSecond: 5, burst: 5, reason: "e2e" }) { __typename } }',
+    );
+    expect(set.setTenantOverride.__typename).toBe('Applied');
+    const { issueIngestKey } = await operator<{ issueIngestKey: { key: string } }>('mutation { issueIngestKey(input: { tenantId: "hooli" }) { ... on IngestKeyIssued { key } } }');
+    await running.service.projections.waitForCaughtUp();
+    const from = new Date(Math.floor(Date.now() / 60_000) * 60_000 - 3 * 60_000);
+    const post = (readings: number) =>
+      fetch(`${running.baseUrl}/v1/ingest/hooli`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-device-key': issueIngestKey.key },
+        body: JSON.stringify({ readings: Array.from({ length: readings }, (_, i) => ({ measurements: { [`m${i}`]: i } })) }),
+      });
+    expect((await post(1)).status).toBe(202);
+    await running.service.governor.loadsSettled();
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i++) statuses.push((await post(2)).status);
+    const refused = statuses.filter((status) => status === 429).length;
+    expect(refused).toBeGreaterThan(0);
+    await running.service.governor.flush();
+    await running.service.projections.waitForCaughtUp();
+    const to = new Date(Math.ceil((Date.now() + 1) / 60_000) * 60_000);
+
+    type Point = { start: string; limited: number; limitedMessages: number; rejected: number; rejectedMessages: number; shed: number };
+    const { shedTrend, topShedders } = await api.as('AUDITOR')<{ shedTrend: Point[]; topShedders: Array<{ tenantId: string; limited: number; limitedMessages: number }> }>(
+      `query($from: DateTime!, $to: DateTime!) {
+        shedTrend(tenantId: "hooli", dimension: INGEST, from: $from, to: $to, bucket: MINUTE, fill: true) { start limited limitedMessages rejected rejectedMessages shed }
+        topShedders(dimension: INGEST, from: $from, to: $to, first: 5) { tenantId limited limitedMessages } }`,
+      { from: from.toISOString(), to: to.toISOString() },
+    );
+    expect(shedTrend.map((point) => point.start)).toEqual(
+      Array.from({ length: (to.getTime() - from.getTime()) / 60_000 }, (_, i) => new Date(from.getTime() + i * 60_000).toISOString()),
+    );
+    const sum = (field: keyof Omit<Point, 'start'>) => shedTrend.reduce((total, point) => total + point[field], 0);
+    expect(sum('limitedMessages')).toBe(refused);
+    expect(sum('limited')).toBe(sum('rejected') + sum('shed'));
+    // Units refused on the per-message charge carry no units, so limited units may be fewer than the readings
+    // sent; the 429s themselves are counted one for one in limitedMessages.
+    expect(sum('limited')).toBeGreaterThan(0);
+    expect(topShedders.find((shedder) => shedder.tenantId === 'hooli')).toEqual({ tenantId: 'hooli', limited: sum('limited'), limitedMessages: refused });
+  });
 });
+

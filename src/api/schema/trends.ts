@@ -8,13 +8,22 @@ import { pageSize } from '../paging.ts';
 import { AllowanceEnum, DimensionEnum, TrendBucketEnum } from './enums.ts';
 import { TenantType } from './tenant.ts';
 
+const LIMITED = 'shed + rejected: units a client lost, whether answered 429 (rejected) or dropped (shed).';
+const LIMITED_MESSAGES = 'shed + rejected messages (requests): one per 429 answered or batch dropped; matches the 429s a client counted.';
+
 const TrendPointType = builder.objectRef<TrendPoint>('TrendPoint').implement({
-  description: 'Units admitted, shed and rejected in one bucket, and the seconds in which a limit was hit.',
+  description:
+    'Units and messages admitted, shed and rejected in one bucket, and the seconds in which a limit was hit. rejected: refused with HTTP 429; shed: dropped (integrations) or sampled out; limited: both.',
   fields: (t) => ({
     start: t.field({ type: 'DateTime', resolve: (point) => point.start }),
     admitted: t.exposeFloat('admitted'),
     shed: t.exposeFloat('shed'),
     rejected: t.exposeFloat('rejected'),
+    limited: t.exposeFloat('limited', { description: LIMITED }),
+    admittedMessages: t.exposeFloat('admittedMessages'),
+    shedMessages: t.exposeFloat('shedMessages'),
+    rejectedMessages: t.exposeFloat('rejectedMessages'),
+    limitedMessages: t.exposeFloat('limitedMessages', { description: LIMITED_MESSAGES }),
     hits: t.exposeInt('hits'),
   }),
 });
@@ -25,6 +34,10 @@ const TenantShedType = builder.objectRef<TenantShed>('TenantShed').implement({
     tenant: t.field({ type: TenantType, nullable: true, resolve: (shed) => shed.tenantId }),
     shed: t.exposeFloat('shed'),
     rejected: t.exposeFloat('rejected'),
+    limited: t.exposeFloat('limited', { description: LIMITED }),
+    shedMessages: t.exposeFloat('shedMessages'),
+    rejectedMessages: t.exposeFloat('rejectedMessages'),
+    limitedMessages: t.exposeFloat('limitedMessages', { description: LIMITED_MESSAGES }),
     hits: t.exposeInt('hits'),
   }),
 });
@@ -59,13 +72,14 @@ builder.queryFields((t) => ({
       to: t.arg({ type: 'DateTime', required: true }),
       bucket: t.arg({ type: TrendBucketEnum, required: true }),
       allowance: t.arg({ type: AllowanceEnum, description: 'Only this allowance; absent: summed over the allowances.' }),
+      fill: t.arg.boolean({ description: 'true: every bucket of the range, zeros included; absent or false: only buckets with traffic.' }),
     },
     authScopes: (_root, { tenantId }) => ({ auditTenant: tenantId }),
     resolve: (_root, args, context) => asUserInput(() => shedTrend(context.db, args)),
   }),
   topShedders: t.field({
     type: [TenantShedType],
-    description: 'The tenants that shed or were refused the most units over a range.',
+    description: 'The tenants that were limited (shed + rejected) the most over a range, ranked by limited units, then limited messages.',
     args: {
       dimension: t.arg({ type: DimensionEnum }),
       from: t.arg({ type: 'DateTime', required: true }),

@@ -1,8 +1,10 @@
 // One tenant's admissions over time for one dimension, summed over its allowances. Buckets without any
-// recorded traffic are absent from the answer rather than filled with zeros.
+// recorded traffic are absent from the answer, unless `fill` asks for every bucket of the range (zeros
+// included). `limited` is shed + rejected: what a client saw as 429s and drops, in units and in messages
+// (requests), so a refusal on the per-message charge shows even when it carried no units.
 import type { Queryable } from '../../db/db.ts';
 import type { Allowance, Dimension } from '../../governance/types.ts';
-import { bucketTable, floorTo, type TrendBucket } from './buckets.ts';
+import { BUCKET_SECONDS, bucketTable, floorTo, type TrendBucket } from './buckets.ts';
 import { ADMISSION_TRENDS } from './rollupFamily.ts';
 import { checkBucket, checkDimension, checkText, rangeSeconds } from './trendQuery.ts';
 
@@ -11,6 +13,13 @@ export interface TrendPoint {
   admitted: number;
   shed: number;
   rejected: number;
+  /** shed + rejected units. */
+  limited: number;
+  admittedMessages: number;
+  shedMessages: number;
+  rejectedMessages: number;
+  /** shed + rejected messages (requests): one per 429 answered or batch dropped. */
+  limitedMessages: number;
   /** Seconds in which a limit was hit, summed over the dimension's allowances. */
   hits: number;
 }
@@ -25,6 +34,8 @@ export interface ShedTrendQuery {
   bucket: TrendBucket;
   /** Only this allowance; absent or null: summed over the dimension's allowances. */
   allowance?: Allowance | null;
+  /** Every bucket of the range, those without traffic as zeros. */
+  fill?: boolean | null;
 }
 
 interface TrendRow {
@@ -32,6 +43,9 @@ interface TrendRow {
   admitted: number;
   shed: number;
   rejected: number;
+  admitted_messages: number;
+  shed_messages: number;
+  rejected_messages: number;
   hits: number;
 }
 
@@ -43,7 +57,9 @@ export async function shedTrend(q: Queryable, query: ShedTrendQuery): Promise<Tr
   const result = await q.query<TrendRow>(
     `SELECT extract(epoch FROM bucket_start)::float8 AS start_second,
             sum(admitted_units::float8) AS admitted, sum(shed_units::float8) AS shed,
-            sum(rejected_units::float8) AS rejected, sum(hits::float8) AS hits
+            sum(rejected_units::float8) AS rejected, sum(admitted_messages::float8) AS admitted_messages,
+            sum(shed_messages::float8) AS shed_messages, sum(rejected_messages::float8) AS rejected_messages,
+            sum(hits::float8) AS hits
        FROM ${bucketTable(ADMISSION_TRENDS.table, bucket)}
       WHERE tenant_id = $1 AND dimension = $2 AND ($5::text IS NULL OR allowance = $5)
         AND bucket_start >= to_timestamp($3) AND bucket_start < to_timestamp($4)
@@ -51,11 +67,40 @@ export async function shedTrend(q: Queryable, query: ShedTrendQuery): Promise<Tr
       ORDER BY bucket_start`,
     [tenantId, dimension, floorTo(fromSecond, bucket), toSecond, query.allowance ?? null],
   );
-  return result.rows.map((row) => ({
-    start: new Date(row.start_second * 1000),
-    admitted: row.admitted,
-    shed: row.shed,
-    rejected: row.rejected,
-    hits: row.hits,
-  }));
+  const points = result.rows.map(
+    (row): TrendPoint => ({
+      start: new Date(row.start_second * 1000),
+      admitted: row.admitted,
+      shed: row.shed,
+      rejected: row.rejected,
+      limited: row.shed + row.rejected,
+      admittedMessages: row.admitted_messages,
+      shedMessages: row.shed_messages,
+      rejectedMessages: row.rejected_messages,
+      limitedMessages: row.shed_messages + row.rejected_messages,
+      hits: row.hits,
+    }),
+  );
+  if (!query.fill) return points;
+  const bySecond = new Map(points.map((point) => [point.start.getTime() / 1000, point]));
+  const filled: TrendPoint[] = [];
+  for (let second = floorTo(fromSecond, bucket); second < toSecond; second += BUCKET_SECONDS[bucket]) {
+    filled.push(bySecond.get(second) ?? emptyPoint(second));
+  }
+  return filled;
+}
+
+function emptyPoint(second: number): TrendPoint {
+  return {
+    start: new Date(second * 1000),
+    admitted: 0,
+    shed: 0,
+    rejected: 0,
+    limited: 0,
+    admittedMessages: 0,
+    shedMessages: 0,
+    rejectedMessages: 0,
+    limitedMessages: 0,
+    hits: 0,
+  };
 }
