@@ -1,4 +1,6 @@
 // Settings come from the environment only; names are fixed by ARCHITECTURE.md.
+import { hostname } from 'node:os';
+
 export interface Settings {
   port: number;
   host: string;
@@ -24,6 +26,24 @@ export interface Settings {
    * older than this (default 30 s).
    */
   readyMaxLagSeconds: number;
+  /** MQTT_URL: the platform broker the MQTT doors consume from (MQTT live and backlog, Sparkplug B); off when unset. */
+  mqttUrl?: string;
+  /** MQTT_TOPIC_ROOT: the first level of `<root>/<tenant>/<device>/telemetry` (default devicechain). */
+  mqttTopicRoot: string;
+  /** MQTT_SHARE_GROUP: the MQTT 5 shared-subscription group replicas split the traffic in (default governance). */
+  mqttShareGroup: string;
+  /** MQTT_CLIENT_ID: this replica's client ID; its persistent session is what the backlog drains (default governance-<host>). */
+  mqttClientId: string;
+  /** MQTT_SESSION_EXPIRY_SECONDS: how long the broker keeps the session and queues for it while away (default 1 day). */
+  mqttSessionExpirySeconds: number;
+  /** GOVERNANCE_BACKLOG_AFTER_SECONDS: a message sent longer ago than this is charged on BACKLOG at its send time (default 5). */
+  backlogAfterSeconds: number;
+  /** SPARKPLUG_GROUP_TENANTS: `group=tenant,...`; a Sparkplug group not listed is its own tenant. */
+  sparkplugGroupTenants: ReadonlyMap<string, string>;
+  /** GOVERNANCE_LWM2M: `on` starts the LwM2M CoAP endpoint. */
+  lwm2mEnabled: boolean;
+  /** GOVERNANCE_LWM2M_PORT: its UDP port (default 5683). */
+  lwm2mPort: number;
   logLevel: string;
   /** GOVERNANCE_GRPC_PORT: Envoy's rate limit service (gRPC) listens here (default 8081). */
   grpcPort: number;
@@ -58,6 +78,15 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     ingestMaxBodyBytes: positiveInteger(optional('INGEST_MAX_BODY_BYTES'), 1024 * 1024, 'INGEST_MAX_BODY_BYTES'),
     commandTtlSeconds: positiveInteger(optional('GOVERNANCE_COMMAND_TTL_SECONDS'), 3600, 'GOVERNANCE_COMMAND_TTL_SECONDS'),
     readyMaxLagSeconds: positiveInteger(optional('GOVERNANCE_READY_MAX_LAG_SECONDS'), 30, 'GOVERNANCE_READY_MAX_LAG_SECONDS'),
+    mqttUrl: optional('MQTT_URL'),
+    mqttTopicRoot: topicLevel(optional('MQTT_TOPIC_ROOT') ?? 'devicechain', 'MQTT_TOPIC_ROOT'),
+    mqttShareGroup: topicLevel(optional('MQTT_SHARE_GROUP') ?? 'governance', 'MQTT_SHARE_GROUP'),
+    mqttClientId: optional('MQTT_CLIENT_ID') ?? `governance-${hostname()}`,
+    mqttSessionExpirySeconds: positiveInteger(optional('MQTT_SESSION_EXPIRY_SECONDS'), 86_400, 'MQTT_SESSION_EXPIRY_SECONDS'),
+    backlogAfterSeconds: positiveInteger(optional('GOVERNANCE_BACKLOG_AFTER_SECONDS'), 5, 'GOVERNANCE_BACKLOG_AFTER_SECONDS'),
+    sparkplugGroupTenants: groupTenants(optional('SPARKPLUG_GROUP_TENANTS')),
+    lwm2mEnabled: optional('GOVERNANCE_LWM2M') === 'on',
+    lwm2mPort: portNumber(optional('GOVERNANCE_LWM2M_PORT'), 5683, 'GOVERNANCE_LWM2M_PORT'),
     logLevel: optional('LOG_LEVEL') ?? 'info',
     grpcPort: portNumber(optional('GOVERNANCE_GRPC_PORT'), 8081, 'GOVERNANCE_GRPC_PORT'),
     grpcTls: grpcTls(optional('GOVERNANCE_GRPC_TLS_CERT'), optional('GOVERNANCE_GRPC_TLS_KEY'), optional('GOVERNANCE_GRPC_TLS_CLIENT_CA')),
@@ -79,6 +108,23 @@ function grpcTls(certFile: string | undefined, keyFile: string | undefined, clie
   }
   if (certFile === undefined || keyFile === undefined) throw new Error('GOVERNANCE_GRPC_TLS_CERT and GOVERNANCE_GRPC_TLS_KEY go together');
   return clientCaFile === undefined ? { certFile, keyFile } : { certFile, keyFile, clientCaFile };
+}
+
+/** One topic level: no separators or wildcards, or the subscription would mean something else. */
+function topicLevel(text: string, name: string): string {
+  if (text === '' || /[/+#]/.test(text) || text.includes('\0')) throw new Error(`${name} must be one MQTT topic level without / + or #, not "${text}"`);
+  return text;
+}
+
+/** `group=tenant,group2=tenant2`: a malformed pair stops the service at start rather than sending a group elsewhere. */
+function groupTenants(text: string | undefined): ReadonlyMap<string, string> {
+  const map = new Map<string, string>();
+  for (const pair of (text ?? '').split(',').map((each) => each.trim()).filter(Boolean)) {
+    const [group, tenant, ...rest] = pair.split('=').map((each) => each.trim());
+    if (!group || !tenant || rest.length > 0) throw new Error(`SPARKPLUG_GROUP_TENANTS must be group=tenant pairs separated by commas, not "${pair}"`);
+    map.set(group, tenant);
+  }
+  return map;
 }
 
 /** A bad number in the environment stops the service at start, naming the variable, rather than meaning "no limit". */

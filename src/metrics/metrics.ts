@@ -145,6 +145,12 @@ export function createMetrics(options: MetricsOptions) {
       }
       metrics.commandRejections.inc({ tenant, reason });
     },
+    doorDroppedMessages: new Counter({
+      name: `${prefix}door_dropped_messages_total`,
+      help: 'Device messages a door dropped before charging their readings (malformed, too large, a topic or path naming no tenant or device), by door and reason.',
+      labelNames: ['door', 'reason'] as const,
+      registers,
+    }),
     collectErrors: new Counter({
       name: `${prefix}metrics_collect_errors_total`,
       help: 'Scrapes at which a metric source failed; its metric kept its last values.',

@@ -13,4 +13,29 @@ describe('readSettings', () => {
     }
     expect(() => readSettings({ EDGE_IP_RATE_PER_SECOND: '0' })).toThrow(/EDGE_IP_RATE_PER_SECOND/);
   });
+
+  it('reads the device doors’ settings with their defaults', () => {
+    const defaults = readSettings({});
+    expect(defaults).toMatchObject({ mqttTopicRoot: 'devicechain', mqttShareGroup: 'governance', backlogAfterSeconds: 5, lwm2mEnabled: false, lwm2mPort: 5683 });
+    expect(defaults.mqttUrl).toBeUndefined();
+    expect(defaults.mqttClientId).toMatch(/^governance-/);
+    expect([...defaults.sparkplugGroupTenants]).toEqual([]);
+    const set = readSettings({
+      MQTT_URL: 'mqtt://127.0.0.1:1883',
+      MQTT_TOPIC_ROOT: 'plant',
+      GOVERNANCE_BACKLOG_AFTER_SECONDS: '30',
+      SPARKPLUG_GROUP_TENANTS: 'line-1=acme, line-2 = globex',
+      GOVERNANCE_LWM2M: 'on',
+      GOVERNANCE_LWM2M_PORT: '5684',
+    });
+    expect(set).toMatchObject({ mqttUrl: 'mqtt://127.0.0.1:1883', mqttTopicRoot: 'plant', backlogAfterSeconds: 30, lwm2mEnabled: true, lwm2mPort: 5684 });
+    expect(Object.fromEntries(set.sparkplugGroupTenants)).toEqual({ 'line-1': 'acme', 'line-2': 'globex' });
+  });
+
+  it('refuses a topic root that is not one topic level, a bad group map and a port out of range', () => {
+    for (const bad of ['a/b', '+', 'dev#']) expect(() => readSettings({ MQTT_TOPIC_ROOT: bad })).toThrow(/MQTT_TOPIC_ROOT/);
+    expect(() => readSettings({ SPARKPLUG_GROUP_TENANTS: 'line-1' })).toThrow(/SPARKPLUG_GROUP_TENANTS/);
+    expect(() => readSettings({ SPARKPLUG_GROUP_TENANTS: 'a=b=c' })).toThrow(/SPARKPLUG_GROUP_TENANTS/);
+    expect(() => readSettings({ GOVERNANCE_LWM2M_PORT: '70000' })).toThrow(/GOVERNANCE_LWM2M_PORT/);
+  });
 });

@@ -15,7 +15,7 @@ import type { RouteHandler } from '../../http-server/route.ts';
 import { answer, answerRateLimited, enterTenantPath, tenantVerdict, type ClientResolver } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { admitApiRequest, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';
-import { decodeReadings } from './readings.ts';
+import { decodeReadings } from '../pipeline/readings.ts';
 import { chargeMessage, chargeReadings, type Metering } from '../pipeline/index.ts';
 
 export const INGEST_PREFIX = '/v1/ingest/';

@@ -1,6 +1,6 @@
 // The inbound-integrations body: one uplink object, or an array of N uplinks that costs N (the spec). An
 // uplink is passed on as the integration sent it (LoRaWAN network server, webhook); only its shape is checked.
-import { isObject, parseJson } from './readings.ts';
+import { isObject, parseJson } from '../pipeline/readings.ts';
 
 export type DecodedUplinks =
   | { status: 'decoded'; uplinks: readonly Record<string, unknown>[] }

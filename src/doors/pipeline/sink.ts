@@ -3,14 +3,18 @@
 
 export interface AcceptedBatch {
   tenantId: string;
-  /** 'http' for /v1/ingest, 'integration' for /v1/integrations. */
-  route: 'http' | 'integration';
+  /** 'http' for /v1/ingest, 'integration' for /v1/integrations; the device doors name themselves. */
+  route: 'http' | 'integration' | 'mqtt' | 'sparkplug' | 'lwm2m';
+  /** The INGEST allowance that paid for it, for the device doors (LIVE, BACKLOG, SPARKPLUG, LWM2M). */
+  allowance?: string;
+  /** Unix ms the message was sent, when the door metered it by its send time (BACKLOG). */
+  sentAtMs?: number;
   integration?: string;
   /** Who the credential says sent it. */
   credential: { kind: 'tenant' | 'device' | 'integration'; subject: string | null };
   requestId: string;
   receivedAtMs: number;
-  /** Readings for /v1/ingest, uplinks for /v1/integrations; one unit each is what was charged. */
+  /** Readings for /v1/ingest and the device doors, uplinks for /v1/integrations; one unit each is what was charged. */
   units: number;
   items: readonly Record<string, unknown>[];
 }

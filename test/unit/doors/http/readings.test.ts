@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeReadings } from '../../../../src/doors/http/readings.ts';
+import { decodeReadings } from '../../../../src/doors/pipeline/readings.ts';
 import { decodeUplinks } from '../../../../src/doors/http/uplinks.ts';
 
 const body = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value));

@@ -1,0 +1,92 @@
+// The MQTT door for device telemetry (LIVE, and BACKLOG for what the broker stored): for each message on
+// `<root>/<tenant>/<device>/telemetry`, in the spec's order,
+//   1. the tenant and device from the topic (the broker authenticated the device; a topic that names none is dropped);
+//   2. which allowance pays: BACKLOG at the send time when the `sent-at` user property is older than the
+//      backlog threshold, else LIVE at arrival (sendTime.ts);
+//   3. one charge for the message, before decoding;
+//   4. the size cap and the decode, in the same reading format as HTTP ingest;
+//   5. the readings charged (without `sent-at`, a message whose newest reading is older than the threshold is
+//      charged on BACKLOG at that time here);
+//   6. the sink, tried until it takes the batch.
+// Every message settles: shed and dropped ones too, so nothing a publisher sends can hold the consumer up.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '../../logger.ts';
+import {
+  chargeMessage,
+  chargeReadings,
+  decodeReadings,
+  handToSinkUntilTaken,
+  isAcceptableName,
+  type DoorParts,
+  type DropReason,
+  type InboundMessage,
+  type Metering,
+  type Settled,
+} from '../pipeline/index.ts';
+import { latestReadingTime, meteringFor, sentAtOf } from './sendTime.ts';
+import { parseTelemetryTopic } from './topics.ts';
+
+export interface TelemetryDoorOptions {
+  parts: Pick<DoorParts, 'governor' | 'sink'>;
+  logger: Logger;
+  topicRoot: string;
+  backlogAfterMs: number;
+  maxPayloadBytes: number;
+  now?: () => number;
+  /** A message dropped before its readings were charged (the Governor counts the rest). */
+  onDropped?: (reason: DropReason) => void;
+}
+
+export function createTelemetryHandler(options: TelemetryDoorOptions): (message: InboundMessage, signal: AbortSignal) => Promise<Settled> {
+  const { parts, logger, topicRoot, backlogAfterMs, maxPayloadBytes } = options;
+  const now = options.now ?? Date.now;
+  const drop = (reason: DropReason, message: InboundMessage, detail: string): Settled => {
+    options.onDropped?.(reason);
+    // Debug only: a publisher could otherwise fill the log.
+    logger.debug({ reason, topic: message.topic.slice(0, 200), detail }, 'MQTT message dropped');
+    return 'settled';
+  };
+
+  return async (message, signal) => {
+    const arrivedAtMs = now();
+    const topic = parseTelemetryTopic(message.topic, topicRoot);
+    if (topic.status === 'invalid') return drop('topic', message, topic.message);
+    const { tenantId, deviceId } = topic;
+    // The pipeline's name step; parseTelemetryTopic already holds both levels to it.
+    if (!isAcceptableName(tenantId)) return drop('topic', message, 'the topic names no valid tenant ID');
+
+    const sentAtMs = sentAtOf(message.userProperties);
+    const clientKey = `device:${deviceId}`;
+    const metering: Metering = { tenantId, clientKey, ...meteringFor(sentAtMs, arrivedAtMs, backlogAfterMs) };
+    // SHED: a refused message is dropped and counted by the Governor, and acknowledged.
+    if (!chargeMessage(parts, metering).admitted) return 'settled';
+
+    if (message.payload.length > maxPayloadBytes) return drop('too-large', message, `${message.payload.length} bytes`);
+    const decoded = decodeReadings(message.payload);
+    if (decoded.status === 'invalid') return drop('malformed', message, decoded.message);
+    const foreign = decoded.entries.findIndex((entry) => entry.deviceId !== undefined && entry.deviceId !== deviceId);
+    if (foreign >= 0) return drop('foreign-device', message, `readings[${foreign}] names another device than the topic`);
+
+    const readingsMetering: Metering =
+      sentAtMs === undefined ? { tenantId, clientKey, ...meteringFor(latestReadingTime(decoded.entries), arrivedAtMs, backlogAfterMs) } : metering;
+    if (!chargeReadings(parts, readingsMetering, decoded.readingCount).admitted) return 'settled';
+
+    const taken = await handToSinkUntilTaken(
+      parts.sink,
+      {
+        tenantId,
+        route: 'mqtt',
+        allowance: readingsMetering.allowance,
+        ...(readingsMetering.allowance === 'BACKLOG' ? { sentAtMs: readingsMetering.atMs } : {}),
+        credential: { kind: 'device', subject: deviceId },
+        requestId: randomUUID(),
+        receivedAtMs: arrivedAtMs,
+        units: decoded.readingCount,
+        items: decoded.entries,
+      },
+      signal,
+      logger,
+    );
+    return taken === 'taken' ? 'settled' : 'abandoned';
+  };
+}

@@ -1,0 +1,136 @@
+// One MQTT 5 consumer for the broker doors (MQTT telemetry, Sparkplug B): a persistent session (the broker keeps its subscriptions and queues QoS 1 messages
+// while it is away, which is what the backlog drains), shared subscriptions, and acknowledgements that wait
+// for the door. mqtt.js hands messages over one at a time and sends the PUBACK only when `handleMessage`
+// calls back, so a message is acknowledged exactly when the door's handler has settled it: the sink took it,
+// or its shed or drop was counted. A handler that fails unexpectedly is logged and the message acknowledged
+// (a poison message must not be redelivered forever); a consumer that closes while a message is in hand
+// does not acknowledge it, and the broker delivers it again to the session.
+import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt';
+import type { Logger } from '../../logger.ts';
+
+export interface InboundMessage {
+  topic: string;
+  payload: Buffer;
+  qos: 0 | 1 | 2;
+  userProperties?: Record<string, string | string[]>;
+}
+
+/** What a handler says about a message: settled (acknowledge it) or abandoned (the consumer is closing). */
+export type Settled = 'settled' | 'abandoned';
+
+export interface MqttConsumerOptions {
+  url: string;
+  /** Stable per replica: the persistent session belongs to it. */
+  clientId: string;
+  /** Topic filters, subscribed at QoS 1 (shared subscriptions: `$share/<group>/<filter>`). */
+  subscriptions: readonly string[];
+  /** How long the broker keeps the session (and queues for it) after a disconnect. */
+  sessionExpirySeconds: number;
+  handle(message: InboundMessage, signal: AbortSignal): Promise<Settled>;
+  logger: Logger;
+  username?: string;
+  password?: string;
+}
+
+export interface MqttConsumerStats {
+  connected: boolean;
+  received: number;
+  acknowledged: number;
+  handlerFaults: number;
+}
+
+export interface MqttConsumer {
+  /** Resolves true once connected and subscribed, false when that did not happen within `timeoutMs`. */
+  ready(timeoutMs: number): Promise<boolean>;
+  stats(): MqttConsumerStats;
+  /** Stops taking messages; one in hand is not acknowledged. The session stays on the broker. */
+  close(): Promise<void>;
+}
+
+export function startMqttConsumer(options: MqttConsumerOptions): MqttConsumer {
+  const { logger } = options;
+  const stopping = new AbortController();
+  const stats: MqttConsumerStats = { connected: false, received: 0, acknowledged: 0, handlerFaults: 0 };
+  let subscribed = false;
+  const waiters = new Set<() => void>();
+
+  const clientOptions: IClientOptions = {
+    clientId: options.clientId,
+    protocolVersion: 5,
+    clean: false,
+    properties: { sessionExpiryInterval: options.sessionExpirySeconds },
+    reconnectPeriod: 1000,
+    connectTimeout: 10_000,
+    username: options.username,
+    password: options.password,
+    // The consumer must never stop on its own: reconnects go on until close().
+    resubscribe: false,
+  };
+  const client: MqttClient = mqtt.connect(options.url, clientOptions);
+
+  client.handleMessage = (packet: IPublishPacket, callback: (error?: Error) => void) => {
+    stats.received++;
+    const message: InboundMessage = {
+      topic: packet.topic,
+      payload: typeof packet.payload === 'string' ? Buffer.from(packet.payload) : Buffer.from(packet.payload),
+      qos: packet.qos,
+      userProperties: packet.properties?.userProperties,
+    };
+    options.handle(message, stopping.signal).then(
+      (outcome) => {
+        if (outcome === 'abandoned' || stopping.signal.aborted) return;
+        stats.acknowledged++;
+        callback();
+      },
+      (error: unknown) => {
+        stats.handlerFaults++;
+        logger.error({ err: error, topic: message.topic }, 'MQTT message handler failed; the message is acknowledged and dropped');
+        if (stopping.signal.aborted) return;
+        stats.acknowledged++;
+        callback();
+      },
+    );
+  };
+
+  client.on('connect', (connack) => {
+    stats.connected = true;
+    logger.info({ clientId: options.clientId, sessionPresent: connack.sessionPresent }, 'MQTT consumer connected');
+    // Subscribing again on a present session is harmless and repairs one whose subscriptions were lost.
+    client.subscribe([...options.subscriptions], { qos: 1 }, (error, granted) => {
+      if (error) return logger.warn({ err: error }, 'MQTT subscribe failed; retried on the next connect');
+      const refused = granted?.filter((grant) => grant.qos > 2) ?? [];
+      if (refused.length > 0) return logger.warn({ refused }, 'the broker refused MQTT subscriptions');
+      subscribed = true;
+      for (const wake of waiters) wake();
+    });
+  });
+  client.on('close', () => {
+    stats.connected = false;
+    subscribed = false;
+  });
+  client.on('error', (error) => logger.warn({ err: error, clientId: options.clientId }, 'MQTT consumer error'));
+
+  return {
+    ready(timeoutMs) {
+      if (subscribed) return Promise.resolve(true);
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          waiters.delete(wake);
+          resolve(subscribed);
+        }, timeoutMs);
+        const wake = () => {
+          clearTimeout(timer);
+          waiters.delete(wake);
+          resolve(true);
+        };
+        waiters.add(wake);
+      });
+    },
+    stats: () => ({ ...stats }),
+    async close() {
+      stopping.abort();
+      // Forced: no PUBACK for a message still in hand; a normal DISCONNECT keeps the session.
+      await client.endAsync(true);
+    },
+  };
+}
