@@ -1,0 +1,70 @@
+// The Sparkplug B door: for each NDATA or DDATA message, the tenant from the group ID, the size cap, the
+// payload decoded with sparkplug-payload, and its metrics with a value charged as readings on the SPARKPLUG
+// allowance at arrival (Sparkplug has no per-message charge: the catalog's messageChargedAllowances), then
+// the sink. Like the MQTT door, every message settles, so no publisher can hold the consumer up.
+import { randomUUID } from 'node:crypto';
+import type { Logger } from '../../logger.ts';
+import {
+  chargeReadings,
+  handToSinkUntilTaken,
+  type DoorParts,
+  type DropReason,
+  type InboundMessage,
+  type Metering,
+  type Settled,
+} from '../pipeline/index.ts';
+import { decodeSparkplugMetrics } from './metrics.ts';
+import { parseSparkplugTopic, tenantOfGroup } from './topics.ts';
+
+export interface SparkplugDoorOptions {
+  parts: Pick<DoorParts, 'governor' | 'sink'>;
+  logger: Logger;
+  groupTenants: ReadonlyMap<string, string>;
+  maxPayloadBytes: number;
+  now?: () => number;
+  onDropped?: (reason: DropReason) => void;
+}
+
+export function createSparkplugHandler(options: SparkplugDoorOptions): (message: InboundMessage, signal: AbortSignal) => Promise<Settled> {
+  const { parts, logger, groupTenants, maxPayloadBytes } = options;
+  const now = options.now ?? Date.now;
+  const drop = (reason: DropReason, message: InboundMessage, detail: string): Settled => {
+    options.onDropped?.(reason);
+    logger.debug({ reason, topic: message.topic.slice(0, 200), detail }, 'Sparkplug message dropped');
+    return 'settled';
+  };
+
+  return async (message, signal) => {
+    const arrivedAtMs = now();
+    const topic = parseSparkplugTopic(message.topic);
+    if (topic.status === 'invalid') return drop('topic', message, topic.message);
+    const tenantId = tenantOfGroup(topic.group, groupTenants);
+    if (tenantId === null) return drop('topic', message, 'the group maps to no valid tenant ID');
+    if (message.payload.length > maxPayloadBytes) return drop('too-large', message, `${message.payload.length} bytes`);
+
+    const deviceId = topic.device === null ? topic.edgeNode : `${topic.edgeNode}/${topic.device}`;
+    // No message charge on SPARKPLUG (the catalog's messageChargedAllowances): decode, then the readings.
+    const decoded = decodeSparkplugMetrics(message.payload, deviceId);
+    if (decoded.status === 'invalid') return drop('malformed', message, decoded.message);
+    if (decoded.readingCount === 0) return 'settled';
+    const metering: Metering = { tenantId, allowance: 'SPARKPLUG', atMs: arrivedAtMs, clientKey: `device:${deviceId}` };
+    if (!chargeReadings(parts, metering, decoded.readingCount).admitted) return 'settled';
+
+    const taken = await handToSinkUntilTaken(
+      parts.sink,
+      {
+        tenantId,
+        route: 'sparkplug',
+        allowance: 'SPARKPLUG',
+        credential: { kind: 'device', subject: deviceId },
+        requestId: randomUUID(),
+        receivedAtMs: arrivedAtMs,
+        units: decoded.readingCount,
+        items: decoded.value as unknown as Record<string, unknown>[],
+      },
+      signal,
+      logger,
+    );
+    return taken === 'taken' ? 'settled' : 'abandoned';
+  };
+}
