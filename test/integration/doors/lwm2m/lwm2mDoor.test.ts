@@ -1,0 +1,112 @@
+// The LwM2M door over real UDP: a coap client in a child process registers and Sends SenML JSON and SenML
+// CBOR. A wrong key gets 4.01; past the tenant's LWM2M allowance a Send gets 4.29 with Max-Age.
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { encode } from 'cbor-x';
+import { pino } from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Governor } from '../../../../src/governance/governor.ts';
+import { createCountingSink, type CountingSink } from '../../../../src/doors/pipeline/countingSink.ts';
+import { cachedCredentialLookup } from '../../../../src/doors/pipeline/credentialCache.ts';
+import { findIngestCredential, registerIngestCredential } from '../../../../src/doors/pipeline/credentials.ts';
+import { createEdgeLimit } from '../../../../src/doors/pipeline/edgeLimit.ts';
+import { startLwm2mDoor, type Lwm2mDoor } from '../../../../src/doors/lwm2m/startLwm2mDoor.ts';
+import { postgresOnly, storageTargets, type TestDb } from '../../../support/databases.ts';
+import { CollectingRecorder, TableLimitSource } from '../http/frontDoorHarness.ts';
+import { knowCeilings } from '../mqtt/mqttHarness.ts';
+
+const CLIENT = fileURLToPath(new URL('./coapClient.child.ts', import.meta.url));
+
+function runClient(port: number, requests: unknown[]): Promise<Record<string, unknown>[]> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', CLIENT], {
+      env: { ...process.env, LWM2M_CLIENT: JSON.stringify({ port, requests }) },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`the coap client exited ${code}`));
+      resolve(output.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>));
+    });
+  });
+}
+
+describe('LwM2M door', () => {
+  let testDb: TestDb;
+  let door: Lwm2mDoor;
+  let sink: CountingSink;
+  let key: string;
+  const recorder = new CollectingRecorder();
+  const limits = new TableLimitSource().tenant('utility', { INGEST: { override: { ratePerSecond: 5, burst: 5 } } })
+    .tenant('water', {});
+  const governor = new Governor({ limitSource: limits, recorder });
+  const dropped: string[] = [];
+
+  beforeAll(async () => {
+    testDb = await (postgresOnly ?? storageTargets[0]!).open();
+    const registered = await registerIngestCredential(testDb.db, { tenantId: 'utility', kind: 'device', subject: 'meter-1' });
+    if (registered.status !== 'registered') throw new Error(registered.message);
+    key = registered.key;
+    sink = createCountingSink();
+    await knowCeilings(governor, ['utility', 'water']);
+    door = await startLwm2mDoor({
+      port: 0,
+      host: '127.0.0.1',
+      parts: {
+        governor,
+        sink,
+        edgeLimit: createEdgeLimit({ ratePerSecond: 1000 }),
+        findCredential: cachedCredentialLookup((each) => findIngestCredential(testDb.db, each)),
+      },
+      logger: pino({ level: 'silent' }),
+      maxPayloadBytes: 64 * 1024,
+      onDropped: (reason) => dropped.push(reason),
+    });
+  }, 180_000);
+
+  afterAll(async () => {
+    await door?.close();
+    await governor.close();
+    await testDb?.dispose();
+  });
+
+  it('answers 4.01 to a wrong key, registers, takes SenML JSON and CBOR, and answers 4.29 with Max-Age past the allowance', async () => {
+    const senmlJson = (n: number) => JSON.stringify([{ bn: '/3303/0/', n: '5700', v: 21.5 }, ...Array.from({ length: n - 1 }, (_, i) => ({ n: `57${i}`, v: i }))]);
+    const senmlCbor = Buffer.from(encode([{ [-2]: '/3304/0/', 0: '5700', 2: 40.5 }, { 0: '5701', 3: '%RH' }])).toString('base64');
+    const answers = await runClient(door.port, [
+      { method: 'POST', pathname: '/rd', query: 'ep=meter-1&lt=60&lwm2m=1.1&k=wrong' },
+      { method: 'POST', pathname: '/dp', query: 'k=wrong', contentFormat: 'application/senml+json', payload: senmlJson(1) },
+      { method: 'POST', pathname: '/rd', query: `ep=meter-1&lt=60&lwm2m=1.1&k=${key}` },
+      { method: 'POST', pathname: '/dp', contentFormat: 'application/senml+json', payload: senmlJson(3) },
+      { method: 'POST', pathname: '/dp', contentFormat: 'application/senml+cbor', payload: senmlCbor, base64: true },
+      { method: 'POST', pathname: '/dp', contentFormat: 'application/senml+json', payload: senmlJson(3) },
+    ]);
+    expect(answers.map((each) => each.code)).toEqual(['4.01', '4.01', '2.01', '2.04', '2.04', '4.29']);
+    expect(answers[2]!.location).toMatch(/^rd\/[0-9a-f]{16}$/);
+    expect(answers[5]!.maxAge).toBeGreaterThanOrEqual(1);
+    expect(dropped).toEqual(['unauthorized', 'unauthorized']);
+
+    await governor.flush();
+    expect(sink.unitsByTenant.get('utility')).toBe(5);
+    expect(recorder.sum('utility', 'LWM2M', 'admittedUnits')).toBe(5);
+    expect(recorder.sum('utility', 'LWM2M', 'shedUnits') + recorder.sum('utility', 'LWM2M', 'rejectedUnits')).toBe(3);
+  });
+
+  it('takes the key on the Send itself, and answers 4.15 to a Send that is not SenML and 4.00 to a broken pack', async () => {
+    const registered = await registerIngestCredential(testDb.db, { tenantId: 'water', kind: 'tenant', subject: null });
+    if (registered.status !== 'registered') throw new Error(registered.message);
+    const query = `k=${registered.key}&ep=valve-9`;
+    const answers = await runClient(door.port, [
+      { method: 'POST', pathname: '/dp', query, contentFormat: 'application/senml+json', payload: '[{"n":"/3311/0/5850","vb":true}]' },
+      { method: 'POST', pathname: '/dp', query, contentFormat: 'text/plain;charset=utf-8', payload: 'on' },
+      { method: 'POST', pathname: '/dp', query, contentFormat: 'application/senml+json', payload: '[{"n":"x","v":"not a number"}]' },
+      { method: 'POST', pathname: '/dp', query: `k=${registered.key}`, contentFormat: 'application/senml+json', payload: '[]' },
+      { method: 'POST', pathname: '/nowhere' },
+    ]);
+    expect(answers.map((each) => each.code)).toEqual(['2.04', '4.15', '4.00', '4.01', '4.04']);
+    expect(answers[2]!.diagnostic).toMatch(/v must be a number/);
+    expect(sink.unitsByTenant.get('water')).toBe(1);
+  });
+});
