@@ -34,6 +34,9 @@ import { createRedisSharedBudget } from './governance/redis/redisSharedBudget.ts
 import type { ReadinessCheck } from './http-server/health.ts';
 import { startIngest } from './doors/http/startIngest.ts';
 import { startDoorParts } from './doors/pipeline/startDoorParts.ts';
+import { startMqttDoor } from './doors/mqtt/startMqttDoor.ts';
+import { startSparkplugDoor } from './doors/sparkplug/startSparkplugDoor.ts';
+import { startLwm2mDoor } from './doors/lwm2m/startLwm2mDoor.ts';
 import type { Route } from './http-server/route.ts';
 import { createApiPubSub } from './api/pubsub.ts';
 import { withApiPublishers } from './api/publishers.ts';
@@ -140,6 +143,35 @@ export async function startService(settings: Settings, logger: Logger = createLo
   const door = await startDoorParts({ settings, db, governor, logger });
   closers.push(() => door.close());
   const ingest = startIngest({ settings, logger, door });
+  // The device doors take the same parts; each is closed before them (closers run in reverse).
+  if (settings.mqttUrl) {
+    const doorSettings = { ...settings, mqttUrl: settings.mqttUrl };
+    const mqttDoor = await startMqttDoor({
+      settings: doorSettings,
+      parts: door,
+      logger,
+      onDropped: (reason) => metrics.doorDroppedMessages.inc({ door: 'mqtt', reason }),
+    });
+    closers.push(() => mqttDoor.close());
+    const sparkplugDoor = await startSparkplugDoor({
+      settings: doorSettings,
+      parts: door,
+      logger,
+      onDropped: (reason) => metrics.doorDroppedMessages.inc({ door: 'sparkplug', reason }),
+    });
+    closers.push(() => sparkplugDoor.close());
+  }
+  if (settings.lwm2mEnabled) {
+    const lwm2mDoor = await startLwm2mDoor({
+      port: settings.lwm2mPort,
+      host: settings.host,
+      parts: door,
+      logger,
+      maxPayloadBytes: settings.ingestMaxBodyBytes,
+      onDropped: (reason) => metrics.doorDroppedMessages.inc({ door: 'lwm2m', reason }),
+    });
+    closers.push(() => lwm2mDoor.close());
+  }
   const routes: Route[] = [metricsRoute(metrics, { token: metricsSettings.token }), ...ingest.routes];
   routes.push(await createGraphQLRoute({ settings, logger, db, store, controlPlane, commands }, pubsub));
   // Enforcement points in other processes: the same Governor, so their decisions reach the same Recorder.
