@@ -72,11 +72,12 @@ function parse<Options extends NonNullable<ParseArgsConfig['options']>>(args: st
 }
 
 async function serve(): Promise<void> {
-  const [{ createLogger }, { startService }, { createServer, listen }, { startRlsServer }] = await Promise.all([
+  const [{ createLogger }, { startService }, { createServer, listen }, { startRlsServer }, { endProcessOnSignalsAndCrashes }] = await Promise.all([
     import('./logger.ts'),
     import('./service.ts'),
     import('./http-server/server.ts'),
     import('./doors/envoy-rls/rlsServer.ts'),
+    import('./processLifecycle.ts'),
   ]);
   const settings = readSettings();
   const logger = createLogger(settings.logLevel);
@@ -86,23 +87,8 @@ async function serve(): Promise<void> {
   logger.info({ port: address.port, host: settings.host }, `governance-ledger listening on http://localhost:${address.port}/graphql`);
   const rls = await startRlsServer({ decider: service.rateLimits, port: settings.grpcPort, host: settings.host, tls: settings.grpcTls, logger });
   logger.info({ port: rls.port, tls: settings.grpcTls !== undefined }, "Envoy's rate limit service listening (gRPC)");
-  const shutdown = (signal: string) => {
-    logger.info({ signal }, 'shutting down');
-    server.close();
-    server.closeAllConnections();
-    rls
-      .close()
-      .then(() => service.close())
-      .then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error({ err: error }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.once('SIGINT', () => shutdown('SIGINT'));
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  // The gRPC listener closes first, then the service (which flushes the ledger).
+  endProcessOnSignalsAndCrashes({ logger, server, service: { close: () => rls.close().then(() => service.close()) } });
 }
 
 async function runMigrations(): Promise<void> {

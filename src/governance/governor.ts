@@ -122,6 +122,9 @@ function refusedCode(behaviour: OverLimitBehaviour): number {
   return behaviour === 'SHED' || behaviour === 'DROP_ACCEPTED' ? 1 : 2;
 }
 
+/** How long after a flush-interval boundary the Governor ticks: the closing second's last admits land first. */
+const TICK_AFTER_BOUNDARY_MS = 20;
+
 export class Governor {
   private readonly names: TenantNames;
   private readonly cache: LimitCache;
@@ -136,7 +139,9 @@ export class Governor {
   private unacknowledged: { batch: AdmissionBatch; id: string } | null = null;
   private recording: Promise<void> | null = null;
   private lastRecordError: unknown = undefined;
-  private readonly timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly flushIntervalMs: number;
+  private closing = false;
   private recordFailures = 0;
   private sharedAvailable = true;
   private sharedRetryAtMs = 0;
@@ -194,8 +199,8 @@ export class Governor {
       onError: (error) => this.onError(error, 'load'),
     });
     this.cache.loadPlatformDefaults();
-    this.timer = setInterval(() => this.tick(), options.flushIntervalMs ?? 1000);
-    this.timer.unref();
+    this.flushIntervalMs = options.flushIntervalMs ?? 1000;
+    this.scheduleTick();
   }
 
   admit(request: AdmitRequest): AdmitDecision {
@@ -437,7 +442,8 @@ export class Governor {
 
   /** Stops the timer and flushes; rejects if the Recorder could not take the last batch. */
   async close(): Promise<void> {
-    clearInterval(this.timer);
+    this.closing = true;
+    clearTimeout(this.timer);
     await this.flush();
   }
 
@@ -450,6 +456,21 @@ export class Governor {
       this.newFastEpoch();
     }
     this.cache.refreshPlatformIfDue(this.clockMs);
+  }
+
+  /**
+   * Ticks just after each boundary of the flush interval (wall clock), so a second's decisions go to the
+   * Recorder as soon as the second is over: a process killed outright (SIGKILL) loses at most the decisions of
+   * the interval under way and of a batch whose append had not committed yet.
+   */
+  private scheduleTick(): void {
+    if (this.closing) return;
+    const interval = this.flushIntervalMs;
+    this.timer = setTimeout(() => {
+      this.tick();
+      this.scheduleTick();
+    }, interval - (Date.now() % interval) + TICK_AFTER_BOUNDARY_MS);
+    this.timer.unref();
   }
 
   private tick(): void {

@@ -1,0 +1,207 @@
+// How the serving process ends, and what of the Governor's decisions the ledger keeps:
+// - `npm start`, then SIGTERM or SIGINT to the npm process: the signal reaches the service, which flushes every
+//   decision, exits, and leaves the data directory free;
+// - SIGKILL: what was decided more than one flush interval (1 s) before is already in the ledger;
+// - an uncaught exception or an unhandled rejection: logged, everything flushed, exit code 1.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { readSettings } from '../../src/config.ts';
+import { migrate } from '../../src/db/migrate.ts';
+import { openDb } from '../../src/db/open.ts';
+import { openPostgres, quoteIdent } from '../../src/db/postgres.ts';
+import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
+import { ADMISSIONS_STREAM, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
+import { openEventStore } from '../../src/ledger/openEventStore.ts';
+import { databaseUrl } from '../support/databases.ts';
+import { freePort } from '../support/privateServers.ts';
+import { readWholeLedger } from '../support/readLedger.ts';
+import { waitFor } from '../support/waitFor.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const FLUSH_INTERVAL_MS = 1_000;
+if (!databaseUrl) console.warn('DATABASE_URL is not set: the SIGKILL bound (which reads the ledger while the service runs) is skipped.');
+
+interface Started {
+  child: ChildProcess;
+  baseUrl: string;
+  output: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+interface Storage {
+  env: Record<string, string>;
+  dispose(): Promise<void>;
+}
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup().catch(() => {});
+});
+
+/** A data directory, and a schema of the machine's PostgreSQL when `postgres` (else embedded PGlite in the directory). */
+async function storage(postgres: boolean): Promise<Storage> {
+  const dataDir = await mkdtemp(path.join(tmpdir(), 'gl-process-end-'));
+  const env: Record<string, string> = { GOVERNANCE_DATA_DIR: dataDir };
+  let dropSchema = async () => {};
+  if (postgres) {
+    const schema = `e2e_process_end_${randomBytes(5).toString('hex')}`;
+    const admin = openPostgres({ connectionString: databaseUrl!, max: 1 });
+    await admin.query(`CREATE SCHEMA ${quoteIdent(schema)}`);
+    await admin.close();
+    Object.assign(env, { DATABASE_URL: databaseUrl!, GOVERNANCE_DB_SCHEMA: schema });
+    dropSchema = async () => {
+      const again = openPostgres({ connectionString: databaseUrl!, max: 1 });
+      await again.query(`DROP SCHEMA ${quoteIdent(schema)} CASCADE`).finally(() => again.close());
+    };
+  }
+  const disposal = async () => {
+    await dropSchema();
+    await rm(dataDir, { recursive: true, force: true });
+  };
+  cleanups.push(disposal);
+  return { env, dispose: disposal };
+}
+
+/** Registers acme's ingest key before the service starts (embedded storage belongs to one process at a time). */
+async function ingestKey(env: Record<string, string>): Promise<string> {
+  const db = await openDb(readSettings(env));
+  try {
+    await migrate(db);
+    const registered = await registerIngestCredential(db, { tenantId: 'acme', kind: 'tenant', subject: null });
+    if (registered.status !== 'registered') throw new Error(registered.message);
+    return registered.key;
+  } finally {
+    await db.close();
+  }
+}
+
+async function start(command: string, args: string[], env: Record<string, string>): Promise<Started> {
+  const port = await freePort();
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      DATABASE_URL: '',
+      REDIS_URL: '',
+      NATS_URL: '',
+      EVENTSTORE_URL: '',
+      GOVERNANCE_RUN_SOURCES: '1',
+      GOVERNANCE_JWT_SECRET: 'process-end-suite-secret-0123456789abcdef',
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      ...env,
+    },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  cleanups.push(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await exited;
+  });
+  await waitFor(() => output.includes('listening on') || child.exitCode !== null, { timeoutMs: 150_000, intervalMs: 100, description: 'the service to listen' });
+  if (!output.includes('listening on')) throw new Error(`the service did not start:\n${output}`);
+  return { child, baseUrl: `http://127.0.0.1:${port}`, output: () => output, exited };
+}
+
+/** Posts `count` requests of two readings each; returns the readings answered 202. */
+async function ingest(baseUrl: string, key: string, count: number): Promise<number> {
+  let accepted = 0;
+  for (let i = 0; i < count; i++) {
+    const response = await fetch(`${baseUrl}/v1/ingest/acme`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-device-key': key },
+      body: JSON.stringify({ readings: [{ deviceId: `pump-${i}`, measurements: { temperature: 20 + i, pressure: 1 } }] }),
+    });
+    await response.arrayBuffer();
+    if (response.status === 202) accepted += 2;
+  }
+  return accepted;
+}
+
+/** Units the ledger records as admitted for acme at the HTTP ingest door. */
+async function ledgerAdmitted(env: Record<string, string>): Promise<number> {
+  const db = await openDb(readSettings(env));
+  const store = openEventStore(db, undefined);
+  try {
+    return (await readWholeLedger(store))
+      .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
+      .flatMap((event) => (event.data as AdmissionsRecordedData).entries)
+      .filter((entry) => entry.tenantId === 'acme' && entry.dimension === 'INGEST' && entry.allowance === 'HTTP')
+      .reduce((sum, entry) => sum + entry.admittedUnits, 0);
+  } finally {
+    await store.close();
+    await db.close();
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('how the serving process ends', () => {
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    '`npm start`, then %s to the npm process: the service flushes every decision, exits and frees its storage',
+    async (signal) => {
+      // PostgreSQL when it is set (the quicker start); embedded storage otherwise, whose lock must be released.
+      const { env } = await storage(Boolean(databaseUrl));
+      const key = await ingestKey(env);
+      const started = await start('npm', ['start', '--silent'], env);
+      const accepted = await ingest(started.baseUrl, key, 20);
+      expect(accepted).toBeGreaterThan(0);
+      started.child.kill(signal);
+      await started.exited;
+      // `exec` in the start script: the service is the process npm started, not a grandchild npm cannot reach.
+      expect(started.output()).toContain('"msg":"shut down"');
+      await waitFor(async () => !(await fetch(`${started.baseUrl}/healthz`).then(() => true, () => false)), { description: 'the port to close' });
+      // Embedded storage is free again (its lock released) and holds every admission.
+      expect(await ledgerAdmitted(env)).toBe(accepted);
+    },
+    240_000,
+  );
+
+  it.skipIf(!databaseUrl)('SIGKILL: what was decided more than one flush interval before is in the ledger', async () => {
+    const { env } = await storage(true);
+    const key = await ingestKey(env);
+    const started = await start(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], env);
+    const before = await ingest(started.baseUrl, key, 20);
+    const answeredAt = Date.now();
+    await waitFor(async () => (await ledgerAdmitted(env)) === before, { timeoutMs: 20_000, intervalMs: 50, description: 'the admissions in the ledger' });
+    // One flush interval, plus the append and this test's reads on a busy machine.
+    expect(Date.now() - answeredAt).toBeLessThan(FLUSH_INTERVAL_MS + 4_000);
+
+    const during = await ingest(started.baseUrl, key, 20);
+    started.child.kill('SIGKILL');
+    expect(await started.exited).toMatchObject({ signal: 'SIGKILL' });
+    const recorded = await ledgerAdmitted(env);
+    expect(recorded).toBeGreaterThanOrEqual(before);
+    expect(recorded).toBeLessThanOrEqual(before + during);
+  }, 240_000);
+
+  it.each(['throw', 'reject'])('a planted bug (%s) is logged, everything is flushed, and the process exits 1', async (bug) => {
+    const { env } = await storage(Boolean(databaseUrl));
+    const key = await ingestKey(env);
+    const started = await start(process.execPath, ['--import', 'tsx', 'test/e2e/crashingService.child.ts'], env);
+    const accepted = await ingest(started.baseUrl, key, 20);
+    started.child.stdin!.write(`${bug}\n`);
+    expect(await started.exited).toMatchObject({ code: 1 });
+    expect(started.output()).toMatch(bug === 'throw' ? /uncaught exception/ : /unhandled rejection/);
+    expect(started.output()).toContain('a bug planted by the test');
+    expect(await ledgerAdmitted(env)).toBe(accepted);
+    expect(alive(started.child.pid!)).toBe(false);
+  }, 240_000);
+});
