@@ -92,6 +92,7 @@ async function start(command: string, args: string[], env: Record<string, string
       GOVERNANCE_RUN_SOURCES: '1',
       GOVERNANCE_JWT_SECRET: 'process-end-suite-secret-0123456789abcdef',
       PORT: String(port),
+      GOVERNANCE_GRPC_PORT: String(await freePort()),
       HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
       ...env,
