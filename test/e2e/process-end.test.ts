@@ -175,16 +175,14 @@ describe('how the serving process ends', () => {
     240_000,
   );
 
-  it.skipIf(!databaseUrl)('SIGKILL: what was decided more than one flush interval before is in the ledger', async () => {
+  it.skipIf(!databaseUrl)('SIGKILL: what was decided more than one flush interval (plus slack) before is in the ledger', async () => {
     const { env } = await storage(true);
     const key = await ingestKey(env);
     const started = await start(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], env);
     const before = await ingest(started.baseUrl, key, 20);
     const answeredAt = Date.now();
-    await waitFor(async () => (await ledgerAdmitted(env)) === before, { timeoutMs: 20_000, intervalMs: 50, description: 'the admissions in the ledger' });
-    // One flush interval, plus the append and this test's reads on a busy machine.
-    expect(Date.now() - answeredAt).toBeLessThan(FLUSH_INTERVAL_MS + 4_000);
-
+    // The bound is one flush interval plus the append; the slack is for a busy machine.
+    await waitFor(() => Date.now() - answeredAt >= FLUSH_INTERVAL_MS + 5_000, { timeoutMs: 10_000, intervalMs: 100, description: 'the bound to pass' });
     const during = await ingest(started.baseUrl, key, 20);
     started.child.kill('SIGKILL');
     expect(await started.exited).toMatchObject({ signal: 'SIGKILL' });
