@@ -59,6 +59,18 @@ const COMMANDS: Record<string, CliCommand> = {
     ].join('\n'),
     run: ingestKey,
   },
+  demo: {
+    synopsis: 'demo [--url http://localhost:4000] [--seconds 60]   set up a tier, two tenants and a key on a running service, drive traffic, print queries',
+    help: [
+      'Against a running service (npm start in another terminal; embedded storage or PostgreSQL): defines the tier',
+      '"demo" (INGEST 10/s), registers acme and globex on it, issues a device key for each, sends acme three times',
+      'its limit and globex less than it for --seconds, and prints the queries that show what was accepted and',
+      'refused. Signs its OPERATOR token with the same secret as `governance token`.',
+      '--url      the service (default http://localhost:$PORT, PORT default 4000)',
+      '--seconds  how long to send traffic (default 60)',
+    ].join('\n'),
+    run: demo,
+  },
 };
 
 const USAGE = `usage: governance <command> [--help]\n${Object.values(COMMANDS)
@@ -176,6 +188,17 @@ async function ingestKey(args: string[]): Promise<void> {
     await store.close();
     await db.close();
   }
+}
+
+async function demo(args: string[]): Promise<void> {
+  const settings = readSettings();
+  const { values } = parse(args, { url: { type: 'string', default: `http://localhost:${settings.port}` }, seconds: { type: 'string', default: '60' } });
+  const seconds = Number(values.seconds);
+  if (!Number.isInteger(seconds) || seconds < 1 || seconds > 3600) throw new UsageError(`--seconds "${values.seconds}" is not a whole number from 1 to 3600`);
+  const [{ loadOrCreateJwtSecret }, { mintToken }, { runDemo }] = await Promise.all([import('./api/auth/jwtSecret.ts'), import('./api/auth/token.ts'), import('./demo.ts')]);
+  const { secret } = await loadOrCreateJwtSecret(settings);
+  const token = await mintToken({ secret, role: 'OPERATOR', sub: 'governance-demo', ttl: '1h' });
+  await runDemo({ url: values.url!.replace(/\/+$/, ''), token, seconds, log: (line) => console.log(line) });
 }
 
 async function main(argv: string[]): Promise<void> {

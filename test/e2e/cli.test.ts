@@ -47,7 +47,7 @@ describe('governance CLI', () => {
   });
 
   it('prints help for the whole CLI and for every command, exit 0', async () => {
-    const commands = ['serve', 'migrate', 'projections', 'token', 'ingest-key'];
+    const commands = ['serve', 'migrate', 'projections', 'token', 'ingest-key', 'demo'];
     const [overall, ...each] = await Promise.all([governance(['--help'], { GOVERNANCE_DATA_DIR: dataDir }), ...commands.map((command) => governance([command, '--help'], { GOVERNANCE_DATA_DIR: dataDir }))]);
     expect(overall.code).toBe(0);
     for (const command of commands) expect(overall.stdout).toContain(`  ${command}`);
@@ -83,4 +83,26 @@ describe('governance CLI', () => {
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.trim()).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+$/);
   }, 160_000);
+
+  it('runs the demo against the running service: a tier, two tenants, keys, traffic partly refused, and the queries to look', async () => {
+    const run = await governance(['demo', '--url', running.baseUrl, '--seconds', '2'], { GOVERNANCE_DATA_DIR: running.dataDir });
+    expect(run.code, run.stderr).toBe(0);
+    const acme = /acme: (\d+) accepted \(202\), (\d+) refused \(429\)/.exec(run.stdout);
+    const globex = /globex: (\d+) accepted \(202\), (\d+) refused \(429\)/.exec(run.stdout);
+    expect(Number(acme?.[2])).toBeGreaterThan(0);
+    expect(Number(acme?.[1])).toBeGreaterThan(0);
+    expect(Number(globex?.[2])).toBe(0);
+    expect(run.stdout).toContain('shedTrend(tenantId: \\"acme\\"');
+    expect(run.stdout).toContain(`curl -s ${running.baseUrl}/graphql`);
+    // A second run finds the tier and tenants in place and still works.
+    const again = await governance(['demo', '--url', running.baseUrl, '--seconds', '1'], { GOVERNANCE_DATA_DIR: running.dataDir });
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toContain('already so (TenantAlreadyRegistered)');
+  }, 160_000);
+
+  it('says in one line when no service answers the demo', async () => {
+    const run = await governance(['demo', '--url', 'http://127.0.0.1:9', '--seconds', '1'], { GOVERNANCE_DATA_DIR: dataDir });
+    expectOneLineFailure({ ...run, stdout: '' }, /no service answers at http:\/\/127\.0\.0\.1:9/);
+  }, 160_000);
 });
+
