@@ -1,0 +1,192 @@
+// Chaos: the service as a process of its own, on a PostgreSQL, a Redis and a NATS of the suite's own (the
+// machine's shared servers are never touched), under steady ingest and enqueue traffic from another process.
+// One after another: every backend of the service's database is terminated; PostgreSQL restarts; Redis
+// restarts; NATS stops for 10 s. After each the process is alive and /readyz is 200 within 10 s of the
+// dependency's return. At the end the ledger agrees with what the clients were told: every CommandAccepted is
+// in it exactly once and no refused command is; the admitted ingest units are exactly those answered 202, plus
+// those answered 503 after they were metered (see docs/faults.md), so no 429 counts as admitted.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { mintToken } from '../../src/api/auth/token.ts';
+import { readSettings } from '../../src/config.ts';
+import { migrate } from '../../src/db/migrate.ts';
+import { openDb } from '../../src/db/open.ts';
+import { openPostgres } from '../../src/db/postgres.ts';
+import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
+import { ADMISSIONS_STREAM, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
+import { commandsStream } from '../../src/ledger/catalog/commands.ts';
+import { openEventStore } from '../../src/ledger/openEventStore.ts';
+import { freePort, startPrivateNats, startPrivatePostgres, startPrivateRedis, type PrivatePostgres, type PrivateServer } from '../support/privateServers.ts';
+import { readWholeLedger } from '../support/readLedger.ts';
+import { waitFor } from '../support/waitFor.ts';
+
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const JWT_SECRET = 'chaos-suite-secret-0123456789abcdef0123456789';
+const READY_WITHIN_MS = 10_000;
+
+const [pg, redis, nats] = await Promise.all([startPrivatePostgres(), startPrivateRedis(), startPrivateNats()]);
+const servers = { pg, redis, nats };
+const missing = Object.entries(servers).filter(([, server]) => !server).map(([name]) => name);
+if (missing.length > 0) {
+  console.warn(`chaos suite skipped: no private ${missing.join(', ')} could be started`);
+  await Promise.all(Object.values(servers).map((server) => server?.dispose()));
+}
+
+interface Told {
+  ingest: { acceptedReadings: number; unavailableReadings: number; refusedReadings: number; statuses: Record<string, number> };
+  commands: { accepted: string[]; refused: string[]; unsettled: string[]; retries: number };
+  problems: string[];
+}
+
+function spawnTs(file: string[], env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, ['--import', 'tsx', ...file], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, output: () => output, exited };
+}
+
+describe.skipIf(missing.length > 0)('chaos: the service under traffic while its dependencies fail', () => {
+  const postgres = pg as PrivatePostgres;
+  const redisServer = redis as PrivateServer;
+  const natsServer = nats as PrivateServer;
+  const children: ChildProcess[] = [];
+  let dataDir: string | undefined;
+
+  afterAll(async () => {
+    for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    await Promise.all([postgres.dispose(), redisServer.dispose(), natsServer.dispose()]);
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it('stays up, is ready again within 10 s of each return, and the ledger agrees with what clients were told', async () => {
+    dataDir = await mkdtemp(path.join(tmpdir(), 'gl-chaos-'));
+    const env = {
+      DATABASE_URL: postgres.url,
+      REDIS_URL: redisServer.url,
+      NATS_URL: natsServer.url,
+      EVENTSTORE_URL: '',
+      GOVERNANCE_DATA_DIR: dataDir,
+      GOVERNANCE_JWT_SECRET: JWT_SECRET,
+      HOST: '127.0.0.1',
+      PORT: String(await freePort()),
+      GOVERNANCE_GRPC_PORT: String(await freePort()),
+      LOG_LEVEL: 'info',
+    };
+    const settings = readSettings(env);
+    const setupDb = await openDb(settings);
+    await migrate(setupDb);
+    const registered = await registerIngestCredential(setupDb, { tenantId: 'acme', kind: 'tenant', subject: null });
+    await setupDb.close();
+    if (registered.status !== 'registered') throw new Error(registered.message);
+
+    const service = spawnTs(['src/cli.ts', 'serve'], env);
+    children.push(service.child);
+    const baseUrl = `http://127.0.0.1:${env.PORT}`;
+    await waitFor(() => service.output().includes('listening on') || service.child.exitCode !== null, {
+      timeoutMs: 150_000,
+      intervalMs: 100,
+      description: 'the service to listen',
+    });
+    expect(service.child.exitCode, service.output()).toBeNull();
+
+    const token = await mintToken({ secret: JWT_SECRET, role: 'OPERATOR', sub: 'chaos-suite', ttl: '30m' });
+    const graphql = async (query: string, variables: Record<string, unknown>) => {
+      const response = await fetch(`${baseUrl}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify({ query, variables }),
+      });
+      return (await response.json()) as { data?: Record<string, { __typename: string }> };
+    };
+    const mutate = async (field: string, input: Record<string, unknown>) => {
+      const type = `${field[0]!.toUpperCase()}${field.slice(1)}Input`;
+      const answer = await graphql(`mutation ($input: ${type}!) { ${field}(input: $input) { __typename } }`, { input });
+      expect(answer.data?.[field]?.__typename, JSON.stringify(answer)).toBe('Applied');
+    };
+    await mutate('defineTier', { tierId: 'standard', name: 'Standard' });
+    await mutate('registerTenant', { tenantId: 'acme', tierId: 'standard' });
+    await mutate('setTenantOverride', { tenantId: 'acme', dimension: 'INGEST', ratePerSecond: 1_000_000, burst: 1_000_000, reason: 'chaos: no ingest refusals' });
+    await mutate('setTenantOverride', { tenantId: 'acme', dimension: 'API_REQUESTS', ratePerSecond: 1_000_000, reason: 'chaos: no request refusals' });
+    // A ceiling the traffic passes, so some enqueues are refused and the ledger must not hold them.
+    await mutate('setTenantOverride', { tenantId: 'acme', dimension: 'UNDELIVERED_COMMANDS', ceiling: 40, reason: 'chaos: some refusals' });
+    const ready = async () => (await fetch(`${baseUrl}/readyz`).catch(() => undefined))?.status === 200;
+    await waitFor(ready, { timeoutMs: 60_000, description: '/readyz 200 before the chaos' });
+
+    const traffic = spawnTs(['test/e2e/chaosTraffic.child.ts'], { BASE_URL: baseUrl, INGEST_KEY: registered.key, TOKEN: token });
+    children.push(traffic.child);
+    const progress = () => Number([...traffic.output().matchAll(/progress (\d+)/g)].at(-1)?.[1] ?? 0);
+    const moreTraffic = async (answers: number) => {
+      const from = progress();
+      await waitFor(() => progress() >= from + answers, { timeoutMs: 60_000, description: `${answers} more answers to the traffic` });
+    };
+    const readyAgain = async (fault: string) => {
+      const returned = Date.now();
+      await waitFor(ready, { timeoutMs: READY_WITHIN_MS + 5_000, intervalMs: 100, description: `/readyz 200 after ${fault}` });
+      expect(Date.now() - returned, `${fault}: ready after`).toBeLessThan(READY_WITHIN_MS);
+      expect(service.child.exitCode, `${fault}: the service exited\n${service.output()}`).toBeNull();
+      await moreTraffic(20);
+    };
+
+    await moreTraffic(30);
+    const admin = openPostgres({ connectionString: postgres.url, max: 1 });
+    await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()');
+    await admin.close();
+    await readyAgain('terminating every backend');
+
+    await postgres.restart();
+    await readyAgain('restarting PostgreSQL');
+
+    await redisServer.stop();
+    await redisServer.start();
+    await readyAgain('restarting Redis');
+
+    await natsServer.stop();
+    const stoppedAt = Date.now();
+    // The outage itself lasts 10 s, with traffic all along.
+    await waitFor(() => Date.now() - stoppedAt >= 10_000, { timeoutMs: 15_000, intervalMs: 200, description: 'the 10 s NATS outage' });
+    await natsServer.start();
+    await readyAgain('stopping NATS for 10 s');
+
+    traffic.child.stdin!.write('stop\n');
+    expect(await traffic.exited).toBe(0);
+    const told = JSON.parse(traffic.output().trim().split('\n').at(-1)!) as Told;
+    // SIGTERM flushes every decision the Governor holds.
+    service.child.kill('SIGTERM');
+    expect(await service.exited, service.output()).toBe(0);
+
+    expect(told.problems).toEqual([]);
+    expect(told.commands.unsettled).toEqual([]);
+    expect(told.commands.accepted.length).toBeGreaterThan(0);
+    expect(told.commands.refused.length).toBeGreaterThan(0);
+    expect(told.ingest.acceptedReadings).toBeGreaterThan(0);
+
+    const db = await openDb(settings);
+    const store = openEventStore(db, undefined);
+    try {
+      const ledger = await readWholeLedger(store);
+      const admitted = ledger
+        .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
+        .flatMap((event) => (event.data as AdmissionsRecordedData).entries)
+        .filter((entry) => entry.tenantId === 'acme' && entry.dimension === 'INGEST' && entry.allowance === 'HTTP')
+        .reduce((sum, entry) => sum + entry.admittedUnits, 0);
+      expect(admitted).toBe(told.ingest.acceptedReadings + told.ingest.unavailableReadings);
+
+      const enqueued = ledger
+        .filter((event) => event.stream === commandsStream('acme') && event.type === 'CommandEnqueued')
+        .map((event) => (event.data as { commandId: string }).commandId);
+      const times = new Map<string, number>();
+      for (const id of enqueued) times.set(id, (times.get(id) ?? 0) + 1);
+      expect(told.commands.accepted.filter((id) => times.get(id) !== 1)).toEqual([]);
+      expect(told.commands.refused.filter((id) => times.has(id))).toEqual([]);
+      expect(enqueued.length).toBe(told.commands.accepted.length);
+    } finally {
+      await store.close();
+      await db.close();
+    }
+  }, 300_000);
+});
