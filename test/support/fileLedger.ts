@@ -1,10 +1,36 @@
-// One migrated database and one ledger (the PostgreSQL/PGlite adapter) per storage target for a whole test
-// file: opening PGlite takes seconds, so a file's tests share them and keep apart by their own scopes.
+// One migrated database and one ledger per target for a whole test file: opening PGlite takes seconds, so a
+// file's tests share them and keep apart by their own scopes. The ledger is the PostgreSQL/PGlite adapter on
+// the database, or EventStoreDB (EVENTSTORE_URL) beside it, as in the service.
 import { afterAll, beforeAll } from 'vitest';
 import type { Db } from '../../src/db/db.ts';
 import type { EventStore } from '../../src/ledger/eventStore.ts';
+import { createEventStoreDbEventStore } from '../../src/ledger/eventstoredb/index.ts';
 import { createPostgresEventStore } from '../../src/ledger/postgres/postgresEventStore.ts';
-import type { StorageTarget, TestDb } from './databases.ts';
+import { storageTargets, type StorageTarget, type TestDb } from './databases.ts';
+
+/** Where a suite's read models live (`storage`) and which ledger it reads (`openStore`). */
+export interface LedgerTarget {
+  name: string;
+  storage: StorageTarget;
+  openStore(db: Db): EventStore;
+}
+
+/** The ledger in the database itself, on every storage target. */
+export const postgresLedgers: LedgerTarget[] = storageTargets.map((storage) => ({ name: storage.name, storage, openStore: createPostgresEventStore }));
+
+const eventStoreUrl = process.env.EVENTSTORE_URL;
+
+/**
+ * The ledger on EventStoreDB (EVENTSTORE_URL), the read models on the first storage target; undefined without
+ * EVENTSTORE_URL. Suites run on it with describe.skipIf(!eventStoreLedger) after warnWithoutEventStore.
+ */
+export const eventStoreLedger: LedgerTarget | undefined = eventStoreUrl
+  ? { name: 'eventstoredb', storage: storageTargets[0]!, openStore: () => createEventStoreDbEventStore(eventStoreUrl) }
+  : undefined;
+
+export function warnWithoutEventStore(suite: string): void {
+  if (!eventStoreLedger) console.warn(`EVENTSTORE_URL is not set: the ${suite} on EventStoreDB is skipped (it runs above on the PostgreSQL ledger).`);
+}
 
 export interface FileLedger {
   readonly testDb: TestDb;
@@ -13,13 +39,14 @@ export interface FileLedger {
 }
 
 /** Call inside a describe: opens the database and ledger before its tests, closes them after. */
-export function useFileLedger(target: StorageTarget): FileLedger {
+export function useFileLedger(target: StorageTarget | LedgerTarget): FileLedger {
+  const { storage, openStore } = 'storage' in target ? target : { storage: target, openStore: createPostgresEventStore };
   let testDb: TestDb | undefined;
   let store: EventStore | undefined;
 
   beforeAll(async () => {
-    testDb = await target.open();
-    store = createPostgresEventStore(testDb.db);
+    testDb = await storage.open();
+    store = openStore(testDb.db);
   });
 
   afterAll(async () => {

@@ -1,12 +1,10 @@
 // One database and one ledger per target for the whole file (opening PGlite takes seconds); each test
 // works in its own counter scope: its own projection, tables and event types.
 import { beforeEach, describe, expect, it } from 'vitest';
-import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { appendInTransaction } from '../../../src/ledger/postgres/appendInTransaction.ts';
 import { loadCheckpoint, loadOrCreateCheckpoint, storeCheckpoint } from '../../../src/ledger/checkpoints.ts';
 import { ProjectionSuperseded, startProjectionRunner } from '../../../src/ledger/projectionRunner.ts';
-import { storageTargets } from '../../support/databases.ts';
-import { useFileLedger } from '../../support/fileLedger.ts';
+import { eventStoreLedger, postgresLedgers, useFileLedger, warnWithoutEventStore, type LedgerTarget } from '../../support/fileLedger.ts';
 import { waitFor } from '../../support/waitFor.ts';
 import {
   appendCounterEvents,
@@ -19,7 +17,7 @@ import {
 } from '../../support/counterProjection.ts';
 import { holdOlderTransaction } from '../../support/olderTransaction.ts';
 
-describe.each(storageTargets)('projection runner on $name', (target) => {
+const suite = (target: LedgerTarget) => {
   const ledger = useFileLedger(target);
   let scope: CounterScope;
 
@@ -121,7 +119,7 @@ describe.each(storageTargets)('projection runner on $name', (target) => {
 
   it('two runners of one projection, each on its own connection pool, apply each event exactly once', async () => {
     const other = ledger.testDb.connectAgain?.() ?? ledger.db;
-    const otherStore = other === ledger.db ? ledger.store : createPostgresEventStore(other);
+    const otherStore = other === ledger.db ? ledger.store : target.openStore(other);
     let counted = await appendCounterEvents(ledger.store, scope, 1_000);
     const first = await startProjectionRunner(ledger.db, ledger.store, counterProjection(scope, { run: 'first' }), { pageSize: 40 });
     const second = await startProjectionRunner(other, otherStore, counterProjection(scope, { run: 'second' }), { pageSize: 40 });
@@ -207,4 +205,11 @@ describe.each(storageTargets)('projection runner on $name', (target) => {
       await runner.stop();
     }
   });
+};
+
+describe.each(postgresLedgers)('projection runner on $name', suite);
+warnWithoutEventStore('projection runner');
+describe.skipIf(!eventStoreLedger)('projection runner on eventstoredb', () => {
+  // A skipped describe's body is still collected: it registers nothing without a server.
+  if (eventStoreLedger) suite(eventStoreLedger);
 });

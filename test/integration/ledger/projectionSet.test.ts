@@ -3,8 +3,7 @@ import type { Db } from '../../../src/db/db.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import type { Projection } from '../../../src/ledger/projection.ts';
 import { startProjections } from '../../../src/ledger/projectionSet.ts';
-import { storageTargets } from '../../support/databases.ts';
-import { useFileLedger } from '../../support/fileLedger.ts';
+import { eventStoreLedger, postgresLedgers, useFileLedger, warnWithoutEventStore, type LedgerTarget } from '../../support/fileLedger.ts';
 import {
   appendCounterEvents,
   countApplications,
@@ -25,7 +24,7 @@ const unrelatedCount = (scope: CounterScope): Projection => ({
   },
 });
 
-describe.each(storageTargets)('projection set on $name', (target) => {
+const suite = (target: LedgerTarget) => {
   const ledger = useFileLedger(target);
 
   it('runs every projection, reports them caught up together, and stops them all on close', async () => {
@@ -49,6 +48,13 @@ describe.each(storageTargets)('projection set on $name', (target) => {
     }
     await expect(projections.runners[0]!.waitForCaughtUp()).rejects.toThrow(/stopped/);
   });
+};
+
+describe.each(postgresLedgers)('projection set on $name', suite);
+warnWithoutEventStore('projection set');
+describe.skipIf(!eventStoreLedger)('projection set on eventstoredb', () => {
+  // A skipped describe's body is still collected: it registers nothing without a server.
+  if (eventStoreLedger) suite(eventStoreLedger);
 });
 
 describe('projection set', () => {
