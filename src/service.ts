@@ -46,6 +46,7 @@ import { createServiceCallers } from './doors/admissions/serviceCallers.ts';
 import { openapiRoute } from './doors/openapi/openapiRoute.ts';
 import { readDescriptorMapping } from './doors/envoy-rls/descriptorMapping.ts';
 import { createRateLimitDecider, type RateLimitDecider } from './doors/envoy-rls/rateLimitService.ts';
+import { consoleRoute } from './console/consoleRoute.ts';
 
 
 export interface Service {
@@ -172,7 +173,7 @@ export async function startService(settings: Settings, logger: Logger = createLo
     });
     closers.push(() => lwm2mDoor.close());
   }
-  const routes: Route[] = [metricsRoute(metrics, { token: metricsSettings.token }), ...ingest.routes];
+  const routes: Route[] = [metricsRoute(metrics, { token: metricsSettings.token }), consoleRoute(), ...ingest.routes];
   routes.push(await createGraphQLRoute({ settings, logger, db, store, controlPlane, commands }, pubsub));
   // Enforcement points in other processes: the same Governor, so their decisions reach the same Recorder.
   const callers = createServiceCallers(await tokenVerifierFor(settings, logger));

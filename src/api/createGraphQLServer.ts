@@ -5,6 +5,7 @@ import { createYoga, maskError, type YogaServerInstance } from 'graphql-yoga';
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { storageUnavailableIn } from '../db/storageUnavailable.ts';
 import { GraphQLError } from './graphql.ts';
+import { withConsoleToken } from '../console/graphiqlWithConsoleToken.ts';
 import type { Logger } from '../logger.ts';
 import type { ApiDependencies } from './context.ts';
 import { schema } from './schema/index.ts';
@@ -32,8 +33,8 @@ export function createGraphQLServer({ verify, development = false, logger, ...de
     graphqlEndpoint: GRAPHQL_PATH,
     graphiql: { title: 'governance-ledger' },
     // GraphiQL's code, styles and editor workers come inlined from the package, not from a CDN: the page works
-    // on a network without the internet.
-    renderGraphiQL,
+    // on a network without the internet. Opened from the console, it starts with the console's token.
+    renderGraphiQL: withConsoleToken(renderGraphiQL),
     landingPage: false,
     // Outside development a fault answers "Unexpected error." and is logged; typed errors and GraphQLErrors
     // (FORBIDDEN, UNKNOWN_TENANT, BAD_USER_INPUT) are meant for the client and pass unchanged. The database
