@@ -1,0 +1,228 @@
+// The console in a real browser (playwright-core driving Debian's Chromium) against the whole running service:
+// an operator signs in, defines a tier, registers a tenant, sets an override and finds it in the cascade and
+// the audit timeline, sees ingest traffic over the limit in the trend; a tenant viewer sees only its own
+// tenant and no edit control; a refused token brings the sign-in back. axe-core checks every page, and a
+// screenshot of every page is written to test-artifacts/console/.
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { mkdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { build } from 'vite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadOrCreateJwtSecret } from '../../src/api/auth/jwtSecret.ts';
+import { mintToken } from '../../src/api/auth/token.ts';
+import { CONSOLE_DIR } from '../../src/console/consoleRoute.ts';
+import { registerIngestCredential } from '../../src/http/credentials.ts';
+import { packagePath } from '../../src/packageRoot.ts';
+import { startServiceIn, type RunningService } from '../support/serviceModes.ts';
+import { waitFor } from '../support/waitFor.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((file) => existsSync(file));
+if (!CHROMIUM) console.warn('no Chromium found (Debian package `chromium`): the console browser suite is skipped');
+
+const ARTIFACTS = packagePath('test-artifacts', 'console');
+const AXE = packagePath('node_modules', 'axe-core', 'axe.min.js');
+
+/** Builds the console when dist/console is missing or older than its sources, so the suite never tests stale files. */
+async function ensureConsoleBuilt(): Promise<void> {
+  const built = path.join(CONSOLE_DIR, 'index.html');
+  const newest = (dir: string): number =>
+    Math.max(...readdirSync(dir, { withFileTypes: true }).map((entry) => (entry.isDirectory() ? newest(path.join(dir, entry.name)) : statSync(path.join(dir, entry.name)).mtimeMs)));
+  if (existsSync(built) && statSync(built).mtimeMs >= newest(packagePath('console'))) return;
+  await build({ configFile: packagePath('console', 'vite.config.ts'), logLevel: 'error' });
+}
+
+async function axeViolations(page: Page): Promise<string[]> {
+  await page.addScriptTag({ content: await readFile(AXE, 'utf8') });
+  const result = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
+    return axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } });
+  });
+  return result.violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map((violation) => `${violation.impact} ${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
+}
+
+describe.skipIf(!CHROMIUM)('the console in Chromium', () => {
+  let running: RunningService;
+  let browser: Browser;
+  let operator: string;
+  let viewer: string;
+  let deviceKey: string;
+
+  // axe is injected as a script, which the console's Content-Security-Policy rightly refuses: the test's
+  // pages bypass the policy for that, and only for that.
+  const openPage = (width: number, height: number) => browser.newPage({ viewport: { width, height }, bypassCSP: true });
+
+  async function signIn(page: Page, token: string): Promise<void> {
+    await page.goto(`${running.baseUrl}/console/`);
+    await page.getByLabel('API token').fill(token);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+  }
+
+  async function shoot(page: Page, name: string): Promise<void> {
+    await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+    expect(await axeViolations(page), `axe on ${name}`).toEqual([]);
+  }
+
+  beforeAll(async () => {
+    await mkdir(ARTIFACTS, { recursive: true });
+    await ensureConsoleBuilt();
+    running = await startServiceIn({ name: 'embedded PGlite', env: {}, prepare: async () => {}, dispose: async () => {} });
+    const { secret } = await loadOrCreateJwtSecret(running.service.settings);
+    operator = await mintToken({ secret, role: 'OPERATOR', sub: 'ops-alice', ttl: '1h' });
+    viewer = await mintToken({ secret, role: 'TENANT_VIEWER', tenant: 'acme', sub: 'acme-bob', ttl: '1h' });
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    });
+  }, 240_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await running?.stop();
+  });
+
+  it('shows the sign-in again for a refused token, and says how to mint one', async () => {
+    const page = await openPage(1280, 800);
+    await signIn(page, 'not-a-token');
+    await expect.poll(() => page.getByRole('alert').textContent()).toContain('refused');
+    expect(await page.getByRole('heading', { level: 1 }).textContent()).toContain('Sign in');
+    expect(await page.textContent('main')).toContain('governance token --role OPERATOR');
+    await shoot(page, '01-sign-in');
+    await page.close();
+  }, 120_000);
+
+  it('lets an operator define a tier, register a tenant and set an override, then shows it in the cascade and the audit', async () => {
+    const page = await openPage(1280, 800);
+    await signIn(page, operator);
+    await page.getByRole('heading', { name: 'Tenants' }).waitFor();
+
+    await page.getByRole('link', { name: 'Platform' }).click();
+    await page.getByLabel('Tier id').fill('gold');
+    await page.getByLabel('Name', { exact: true }).fill('Gold');
+    await page.getByRole('button', { name: 'Define tier' }).click();
+    await page.getByRole('heading', { name: /Gold/ }).waitFor();
+    await shoot(page, '02-platform');
+
+    await page.getByRole('link', { name: 'Tenants' }).click();
+    await page.getByLabel('Tenant id').fill('acme');
+    await page.getByLabel('Tier', { exact: true }).selectOption('gold');
+    await page.getByRole('button', { name: 'Register' }).click();
+    await page.getByRole('link', { name: 'acme' }).waitFor();
+    await shoot(page, '03-tenants');
+
+    await page.getByRole('link', { name: 'acme' }).click();
+    await page.getByRole('heading', { name: 'Tenant acme' }).waitFor();
+    await page.getByLabel('Dimension').selectOption('INGEST');
+    await page.getByLabel('Rate per second').fill('5');
+    await page.getByLabel('Burst (optional)').fill('10');
+    await page.getByLabel('Reason (required)').fill('pilot rollout');
+    await page.getByRole('button', { name: 'Save override' }).click();
+    await expect.poll(() => page.getByRole('status').first().textContent()).toBe('Saved.');
+    const ingestRow = page.locator('tr[data-dimension="INGEST"]');
+    await expect.poll(() => ingestRow.locator('td.why').textContent()).toBe('tenant override');
+    expect(await ingestRow.locator('td.winner').textContent()).toContain('5/s, burst 10');
+    expect(await page.locator('tr[data-dimension="EGRESS"] td.why').textContent()).toBe('no override → tier value not set → platform default not set → shipped default');
+    await shoot(page, '04-tenant');
+
+    await page.getByRole('link', { name: 'Audit' }).first().click();
+    const timeline = page.getByRole('list', { name: 'Limit changes, newest first' });
+    await expect.poll(() => timeline.textContent()).toContain('pilot rollout');
+    expect(await timeline.locator('li').first().textContent()).toMatch(/ops-alice[\s\S]*pilot rollout/);
+    expect(await timeline.locator('li').first().textContent()).toContain('→ 5/s, burst 10');
+    await page.getByLabel('Tenant', { exact: true }).last().fill('acme');
+    await page.getByRole('button', { name: 'Show' }).click();
+    await expect.poll(() => page.getByTestId('time-travel').textContent()).toContain('5/s, burst 10');
+    await shoot(page, '05-audit');
+    await page.close();
+  }, 180_000);
+
+  it('charts ingest traffic over the limit as rejected', async () => {
+    const created = await registerIngestCredential(running.service.db, { tenantId: 'acme', kind: 'tenant', subject: null });
+    if (created.status !== 'registered') throw new Error(`no key: ${JSON.stringify(created)}`);
+    deviceKey = created.key;
+    const body = JSON.stringify({ readings: [{ deviceId: 'pump-1', measurements: { a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8 } }] });
+    const statuses = new Set<number>();
+    // 8 readings a request against 5/s with a burst of 10: after the first, most requests are refused.
+    await waitFor(
+      async () => {
+        const answers = await Promise.all(
+          Array.from({ length: 10 }, () =>
+            fetch(`${running.baseUrl}/v1/ingest/acme`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-device-key': deviceKey }, body }).then((response) => response.status),
+          ),
+        );
+        for (const status of answers) statuses.add(status);
+        return statuses.has(429) && statuses.has(202);
+      },
+      { timeoutMs: 60_000, intervalMs: 500, description: 'both 202 and 429 from the ingest door' },
+    );
+
+    const page = await openPage(1280, 800);
+    await signIn(page, operator);
+    await page.getByRole('heading', { name: 'Tenants' }).waitFor();
+    await page.goto(`${running.baseUrl}/console/#/trends?tenant=acme&dimension=INGEST&range=1h`);
+    await waitFor(
+      async () => {
+        const rejected = Number((await page.getByTestId('total-rejected').textContent())?.replaceAll(',', '') ?? '0');
+        if (rejected > 0) return true;
+        await page.reload();
+        return false;
+      },
+      { timeoutMs: 60_000, intervalMs: 2_000, description: 'rejected readings in the trend' },
+    );
+    expect(Number((await page.getByTestId('total-admitted').textContent())?.replaceAll(',', ''))).toBeGreaterThan(0);
+    expect(await page.locator('figure.chart canvas').count()).toBeGreaterThan(0);
+    await shoot(page, '06-trends');
+    await page.close();
+  }, 180_000);
+
+  it('shows a tenant viewer its own tenant only, with no edit control, also at a phone width', async () => {
+    const page = await openPage(390, 844);
+    await signIn(page, viewer);
+    await page.getByRole('heading', { name: 'Tenant acme' }).waitFor();
+    expect(await page.getByRole('link', { name: 'Tenants' }).count()).toBe(0);
+    expect(await page.getByRole('link', { name: 'Platform' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Save override' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: 'Save policy' }).count()).toBe(0);
+    expect(await page.locator('tr[data-dimension="INGEST"] td.why').textContent()).toBe('tenant override');
+    await shoot(page, '07-tenant-viewer-phone');
+
+    await page.goto(`${running.baseUrl}/console/#/tenant/initech`);
+    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/not allowed|FORBIDDEN|No tenant/i);
+    await page.close();
+  }, 120_000);
+
+  it('is usable from the keyboard: the skip link and the search form', async () => {
+    const page = await openPage(1280, 800);
+    await signIn(page, operator);
+    await page.getByRole('heading', { name: 'Tenants' }).waitFor();
+    await page.keyboard.press('Tab');
+    expect(await page.evaluate(() => document.activeElement?.textContent)).toBe('Skip to content');
+    await page.keyboard.press('Enter');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('main');
+    await page.getByLabel('Search tenants').focus();
+    await page.keyboard.type('acm');
+    await page.keyboard.press('Enter');
+    await expect.poll(() => page.url()).toContain('search=acm');
+    await page.getByRole('link', { name: 'acme' }).waitFor();
+    await page.close();
+  }, 120_000);
+
+  it('brings the sign-in back when the token stops being accepted, and prefills GraphiQL with the token', async () => {
+    const page = await openPage(1280, 800);
+    await signIn(page, operator);
+    await page.getByRole('heading', { name: 'Tenants' }).waitFor();
+
+    await page.getByRole('link', { name: 'GraphiQL' }).click();
+    await page.waitForSelector('.graphiql-container', { timeout: 90_000 });
+    await page.getByRole('button', { name: /headers/i }).first().click();
+    await expect.poll(() => page.locator('.graphiql-editor-tool').textContent(), { timeout: 30_000 }).toContain('Bearer');
+    await page.goBack();
+
+    await page.evaluate(() => sessionStorage.setItem('governance-console.token', 'expired.or.revoked'));
+    await page.reload();
+    await page.getByLabel('API token').waitFor();
+    await page.close();
+  }, 180_000);
+});
