@@ -229,11 +229,11 @@ function QueuedCommands({ tenantId }: { tenantId: string }) {
 }
 
 interface KeysData {
-  ingestKeys: Array<{ hashPrefix: string; kind: string; subject: string | null; createdAt: string; lastUsedAt: string | null; revokedAt: string | null }>;
+  ingestKeys: Array<{ keyId: string; kind: string; subject: string | null; createdAt: string; lastUsedAt: string | null; revokedAt: string | null }>;
 }
 
 function IngestKeys({ tenantId }: { tenantId: string }) {
-  const loaded = useLoad(() => gql<KeysData>('query ($tenantId: ID!) { ingestKeys(tenantId: $tenantId) { hashPrefix kind subject createdAt lastUsedAt revokedAt } }', { tenantId }), [tenantId]);
+  const loaded = useLoad(() => gql<KeysData>('query ($tenantId: ID!) { ingestKeys(tenantId: $tenantId) { keyId kind subject createdAt lastUsedAt revokedAt } }', { tenantId }), [tenantId]);
   return (
     <>
       <h2>Ingest keys</h2>
@@ -244,7 +244,7 @@ function IngestKeys({ tenantId }: { tenantId: string }) {
           <table>
             <thead>
               <tr>
-                <th scope="col">Key (hash prefix)</th>
+                <th scope="col">Key id (hash prefix)</th>
                 <th scope="col">Kind</th>
                 <th scope="col">For</th>
                 <th scope="col">Created</th>
@@ -256,7 +256,7 @@ function IngestKeys({ tenantId }: { tenantId: string }) {
               {loaded.data?.ingestKeys.map((key) => (
                 <tr>
                   <td>
-                    <code>{key.hashPrefix}</code>
+                    <code>{key.keyId}</code>
                   </td>
                   <td>{key.kind}</td>
                   <td>{key.subject ?? 'whole tenant'}</td>
