@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOrCreateJwtSecret } from '../../src/api/auth/jwtSecret.ts';
 import { mintToken } from '../../src/api/auth/token.ts';
 import { CONSOLE_DIR } from '../../src/console/consoleRoute.ts';
-import { registerIngestCredential } from '../../src/http/credentials.ts';
+import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
 import { packagePath } from '../../src/packageRoot.ts';
 import { startServiceIn, type RunningService } from '../support/serviceModes.ts';
 import { waitFor } from '../support/waitFor.ts';
