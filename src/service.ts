@@ -42,6 +42,7 @@ import { createApiPubSub } from './api/pubsub.ts';
 import { withApiPublishers } from './api/publishers.ts';
 import { createGraphQLRoute, tokenVerifierFor } from './api/createGraphQLRoute.ts';
 import { createAdmissionRoutes } from './doors/admissions/admissionRoutes.ts';
+import { createLeaseRoutes } from './doors/leases/leaseRoutes.ts';
 import { createServiceCallers } from './doors/admissions/serviceCallers.ts';
 import { openapiRoute } from './doors/openapi/openapiRoute.ts';
 import { readDescriptorMapping } from './doors/envoy-rls/descriptorMapping.ts';
@@ -88,10 +89,12 @@ export async function startService(settings: Settings, logger: Logger = createLo
     ? createRedisSharedBudget({ url: settings.redisUrl, onError: (error) => logger.warn({ err: error }, 'redis error') })
     : undefined;
   if (sharedBudget && !(await sharedBudget.ready())) logger.warn('Redis does not answer: metering each replica at half the limit until it does');
+  // One Recorder for every decision: the Governor's own tallies and the leasing clients' summaries.
+  const recorder = fanOutRecorder(createLedgerRecorder(store), createMetricsRecorder(metrics));
   const governor = new Governor({
     limitSource: createReadModelLimitSource(db),
     sharedBudget,
-    recorder: fanOutRecorder(createLedgerRecorder(store), createMetricsRecorder(metrics)),
+    recorder,
     onError: (error: unknown) => logger.warn({ err: error }, 'governor background work failed'),
   });
   await feedConfirmedTenants(db, governor);
@@ -178,6 +181,18 @@ export async function startService(settings: Settings, logger: Logger = createLo
   // Enforcement points in other processes: the same Governor, so their decisions reach the same Recorder.
   const callers = createServiceCallers(await tokenVerifierFor(settings, logger));
   routes.push(...createAdmissionRoutes({ governor, inferenceSpend, callers }), openapiRoute());
+  // Leasing clients draw slices from a Governor of their own on the same limits; it records nothing, since
+  // the clients report what they admitted and refused with the slices.
+  const leaseGovernor = new Governor({
+    limitSource: createReadModelLimitSource(db),
+    onError: (error: unknown) => logger.warn({ err: error }, 'lease governor background work failed'),
+  });
+  closers.push(() => leaseGovernor.close());
+  const authorize = async (authorization: string | undefined) => {
+    const checked = await callers.check(authorization);
+    return checked.status;
+  };
+  routes.push(...createLeaseRoutes({ leaseGovernor, recorder, authorize, logger }));
 
   return {
     settings,

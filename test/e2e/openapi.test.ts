@@ -138,6 +138,12 @@ describe('OpenAPI document against the routes', () => {
     recipes[`post ${path} 413`] = () => postJson(path, 'x'.repeat(1024 * 1024 + 1), bearer(serviceToken));
   }
 
+  recipes['post /v1/leases 200'] = () => postJson('/v1/leases', { leases: [{ tenantId: 'acme', dimension: 'API_REQUESTS', want: 5 }], summaries: [] }, bearer(serviceToken));
+  recipes['post /v1/leases 400'] = () => postJson('/v1/leases', { leases: 'all of them' }, bearer(serviceToken));
+  recipes['post /v1/leases 401'] = () => postJson('/v1/leases', { leases: [] });
+  recipes['post /v1/leases 403'] = async () => postJson('/v1/leases', { leases: [] }, bearer(await mintToken({ secret: SECRET, role: 'AUDITOR', ttl: 600 })));
+  recipes['post /v1/leases 413'] = () => postJson('/v1/leases', 'x'.repeat(1024 * 1024 + 1), bearer(serviceToken));
+
   it('is OpenAPI 3.1 and documents every route of the service', async () => {
     const response = await call('/openapi.json');
     expect(response.headers.get('content-type')).toBe('application/json');

@@ -218,6 +218,39 @@ export const OPENAPI_DOCUMENT = {
         ),
       },
     },
+    '/v1/leases': {
+      post: {
+        summary: 'The leasing client\'s exchange (packages/client): slices of tenants\' budgets out, summaries of its decisions in.',
+        description: 'Summaries go to the same Recorder as the Governor\'s own tallies. 503 (Retry-After: 1) when they could not be recorded; the client sends them again.',
+        security: bearer,
+        requestBody: {
+          required: true,
+          content: json({
+            type: 'object',
+            properties: {
+              leases: { type: 'array', maxItems: MAX_BATCH_ITEMS, items: { type: 'object', required: ['tenantId', 'dimension', 'want'] } },
+              summaries: { type: 'array', maxItems: MAX_BATCH_ITEMS, items: { type: 'object' } },
+            },
+          }),
+        },
+        responses: {
+          '200': answer('One grant per lease, in order.', {
+            type: 'object',
+            required: ['grants'],
+            properties: {
+              grants: {
+                type: 'array',
+                items: { type: 'object', properties: { granted: { type: 'integer' }, limit: { type: 'number' }, validForMs: { type: 'integer' } } },
+              },
+            },
+          }),
+          '400': answer('The body is not JSON or not an exchange.'),
+          '401': answer('No valid bearer token.'),
+          '403': answer('The token names a role other than SERVICE or OPERATOR.'),
+          '413': answer('The body is larger than 1 MiB.'),
+        },
+      },
+    },
     [OPENAPI_PATH]: { get: { summary: 'This document.', responses: { '200': answer('OpenAPI 3.1.', { type: 'object' }) } } },
   } as Record<string, Record<string, unknown>>,
 };

@@ -1,0 +1,92 @@
+// The leasing client (packages/client) in three caller processes against a service process: together they
+// stay within [0.95, 1.10] x the limit over 10 windows, every admission and refusal reaches the service's
+// Recorder as summaries, and killing the service mid-run gives the callers no exception (they fall back to
+// half the limit, counted).
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+
+const LIMIT = 300;
+const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
+
+interface WorkerResult {
+  perSecond: Record<string, number>;
+  exceptions: number;
+  stats: { fallbackActive: boolean; fallbackAdmittedUnits: number; failedExchanges: number };
+}
+
+const children: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+async function startServer(): Promise<{ child: ChildProcess; url: string; totals(): Promise<{ admitted: number; refused: number }> }> {
+  const child = fork(here('leaseServer.child.ts'), [], { execArgv: ['--import', 'tsx'], env: { ...process.env, LEASE_TEST_LIMIT: String(LIMIT) } });
+  children.push(child);
+  const { port } = await new Promise<{ port: number }>((resolve, reject) => {
+    child.once('message', (message) => resolve(message as { port: number }));
+    child.once('exit', (code) => reject(new Error(`lease server exited with ${code}`)));
+  });
+  return {
+    child,
+    url: `http://127.0.0.1:${port}`,
+    totals: () =>
+      new Promise((resolve) => {
+        child.once('message', (message) => resolve((message as { totals: { admitted: number; refused: number } }).totals));
+        child.send('totals');
+      }),
+  };
+}
+
+function runWorker(url: string, seconds: number): { child: ChildProcess; result: Promise<WorkerResult> } {
+  const child = fork(here('clientWorker.child.ts'), [], {
+    execArgv: ['--import', 'tsx'],
+    env: { ...process.env, LEASE_TEST_URL: url, LEASE_TEST_SECONDS: String(seconds) },
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+  });
+  children.push(child);
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const result = new Promise<WorkerResult>((resolve, reject) =>
+    child.once('exit', (code) => (code === 0 ? resolve(JSON.parse(output.trim().split('\n').at(-1)!) as WorkerResult) : reject(new Error(`worker exited ${code}`)))),
+  );
+  return { child, result };
+}
+
+describe('leasing client across processes', () => {
+  it('three callers stay within [0.95, 1.10] x the limit over 10 windows, and the Recorder gets every admission', async () => {
+    const server = await startServer();
+    const results = await Promise.all([0, 1, 2].map(() => runWorker(server.url, 13).result));
+    expect(results.map((each) => each.exceptions)).toEqual([0, 0, 0]);
+    const total: Record<number, number> = {};
+    for (const result of results) for (const [second, count] of Object.entries(result.perSecond)) total[Number(second)] = (total[Number(second)] ?? 0) + count;
+    // Ten whole windows in which all three ran: skip the first two (start-up) and the last (cut short).
+    const seconds = Object.keys(total).map(Number).sort((a, b) => a - b);
+    const windows = seconds.slice(2, 12);
+    expect(windows).toHaveLength(10);
+    const admitted = windows.reduce((sum, second) => sum + total[second]!, 0);
+    expect(admitted, `per window: ${windows.map((second) => total[second]).join(', ')}`).toBeGreaterThanOrEqual(0.95 * LIMIT * 10);
+    expect(admitted).toBeLessThanOrEqual(1.1 * LIMIT * 10);
+    for (const second of windows) expect(total[second]!).toBeLessThanOrEqual(1.1 * LIMIT);
+    // Every admission the callers counted came back as a summary (close() sends the last second).
+    const everything = Object.values(total).reduce((sum, count) => sum + count, 0);
+    const recorded = await server.totals();
+    expect(recorded.admitted).toBe(everything);
+    expect(recorded.refused).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('killing the service mid-run throws nothing at the callers; they meter locally at half the limit, counted', async () => {
+    const server = await startServer();
+    const worker = runWorker(server.url, 5);
+    // Let the client learn the limit, then kill the service without warning.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    server.child.kill('SIGKILL');
+    const result = await worker.result;
+    expect(result.exceptions).toBe(0);
+    expect(result.stats.fallbackActive).toBe(true);
+    expect(result.stats.failedExchanges).toBeGreaterThan(0);
+    expect(result.stats.fallbackAdmittedUnits).toBeGreaterThan(0);
+    const lastSeconds = Object.entries(result.perSecond).sort(([a], [b]) => Number(a) - Number(b)).slice(-2, -1);
+    for (const [, count] of lastSeconds) expect(count).toBeLessThanOrEqual(LIMIT / 2);
+  }, 30_000);
+});
