@@ -5,6 +5,7 @@ import ScopeAuthPlugin from '@pothos/plugin-scope-auth';
 import ErrorsPlugin from '@pothos/plugin-errors';
 import RelayPlugin from '@pothos/plugin-relay';
 import DataloaderPlugin from '@pothos/plugin-dataloader';
+import InputGuardPlugin from './inputGuard.ts';
 import type { ApiContext } from './context.ts';
 import { authScopes, type ApiAuthScopes } from './auth/scopes.ts';
 import { Forbidden } from './schema/errorClasses.ts';
@@ -21,8 +22,9 @@ export const builder = new SchemaBuilder<{
 }>({
   // Errors before scope-auth: a mutation that lists Forbidden among its errors answers a refusal as a typed
   // result; on every other field the refusal stays a GraphQL error with code FORBIDDEN and no data.
-  // Errors before dataloader, as the errors plugin requires.
-  plugins: [ErrorsPlugin, ScopeAuthPlugin, RelayPlugin, DataloaderPlugin],
+  // Errors before dataloader, as the errors plugin requires. The input guard inside errors (so the typed
+  // InvalidInput it raises becomes the payload's member) and before every other plugin and resolver.
+  plugins: [ErrorsPlugin, InputGuardPlugin, ScopeAuthPlugin, RelayPlugin, DataloaderPlugin],
   defaultFieldNullability: false,
   scopeAuth: {
     authScopes,

@@ -1,6 +1,7 @@
 // Page sizes and cursors of every connection. Cursors are opaque to clients (base64url of the ledger
 // position or key they stand for) so we may change what they encode without breaking anyone.
 import { GraphQLError } from './graphql.ts';
+import { textProblem } from '../db/storableValues.ts';
 
 export { MAX_PAGE_SIZE } from '../control-plane/listTenants.ts';
 import { MAX_PAGE_SIZE } from '../control-plane/listTenants.ts';
@@ -20,10 +21,17 @@ export function encodeCursor(key: string): string {
   return Buffer.from(key, 'utf8').toString('base64url');
 }
 
-export function decodeCursor(cursor: string | null | undefined): string | undefined {
+/**
+ * The key a cursor stands for. Anything this API did not hand out (not base64url of a key, a key with text
+ * storage could not hold, or one `isKey` refuses) is BAD_CURSOR, never a fault further down.
+ */
+export function decodeCursor(cursor: string | null | undefined, isKey: (key: string) => boolean = () => true): string | undefined {
   if (cursor === null || cursor === undefined) return undefined;
   const key = /^[A-Za-z0-9_-]+$/.test(cursor) ? Buffer.from(cursor, 'base64url').toString('utf8') : '';
-  if (key === '') throw new GraphQLError('after is not a cursor this API handed out', { extensions: { code: 'BAD_CURSOR', field: 'after' } });
+  // Decoding replaces bytes that are not UTF-8 by U+FFFD: only a key that encodes back to the cursor is one we made.
+  if (key === '' || encodeCursor(key) !== cursor || textProblem(key, 'after') || !isKey(key)) {
+    throw new GraphQLError('after is not a cursor this API handed out', { extensions: { code: 'BAD_CURSOR', field: 'after' } });
+  }
   return key;
 }
 

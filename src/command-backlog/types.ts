@@ -2,7 +2,7 @@
 // ports this part needs. Expected outcomes are values; only faults (storage down) throw.
 import type { Queryable } from '../db/db.ts';
 import type { LimitSourceLevel } from '../governance/types.ts';
-import type { CommandRejectionReason } from '../ledger/catalog/commands.ts';
+import type { CommandRejectionReason, CommandSettlement } from '../ledger/catalog/commands.ts';
 
 /** Who asked: recorded on every event as `actor` (and `actorRole` when known, as the control plane does). */
 export interface CommandActor {
@@ -53,7 +53,28 @@ export interface CommandRejected {
   ceiling: number | null;
 }
 
-export type EnqueueOutcome = CommandAccepted | CommandRejected | InvalidCommandInput;
+/**
+ * The commandId was accepted before with other content (another device or payload): a commandId is an
+ * idempotency key, not a slot name. Nothing was queued or recorded.
+ */
+export interface CommandIdConflict {
+  status: 'conflict';
+  commandId: string;
+  message: string;
+}
+
+/** The commandId was accepted before, with the same content, and has left the backlog since: how it left. */
+export interface CommandSettledBefore {
+  status: 'settled-before';
+  commandId: string;
+  settledAs: CommandSettlement;
+  message: string;
+}
+
+/** Where an accepted command is. */
+export type AcceptedCommandStatus = 'queued' | CommandSettlement;
+
+export type EnqueueOutcome = CommandAccepted | CommandRejected | CommandIdConflict | CommandSettledBefore | InvalidCommandInput;
 
 /** A command left the backlog; `undelivered` is the backlog after it left. */
 export interface CommandSettled {

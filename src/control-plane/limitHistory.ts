@@ -71,6 +71,7 @@ LIMIT $8`;
 export async function limitHistory(q: Queryable, query: LimitHistoryQuery = {}): Promise<Page<LimitChange>> {
   const first = pageSize(query.first);
   const cursor = query.after ? parseCursor(query.after) : null;
+  if (cursor === undefined) throw new RangeError(`limit history cursor ${JSON.stringify(query.after)} is not a position this history returned`);
   const { rows } = await q.query<Row>(SQL, [
     query.now ?? new Date(),
     query.tenantId ?? null,
@@ -85,9 +86,16 @@ export async function limitHistory(q: Queryable, query: LimitHistoryQuery = {}):
   return { nodes, hasNextPage: rows.length > first, endCursor: nodes.at(-1)?.position ?? null };
 }
 
-function parseCursor(text: string): { commit: string; prepare: string; seq: number } {
-  const match = /^(\d+):(\d+)(:expired)?$/.exec(text);
-  if (!match) throw new RangeError(`limit history cursor ${JSON.stringify(text)} is not a position this history returned`);
+/** Whether `text` is a position this history hands out (what `after` may be). */
+export function isLimitHistoryPosition(text: string): boolean {
+  return parseCursor(text) !== undefined;
+}
+
+const MAX_BIGINT = 2n ** 63n - 1n;
+
+function parseCursor(text: string): { commit: string; prepare: string; seq: number } | undefined {
+  const match = /^(\d{1,19}):(\d{1,19})(:expired)?$/.exec(text);
+  if (!match || BigInt(match[1]!) > MAX_BIGINT || BigInt(match[2]!) > MAX_BIGINT) return undefined;
   return { commit: match[1]!, prepare: match[2]!, seq: match[3] ? 1 : 0 };
 }
 

@@ -3,6 +3,7 @@ import { tierStream } from '../ledger/catalog/controlPlane.ts';
 import type { CommandDefinition, StreamPlan } from './command.ts';
 import { commandError, type CommandError } from './commandResult.ts';
 import type { TierState } from './state.ts';
+import { textProblem } from '../db/storableValues.ts';
 import { checkId, checkLimitChange, checkLimitClearing, checkModel, checkReason, isCommandError, type LimitInput } from './validation.ts';
 
 const TIER_NAME_MAX_CHARS = 200;
@@ -48,6 +49,8 @@ export const defineTier: CommandDefinition<DefineTierInput> = {
     if (name === '' || name.length > TIER_NAME_MAX_CHARS) {
       return commandError('InvalidInput', `a tier's name is 1 to ${TIER_NAME_MAX_CHARS} characters`, 'name');
     }
+    const unstorable = textProblem(name, "the tier's name");
+    if (unstorable) return commandError('InvalidInput', unstorable, 'name');
     return { event: { type: 'TierDefined', data: { tierId: input.tierId, name } } };
   },
 };

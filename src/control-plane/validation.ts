@@ -5,6 +5,7 @@ import type { Branding } from '../ledger/catalog/controlPlane.ts';
 import { validateLimitValue } from '../governance/dimensions.ts';
 import { DIMENSIONS, ID_PATTERN, type Dimension, type LimitValue, type OverLimitPolicy } from '../governance/types.ts';
 import { commandError, type CommandError } from './commandResult.ts';
+import { textProblem } from '../db/storableValues.ts';
 
 export const REASON_MAX_CHARS = 2_000;
 const MODEL_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$/;
@@ -46,6 +47,8 @@ export function checkReason(value: unknown, required: boolean): string | undefin
     return required ? commandError('InvalidInput', 'a reason is required', 'reason') : undefined;
   }
   if (typeof value !== 'string') return commandError('InvalidInput', 'the reason must be text', 'reason');
+  const unstorable = textProblem(value, 'the reason');
+  if (unstorable) return commandError('InvalidInput', unstorable, 'reason');
   const reason = value.trim();
   if (reason.length > REASON_MAX_CHARS) {
     return commandError('InvalidInput', `the reason is ${reason.length} characters; at most ${REASON_MAX_CHARS} are kept`, 'reason');
@@ -116,12 +119,15 @@ export function checkBranding(value: unknown): Branding | CommandError {
   if (typeof productName !== 'string' || productName.trim() === '' || productName.length > PRODUCT_NAME_MAX_CHARS) {
     return commandError('InvalidInput', `productName must be 1 to ${PRODUCT_NAME_MAX_CHARS} characters`, 'branding.productName');
   }
+  const unstorable = textProblem(productName, 'productName');
+  if (unstorable) return commandError('InvalidInput', unstorable, 'branding.productName');
   const branding: Branding = { productName: productName.trim() };
   if (logoUrl !== undefined && logoUrl !== null) {
-    if (typeof logoUrl !== 'string' || logoUrl.length > URL_MAX_CHARS || !isHttpsUrl(logoUrl)) {
-      return commandError('InvalidInput', 'logoUrl must be an https URL', 'branding.logoUrl');
+    const normalised = typeof logoUrl === 'string' && logoUrl.length <= URL_MAX_CHARS ? normalisedLogoUrl(logoUrl) : undefined;
+    if (normalised === undefined) {
+      return commandError('InvalidInput', 'logoUrl must be an https URL without credentials, at most 2048 characters', 'branding.logoUrl');
     }
-    branding.logoUrl = logoUrl;
+    branding.logoUrl = normalised;
   }
   if (primaryColor !== undefined && primaryColor !== null) {
     if (typeof primaryColor !== 'string' || !COLOR_PATTERN.test(primaryColor)) {
@@ -132,10 +138,18 @@ export function checkBranding(value: unknown): Branding | CommandError {
   return branding;
 }
 
-function isHttpsUrl(text: string): boolean {
+// The URL as the WHATWG parser serialises it, which is what is stored and handed to browsers: quotes,
+// spaces and angle brackets come out percent-encoded, so a stored logoUrl cannot break out of an attribute.
+// https only (a logo fetched over http is mixed content); user:password@ is refused, not stripped, since
+// credentials in a URL every tenant's users load would leak them.
+function normalisedLogoUrl(text: string): string | undefined {
+  if (textProblem(text, 'logoUrl')) return undefined;
+  let url: URL;
   try {
-    return new URL(text).protocol === 'https:';
+    url = new URL(text.trim());
   } catch {
-    return false;
+    return undefined;
   }
+  if (url.protocol !== 'https:' || url.hostname === '' || url.username !== '' || url.password !== '') return undefined;
+  return url.href.length <= URL_MAX_CHARS ? url.href : undefined;
 }

@@ -4,7 +4,7 @@
 import type { CommandAccepted, CommandRejected, CommandSettled, SettleOutcome } from '../../command-backlog/types.ts';
 import { canDeliverCommands } from '../auth/roles.ts';
 import { builder } from '../builder.ts';
-import { CommandAlreadySettled, Forbidden, InvalidInput, UnknownCommand } from './errorClasses.ts';
+import { CommandAlreadySettled, CommandIdConflict, Forbidden, InvalidInput, UnknownCommand } from './errorClasses.ts';
 
 const CommandRejectionReasonEnum = builder.enumType('CommandRejectionReason', {
   values: ['CEILING_REACHED', 'UNKNOWN_TENANT'] as const,
@@ -36,8 +36,10 @@ const CommandRejectedType = builder.objectRef<CommandRejected>('CommandRejected'
 });
 
 // Errors are answered as returned values: the errors plugin picks their union member.
+// A commandId sent again: the same content answers as the first time while the command is queued, and
+// CommandAlreadySettled (with how it left) once it has left; other content is CommandIdConflict.
 const EnqueueCommandResult = builder.errorUnion('EnqueueCommandResult', {
-  types: [CommandAcceptedType, CommandRejectedType, InvalidInput, Forbidden],
+  types: [CommandAcceptedType, CommandRejectedType, InvalidInput, Forbidden, CommandIdConflict, CommandAlreadySettled],
 });
 
 const EnqueueCommandInput = builder.inputType('EnqueueCommandInput', {
@@ -74,7 +76,7 @@ function settled(outcome: SettleOutcome): CommandSettled {
   if (outcome.status === 'settled') return outcome;
   if (outcome.status === 'invalid') throw new InvalidInput(outcome.message, outcome.field);
   if (outcome.error.kind === 'UnknownCommand') throw new UnknownCommand(outcome.error.message, 'commandId');
-  throw new CommandAlreadySettled(outcome.error.message, 'commandId');
+  throw new CommandAlreadySettled(outcome.error.message, 'commandId', outcome.error.settledAs);
 }
 
 const SETTLE_ERRORS = [Forbidden, InvalidInput, UnknownCommand, CommandAlreadySettled];
@@ -86,7 +88,16 @@ builder.mutationFields((t) => ({
     resolve: async (_root, { input }, { actor, commandBacklog }) => {
       if (!canDeliverCommands(actor, input.tenantId)) return new Forbidden(`role ${actor.role} may not enqueue commands for tenant ${input.tenantId}`);
       const outcome = await commandBacklog.enqueue(actor, { ...input, payload: input.payload });
-      return outcome.status === 'invalid' ? new InvalidInput(outcome.message, outcome.field) : outcome;
+      switch (outcome.status) {
+        case 'invalid':
+          return new InvalidInput(outcome.message, outcome.field);
+        case 'conflict':
+          return new CommandIdConflict(outcome.message, 'commandId');
+        case 'settled-before':
+          return new CommandAlreadySettled(outcome.message, 'commandId', outcome.settledAs);
+        default:
+          return outcome;
+      }
     },
   }),
   markCommandDelivered: t.field({

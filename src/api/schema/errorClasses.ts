@@ -25,7 +25,17 @@ export class InvalidInput extends FieldError {}
 export class UnknownTenant extends FieldError {}
 export class UnknownTier extends FieldError {}
 export class UnknownCommand extends FieldError {}
-export class CommandAlreadySettled extends FieldError {}
+export class CommandAlreadySettled extends FieldError {
+  constructor(
+    message: string,
+    field: string | null,
+    /** How it left: delivered, failed, cancelled or expired. */
+    readonly settledAs: string | null = null,
+  ) {
+    super(message, field);
+  }
+}
+export class CommandIdConflict extends FieldError {}
 export class TierAlreadyDefined extends FieldError {}
 export class TenantAlreadyRegistered extends FieldError {}
 export class ConcurrentEdit extends FieldError {}

@@ -3,6 +3,7 @@
 import { builder } from '../builder.ts';
 import {
   CommandAlreadySettled,
+  CommandIdConflict,
   ConcurrentEdit,
   Forbidden,
   InvalidInput,
@@ -44,7 +45,7 @@ const fieldErrors = [
   [UnknownTenant, 'UnknownTenant', 'No tenant with that id is registered.'],
   [UnknownTier, 'UnknownTier', 'No tier with that id is defined.'],
   [UnknownCommand, 'UnknownCommand', 'No command with that id is in the tenant’s backlog or history.'],
-  [CommandAlreadySettled, 'CommandAlreadySettled', 'The command already left the backlog (delivered, failed, cancelled or expired).'],
+  [CommandIdConflict, 'CommandIdConflict', 'The commandId was already used for a command with another device or payload; a commandId names one command.'],
   [TierAlreadyDefined, 'TierAlreadyDefined', 'A tier with that id exists.'],
   [TenantAlreadyRegistered, 'TenantAlreadyRegistered', 'A tenant with that id exists.'],
   [UnknownIngestKey, 'UnknownIngestKey', 'The tenant has no ingest key with that keyId.'],
@@ -58,3 +59,16 @@ for (const [errorClass, name, description] of fieldErrors) {
     interfaces: [ErrorInterface, InputErrorInterface],
   });
 }
+
+builder.objectType(CommandAlreadySettled, {
+  name: 'CommandAlreadySettled',
+  description: 'The command already left the backlog (delivered, failed, cancelled or expired). Nothing was appended.',
+  interfaces: [ErrorInterface, InputErrorInterface],
+  fields: (t) => ({
+    settledAs: t.string({
+      nullable: true,
+      description: 'How it left: delivered, failed, cancelled or expired.',
+      resolve: (error) => error.settledAs,
+    }),
+  }),
+});

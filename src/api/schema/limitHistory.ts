@@ -1,4 +1,5 @@
 import { builder } from '../builder.ts';
+import { isLimitHistoryPosition } from '../../control-plane/limitHistory.ts';
 import { limitHistory, type LimitChangeRecord } from '../readModels.ts';
 import { decodeCursor, pageSize, toConnection } from '../paging.ts';
 import { Forbidden } from './errorClasses.ts';
@@ -50,7 +51,7 @@ builder.queryFields((t) => ({
         tierId: args.tierId ?? undefined,
         dimension: args.dimension ?? undefined,
         first,
-        after: decodeCursor(args.after),
+        after: decodeCursor(args.after, isLimitHistoryPosition),
       });
       return toConnection(page, (change) => change.position);
     },

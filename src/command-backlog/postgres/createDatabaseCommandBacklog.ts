@@ -6,12 +6,15 @@
 // tenants' guard rows (an enqueue batch of several tenants, an expiry pass) takes them in tenant id order,
 // so no two of them can deadlock.
 import type { Db } from '../../db/db.ts';
+import { StorageUnavailable } from '../../db/storageUnavailable.ts';
 import type { NewEvent } from '../../ledger/eventStore.ts';
 import { appendInTransaction, appendStreamsInTransaction, type StreamAppend } from '../../ledger/postgres/appendInTransaction.ts';
 import { commandsStream, SETTLEMENT_EVENT_TYPES } from '../../ledger/catalog/commands.ts';
 import { commandEvent } from '../commandEvents.ts';
 import { EXPIRY_ACTOR } from '../expiryActor.ts';
 import { retryAfterSeconds } from '../retryAfter.ts';
+import { unknownTenant } from '../unknownTenant.ts';
+import { conflictMessage, repeatOutcome } from '../repeatedCommand.ts';
 import { retryTransaction } from '../retryTransaction.ts';
 import type { BacklogOptions } from '../backlogOptions.ts';
 import { settleOutcome } from '../settleOutcome.ts';
@@ -42,6 +45,11 @@ interface EnqueueCall {
   actor: CommandActor;
   command: ValidCommand;
 }
+
+/** One enqueue's answer from a batch: its outcome, or the fault that failed it alone. */
+type EnqueueAnswer = PromiseSettledResult<EnqueueOutcome>;
+const answered = (value: EnqueueOutcome): EnqueueAnswer => ({ status: 'fulfilled', value });
+const failed = (reason: unknown): EnqueueAnswer => ({ status: 'rejected', reason });
 
 export function createDatabaseCommandBacklog(db: Db, { ceilings, commandTtlMs, now }: BacklogOptions): CommandBacklog {
   const settle: SettleCommand = async (actor, ref, settlement, detail) => {
@@ -100,15 +108,31 @@ export function createDatabaseCommandBacklog(db: Db, { ceilings, commandTtlMs, n
     });
   };
 
-  // A batch of several tenants is decided in one transaction. If that transaction fails (one tenant's ceiling
-  // cannot be read, one tenant's events cannot be appended...), each tenant is decided again on its own, so
-  // the fault fails only the enqueues of the tenant it belongs to.
-  const enqueueGroups = async (groups: Array<KeyGroup<EnqueueCall>>): Promise<Array<PromiseSettledResult<EnqueueOutcome[]>>> => {
+  // A batch is decided in one transaction. If that transaction fails (one tenant's ceiling cannot be read,
+  // one enqueue's events cannot be appended...), each tenant is decided again on its own, and a tenant whose
+  // own transaction fails too has each of its enqueues decided alone, in arrival order: a fault fails only
+  // the enqueue it belongs to. (Input is checked before it can get this far, see validateCommand.ts; this is
+  // for what still fails.) A fault that fails everything (the database is away) is answered to each.
+  const enqueueGroups = async (groups: Array<KeyGroup<EnqueueCall>>): Promise<Array<PromiseSettledResult<EnqueueAnswer[]>>> => {
     try {
-      return (await decideTenants(groups)).map((value) => ({ status: 'fulfilled', value }));
+      return (await decideTenants(groups)).map((outcomes) => ({ status: 'fulfilled', value: outcomes.map(answered) }));
     } catch (error) {
-      if (groups.length === 1) return [{ status: 'rejected', reason: error }];
-      return Promise.allSettled(groups.map(async (group) => (await decideTenants([group]))[0]!));
+      // The database is away: deciding again, alone or one by one, would only wait for it again.
+      if (error instanceof StorageUnavailable) return groups.map(() => ({ status: 'rejected', reason: error }));
+      if (groups.length === 1 && groups[0]!.items.length === 1) return [{ status: 'rejected', reason: error }];
+      return Promise.all(groups.map(async (group) => ({ status: 'fulfilled', value: await decideTenantAlone(group) }) as const));
+    }
+  };
+  const decideTenantAlone = async (group: KeyGroup<EnqueueCall>): Promise<EnqueueAnswer[]> => {
+    try {
+      return (await decideTenants([group]))[0]!.map(answered);
+    } catch (error) {
+      if (group.items.length === 1 || error instanceof StorageUnavailable) return group.items.map(() => failed(error));
+      const answers: EnqueueAnswer[] = [];
+      for (const item of group.items) {
+        answers.push(await decideTenants([{ key: group.key, items: [item] }]).then((outcomes) => answered(outcomes[0]![0]!), failed));
+      }
+      return answers;
     }
   };
   const enqueueInBatch = createGroupBatcher(enqueueGroups, {
@@ -121,7 +145,9 @@ export function createDatabaseCommandBacklog(db: Db, { ceilings, commandTtlMs, n
     async enqueue(actor, input): Promise<EnqueueOutcome> {
       const command = validateEnqueue(input);
       if (command.status === 'invalid') return command;
-      return enqueueInBatch(command.tenantId, { actor, command });
+      const answer = await enqueueInBatch(command.tenantId, { actor, command });
+      if (answer.status === 'rejected') throw answer.reason;
+      return answer.value;
     },
 
     ...settlementMethods(settle),
@@ -168,21 +194,18 @@ function decideTenant(
     events.push(commandEvent('CommandRejected', data, call.actor, at));
     return { status: 'rejected', ...rejected };
   };
-  if (!limit || !distinct || !decisions) {
-    const unknownTenant = { reason: 'UNKNOWN_TENANT', retryable: false, retryAfterSeconds: null, undelivered: 0, ceiling: null } as const;
-    return calls.map((call) => refuse(call, { commandId: call.command.commandId, ...unknownTenant }));
-  }
+  // An unknown tenant is answered but not recorded: recording would create a stream (and a read-model row)
+  // for any name a caller makes up.
+  if (!limit || !distinct || !decisions) return calls.map((call) => unknownTenant(call.command.commandId));
   const decisionOf = new Map([...distinct.keys()].map((commandId, i) => [commandId, decisions[i]!]));
   const recorded = new Set<string>();
   return calls.map((call) => {
-    const { commandId } = call.command;
+    const { commandId, fingerprint } = call.command;
+    // The same commandId twice in one batch: the first one sent is decided; a repeat with other content conflicts with it.
+    if (distinct.get(commandId)!.fingerprint !== fingerprint) return { status: 'conflict', commandId, message: conflictMessage(commandId) };
     const decision = decisionOf.get(commandId)!;
     const first = !recorded.has(commandId);
     recorded.add(commandId);
-    if (decision.kind === 'duplicate') {
-      // Counted once: the first acceptance is answered again and nothing new is recorded.
-      return { status: 'accepted', commandId, undelivered: decision.undelivered, ceiling: decision.ceiling };
-    }
     if (decision.kind === 'taken') {
       if (first) {
         const data = { tenantId, commandId, deviceId: call.command.deviceId, payload: call.command.payload, undelivered: decision.undelivered, ceiling: limit.ceiling, ceilingSource: limit.source };
@@ -190,6 +213,7 @@ function decideTenant(
       }
       return { status: 'accepted', commandId, undelivered: decision.undelivered, ceiling: limit.ceiling };
     }
+    if (decision.kind !== 'full') return repeatOutcome(commandId, decision);
     return refuse(call, {
       commandId,
       reason: 'CEILING_REACHED',

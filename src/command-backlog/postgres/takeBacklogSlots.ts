@@ -1,17 +1,29 @@
 import type { Tx } from '../../db/db.ts';
 import type { DeliveryPace } from '../retryAfter.ts';
+import { decideRepeat, type RepeatDecision } from '../repeatedCommand.ts';
+import type { AcceptedCommandStatus } from '../types.ts';
 
 export type SlotDecision =
   | { kind: 'taken'; undelivered: number }
-  /** The commandId was accepted before: its first answer. */
-  | { kind: 'duplicate'; undelivered: number; ceiling: number }
+  /** The commandId was accepted before: the same command again (or how it left), or a conflict. */
+  | RepeatDecision
   | { kind: 'full'; undelivered: number; pace: DeliveryPace };
 
 /** One tenant's part of a batch: its ceiling and its new commands (distinct ids, in arrival order). */
 export interface SlotRequest {
   tenantId: string;
   ceiling: number;
-  commands: ReadonlyArray<{ commandId: string; deviceId: string }>;
+  commands: ReadonlyArray<{ commandId: string; deviceId: string; fingerprint: string }>;
+}
+
+/** An earlier acceptance of one of the batch's ids, as the statements return it. */
+interface EarlierRow {
+  command_id: string;
+  undelivered: number;
+  ceiling: number;
+  status: AcceptedCommandStatus;
+  fingerprint: string | null;
+  device_id: string;
 }
 
 interface TakeRow {
@@ -20,7 +32,7 @@ interface TakeRow {
   taken: number;
   last_delivered_at: Date | null;
   delivery_interval_ms_ewma: number | null;
-  earlier: Array<{ command_id: string; undelivered: number; ceiling: number }> | null;
+  earlier: EarlierRow[] | null;
 }
 
 // One statement for a batch of one tenant's commands (the common case, and the cheapest to plan). It finds
@@ -36,15 +48,16 @@ interface TakeRow {
 // ids fails on gl_commands' primary key (23505); the caller retries the transaction and then finds it.
 const TAKE_TENANT_SLOTS_SQL = `
 WITH batch AS (
-  SELECT b.command_id, b.device_id, b.n FROM unnest($2::text[], $3::text[]) WITH ORDINALITY AS b(command_id, device_id, n)
+  SELECT b.command_id, b.device_id, b.fingerprint, b.n
+  FROM unnest($2::text[], $3::text[], $6::text[]) WITH ORDINALITY AS b(command_id, device_id, fingerprint, n)
 ),
 earlier AS (
-  SELECT c.command_id, c.undelivered_at_enqueue, c.ceiling_at_enqueue
+  SELECT c.command_id, c.undelivered_at_enqueue, c.ceiling_at_enqueue, c.status, c.fingerprint, c.device_id
   FROM gl_commands c JOIN batch ON batch.command_id = c.command_id
   WHERE c.tenant_id = $1
 ),
 fresh AS (
-  SELECT batch.command_id, batch.device_id, row_number() OVER (ORDER BY batch.n) AS k
+  SELECT batch.command_id, batch.device_id, batch.fingerprint, row_number() OVER (ORDER BY batch.n) AS k
   FROM batch WHERE NOT EXISTS (SELECT 1 FROM earlier WHERE earlier.command_id = batch.command_id)
 ),
 slots AS (
@@ -55,13 +68,14 @@ slots AS (
   RETURNING tenant_id, undelivered, last_batch_taken AS taken, last_delivered_at, delivery_interval_ms_ewma
 ),
 queued AS (
-  INSERT INTO gl_commands (tenant_id, command_id, device_id, status, enqueued_at, undelivered_at_enqueue, ceiling_at_enqueue)
-  SELECT $1, fresh.command_id, fresh.device_id, 'queued', $5, slots.undelivered - slots.taken + fresh.k, $4
+  INSERT INTO gl_commands (tenant_id, command_id, device_id, fingerprint, status, enqueued_at, undelivered_at_enqueue, ceiling_at_enqueue)
+  SELECT $1, fresh.command_id, fresh.device_id, fresh.fingerprint, 'queued', $5, slots.undelivered - slots.taken + fresh.k, $4
   FROM fresh, slots WHERE fresh.k <= slots.taken
   RETURNING 1
 )
 SELECT slots.tenant_id, slots.undelivered, slots.taken, slots.last_delivered_at, slots.delivery_interval_ms_ewma,
-  (SELECT json_agg(json_build_object('command_id', command_id, 'undelivered', undelivered_at_enqueue, 'ceiling', ceiling_at_enqueue)) FROM earlier) AS earlier,
+  (SELECT json_agg(json_build_object('command_id', command_id, 'undelivered', undelivered_at_enqueue, 'ceiling', ceiling_at_enqueue,
+     'status', status, 'fingerprint', fingerprint, 'device_id', device_id)) FROM earlier) AS earlier,
   (SELECT count(*) FROM queued) AS queued
 FROM slots`;
 
@@ -77,15 +91,15 @@ FROM slots`;
 // count the batch before it committed. `last_batch_taken` and 23505 as above.
 const TAKE_SLOTS_SQL = `
 WITH batch AS (
-  SELECT b.tenant_id, b.command_id, b.device_id, b.n
-  FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS b(tenant_id, command_id, device_id, n)
+  SELECT b.tenant_id, b.command_id, b.device_id, b.fingerprint, b.n
+  FROM unnest($1::text[], $2::text[], $3::text[], $7::text[]) WITH ORDINALITY AS b(tenant_id, command_id, device_id, fingerprint, n)
 ),
 earlier AS (
-  SELECT c.tenant_id, c.command_id, c.undelivered_at_enqueue, c.ceiling_at_enqueue
+  SELECT c.tenant_id, c.command_id, c.undelivered_at_enqueue, c.ceiling_at_enqueue, c.status, c.fingerprint, c.device_id
   FROM gl_commands c JOIN batch ON batch.tenant_id = c.tenant_id AND batch.command_id = c.command_id
 ),
 fresh AS (
-  SELECT batch.tenant_id, batch.command_id, batch.device_id, row_number() OVER (PARTITION BY batch.tenant_id ORDER BY batch.n) AS k
+  SELECT batch.tenant_id, batch.command_id, batch.device_id, batch.fingerprint, row_number() OVER (PARTITION BY batch.tenant_id ORDER BY batch.n) AS k
   FROM batch
   WHERE NOT EXISTS (SELECT 1 FROM earlier WHERE earlier.tenant_id = batch.tenant_id AND earlier.command_id = batch.command_id)
 ),
@@ -106,8 +120,8 @@ slots AS (
   RETURNING g.tenant_id, g.undelivered, g.last_batch_taken AS taken, g.last_delivered_at, g.delivery_interval_ms_ewma
 ),
 queued AS (
-  INSERT INTO gl_commands (tenant_id, command_id, device_id, status, enqueued_at, undelivered_at_enqueue, ceiling_at_enqueue)
-  SELECT fresh.tenant_id, fresh.command_id, fresh.device_id, 'queued', $6, slots.undelivered - slots.taken + fresh.k, wanted.ceiling
+  INSERT INTO gl_commands (tenant_id, command_id, device_id, fingerprint, status, enqueued_at, undelivered_at_enqueue, ceiling_at_enqueue)
+  SELECT fresh.tenant_id, fresh.command_id, fresh.device_id, fresh.fingerprint, 'queued', $6, slots.undelivered - slots.taken + fresh.k, wanted.ceiling
   FROM fresh
   JOIN slots ON slots.tenant_id = fresh.tenant_id
   JOIN wanted ON wanted.tenant_id = fresh.tenant_id
@@ -115,7 +129,8 @@ queued AS (
   RETURNING 1
 )
 SELECT slots.tenant_id, slots.undelivered, slots.taken, slots.last_delivered_at, slots.delivery_interval_ms_ewma,
-  (SELECT json_agg(json_build_object('command_id', command_id, 'undelivered', undelivered_at_enqueue, 'ceiling', ceiling_at_enqueue))
+  (SELECT json_agg(json_build_object('command_id', command_id, 'undelivered', undelivered_at_enqueue, 'ceiling', ceiling_at_enqueue,
+     'status', status, 'fingerprint', fingerprint, 'device_id', device_id))
    FROM earlier WHERE earlier.tenant_id = slots.tenant_id) AS earlier,
   (SELECT count(*) FROM queued) AS queued
 FROM slots`;
@@ -140,7 +155,7 @@ export async function takeBacklogSlots(tx: Tx, requests: readonly SlotRequest[],
     let fresh = 0;
     return request.commands.map((command): SlotDecision => {
       const first = earlier.get(command.commandId);
-      if (first) return { kind: 'duplicate', undelivered: first.undelivered, ceiling: first.ceiling };
+      if (first) return decideRepeat(earlierCommand(first), command);
       fresh++;
       return fresh <= row.taken ? { kind: 'taken', undelivered: before + fresh } : { kind: 'full', undelivered: row.undelivered, pace };
     });
@@ -149,7 +164,7 @@ export async function takeBacklogSlots(tx: Tx, requests: readonly SlotRequest[],
 }
 
 async function takeTenantSlots(tx: Tx, { tenantId, ceiling, commands }: SlotRequest, enqueuedAt: Date): Promise<TakeRow> {
-  const params = [tenantId, commands.map((c) => c.commandId), commands.map((c) => c.deviceId), ceiling, enqueuedAt];
+  const params = [tenantId, commands.map((c) => c.commandId), commands.map((c) => c.deviceId), ceiling, enqueuedAt, commands.map((c) => c.fingerprint)];
   const found = (await tx.query<TakeRow>(TAKE_TENANT_SLOTS_SQL, params)).rows[0];
   if (found) return found;
   // The tenant's first command: create its guard row, then decide.
@@ -161,11 +176,13 @@ async function takeSlotsOfTenants(tx: Tx, requests: readonly SlotRequest[], enqu
   const tenantOf: string[] = [];
   const commandIds: string[] = [];
   const deviceIds: string[] = [];
+  const fingerprints: string[] = [];
   for (const request of requests) {
     for (const command of request.commands) {
       tenantOf.push(request.tenantId);
       commandIds.push(command.commandId);
       deviceIds.push(command.deviceId);
+      fingerprints.push(command.fingerprint);
     }
   }
   const { rows } = await tx.query<TakeRow>(TAKE_SLOTS_SQL, [
@@ -175,6 +192,7 @@ async function takeSlotsOfTenants(tx: Tx, requests: readonly SlotRequest[], enqu
     requests.map((request) => request.tenantId),
     requests.map((request) => request.ceiling),
     enqueuedAt,
+    fingerprints,
   ]);
   return rows;
 }
@@ -197,8 +215,8 @@ async function answerAcceptedMeanwhile(tx: Tx, requests: readonly SlotRequest[],
     }),
   );
   if (refusedIds.length === 0) return decisions;
-  const { rows } = await tx.query<{ tenant_id: string; command_id: string; undelivered: number; ceiling: number }>(
-    `SELECT c.tenant_id, c.command_id, c.undelivered_at_enqueue AS undelivered, c.ceiling_at_enqueue AS ceiling
+  const { rows } = await tx.query<EarlierRow & { tenant_id: string }>(
+    `SELECT c.tenant_id, c.command_id, c.undelivered_at_enqueue AS undelivered, c.ceiling_at_enqueue AS ceiling, c.status, c.fingerprint, c.device_id
      FROM gl_commands c JOIN unnest($1::text[], $2::text[]) AS r(tenant_id, command_id)
        ON c.tenant_id = r.tenant_id AND c.command_id = r.command_id`,
     [refusedTenants, refusedIds],
@@ -209,7 +227,11 @@ async function answerAcceptedMeanwhile(tx: Tx, requests: readonly SlotRequest[],
     decisions[r]!.map((decision, i) => {
       const key = `${request.tenantId.length}:${request.tenantId}${request.commands[i]!.commandId}`;
       const meanwhile = decision.kind === 'full' ? accepted.get(key) : undefined;
-      return meanwhile ? { kind: 'duplicate', undelivered: meanwhile.undelivered, ceiling: meanwhile.ceiling } : decision;
+      return meanwhile ? decideRepeat(earlierCommand(meanwhile), request.commands[i]!) : decision;
     }),
   );
+}
+
+function earlierCommand(row: EarlierRow) {
+  return { status: row.status, fingerprint: row.fingerprint, deviceId: row.device_id, undeliveredAtEnqueue: row.undelivered, ceilingAtEnqueue: row.ceiling };
 }

@@ -15,7 +15,10 @@ interface StoredState {
   undelivered: number;
   lastDeliveredAt: number | null;
   deliveryIntervalMsEwma: number | null;
-  commands: Array<[commandId: string, status: AcceptedCommand['status'], enqueuedAtMs: number, undeliveredAtEnqueue: number, ceilingAtEnqueue: number]>;
+  // deviceId and fingerprint were added later: a snapshot taken before has neither (see repeatedCommand.ts).
+  commands: Array<
+    [commandId: string, status: AcceptedCommand['status'], enqueuedAtMs: number, undeliveredAtEnqueue: number, ceilingAtEnqueue: number, deviceId?: string | null, fingerprint?: string | null]
+  >;
 }
 
 const UPSERT_SQL = `
@@ -32,7 +35,15 @@ export async function saveCommandStateSnapshot(db: Queryable, tenantId: string, 
     undelivered: state.undelivered,
     lastDeliveredAt: state.lastDeliveredAt?.getTime() ?? null,
     deliveryIntervalMsEwma: state.deliveryIntervalMsEwma,
-    commands: [...state.commands].map(([id, command]) => [id, command.status, command.enqueuedAt.getTime(), command.undeliveredAtEnqueue, command.ceilingAtEnqueue]),
+    commands: [...state.commands].map(([id, command]) => [
+      id,
+      command.status,
+      command.enqueuedAt.getTime(),
+      command.undeliveredAtEnqueue,
+      command.ceilingAtEnqueue,
+      command.deviceId,
+      command.fingerprint,
+    ]),
   };
   await db.query(UPSERT_SQL, [tenantId, state.revision.toString(), snapshot.lastEventId, JSON.stringify(stored)]);
 }
@@ -46,8 +57,9 @@ export async function loadCommandStateSnapshot(db: Queryable, tenantId: string):
   if (!row) return undefined;
   const stored = row.state;
   const commands = new Map<string, AcceptedCommand>();
-  for (const [id, status, enqueuedAtMs, undeliveredAtEnqueue, ceilingAtEnqueue] of stored.commands) {
-    commands.set(id, { status, enqueuedAt: new Date(enqueuedAtMs), undeliveredAtEnqueue, ceilingAtEnqueue });
+  for (const [id, status, enqueuedAtMs, undeliveredAtEnqueue, ceilingAtEnqueue, deviceId, fingerprint] of stored.commands) {
+    // A command from a snapshot older than fingerprints has neither: a repeat of it counts as the same command.
+    commands.set(id, { status, enqueuedAt: new Date(enqueuedAtMs), undeliveredAtEnqueue, ceilingAtEnqueue, deviceId: deviceId ?? null, fingerprint: fingerprint ?? null });
   }
   return {
     lastEventId: row.last_event_id,

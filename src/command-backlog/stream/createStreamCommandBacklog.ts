@@ -20,6 +20,8 @@ import type { BacklogOptions } from '../backlogOptions.ts';
 import { commandEvent } from '../commandEvents.ts';
 import { EXPIRY_ACTOR } from '../expiryActor.ts';
 import { retryAfterSeconds } from '../retryAfter.ts';
+import { unknownTenant } from '../unknownTenant.ts';
+import { decideRepeat, repeatOutcome } from '../repeatedCommand.ts';
 import { settleOutcome, type SettleDecision } from '../settleOutcome.ts';
 import { settlementMethods, type SettleCommand } from '../settlementMethods.ts';
 import { validateEnqueue } from '../validateCommand.ts';
@@ -160,17 +162,11 @@ export function createStreamCommandBacklog({
       if (command.status === 'invalid') return command;
       const limit = await ceilings(db, command.tenantId);
       const base = { tenantId: command.tenantId, commandId: command.commandId, deviceId: command.deviceId };
-      if (!limit) {
-        const rejected = { commandId: command.commandId, reason: 'UNKNOWN_TENANT', retryable: false, retryAfterSeconds: null, undelivered: 0, ceiling: null } as const;
-        await store.append(commandsStream(command.tenantId), [commandEvent('CommandRejected', { ...base, ...rejected }, actor, now())]);
-        return { status: 'rejected', ...rejected };
-      }
+      // Answered, not recorded: recording would create a stream for any name a caller makes up.
+      if (!limit) return unknownTenant(command.commandId);
       return decideAndAppend<EnqueueOutcome>(command.tenantId, (state) => {
         const earlier = state.commands.get(command.commandId);
-        if (earlier) {
-          // Counted once: the first acceptance is answered again and nothing new is recorded.
-          return { events: [], answer: { status: 'accepted', commandId: command.commandId, undelivered: earlier.undeliveredAtEnqueue, ceiling: earlier.ceilingAtEnqueue } };
-        }
+        if (earlier) return { events: [], answer: repeatOutcome(command.commandId, decideRepeat(earlier, command)) };
         const at = now();
         if (state.undelivered < limit.ceiling) {
           const undelivered = state.undelivered + 1;

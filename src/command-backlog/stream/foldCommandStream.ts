@@ -3,13 +3,11 @@
 import type { RecordedEvent } from '../../ledger/eventStore.ts';
 import type { CommandEventMap, CommandEventType } from '../../ledger/catalog/commands.ts';
 import { nextDeliveryIntervalEwma, type DeliveryPace } from '../retryAfter.ts';
+import { commandFingerprint } from '../commandFingerprint.ts';
+import type { EarlierCommand } from '../repeatedCommand.ts';
 
-export interface AcceptedCommand {
-  status: 'queued' | 'delivered' | 'failed' | 'cancelled' | 'expired';
+export interface AcceptedCommand extends EarlierCommand {
   enqueuedAt: Date;
-  /** The first answer, replayed to a repeated enqueue. */
-  undeliveredAtEnqueue: number;
-  ceilingAtEnqueue: number;
 }
 
 export interface TenantCommandsState extends DeliveryPace {
@@ -39,7 +37,14 @@ export function foldCommandEvent(state: TenantCommandsState, event: RecordedEven
   if (type === 'CommandEnqueued') {
     const data = event.data as CommandEventMap['CommandEnqueued'];
     state.undelivered++;
-    state.commands.set(data.commandId, { status: 'queued', enqueuedAt: at, undeliveredAtEnqueue: data.undelivered, ceilingAtEnqueue: data.ceiling });
+    state.commands.set(data.commandId, {
+      status: 'queued',
+      enqueuedAt: at,
+      undeliveredAtEnqueue: data.undelivered,
+      ceilingAtEnqueue: data.ceiling,
+      deviceId: data.deviceId,
+      fingerprint: commandFingerprint(data.deviceId, data.payload),
+    });
   } else if (type in SETTLED_AS) {
     const command = state.commands.get((event.data as { commandId: string }).commandId);
     if (command?.status === 'queued') {

@@ -59,6 +59,11 @@ describe.each(storageTargets)('GraphQL commands and trends on $name', (target) =
     expect(await deliver('c1')).toEqual({ __typename: 'CommandSettled', commandId: 'c1', undelivered: 1 });
     expect(await deliver('c1')).toMatchObject({ __typename: 'CommandAlreadySettled' });
     expect(await deliver('never')).toMatchObject({ __typename: 'UnknownCommand' });
+    // A commandId is an idempotency key: sent again after it left, it answers how it left; with other content, a conflict.
+    const again = await api.gql<{ enqueueCommand: Record<string, unknown> }>(service, `mutation($input: EnqueueCommandInput!) { enqueueCommand(input: $input) {
+      __typename ... on CommandAlreadySettled { settledAs field } } }`, { input: command('c1') });
+    expect(again.data!.enqueueCommand).toEqual({ __typename: 'CommandAlreadySettled', settledAs: 'delivered', field: 'commandId' });
+    expect(await enqueue({ ...command('c2'), deviceId: 'valve-8' })).toMatchObject({ __typename: 'CommandIdConflict', field: 'commandId', message: expect.stringContaining('c2') });
 
     const backlog = await api.gql(service, '{ commandBacklog(tenantId: "acme") { tenantId undelivered ceiling source } }');
     expect(backlog.data).toEqual({ commandBacklog: { tenantId: 'acme', undelivered: 1, ceiling: 2, source: 'TIER' } });

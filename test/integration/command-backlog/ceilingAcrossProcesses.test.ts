@@ -102,7 +102,7 @@ describe.skipIf(!postgresOnly).each<Ledger>(['database', 'stream'])('command cei
   }
 
   /** Sends one line to each process at once and samples, until both answer, how far any tenant got past its ceiling. */
-  async function raceCommands(lines: [Array<{ tenantId: string; commandId: string }>, Array<{ tenantId: string; commandId: string }>]) {
+  async function raceCommands(lines: [Array<{ tenantId: string; commandId: string; deviceId?: string; payload?: unknown }>, Array<{ tenantId: string; commandId: string; deviceId?: string; payload?: unknown }>]) {
     let mostOver = Number.NEGATIVE_INFINITY;
     const tenantIds = [...new Set(lines.flat().map((command) => command.tenantId))];
     const { outcomes, samples } = await raceWorkers([{ commands: lines[0] }, { commands: lines[1] }], async () => {
@@ -153,6 +153,24 @@ describe.skipIf(!postgresOnly).each<Ledger>(['database', 'stream'])('command cei
       }
     }
     await store.close();
+  });
+
+  it('accepts one commandId once across both processes: the same id with other content is a CommandIdConflict', async () => {
+    const tenantId = 'reused-id';
+    await setCeiling(testDb.db, tenantId, 100);
+    const sends = (p: number) => Array.from({ length: 20 }, (_, i) => ({ tenantId, commandId: 'one-id', deviceId: `p${p}-device-${i}`, payload: { n: p * 100 + i } }));
+    const round = await raceCommands([sends(0), sends(1)]);
+    const answers = round.outcomes.flat();
+    expect(answers).toHaveLength(40);
+    expect(answers.filter((answer) => answer.status === 'accepted')).toEqual([{ status: 'accepted', commandId: 'one-id', undelivered: 1, ceiling: 100 }]);
+    expect(answers.filter((answer) => answer.status === 'conflict')).toHaveLength(39);
+    const store = createPostgresEventStore(testDb.db);
+    const events = await store.readStream(commandsStream(tenantId));
+    await store.close();
+    expect(events.map((event) => event.type)).toEqual(['CommandEnqueued']);
+    // What was stored is what the one accepted call sent.
+    const winner = [...sends(0), ...sends(1)].find((send) => (events[0]!.data as { deviceId: string }).deviceId === send.deviceId)!;
+    expect(events[0]!.data).toMatchObject({ commandId: 'one-id', deviceId: winner.deviceId, payload: winner.payload });
   });
 
   it('accepts exactly the ceiling, refuses the rest retryably, and frees exactly what was delivered', async () => {

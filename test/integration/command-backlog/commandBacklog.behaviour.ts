@@ -9,6 +9,7 @@ import { commandsStream } from '../../../src/ledger/catalog/commands.ts';
 import type { CeilingSource, CommandBacklog } from '../../../src/command-backlog/types.ts';
 import { DEFAULT_RETRY_AFTER_SECONDS } from '../../../src/command-backlog/retryAfter.ts';
 import { MAX_PAYLOAD_BYTES } from '../../../src/command-backlog/validateCommand.ts';
+import { MAX_JSON_DEPTH } from '../../../src/db/storableValues.ts';
 import { startCommandExpiry } from '../../../src/command-backlog/startCommandExpiry.ts';
 import { storageTargets, type StorageTarget, type TestDb } from '../../support/databases.ts';
 import { waitFor } from '../../support/waitFor.ts';
@@ -25,6 +26,13 @@ export type BacklogFactory = (settings: {
 }) => CommandBacklog;
 
 const actor = { id: 'svc:command-delivery', role: 'SERVICE' };
+
+/** A JSON value `levels` deep: that many objects inside each other. */
+function nested(levels: number): unknown {
+  let value: unknown = 1;
+  for (let i = 0; i < levels; i++) value = { v: value };
+  return value;
+}
 const TTL_MS = 60_000;
 
 export interface SuiteOptions {
@@ -89,7 +97,7 @@ export function describeCommandBacklog(name: string, makeBacklog: BacklogFactory
       expect(await enqueue('c3')).toMatchObject({ status: 'accepted', undelivered: 3 });
       expect(await events()).toEqual(['CommandEnqueued', 'CommandEnqueued', 'CommandEnqueued']);
       await backlog.markDelivered(actor, ref('c1'));
-      expect(await enqueue('c1')).toEqual({ status: 'accepted', commandId: 'c1', undelivered: 1, ceiling: 3 });
+      expect(await enqueue('c1')).toMatchObject({ status: 'settled-before', commandId: 'c1', settledAs: 'delivered' });
       expect(await enqueue('c4')).toMatchObject({ status: 'accepted', undelivered: 3 });
     });
 
@@ -108,6 +116,33 @@ export function describeCommandBacklog(name: string, makeBacklog: BacklogFactory
       expect((await events()).sort()).toEqual([...Array(3).fill('CommandEnqueued'), ...Array(rejections.length).fill('CommandRejected')]);
     });
 
+    it('answers a reused commandId with other content CommandIdConflict, and the same content as before', async () => {
+      await setCeiling(testDb.db, tenant, 100);
+      const send = (commandId: string, deviceId: string, payload: unknown) => backlog.enqueue(actor, { tenantId: tenant, commandId, deviceId, payload });
+      expect(await send('c1', 'dev-1', { a: 1, b: [1, 2] })).toEqual({ status: 'accepted', commandId: 'c1', undelivered: 1, ceiling: 100 });
+      // The same content, keys in another order (as jsonb would store it), is the same command.
+      expect(await send('c1', 'dev-1', { b: [1, 2], a: 1 })).toEqual({ status: 'accepted', commandId: 'c1', undelivered: 1, ceiling: 100 });
+      expect(await send('c1', 'dev-2', { a: 1, b: [1, 2] })).toMatchObject({ status: 'conflict', commandId: 'c1', message: expect.stringContaining('c1') });
+      expect(await send('c1', 'dev-1', { a: 1, b: [2, 1] })).toMatchObject({ status: 'conflict', commandId: 'c1' });
+      // Concurrently: one content wins, every other content conflicts, nothing else is recorded.
+      const racing = await Promise.all(Array.from({ length: 20 }, (_, i) => send('c2', `dev-${i}`, { i })));
+      expect(racing.filter((outcome) => outcome.status === 'accepted')).toHaveLength(1);
+      expect(racing.filter((outcome) => outcome.status === 'conflict')).toHaveLength(19);
+      expect(await events()).toEqual(['CommandEnqueued', 'CommandEnqueued']);
+    });
+
+    it('answers a settled command\'s id with how it left, not a fresh acceptance', async () => {
+      await enqueue('c1');
+      await enqueue('c2');
+      expect(await backlog.markDelivered(actor, ref('c1'))).toMatchObject({ status: 'settled' });
+      expect(await backlog.cancel(actor, { ...ref('c2'), reason: 'superseded' })).toMatchObject({ status: 'settled' });
+      expect(await enqueue('c1')).toEqual({ status: 'settled-before', commandId: 'c1', settledAs: 'delivered', message: expect.any(String) });
+      expect(await enqueue('c2')).toMatchObject({ status: 'settled-before', settledAs: 'cancelled' });
+      // Other content under a settled id is still a conflict.
+      expect(await enqueue('c1', tenant, { op: 'close' })).toMatchObject({ status: 'conflict' });
+      expect(await events()).toEqual(['CommandEnqueued', 'CommandEnqueued', 'CommandDelivered', 'CommandCancelled']);
+    });
+
     it('lets a refused commandId be enqueued again once there is room', async () => {
       for (const id of ['c1', 'c2', 'c3']) await enqueue(id);
       expect(await enqueue('c4')).toMatchObject({ status: 'rejected', reason: 'CEILING_REACHED' });
@@ -115,7 +150,7 @@ export function describeCommandBacklog(name: string, makeBacklog: BacklogFactory
       expect(await enqueue('c4')).toEqual({ status: 'accepted', commandId: 'c4', undelivered: 3, ceiling: 3 });
     });
 
-    it('refuses an unknown tenant, not retryably, and records it', async () => {
+    it('refuses an unknown tenant, not retryably, and records nothing (no stream for a made-up name)', async () => {
       const nobody = `nobody-${tenant}`;
       expect(await enqueue('c1', nobody)).toEqual({
         status: 'rejected',
@@ -126,7 +161,7 @@ export function describeCommandBacklog(name: string, makeBacklog: BacklogFactory
         undelivered: 0,
         ceiling: null,
       });
-      expect(await events(nobody)).toEqual(['CommandRejected']);
+      expect(await events(nobody)).toEqual([]);
     });
 
     it('takes a command out of the backlog once, whichever way it leaves', async () => {
@@ -253,12 +288,25 @@ export function describeCommandBacklog(name: string, makeBacklog: BacklogFactory
         [{ tenantId: tenant, commandId: 'c', deviceId: 'd', payload: { at: Number.NaN } }, 'payload'],
         [{ tenantId: tenant, commandId: 'c', deviceId: 'd', payload: cyclic }, 'payload'],
         [{ tenantId: tenant, commandId: 'c', deviceId: 'd', payload: { when: new Date() } }, 'payload'],
+        // What PostgreSQL would refuse (or store as something else) is refused before it reaches a batch.
+        [{ tenantId: tenant, commandId: 'c', deviceId: 'd', payload: { a: '\ud800' } }, 'payload'],
+        [{ tenantId: tenant, commandId: 'c', deviceId: 'd', payload: { 'a\u0000': 1 } }, 'payload'],
+        [{ tenantId: tenant, commandId: 'c', deviceId: 'd', payload: { a: 'x\u0000y' } }, 'payload'],
+        [{ tenantId: tenant, commandId: 'c', deviceId: 'd', payload: { big: Number('123456789012345678901234567890') } }, 'payload'],
+        [{ tenantId: tenant, commandId: 'c', deviceId: 'd', payload: nested(MAX_JSON_DEPTH + 1) }, 'payload'],
+        [{ tenantId: tenant, commandId: 'c\udc00', deviceId: 'd', payload: {} }, 'commandId'],
+        [{ tenantId: tenant, commandId: 'c', deviceId: 'd\u0000', payload: {} }, 'deviceId'],
+        // Ids that could never be a tenant's are bad input, not unknown tenants.
+        [{ tenantId: '../acme', commandId: 'c', deviceId: 'd', payload: {} }, 'tenantId'],
+        [{ tenantId: 'acmé😀', commandId: 'c', deviceId: 'd', payload: {} }, 'tenantId'],
       ];
       for (const [input, field] of cases) {
         expect(await backlog.enqueue(actor, input)).toMatchObject({ status: 'invalid', field });
       }
       expect(await backlog.markDelivered(actor, ref(''))).toMatchObject({ status: 'invalid', field: 'commandId' });
       expect(await backlog.cancel(actor, { tenantId: tenant, commandId: 'c', reason: ' ' })).toMatchObject({ status: 'invalid', field: 'reason' });
+      expect(await backlog.cancel(actor, { tenantId: tenant, commandId: 'c', reason: 'a\ud800' })).toMatchObject({ status: 'invalid', field: 'reason' });
+      expect(await backlog.markFailed(actor, { tenantId: tenant, commandId: 'c', error: 'a\u0000' })).toMatchObject({ status: 'invalid', field: 'error' });
       expect(await eventCount()).toBe(before);
       expect(await events()).toEqual([]);
       // 256 characters and a payload of exactly 64 KiB are still fine.
@@ -266,6 +314,21 @@ export function describeCommandBacklog(name: string, makeBacklog: BacklogFactory
       expect(await backlog.enqueue(actor, { tenantId: tenant, commandId: 'c'.repeat(256), deviceId: 'd'.repeat(256), payload: { b: blob } })).toMatchObject({
         status: 'accepted',
       });
+      // So are the documented depth, the largest exact integer, and astral characters (proper surrogate pairs).
+      expect(await enqueue('deep', tenant, { n: nested(MAX_JSON_DEPTH - 1), max: Number.MAX_SAFE_INTEGER, s: 'acmé😀' })).toMatchObject({ status: 'accepted' });
+    });
+
+    it('answers a bad enqueue alone: its neighbours in the same batch are decided', async () => {
+      await setCeiling(testDb.db, tenant, 100);
+      const bad = [{ a: '\ud800' }, { ['k\u0000']: 1 }, nested(MAX_JSON_DEPTH + 10), { n: Number('123456789012345678901234567890') }];
+      const calls = [
+        ...Array.from({ length: 30 }, (_, i) => enqueue(`ok-${i}`)),
+        ...bad.map((payload, i) => enqueue(`bad-${i}`, tenant, payload)),
+      ];
+      const outcomes = await Promise.all(calls);
+      expect(outcomes.slice(0, 30).every((outcome) => outcome.status === 'accepted')).toBe(true);
+      expect(outcomes.slice(30)).toEqual(bad.map(() => expect.objectContaining({ status: 'invalid', field: 'payload' })));
+      expect((await events()).filter((type) => type === 'CommandEnqueued')).toHaveLength(30);
     });
   });
 }

@@ -91,7 +91,7 @@ describe.each(storageTargets)('command enqueues across tenants on $name', (targe
       expect(guard.rows[0]!.undelivered).toBe(ceiling);
     }
     expect(byTenant.get(nobody)!.every((answer) => answer.status === 'rejected' && answer.reason === 'UNKNOWN_TENANT')).toBe(true);
-    expect((await store.readStream(commandsStream(nobody))).map((event) => event.type)).toEqual(Array(36).fill('CommandRejected'));
+    expect(await store.readStream(commandsStream(nobody))).toEqual([]);
     const nobodyGuard = await testDb.db.query('SELECT 1 FROM gl_command_backlog_guard WHERE tenant_id = $1', [nobody]);
     expect(nobodyGuard.rowCount).toBe(0);
   });
@@ -141,6 +141,40 @@ describe.each(storageTargets)('command enqueues across tenants on $name', (targe
       expect(types).toEqual(tenantId === broken ? [] : ['CommandEnqueued', 'CommandEnqueued', 'CommandRejected']);
       const guard = await testDb.db.query<{ undelivered: number }>('SELECT undelivered FROM gl_command_backlog_guard WHERE tenant_id = $1', [tenantId]);
       expect(guard.rows[0]?.undelivered ?? 0).toBe(tenantId === broken ? 0 : 2);
+    }
+  });
+
+  it('fails only the enqueue the database refuses, not the others of its tenant in the same batch', async () => {
+    const prefix = `poison-${++run}`;
+    const tenants = [`${prefix}-a`, `${prefix}-b`];
+    for (const tenantId of tenants) await setCeiling(testDb.db, tenantId, 100);
+    // A value that passes every input check and still fails inside the shared transaction: a trigger refuses it.
+    await testDb.db.exec(`
+      CREATE OR REPLACE FUNCTION refuse_poison() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NEW.command_id LIKE 'poison%' THEN RAISE EXCEPTION 'refused %', NEW.command_id; END IF;
+        RETURN NEW;
+      END $$;
+      CREATE TRIGGER refuse_poison BEFORE INSERT ON gl_commands FOR EACH ROW EXECUTE FUNCTION refuse_poison();`);
+    try {
+      const backlog = createDatabaseCommandBacklog(testDb.db, { ceilings: tableCeilingsOfMany, commandTtlMs: 60_000, now: () => new Date() });
+      const calls = tenants.flatMap((tenantId) => [
+        ...Array.from({ length: 15 }, (_, n) => ({ tenantId, commandId: `c-${n}` })),
+        { tenantId, commandId: 'poison' },
+        ...Array.from({ length: 15 }, (_, n) => ({ tenantId, commandId: `d-${n}` })),
+      ]);
+      const settled = await Promise.allSettled(calls.map(({ tenantId, commandId }) => backlog.enqueue(actor, { tenantId, commandId, deviceId: 'd', payload: {} })));
+      calls.forEach(({ commandId }, i) => {
+        if (commandId === 'poison') expect(settled[i]).toMatchObject({ status: 'rejected', reason: expect.objectContaining({ message: expect.stringContaining('refused poison') }) });
+        else expect(settled[i]).toMatchObject({ status: 'fulfilled', value: { status: 'accepted' } });
+      });
+      for (const tenantId of tenants) {
+        const types = (await store.readStream(commandsStream(tenantId))).map((event) => event.type);
+        expect(types).toEqual(Array(30).fill('CommandEnqueued'));
+        await expectLedgerWithinCeiling(tenantId, 100);
+      }
+    } finally {
+      await testDb.db.exec('DROP TRIGGER refuse_poison ON gl_commands; DROP FUNCTION refuse_poison()');
     }
   });
 

@@ -1,6 +1,6 @@
 // A separate OS process that enqueues commands into the same PostgreSQL schema as the test that spawned it.
 // COMMANDS_LEDGER picks the path. Protocol: prints {"ready":true} once connected; then, for every line {"commandIds":[...]} on stdin
-// (commands of COMMANDS_TENANT) or {"commands":[{"tenantId","commandId"}...]} (of any tenants), runs ENQUEUERS concurrent enqueuers
+// (commands of COMMANDS_TENANT) or {"commands":[{"tenantId","commandId","deviceId"?,"payload"?}...]} (of any tenants), runs ENQUEUERS concurrent enqueuers
 // over them and prints one line {"outcomes":[...]}, in the order sent. Exits when stdin ends.
 import { createInterface } from 'node:readline';
 import { openPostgres } from '../../../src/db/postgres.ts';
@@ -26,7 +26,7 @@ await Promise.all(Array.from({ length: POOL_SIZE }, () => db.transaction((tx) =>
 process.stdout.write(`${JSON.stringify({ ready: true })}\n`);
 
 for await (const line of createInterface({ input: process.stdin })) {
-  const request = JSON.parse(line) as { commandIds: string[] } | { commands: Array<{ tenantId: string; commandId: string }> };
+  const request = JSON.parse(line) as { commandIds: string[] } | { commands: Array<{ tenantId: string; commandId: string; deviceId?: string; payload?: unknown }> };
   const commands = 'commands' in request ? request.commands : request.commandIds.map((commandId) => ({ tenantId, commandId }));
   const pending = commands.map((command, i) => ({ ...command, i }));
   const outcomes: EnqueueOutcome[] = [];
@@ -34,7 +34,8 @@ for await (const line of createInterface({ input: process.stdin })) {
     Array.from({ length: ENQUEUERS }, async () => {
       for (let next = pending.shift(); next !== undefined; next = pending.shift()) {
         const { commandId, i } = next;
-        outcomes[i] = await backlog.enqueue(actor, { tenantId: next.tenantId, commandId, deviceId: `device-${commandId}`, payload: { action: 'unlock' } });
+        const { deviceId = `device-${commandId}`, payload = { action: 'unlock' } } = next as { deviceId?: string; payload?: unknown };
+        outcomes[i] = await backlog.enqueue(actor, { tenantId: next.tenantId, commandId, deviceId, payload });
       }
     }),
   );

@@ -34,9 +34,24 @@ describe('setBrandingDefault', () => {
     });
   });
 
+  it('stores the logo URL normalised, so what it holds cannot break out of an attribute', () => {
+    const branding = (logoUrl: string) => given().when(setBrandingDefault, { branding: { productName: 'Acme', logoUrl } });
+    expect(branding('https://evil.example/a.png" onerror="alert(1)')).toMatchObject({
+      events: [{ data: { branding: { logoUrl: 'https://evil.example/a.png%22%20onerror=%22alert(1)' } } }],
+    });
+    expect(branding(' HTTPS://CDN.Example:443/a/../logo.png?v=1 ')).toMatchObject({ events: [{ data: { branding: { logoUrl: 'https://cdn.example/logo.png?v=1' } } }] });
+    expect(branding('https://cdn.example/<script>')).toMatchObject({ events: [{ data: { branding: { logoUrl: 'https://cdn.example/%3Cscript%3E' } } }] });
+  });
+
   it.each([
     [{ productName: '' }, 'branding.productName'],
     [{ productName: 'Acme', logoUrl: 'http://insecure.example/logo.png' }, 'branding.logoUrl'],
+    [{ productName: 'Acme', logoUrl: 'https://user:pw@cdn.example/logo.png' }, 'branding.logoUrl'],
+    [{ productName: 'Acme', logoUrl: 'https://:pw@cdn.example/logo.png' }, 'branding.logoUrl'],
+    [{ productName: 'Acme', logoUrl: 'javascript:alert(1)' }, 'branding.logoUrl'],
+    [{ productName: 'Acme', logoUrl: '//cdn.example/logo.png' }, 'branding.logoUrl'],
+    [{ productName: 'Acme', logoUrl: 'https://cdn.example/\ud800' }, 'branding.logoUrl'],
+    [{ productName: 'Acme\u0000' }, 'branding.productName'],
     [{ productName: 'Acme', primaryColor: 'red' }, 'branding.primaryColor'],
     [{ productName: 'Acme', favicon: 'x' }, 'branding.favicon'],
   ])('refuses %j', (branding, field) => {
