@@ -154,8 +154,10 @@ async function token(args: string[]): Promise<void> {
   }
   const ttl = parseTtl(values.ttl!);
   const [{ loadOrCreateJwtSecret }, { mintToken }] = await Promise.all([import('./api/auth/jwtSecret.ts'), import('./api/auth/token.ts')]);
-  const { secret } = await loadOrCreateJwtSecret(readSettings());
-  console.log(await mintToken({ secret, role: values.role, tenant: values.tenant, sub: values.sub, ttl }));
+  const settings = readSettings();
+  const { secret } = await loadOrCreateJwtSecret(settings);
+  // The issuer and audience the service checks, so a minted token is one it accepts.
+  console.log(await mintToken({ secret, role: values.role, tenant: values.tenant, sub: values.sub, ttl, issuer: settings.jwtIssuer, audience: settings.jwtAudience }));
 }
 
 /** Issues an ingest credential and prints the key: it is shown once, only its hash is stored. */

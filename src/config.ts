@@ -13,6 +13,11 @@ export interface Settings {
   natsUrl?: string;
   jwtSecret?: string;
   jwksUrl?: string;
+  /** GOVERNANCE_JWT_ISSUER / GOVERNANCE_JWT_AUDIENCE: checked on every token when set, and set by `governance token`. */
+  jwtIssuer?: string;
+  jwtAudience?: string;
+  /** GOVERNANCE_JWT_MAX_TTL: the longest token lifetime (exp - iat) accepted, in seconds (default 24 h). */
+  jwtMaxTtlSeconds: number;
   service: string;
   trustedProxyCidrs: string[];
   /** EDGE_IP_RATE_PER_SECOND: the instance-level per-IP limit at the HTTP edge (default 1000 requests/s). */
@@ -65,8 +70,11 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     eventStoreUrl: optional('EVENTSTORE_URL'),
     redisUrl: optional('REDIS_URL'),
     natsUrl: optional('NATS_URL'),
-    jwtSecret: optional('GOVERNANCE_JWT_SECRET'),
+    jwtSecret: jwtSecret(optional('GOVERNANCE_JWT_SECRET')),
     jwksUrl: optional('GOVERNANCE_JWKS_URL'),
+    jwtIssuer: optional('GOVERNANCE_JWT_ISSUER'),
+    jwtAudience: optional('GOVERNANCE_JWT_AUDIENCE'),
+    jwtMaxTtlSeconds: duration(optional('GOVERNANCE_JWT_MAX_TTL'), 24 * 60 * 60, 'GOVERNANCE_JWT_MAX_TTL'),
     // The spec names metrics devicechain_<service>_governance_...: the service this library governs by default is
     // ingest, so the names read devicechain_ingest_governance_... (not governance_governance).
     service: optional('GOVERNANCE_SERVICE') ?? DEFAULT_SERVICE,
@@ -133,4 +141,23 @@ function positiveInteger(text: string | undefined, fallback: number, name: strin
   const value = Number(text);
   if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number of at least 1, not "${text}"`);
   return value;
+}
+
+/** HS256 with a short secret can be brute-forced offline from any one token: 32 bytes (256 bits) at least. */
+export const MIN_JWT_SECRET_BYTES = 32;
+
+function jwtSecret(text: string | undefined): string | undefined {
+  if (text !== undefined && Buffer.byteLength(text, 'utf8') < MIN_JWT_SECRET_BYTES) {
+    throw new Error(`GOVERNANCE_JWT_SECRET must be at least ${MIN_JWT_SECRET_BYTES} bytes (it has ${Buffer.byteLength(text, 'utf8')})`);
+  }
+  return text;
+}
+
+/** Seconds, or a number with s, m, h or d: "90", "30m", "24h", "7d". */
+function duration(text: string | undefined, fallback: number, name: string): number {
+  if (text === undefined) return fallback;
+  const match = /^(\d+)\s*([smhd]?)$/.exec(text);
+  const seconds = match ? Number(match[1]) * { '': 1, s: 1, m: 60, h: 3600, d: 86_400 }[match[2] as '' | 's' | 'm' | 'h' | 'd'] : Number.NaN;
+  if (!Number.isSafeInteger(seconds) || seconds < 1) throw new Error(`${name} must be a duration such as 3600, 30m or 24h, not "${text}"`);
+  return seconds;
 }

@@ -14,7 +14,8 @@ import type { ApiPubSub } from './pubsub.ts';
 import { createGraphQLServer, GRAPHQL_PATH } from './createGraphQLServer.ts';
 
 export async function tokenVerifierFor(settings: Settings, logger: Logger): Promise<TokenVerifier> {
-  if (settings.jwksUrl) return createTokenVerifier({ jwksUrl: settings.jwksUrl });
+  const claims = { issuer: settings.jwtIssuer, audience: settings.jwtAudience, maxTtlSeconds: settings.jwtMaxTtlSeconds };
+  if (settings.jwksUrl) return createTokenVerifier({ jwksUrl: settings.jwksUrl, ...claims });
   const jwt = await loadOrCreateJwtSecret(settings);
   if (jwt.origin !== 'environment') {
     logger.info(
@@ -22,7 +23,7 @@ export async function tokenVerifierFor(settings: Settings, logger: Logger): Prom
       'GraphQL tokens are signed with the secret in the data directory; mint one with: npm run governance -- token --role OPERATOR --ttl 1h',
     );
   }
-  return createTokenVerifier({ secret: jwt.secret });
+  return createTokenVerifier({ secret: jwt.secret, ...claims });
 }
 
 /** The parts of the service the API serves (structurally the Service of src/service.ts). */

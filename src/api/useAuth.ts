@@ -3,28 +3,26 @@
 // rendered by yoga before this hook runs; its requests carry the token the user types into its headers.
 import type { Plugin } from 'graphql-yoga';
 import type { Actor } from '../control-plane/actor.ts';
-import type { TokenVerifier } from './auth/verifyToken.ts';
+import { isRefusal, type TokenVerifier } from './auth/verifyToken.ts';
 
-const UNAUTHENTICATED = JSON.stringify({
-  errors: [{ message: 'a valid bearer token is required', extensions: { code: 'UNAUTHENTICATED' } }],
-});
+const unauthenticated = (message: string) => JSON.stringify({ errors: [{ message, extensions: { code: 'UNAUTHENTICATED' } }] });
 
 export function useAuth(verify: TokenVerifier): Plugin<{ actor: Actor }> {
   const actors = new WeakMap<Request, Actor>();
   return {
     async onRequest({ request, endResponse, fetchAPI }) {
       const token = /^Bearer\s+(\S+)$/i.exec(request.headers.get('authorization') ?? '')?.[1];
-      const actor = token ? await verify(token) : null;
-      if (!actor) {
+      const checked = token ? await verify(token) : { refused: 'a valid bearer token is required' };
+      if (isRefusal(checked)) {
         endResponse(
-          new fetchAPI.Response(UNAUTHENTICATED, {
+          new fetchAPI.Response(unauthenticated(checked.refused), {
             status: 401,
             headers: { 'content-type': 'application/json', 'www-authenticate': 'Bearer' },
           }),
         );
         return;
       }
-      actors.set(request, actor);
+      actors.set(request, checked);
     },
     onContextBuilding({ context, extendContext }) {
       const actor = actors.get(context.request);

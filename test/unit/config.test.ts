@@ -38,4 +38,16 @@ describe('readSettings', () => {
     expect(() => readSettings({ SPARKPLUG_GROUP_TENANTS: 'a=b=c' })).toThrow(/SPARKPLUG_GROUP_TENANTS/);
     expect(() => readSettings({ GOVERNANCE_LWM2M_PORT: '70000' })).toThrow(/GOVERNANCE_LWM2M_PORT/);
   });
+
+  it('refuses a JWT secret under 32 bytes, naming the variable, and reads the token claim settings', () => {
+    expect(() => readSettings({ GOVERNANCE_JWT_SECRET: 'a' })).toThrow(/GOVERNANCE_JWT_SECRET must be at least 32 bytes/);
+    expect(readSettings({ GOVERNANCE_JWT_SECRET: 'x'.repeat(32) }).jwtSecret).toBe('x'.repeat(32));
+    expect(readSettings({}).jwtMaxTtlSeconds).toBe(86_400);
+    expect(readSettings({ GOVERNANCE_JWT_MAX_TTL: '30m', GOVERNANCE_JWT_ISSUER: 'https://idp', GOVERNANCE_JWT_AUDIENCE: 'gov' })).toMatchObject({
+      jwtMaxTtlSeconds: 1800,
+      jwtIssuer: 'https://idp',
+      jwtAudience: 'gov',
+    });
+    expect(() => readSettings({ GOVERNANCE_JWT_MAX_TTL: 'forever' })).toThrow(/GOVERNANCE_JWT_MAX_TTL/);
+  });
 });

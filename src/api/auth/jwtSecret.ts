@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { MIN_JWT_SECRET_BYTES } from '../../config.ts';
 
 export interface JwtSecretSettings {
   jwtSecret?: string;
@@ -32,6 +33,8 @@ export async function loadOrCreateJwtSecret(settings: JwtSecretSettings): Promis
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
   }
   const stored = (await readFile(path, 'utf8')).trim();
-  if (stored === '') throw new Error(`${path} is empty: delete it to have a new secret created, or set GOVERNANCE_JWT_SECRET`);
+  if (Buffer.byteLength(stored, 'utf8') < MIN_JWT_SECRET_BYTES) {
+    throw new Error(`${path} holds a secret under ${MIN_JWT_SECRET_BYTES} bytes: delete it to have a new secret created, or set GOVERNANCE_JWT_SECRET`);
+  }
   return { secret: stored, origin: 'file', path };
 }

@@ -13,6 +13,10 @@ export interface MintTokenOptions {
   sub?: string;
   /** Lifetime: seconds, or a jose time span such as '1h', '30m', '7d'. */
   ttl: number | string;
+  /** `iss`; default governance-ledger. Set to GOVERNANCE_JWT_ISSUER when the service checks one. */
+  issuer?: string;
+  /** `aud`, when the service checks one (GOVERNANCE_JWT_AUDIENCE). */
+  audience?: string;
 }
 
 export const TOKEN_ISSUER = 'governance-ledger';
@@ -21,17 +25,18 @@ export function secretKey(secret: string): Uint8Array {
   return new TextEncoder().encode(secret);
 }
 
-export async function mintToken({ secret, role, tenant, sub, ttl }: MintTokenOptions): Promise<string> {
+export async function mintToken({ secret, role, tenant, sub, ttl, issuer = TOKEN_ISSUER, audience }: MintTokenOptions): Promise<string> {
   if (isTenantRole(role) && !tenant) throw new Error(`role ${role} needs a tenant`);
   if (!isTenantRole(role) && tenant) throw new Error(`role ${role} is not bound to a tenant`);
   const claims: Record<string, string> = { role };
   if (tenant) claims.tenant = tenant;
   const now = Math.floor(Date.now() / 1000);
-  return new SignJWT(claims)
+  const jwt = new SignJWT(claims)
     .setProtectedHeader({ alg: 'HS256', typ: 'JWT' })
     .setSubject(sub ?? `local-${role.toLowerCase()}`)
-    .setIssuer(TOKEN_ISSUER)
+    .setIssuer(issuer)
     .setIssuedAt(now)
-    .setExpirationTime(typeof ttl === 'number' ? now + ttl : ttl)
-    .sign(secretKey(secret));
+    .setExpirationTime(typeof ttl === 'number' ? now + ttl : ttl);
+  if (audience !== undefined) jwt.setAudience(audience);
+  return jwt.sign(secretKey(secret));
 }

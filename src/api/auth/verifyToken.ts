@@ -1,45 +1,91 @@
-// Turns a bearer token into the Actor that every resolver and command handler sees. Only the signature
-// decides: alg=none, a wrong key, an expired or malformed token, or claims that name no valid role all come
-// back as `null`, and the request is answered 401 before any resolver runs.
-import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
+// Turns a bearer token into the Actor that every resolver and command handler sees. Only the signature and
+// the registered claims decide: alg=none, a wrong key, an expired or malformed token, a token from another
+// issuer or for another audience (when GOVERNANCE_JWT_ISSUER / GOVERNANCE_JWT_AUDIENCE are set), one that
+// lives longer than the maximum lifetime (GOVERNANCE_JWT_MAX_TTL, exp - iat; a token without iat has no
+// provable lifetime and is refused), or claims that name no valid role all come back as a TokenRefusal, and
+// the request is answered 401 before any resolver runs. The refusal says why in words a client can act on
+// (above all when the token expired), never anything about the key.
+import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose';
 import type { Actor } from '../../control-plane/actor.ts';
+import { textProblem } from '../../db/storableValues.ts';
 import { isRole, isTenantRole } from './roles.ts';
 import { secretKey } from './token.ts';
 
-export type TokenVerifier = (token: string) => Promise<Actor | null>;
+/** Why a token was not accepted: said in the 401 body. */
+export interface TokenRefusal {
+  refused: string;
+}
 
-export type TokenKeySettings = { secret: string; jwksUrl?: undefined } | { jwksUrl: string; secret?: undefined };
+export type TokenVerifier = (token: string) => Promise<Actor | TokenRefusal>;
+
+export function isRefusal(value: Actor | TokenRefusal): value is TokenRefusal {
+  return 'refused' in value;
+}
+
+export const DEFAULT_MAX_TOKEN_TTL_SECONDS = 24 * 60 * 60;
+
+export interface TokenClaimSettings {
+  issuer?: string;
+  audience?: string;
+  /** The longest exp - iat accepted; default 24 h. */
+  maxTtlSeconds?: number;
+}
+
+export type TokenKeySettings = ({ secret: string; jwksUrl?: undefined } | { jwksUrl: string; secret?: undefined }) & TokenClaimSettings;
 
 const HMAC_ALGORITHMS = ['HS256'];
 const ASYMMETRIC_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'ES256', 'ES384', 'EdDSA'];
+const INVALID: TokenRefusal = { refused: 'the bearer token is not valid' };
 
 export function createTokenVerifier(settings: TokenKeySettings): TokenVerifier {
   const verify = verifierFor(settings);
+  const maxTtlSeconds = settings.maxTtlSeconds ?? DEFAULT_MAX_TOKEN_TTL_SECONDS;
   return async (token) => {
+    let claims: JWTPayload;
     try {
-      return actorFromClaims(await verify(token));
-    } catch {
-      return null;
+      claims = await verify(token);
+    } catch (error) {
+      return refusalFor(error);
     }
+    if (typeof claims.iat !== 'number' || typeof claims.exp !== 'number') return { refused: 'the bearer token must carry iat and exp' };
+    if (claims.exp - claims.iat > maxTtlSeconds) {
+      return { refused: `the bearer token lives ${claims.exp - claims.iat} s (exp - iat); at most ${maxTtlSeconds} s are accepted` };
+    }
+    return actorFromClaims(claims) ?? INVALID;
   };
+}
+
+function refusalFor(error: unknown): TokenRefusal {
+  // Thrown only once the signature was verified, so saying when it expired tells a forger nothing.
+  if (error instanceof errors.JWTExpired) {
+    const exp = error.payload.exp;
+    return { refused: typeof exp === 'number' ? `the bearer token expired at ${new Date(exp * 1000).toISOString()}` : 'the bearer token expired' };
+  }
+  if (error instanceof errors.JWTClaimValidationFailed && (error.claim === 'iss' || error.claim === 'aud')) {
+    return { refused: `the bearer token's ${error.claim} is not the one this service accepts` };
+  }
+  return INVALID;
 }
 
 function verifierFor(settings: TokenKeySettings): (token: string) => Promise<JWTPayload> {
   // An expiry is required: a token that never expires cannot be revoked by waiting.
-  const requiredClaims = ['sub', 'exp'];
+  const options: JWTVerifyOptions = { requiredClaims: ['sub', 'exp', 'iat'] };
+  if (settings.issuer !== undefined) options.issuer = settings.issuer;
+  if (settings.audience !== undefined) options.audience = settings.audience;
   if (settings.jwksUrl !== undefined) {
     const jwks = createRemoteJWKSet(new URL(settings.jwksUrl));
-    return async (token) => (await jwtVerify(token, jwks, { algorithms: ASYMMETRIC_ALGORITHMS, requiredClaims })).payload;
+    return async (token) => (await jwtVerify(token, jwks, { ...options, algorithms: ASYMMETRIC_ALGORITHMS })).payload;
   }
   const key = secretKey(settings.secret);
-  return async (token) => (await jwtVerify(token, key, { algorithms: HMAC_ALGORITHMS, requiredClaims })).payload;
+  return async (token) => (await jwtVerify(token, key, { ...options, algorithms: HMAC_ALGORITHMS })).payload;
 }
 
 function actorFromClaims(claims: JWTPayload): Actor | null {
   const { sub, role, tenant } = claims;
-  if (typeof sub !== 'string' || sub === '' || !isRole(role)) return null;
+  // The subject is recorded as the actor of every event the token causes: it must be storable text.
+  if (typeof sub !== 'string' || sub === '' || textProblem(sub, 'sub') || !isRole(role)) return null;
   if (isTenantRole(role)) {
-    if (typeof tenant !== 'string' || tenant === '') return null;
+    if (typeof tenant !== 'string' || tenant === '' || textProblem(tenant, 'tenant')) return null;
     return { id: sub, role, tenantId: tenant };
   }
   return { id: sub, role };

@@ -5,7 +5,7 @@
 // the caller a verification each time, never a place in the cache.
 import { decodeJwt } from 'jose';
 import type { Actor } from '../../control-plane/actor.ts';
-import type { TokenVerifier } from '../../api/auth/verifyToken.ts';
+import { isRefusal, type TokenVerifier } from '../../api/auth/verifyToken.ts';
 
 export type CallerCheck = { status: 'ok'; actor: Actor } | { status: 'unauthenticated' } | { status: 'forbidden'; actor: Actor };
 
@@ -23,7 +23,8 @@ export function createServiceCallers(verify: TokenVerifier, now: () => number = 
     return actor.role === 'SERVICE' || actor.role === 'OPERATOR' ? { status: 'ok', actor } : { status: 'forbidden', actor };
   };
   const verifyAndRemember = async (token: string): Promise<CallerCheck> => {
-    const actor = await verify(token);
+    const checked = await verify(token);
+    const actor = isRefusal(checked) ? null : checked;
     if (actor !== null) {
       const expiresMs = (decodeJwt(token).exp ?? 0) * 1000;
       if (remembered.size >= MAX_REMEMBERED_TOKENS) remembered.clear();

@@ -47,6 +47,10 @@ describe.each(storageTargets)('GraphQL auth on $name', (target) => {
     const unauthenticated = await api.gql(null, viewerQuery);
     expect(unauthenticated.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
     expect(unauthenticated.data).toBeUndefined();
+    // The body says when an expired token expired, so the client knows to fetch a new one.
+    const stale = await api.gql(expired, viewerQuery);
+    expect(stale.status).toBe(401);
+    expect(stale.errors?.[0]).toMatchObject({ message: expect.stringMatching(/^the bearer token expired at \d{4}-/), extensions: { code: 'UNAUTHENTICATED' } });
   });
 
   it('names the caller from a valid token', async () => {

@@ -28,16 +28,57 @@ describe('mintToken and the verifier', () => {
     const wrongKey = await mintToken({ secret: 'another-secret-entirely-different', role: 'OPERATOR', ttl: '1h' });
     const expired = await mintToken({ secret, role: 'OPERATOR', ttl: -10 });
     const unsecured = new UnsecuredJWT({ role: 'OPERATOR' }).setSubject('mallory').setExpirationTime('1h').encode();
-    for (const token of [wrongKey, expired, unsecured, 'not.a.jwt', '']) expect(await verify(token)).toBeNull();
+    for (const token of [wrongKey, expired, unsecured, 'not.a.jwt', '']) expect(await verify(token)).toMatchObject({ refused: expect.any(String) });
   });
 
   it('rejects validly signed tokens whose claims name no valid role or no tenant', async () => {
     const sign = (claims: Record<string, unknown>) =>
-      new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setSubject('x').setExpirationTime('1h').sign(new TextEncoder().encode(secret));
-    expect(await verify(await sign({ role: 'ROOT' }))).toBeNull();
-    expect(await verify(await sign({ role: 'TENANT_ADMIN' }))).toBeNull();
+      new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setSubject('x').setIssuedAt().setExpirationTime('1h').sign(new TextEncoder().encode(secret));
+    expect(await verify(await sign({ role: 'ROOT' }))).toMatchObject({ refused: expect.any(String) });
+    expect(await verify(await sign({ role: 'TENANT_ADMIN' }))).toMatchObject({ refused: expect.any(String) });
     const noExpiry = await new SignJWT({ role: 'OPERATOR' }).setProtectedHeader({ alg: 'HS256' }).setSubject('x').sign(new TextEncoder().encode(secret));
-    expect(await verify(noExpiry)).toBeNull();
+    expect(await verify(noExpiry)).toMatchObject({ refused: expect.any(String) });
+  });
+});
+
+describe('issuer, audience, lifetime', () => {
+  const key = new TextEncoder().encode(secret);
+  const now = Math.floor(Date.now() / 1000);
+
+  it('checks issuer and audience when set, and accepts what governance token mints with them', async () => {
+    const strict = createTokenVerifier({ secret, issuer: 'https://idp.example', audience: 'governance' });
+    const good = await mintToken({ secret, role: 'OPERATOR', sub: 'alice', ttl: '1h', issuer: 'https://idp.example', audience: 'governance' });
+    expect(await strict(good)).toEqual({ id: 'alice', role: 'OPERATOR' });
+    const evil = await mintToken({ secret, role: 'OPERATOR', ttl: '1h', issuer: 'evil-idp', audience: 'governance' });
+    expect(await strict(evil)).toEqual({ refused: expect.stringContaining('iss') });
+    const elsewhere = await mintToken({ secret, role: 'OPERATOR', ttl: '1h', issuer: 'https://idp.example', audience: 'billing' });
+    expect(await strict(elsewhere)).toEqual({ refused: expect.stringContaining('aud') });
+    expect(await strict(await mintToken({ secret, role: 'OPERATOR', ttl: '1h' }))).toMatchObject({ refused: expect.any(String) });
+  });
+
+  it('refuses a token living longer than the maximum (24 h by default) or without iat', async () => {
+    const sign = (iat: number | undefined, exp: number) => {
+      const jwt = new SignJWT({ role: 'OPERATOR' }).setProtectedHeader({ alg: 'HS256' }).setSubject('x').setExpirationTime(exp);
+      return (iat === undefined ? jwt : jwt.setIssuedAt(iat)).sign(key);
+    };
+    expect(await verify(await sign(now, 1e20))).toEqual({ refused: expect.stringContaining('at most 86400 s') });
+    expect(await verify(await sign(now, now + 86_401))).toMatchObject({ refused: expect.any(String) });
+    expect(await verify(await sign(now, now + 86_400))).toEqual({ id: 'x', role: 'OPERATOR' });
+    expect(await verify(await sign(undefined, now + 60))).toMatchObject({ refused: expect.any(String) });
+    const short = createTokenVerifier({ secret, maxTtlSeconds: 600 });
+    expect(await short(await sign(now, now + 601))).toMatchObject({ refused: expect.stringContaining('600') });
+  });
+
+  it('says when an expired token expired', async () => {
+    const expired = await mintToken({ secret, role: 'OPERATOR', ttl: -60 });
+    expect(await verify(expired)).toEqual({ refused: expect.stringMatching(/^the bearer token expired at \d{4}-\d\d-\d\dT/) });
+    // A forged one learns nothing of the kind.
+    const forged = await mintToken({ secret: 'another-secret-entirely-different-0123', role: 'OPERATOR', ttl: -60 });
+    expect(await verify(forged)).toEqual({ refused: 'the bearer token is not valid' });
+  });
+
+  it('refuses a subject storage could not record as the actor', async () => {
+    expect(await verify(await mintToken({ secret, role: 'OPERATOR', sub: 'a\u0000b', ttl: 60 }))).toMatchObject({ refused: expect.any(String) });
   });
 });
 
@@ -61,9 +102,10 @@ describe('verification against a JWKS URL', () => {
     const token = await new SignJWT({ role: 'SERVICE' })
       .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
       .setSubject('ingest')
+      .setIssuedAt()
       .setExpirationTime('5m')
       .sign(privateKey);
     expect(await verifyJwks(token)).toEqual({ id: 'ingest', role: 'SERVICE' });
-    expect(await verifyJwks(await mintToken({ secret, role: 'OPERATOR', ttl: 60 }))).toBeNull();
+    expect(await verifyJwks(await mintToken({ secret, role: 'OPERATOR', ttl: 60 }))).toMatchObject({ refused: expect.any(String) });
   });
 });
