@@ -4,12 +4,12 @@
 // sources the service supplies, at scrape time.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { OTHER_TENANTS, TenantLabels, type TenantLabelOptions } from './tenantLabels.ts';
-import { watchSources, type MetricSources } from './sources.ts';
+import { createSourcePulls, type MetricSources } from './sources.ts';
 
 export interface MetricsOptions {
   /** GOVERNANCE_SERVICE: the metric prefix is devicechain_<service>_. */
   service: string;
-  /** How many tenants are labelled by name; the rest are tenant="other". */
+  /** How many tenants are labelled by name; the rest are tenant="_other" (OTHER_TENANTS). */
   namedTenants?: number;
   tenantLabels?: Omit<TenantLabelOptions, 'named'>;
   /** Default process metrics (CPU, memory, event loop); off in tests that count series. */
@@ -48,6 +48,7 @@ export function createMetrics(options: MetricsOptions) {
   // The label sets each named tenant has used, so its series can be removed when it loses its name.
   const tenantSeries = new Map<string, Map<string, TenantSeriesLabels>>();
   const rejectionSeries = new Map<string, Set<string>>();
+  const pulls = createSourcePulls(tenants.options.named, (source) => metrics.collectErrors.inc({ source }));
 
   const metrics = {
     registry,
@@ -87,23 +88,35 @@ export function createMetrics(options: MetricsOptions) {
       name: `${prefix}governance_name_overflow_in_use`,
       help: 'Whether unconfirmed HTTP ingest tenant names are sharing the one overflow allowance (1) or not (0).',
       registers,
+      collect() {
+        return pulls.flag(this, 'nameOverflowInUse');
+      },
     }),
     redisCounterFallback: new Gauge({
       name: `${prefix}governance_redis_fallback`,
       help: 'Whether rate counters fell back to this replica alone because Redis is unreachable (1) or not (0).',
       registers,
+      collect() {
+        return pulls.flag(this, 'redisCounterFallback');
+      },
     }),
     commandBacklog: new Gauge({
       name: `${prefix}governance_command_backlog`,
       help: 'Undelivered commands waiting, by tenant (the largest backlogs by name, the rest summed as other).',
       labelNames: ['tenant'] as const,
       registers,
+      collect() {
+        return pulls.commandBacklog(this);
+      },
     }),
     commandBacklogCeiling: new Gauge({
       name: `${prefix}governance_command_backlog_ceiling`,
       help: 'The undelivered-command ceiling in force, by tenant (the tenants named in command_backlog).',
       labelNames: ['tenant'] as const,
       registers,
+      collect() {
+        return pulls.commandBacklogCeiling(this);
+      },
     }),
     ledgerAppendSeconds: new Histogram({
       name: `${prefix}ledger_append_duration_seconds`,
@@ -117,6 +130,9 @@ export function createMetrics(options: MetricsOptions) {
       help: 'How long ago the oldest ledger event a projection has not applied yet was recorded; 0 when caught up.',
       labelNames: ['projection'] as const,
       registers,
+      collect() {
+        return pulls.projectionLag(this);
+      },
     }),
     inferenceInputTokens: new Counter({
       name: `${prefix}ai_inference_input_tokens_total`,
@@ -156,6 +172,9 @@ export function createMetrics(options: MetricsOptions) {
       help: 'Scrapes at which a metric source failed; its metric kept its last values.',
       labelNames: ['source'] as const,
       registers,
+      collect() {
+        return pulls.settled();
+      },
     }),
     /** Counts a batch's units on the per-tenant counters (one inc per label set; see metricsRecorder). */
     addTenantUnits(labels: TenantSeriesLabels, units: TenantUnits): void {
@@ -171,7 +190,7 @@ export function createMetrics(options: MetricsOptions) {
     },
     /** Supplies the pulled metrics' sources (any subset; a later call replaces the named ones). */
     useSources(sources: MetricSources): void {
-      watchSources(metrics, sources);
+      pulls.use(sources);
     },
     async render(): Promise<string> {
       return registry.metrics();

@@ -1,9 +1,9 @@
 // Pulled metrics: at each scrape, ask the sources the service supplied. A failing source leaves its
 // metric at its last values and counts on metrics_collect_errors_total, so one slow or broken part never
-// takes /metrics down with it.
+// takes /metrics down with it. Each pulled gauge calls one of these reads from its prom-client `collect`
+// option (metrics.ts), so this file knows gauges, not the metrics object that holds them.
 import type { Gauge } from 'prom-client';
 import { OTHER_TENANTS } from './tenantLabels.ts';
-import type { Metrics } from './metrics.ts';
 
 export interface CommandBacklogSample {
   /** OTHER_TENANTS for a sample that already sums the tenants a source did not name. */
@@ -30,84 +30,82 @@ export interface MetricSources {
 
 type SourceName = keyof MetricSources;
 
-const installed = new WeakMap<Metrics, MetricSources>();
+export type SourcePulls = ReturnType<typeof createSourcePulls>;
 
-export function watchSources(metrics: Metrics, sources: MetricSources): void {
-  const current = installed.get(metrics);
-  if (current) {
-    Object.assign(current, sources);
-    return;
-  }
-  const all: MetricSources = { ...sources };
-  installed.set(metrics, all);
-  const named = metrics.tenants.options.named;
+/**
+ * The reads behind the pulled gauges. `countError` counts a failed source on metrics_collect_errors_total.
+ * Until a source is supplied its gauge keeps whatever it holds.
+ */
+export function createSourcePulls(named: number, countError: (source: SourceName) => void) {
+  const all: MetricSources = {};
   // The registry collects every metric at once; the error counter is registered after the gauges, so
   // by the time it is collected their reads have started, and it waits for them to report this scrape.
   const reads = new Set<Promise<void>>();
-  Object.assign(metrics.collectErrors, {
-    async collect() {
-      await Promise.all([...reads]);
-    },
-  });
-  const pull = (gauge: Gauge<string>, source: SourceName, read: () => Promise<() => void>) => {
-    Object.assign(gauge, {
-      collect() {
-        // Reads first, then writes: a source that throws has changed nothing.
-        const done: Promise<void> = read()
-          .then((write) => write())
-          .catch(() => {
-            metrics.collectErrors.inc({ source });
-          })
-          .finally(() => reads.delete(done));
-        reads.add(done);
-        return done;
-      },
-    });
+  const pull = (source: SourceName, read: () => Promise<() => void>): Promise<void> => {
+    // Reads first, then writes: a source that throws has changed nothing.
+    const done: Promise<void> = read()
+      .then((write) => write())
+      .catch(() => countError(source))
+      .finally(() => reads.delete(done));
+    reads.add(done);
+    return done;
   };
-
   // The backlog and its ceiling come from one read per scrape: the ceiling gauge waits for the read its
   // sibling (registered just before it) started instead of reading again.
   let backlogRead: Promise<CommandBacklogSample[] | undefined> = Promise.resolve(undefined);
-  pull(metrics.commandBacklog, 'commandBacklogs', async () => {
-    backlogRead = all.commandBacklogs ? all.commandBacklogs().then((samples) => [...samples]) : Promise.resolve(undefined);
-    const samples = await backlogRead;
-    return () => setBacklogs(metrics, named, samples, 'undelivered');
-  });
-  pull(metrics.commandBacklogCeiling, 'commandBacklogs', async () => {
-    // A failed read is counted once, by the backlog gauge; the ceilings keep their last values.
-    const samples = await backlogRead.catch(() => 'failed' as const);
-    return () => {
-      if (samples !== 'failed') setBacklogs(metrics, named, samples, 'ceiling');
-    };
-  });
 
-  pull(metrics.projectionLagSeconds, 'projectionLags', async () => {
-    const samples = all.projectionLags ? [...(await all.projectionLags())] : undefined;
-    return () => {
-      if (!samples) return;
-      metrics.projectionLagSeconds.reset();
-      for (const sample of samples) metrics.projectionLagSeconds.set({ projection: sample.projection }, sample.secondsBehind);
-    };
-  });
-
-  pull(metrics.redisCounterFallback, 'redisCounterFallback', async () => {
-    const fallback = all.redisCounterFallback?.();
-    return () => {
-      if (fallback !== undefined) metrics.redisCounterFallback.set(fallback ? 1 : 0);
-    };
-  });
-
-  pull(metrics.nameOverflowInUse, 'nameOverflowInUse', async () => {
-    const inUse = all.nameOverflowInUse?.();
-    return () => {
-      if (inUse !== undefined) metrics.nameOverflowInUse.set(inUse ? 1 : 0);
-    };
-  });
+  return {
+    /** Supplies sources (any subset; a later call replaces the named ones). */
+    use(sources: MetricSources): void {
+      Object.assign(all, sources);
+    },
+    /** For the error counter's collect: every read this scrape started has reported. */
+    async settled(): Promise<void> {
+      await Promise.all([...reads]);
+    },
+    commandBacklog(gauge: Gauge<'tenant'>): Promise<void> {
+      if (!all.commandBacklogs) return Promise.resolve();
+      const source = all.commandBacklogs;
+      return pull('commandBacklogs', async () => {
+        backlogRead = source().then((samples) => [...samples]);
+        const samples = await backlogRead;
+        return () => setBacklogs(gauge, named, samples, 'undelivered');
+      });
+    },
+    commandBacklogCeiling(gauge: Gauge<'tenant'>): Promise<void> {
+      if (!all.commandBacklogs) return Promise.resolve();
+      return pull('commandBacklogs', async () => {
+        // A failed read is counted once, by the backlog gauge; the ceilings keep their last values.
+        const samples = await backlogRead.catch(() => 'failed' as const);
+        return () => {
+          if (samples !== 'failed') setBacklogs(gauge, named, samples, 'ceiling');
+        };
+      });
+    },
+    projectionLag(gauge: Gauge<'projection'>): Promise<void> {
+      if (!all.projectionLags) return Promise.resolve();
+      const source = all.projectionLags;
+      return pull('projectionLags', async () => {
+        const samples = [...(await source())];
+        return () => {
+          gauge.reset();
+          for (const sample of samples) gauge.set({ projection: sample.projection }, sample.secondsBehind);
+        };
+      });
+    },
+    flag(gauge: Gauge<string>, source: 'redisCounterFallback' | 'nameOverflowInUse'): Promise<void> {
+      const read = all[source];
+      if (!read) return Promise.resolve();
+      return pull(source, async () => {
+        const on = read();
+        return () => gauge.set(on ? 1 : 0);
+      });
+    },
+  };
 }
 
-// The largest backlogs by name, the rest summed as "other" (the ceiling gauge names the same tenants).
-function setBacklogs(metrics: Metrics, named: number, samples: CommandBacklogSample[] | undefined, field: 'undelivered' | 'ceiling'): void {
-  const gauge = field === 'undelivered' ? metrics.commandBacklog : metrics.commandBacklogCeiling;
+// The largest backlogs by name, the rest summed as _other (the ceiling gauge names the same tenants).
+function setBacklogs(gauge: Gauge<'tenant'>, named: number, samples: CommandBacklogSample[] | undefined, field: 'undelivered' | 'ceiling'): void {
   gauge.reset();
   if (!samples) return;
   const tenants = samples.filter((sample) => sample.tenantId !== OTHER_TENANTS);

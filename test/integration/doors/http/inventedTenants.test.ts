@@ -18,7 +18,6 @@ import type { FrontDoorDeps } from '../../../../src/doors/http/frontDoorDeps.ts'
 import { createIngestRoutes } from '../../../../src/doors/http/routes.ts';
 import { parseTrustedProxies } from '../../../../src/http-server/trustedProxies.ts';
 import { createMetrics } from '../../../../src/metrics/metrics.ts';
-import { watchSources } from '../../../../src/metrics/sources.ts';
 import { createServer, listen } from '../../../../src/http-server/server.ts';
 import { TableLimitSource } from './frontDoorHarness.ts';
 
@@ -55,7 +54,7 @@ describe('invented tenant names', () => {
   for (const tenant of CONFIRMED) limits.tenant(tenant, {});
   const governor = new Governor({ limitSource: limits, maxUnconfirmedNames: MAX_UNCONFIRMED });
   const metrics = createMetrics({ service: 'governance', processMetrics: false });
-  watchSources(metrics, { nameOverflowInUse: () => governor.overflowInUse });
+  metrics.useSources({ nameOverflowInUse: () => governor.overflowInUse });
   const deps: FrontDoorDeps = {
     governor,
     edgeLimit: createEdgeLimit({ ratePerSecond: 1_000_000, burst: 1_000_000 }),
