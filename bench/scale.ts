@@ -15,7 +15,7 @@ import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { admissionTrendsProjection } from '../projections/admissionTrends.ts';
 import { Governor } from '../src/governance/governor.ts';
-import { createLedgerRecorder } from '../src/governance/ledgerRecorder.ts';
+import { createLedgerRecorder } from '../src/ledger/ledgerRecorder.ts';
 import type { AdmissionSummary, LimitSource, Recorder, TenantGovernanceRecord, UnresolvedAdmissionSummary } from '../src/governance/types.ts';
 import type { Projection } from '../src/ledger/projection.ts';
 import { startProjections } from '../src/ledger/projectionSet.ts';

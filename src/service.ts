@@ -11,7 +11,7 @@ import { openEventStore } from './ledger/openEventStore.ts';
 import { startProjections, type ProjectionSet } from './ledger/projectionSet.ts';
 import { projectionReadiness } from './ledger/projectionReadiness.ts';
 import { Governor } from './governance/governor.ts';
-import { createLedgerRecorder } from './governance/ledgerRecorder.ts';
+import { createLedgerRecorder } from './ledger/ledgerRecorder.ts';
 import { createReadModelLimitSource } from './control-plane/limitSource.ts';
 import { feedConfirmedTenants } from './control-plane/feedConfirmedTenants.ts';
 import { createControlPlane, type ControlPlane } from './control-plane/controlPlane.ts';

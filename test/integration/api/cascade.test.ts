@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storageTargets } from '../../support/databases.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
-import { createLedgerRecorder } from '../../../src/governance/ledgerRecorder.ts';
+import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
 import { openApiHarness, type ApiHarness } from './apiHarness.ts';
 
 type Cascade = Array<{ dimension: string; winner: string; reason: string; value: Record<string, number | null>; levels: Array<{ source: string; value: Record<string, number | null> | null; unusable: boolean }> }>;

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Governor, InvalidAdmission } from '../../../src/governance/governor.ts';
 import type { AdmitRequest, GovernorOptions } from '../../../src/governance/governor.ts';
-import { createLedgerRecorder } from '../../../src/governance/ledgerRecorder.ts';
+import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
 import type { AdmissionsRecordedData } from '../../../src/ledger/catalog/admissions.ts';
 import { eventBytes } from '../../../src/ledger/appendSize.ts';
 import type { EventStore, NewEvent } from '../../../src/ledger/eventStore.ts';

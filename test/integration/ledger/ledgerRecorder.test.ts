@@ -5,7 +5,7 @@ import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresE
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
 import type { AdmissionsRecordedData, UnresolvedAdmissionsRecordedData } from '../../../src/ledger/catalog/admissions.ts';
-import { createLedgerRecorder } from '../../../src/governance/ledgerRecorder.ts';
+import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
 import { Governor } from '../../../src/governance/governor.ts';
 import { MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
 

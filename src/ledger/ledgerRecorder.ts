@@ -8,11 +8,11 @@
 // A batch offered again after a failure comes with the same batch id, and its events with the same ids, so an
 // append whose commit the failure hid is stored once.
 import { createHash } from 'node:crypto';
-import { ADMISSIONS_STREAM } from '../ledger/catalog/admissions.ts';
-import type { AdmissionsRecordedData, UnresolvedAdmissionsRecordedData } from '../ledger/catalog/admissions.ts';
-import { eventBytes, jsonBytes, MAX_APPEND_BYTES, maxEventDataBytes, splitBySize } from '../ledger/appendSize.ts';
-import type { EventStore, NewEvent } from '../ledger/eventStore.ts';
-import { RecordedInPart, type AdmissionSummary, type Recorder, type UnresolvedAdmissionSummary } from './types.ts';
+import { ADMISSIONS_STREAM } from './catalog/admissions.ts';
+import type { AdmissionsRecordedData, UnresolvedAdmissionsRecordedData } from './catalog/admissions.ts';
+import { eventBytes, jsonBytes, MAX_APPEND_BYTES, maxEventDataBytes, splitBySize } from './appendSize.ts';
+import type { EventStore, NewEvent } from './eventStore.ts';
+import { RecordedInPart, type AdmissionSummary, type Recorder, type UnresolvedAdmissionSummary } from '../governance/types.ts';
 
 export interface LedgerRecorderOptions {
   /** Who the events name as actor (the enforcing service). */
