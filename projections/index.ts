@@ -1,7 +1,7 @@
 // Every read model the service keeps, for the projection workers and for `governance projections rebuild`.
 import type { Projection } from '../src/ledger/projection.ts';
 import type { TenantNameConfirmer } from '../src/control-plane/controlPlane.ts';
-import { controlPlaneProjections } from '../src/control-plane/projections.ts';
+import { controlPlaneProjections } from './controlPlane.ts';
 import { commandBacklogProjection } from './commandBacklog.ts';
 import { commandListProjection } from './commandList.ts';
 import { admissionTrendsProjection } from './admissionTrends.ts';

@@ -6,7 +6,7 @@ import type { AdmissionsRecordedData } from '../ledger/catalog/admissions.ts';
 import { formatPosition, type RecordedEvent } from '../ledger/eventStore.ts';
 import type { Projection } from '../ledger/projection.ts';
 import { limitHistoryProjection } from '../../projections/limitHistory.ts';
-import { controlPlaneProjections } from '../control-plane/projections.ts';
+import { controlPlaneProjections } from '../../projections/controlPlane.ts';
 import { admissionTrendsProjection } from '../../projections/admissionTrends.ts';
 import type { ApiPubSub } from './pubsub.ts';
 

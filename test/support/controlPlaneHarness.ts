@@ -2,7 +2,7 @@
 // event store, a clock the test moves, and (on request) the control-plane projections running.
 import type { Actor } from '../../src/control-plane/actor.ts';
 import { createControlPlane, type ControlPlane, type TenantNameConfirmer } from '../../src/control-plane/controlPlane.ts';
-import { controlPlaneProjections } from '../../src/control-plane/projections.ts';
+import { controlPlaneProjections } from '../../projections/controlPlane.ts';
 import type { Db } from '../../src/db/db.ts';
 import type { EventStore } from '../../src/ledger/eventStore.ts';
 import { createPostgresEventStore } from '../../src/ledger/postgres/postgresEventStore.ts';

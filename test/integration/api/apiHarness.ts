@@ -4,7 +4,7 @@ import type { Db, Queryable } from '../../../src/db/db.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { startProjections, type ProjectionSet } from '../../../src/ledger/projectionSet.ts';
 import { createControlPlane, type ControlPlane } from '../../../src/control-plane/controlPlane.ts';
-import { controlPlaneProjections } from '../../../src/control-plane/projections.ts';
+import { controlPlaneProjections } from '../../../projections/controlPlane.ts';
 import { createCommandBacklog } from '../../../src/command-backlog/createCommandBacklog.ts';
 import { controlPlaneCeilings } from '../../../src/command-backlog/controlPlaneCeilings.ts';
 import { commandBacklogProjection } from '../../../projections/commandBacklog.ts';

@@ -7,7 +7,7 @@ import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresE
 import { startProjections, type ProjectionSet } from '../../../src/ledger/projectionSet.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
 import { createControlPlane } from '../../../src/control-plane/controlPlane.ts';
-import { controlPlaneProjections } from '../../../src/control-plane/projections.ts';
+import { controlPlaneProjections } from '../../../projections/controlPlane.ts';
 import type { Actor } from '../../../src/control-plane/actor.ts';
 import { createCommandBacklog } from '../../../src/command-backlog/createCommandBacklog.ts';
 import { controlPlaneCeilings } from '../../../src/command-backlog/controlPlaneCeilings.ts';

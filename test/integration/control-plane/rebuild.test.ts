@@ -1,7 +1,7 @@
 // Every control-plane read model rebuilt from the ledger comes out identical to the one kept live.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CommandResult } from '../../../src/control-plane/commandResult.ts';
-import { controlPlaneProjections } from '../../../src/control-plane/projections.ts';
+import { controlPlaneProjections } from '../../../projections/controlPlane.ts';
 import type { Queryable } from '../../../src/db/db.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
 import { storageTargets } from '../../support/databases.ts';
