@@ -7,22 +7,7 @@
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent } from '../src/ledger/eventStore.ts';
 import type { Projection } from '../src/ledger/projection.ts';
-import { asControlPlaneEvent, occurredAt } from '../src/control-plane/view.ts';
-
-/** Who an override's lapse names: nobody acted, the instant passed. */
-export const OVERRIDE_EXPIRY_ACTOR = 'system:override-expiry';
-export const OVERRIDE_EXPIRY_REASON = 'expired';
-
-export type LimitChangeKind =
-  | 'PLATFORM_DEFAULT_SET'
-  | 'TIER_LIMIT_SET'
-  | 'TIER_LIMIT_CLEARED'
-  | 'TENANT_REGISTERED'
-  | 'TENANT_TIER_ASSIGNED'
-  | 'OVERRIDE_SET'
-  | 'OVERRIDE_CLEARED'
-  | 'OVERRIDE_EXPIRED'
-  | 'OVER_LIMIT_POLICY_SET';
+import { asControlPlaneEvent, occurredAt, OVERRIDE_EXPIRY_ACTOR, OVERRIDE_EXPIRY_REASON, type LimitChangeKind } from '../src/control-plane/view.ts';
 
 interface HistoryRow {
   seq?: 0 | 1;

@@ -2,9 +2,7 @@
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent } from '../src/ledger/eventStore.ts';
 import type { Projection } from '../src/ledger/projection.ts';
-import { asControlPlaneEvent } from '../src/control-plane/view.ts';
-
-export const BRANDING_DEFAULT_KEY = 'branding.default';
+import { asControlPlaneEvent, BRANDING_DEFAULT_KEY } from '../src/control-plane/view.ts';
 
 export const platformSettingsProjection: Projection = {
   name: 'control-plane-platform',

@@ -10,7 +10,7 @@ import { formatPosition, type EventStore, type RecordedEvent } from '../ledger/e
 import type { NotRegisteredAt } from './effectiveLimitsAt.ts';
 import { overrideApplies } from './state.ts';
 import { asControlPlaneEvent, occurredAt, viewOf } from './view.ts';
-import { OVERRIDE_EXPIRY_ACTOR, OVERRIDE_EXPIRY_REASON } from '../../projections/limitHistory.ts';
+import { OVERRIDE_EXPIRY_ACTOR, OVERRIDE_EXPIRY_REASON } from './view.ts';
 
 export type TimelineCause =
   | 'TENANT_REGISTERED'

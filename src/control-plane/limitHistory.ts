@@ -3,7 +3,7 @@
 // event that set the override, with ":expired" after it, and appears once its instant has passed.
 import type { Queryable } from '../db/db.ts';
 import type { Dimension, LimitValue, OverLimitPolicy } from '../governance/types.ts';
-import type { LimitChangeKind } from '../../projections/limitHistory.ts';
+import type { LimitChangeKind } from './view.ts';
 import { pageSize, type Page } from './listTenants.ts';
 
 export interface LimitChange {

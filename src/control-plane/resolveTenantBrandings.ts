@@ -3,7 +3,7 @@
 import type { Queryable } from '../db/db.ts';
 import { resolveCascade } from '../governance/cascade.ts';
 import type { Branding } from '../ledger/catalog/controlPlane.ts';
-import { BRANDING_DEFAULT_KEY } from '../../projections/platformSettings.ts';
+import { BRANDING_DEFAULT_KEY } from './view.ts';
 import { checkBranding, isCommandError } from './validation.ts';
 
 export type BrandingSource = 'TENANT' | 'BRANDING_DEFAULT' | 'SHIPPED_DEFAULT';

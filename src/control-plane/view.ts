@@ -6,6 +6,25 @@ import type { RecordedEvent } from '../ledger/eventStore.ts';
 import type { ControlPlaneView } from './command.ts';
 import { EMPTY_PLATFORM, evolvePlatform, evolveTenant, evolveTier, type PlatformState, type TenantState, type TierState } from './state.ts';
 
+/** The kinds of limit change the limit-history read model holds (projections/limitHistory.ts). */
+export type LimitChangeKind =
+  | 'PLATFORM_DEFAULT_SET'
+  | 'TIER_LIMIT_SET'
+  | 'TIER_LIMIT_CLEARED'
+  | 'TENANT_REGISTERED'
+  | 'TENANT_TIER_ASSIGNED'
+  | 'OVERRIDE_SET'
+  | 'OVERRIDE_CLEARED'
+  | 'OVERRIDE_EXPIRED'
+  | 'OVER_LIMIT_POLICY_SET';
+
+/** Who an override's lapse names in the limit history: nobody acted, the instant passed. */
+export const OVERRIDE_EXPIRY_ACTOR = 'system:override-expiry';
+export const OVERRIDE_EXPIRY_REASON = 'expired';
+
+/** The platform setting that holds the operator's default branding (projections/platformSettings.ts). */
+export const BRANDING_DEFAULT_KEY = 'branding.default';
+
 /** What a fold needs of a stored event. */
 export type StreamEvent = Pick<RecordedEvent, 'stream' | 'type' | 'data' | 'metadata' | 'recordedAt'>;
 
