@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connect, type NatsConnection } from 'nats';
 import { createNatsSink } from '../../../../src/doors/pipeline/natsSink.ts';
 import type { ReadingSink } from '../../../../src/doors/pipeline/sink.ts';
-import { createLedgerRecorder } from '../../../../src/governance/ledgerRecorder.ts';
+import { createLedgerRecorder } from '../../../../src/ledger/ledgerRecorder.ts';
 import { ADMISSIONS_STREAM, type AdmissionsRecordedData } from '../../../../src/ledger/catalog/admissions.ts';
 import { createPostgresEventStore } from '../../../../src/ledger/postgres/postgresEventStore.ts';
 import type { EventStore } from '../../../../src/ledger/eventStore.ts';
