@@ -1,8 +1,8 @@
 // SenML (RFC 8428) as LwM2M 1.1 Send carries it: SenML JSON (Content-Format 110) and SenML CBOR (112, integer
-// labels, decoded with cbor-x). Base fields (bn, bt, bu) are resolved into each record; each record that
+// labels, decoded with cborg). Base fields (bn, bt, bu) are resolved into each record; each record that
 // carries a value (v, vs, vb or vd; a sum s also counts) is one reading (the spec's "one stored value").
 // Records are passed on as plain JSON: {deviceId, name, at?, unit?, value | stringValue | boolValue | dataValue}.
-import { Decoder } from 'cbor-x';
+import { decode as decodeCbor } from 'cborg';
 import type { Decoded } from '../pipeline/index.ts';
 
 export const SENML_JSON = 110;
@@ -39,7 +39,11 @@ export interface SenmlReading {
   sum?: number;
 }
 
-const cbor = new Decoder({ mapsAsObjects: true, useRecords: false });
+/** SenML CBOR labels are integers, so maps are decoded as Maps and turned into records keyed by the label. */
+function decodeCborPack(payload: Buffer): unknown {
+  const pack: unknown = decodeCbor(payload, { useMaps: true });
+  return Array.isArray(pack) ? pack.map((record: unknown) => (record instanceof Map ? Object.fromEntries(record) : record)) : pack;
+}
 
 /** RFC 8428: a time below 2**28 is relative to now. */
 const RELATIVE_TIME_BELOW = 2 ** 28;
@@ -47,7 +51,7 @@ const RELATIVE_TIME_BELOW = 2 ** 28;
 export function decodeSenml(payload: Buffer, contentFormat: number, deviceId: string, nowMs: number): Decoded<SenmlReading[]> {
   let pack: unknown;
   try {
-    pack = contentFormat === SENML_CBOR ? cbor.decode(payload) : JSON.parse(payload.toString('utf8'));
+    pack = contentFormat === SENML_CBOR ? decodeCborPack(payload) : JSON.parse(payload.toString('utf8'));
   } catch (error) {
     return { status: 'invalid', message: `the payload is not SenML ${contentFormat === SENML_CBOR ? 'CBOR' : 'JSON'}: ${(error as Error).message}` };
   }

@@ -2,7 +2,7 @@
 // CBOR. A wrong key gets 4.01; past the tenant's LWM2M allowance a Send gets 4.29 with Max-Age.
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { encode } from 'cbor-x';
+import { encode } from 'cborg';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Governor } from '../../../../src/governance/governor.ts';

@@ -1,4 +1,4 @@
-import { encode } from 'cbor-x';
+import { encode } from 'cborg';
 import { describe, expect, it } from 'vitest';
 import { decodeSenml, SENML_CBOR, SENML_JSON } from '../../../../src/doors/lwm2m/senml.ts';
 import { Registrations } from '../../../../src/doors/lwm2m/registrations.ts';
@@ -26,7 +26,11 @@ describe('SenML', () => {
   });
 
   it('reads SenML CBOR with integer labels; a time below 2**28 is relative to now', () => {
-    const pack = encode([{ [-2]: '/3304/0/', [-3]: -5, 0: '5700', 2: 40.5 }, { 0: '5701', 8: new Uint8Array([255]) }]);
+    // Integer labels, as devices send them (RFC 8428 section 6).
+    const pack = encode([
+      new Map<number, unknown>([[-2, '/3304/0/'], [-3, -5], [0, '5700'], [2, 40.5]]),
+      new Map<number, unknown>([[0, '5701'], [8, new Uint8Array([255])]]),
+    ]);
     const decoded = decodeSenml(Buffer.from(pack), SENML_CBOR, 'm', NOW);
     expect(decoded).toEqual({
       status: 'decoded',
