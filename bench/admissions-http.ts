@@ -6,7 +6,6 @@
 //   baseline = read body, JSON.parse, JSON.stringify of 100 decisions, 200
 // Target: ours >= 0.7 x baseline decisions/s.
 // Last line: {"bench":"admissions-http","ours":..,"baseline":..,"ratio":..,"unit":"decisions/s",...}
-import { fork } from 'node:child_process';
 import { createServer as createBareServer } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -18,6 +17,7 @@ import { createServiceCallers } from '../src/doors/admissions/serviceCallers.ts'
 import { Governor } from '../src/governance/governor.ts';
 import type { AdmissionSummary, LimitSource, Recorder, TenantGovernanceRecord } from '../src/governance/types.ts';
 import { createServer, listen } from '../src/http-server/server.ts';
+import { answerCpuQueries, startBenchServer } from './support/benchServer.ts';
 
 const ITEMS_PER_BATCH = 100;
 const TENANTS = 100;
@@ -90,10 +90,7 @@ async function serve(): Promise<void> {
     });
   });
   const bare = await listen(bareServer, 0, '127.0.0.1');
-  process.on('message', () => {
-    const used = process.cpuUsage();
-    process.send!({ cpuMicros: used.user + used.system });
-  });
+  answerCpuQueries();
   const token = await mintToken({ secret: SECRET, role: 'SERVICE', ttl: 3600 });
   process.send!({ door: door.port, bare: bare.port, token } satisfies Ports);
   process.on('disconnect', () => {
@@ -102,16 +99,7 @@ async function serve(): Promise<void> {
 }
 
 async function measure(): Promise<void> {
-  const child = fork(fileURLToPath(import.meta.url), ['serve'], { execArgv: process.execArgv, stdio: 'inherit' });
-  const ports = await new Promise<Ports>((resolve, reject) => {
-    child.once('message', (message) => resolve(message as Ports));
-    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
-  });
-  const serverCpuMicros = () =>
-    new Promise<number>((resolve) => {
-      child.once('message', (message) => resolve((message as { cpuMicros: number }).cpuMicros));
-      child.send('cpu');
-    });
+  const { child, ports, serverCpuMicros } = await startBenchServer<Ports>(fileURLToPath(import.meta.url));
   const run = async (port: number, seconds = SECONDS_PER_RUN) => {
     const cpuBefore = await serverCpuMicros();
     const result = await autocannon({

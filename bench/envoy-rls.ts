@@ -6,7 +6,6 @@
 //   baseline = the same service definition, answering {overall_code: OK} without looking at the request
 // Target: ours >= 0.7 x baseline calls/s. p50/p99 latency (ms) of each in the line.
 // Last line: {"bench":"envoy-rls","ours":..,"baseline":..,"ratio":..,"unit":"calls/s","p50Ms":{..},"p99Ms":{..},...}
-import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import { pino } from 'pino';
@@ -15,6 +14,7 @@ import { createRateLimitDecider } from '../src/doors/envoy-rls/rateLimitService.
 import { loadRlsService, startRlsServer } from '../src/doors/envoy-rls/rlsServer.ts';
 import { Governor } from '../src/governance/governor.ts';
 import type { LimitSource, TenantGovernanceRecord } from '../src/governance/types.ts';
+import { answerCpuQueries, startBenchServer } from './support/benchServer.ts';
 
 const IN_FLIGHT = 64;
 const ROUNDS = 3;
@@ -49,10 +49,7 @@ async function serve(): Promise<void> {
   const baseline = await new Promise<number>((resolve, reject) =>
     constant.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (error, port) => (error ? reject(error) : resolve(port))),
   );
-  process.on('message', () => {
-    const used = process.cpuUsage();
-    process.send!({ cpuMicros: used.user + used.system });
-  });
+  answerCpuQueries();
   process.send!({ ours: ours.port, baseline } satisfies Ports);
   process.on('disconnect', () => {
     constant.forceShutdown();
@@ -61,16 +58,7 @@ async function serve(): Promise<void> {
 }
 
 async function measure(): Promise<void> {
-  const child = fork(fileURLToPath(import.meta.url), ['serve'], { execArgv: process.execArgv, stdio: 'inherit' });
-  const ports = await new Promise<Ports>((resolve, reject) => {
-    child.once('message', (message) => resolve(message as Ports));
-    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
-  });
-  const serverCpuMicros = () =>
-    new Promise<number>((resolve) => {
-      child.once('message', (message) => resolve((message as { cpuMicros: number }).cpuMicros));
-      child.send('cpu');
-    });
+  const { child, ports, serverCpuMicros } = await startBenchServer<Ports>(fileURLToPath(import.meta.url));
   const Client = grpc.makeGenericClientConstructor(loadRlsService(), 'RateLimitService');
   const requests = Array.from({ length: TENANTS }, (_, i) => ({
     domain: 'devicechain',

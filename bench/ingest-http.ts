@@ -6,7 +6,6 @@
 //   baseline  = bare handler: read body, JSON.parse, 202
 // Targets: ours >= 0.7 x baseline requests/s; shed >= ours.
 // Last line: {"bench":"ingest-http","ours":..,"baseline":..,"ratio":..,"unit":"requests/s","shed":..,...}
-import { fork } from 'node:child_process';
 import { createServer as createBareServer, type Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
@@ -22,6 +21,7 @@ import { createEdgeLimit } from '../src/doors/pipeline/edgeLimit.ts';
 import { createIngestRoutes } from '../src/doors/http/routes.ts';
 import { parseTrustedProxies } from '../src/http-server/trustedProxies.ts';
 import { createServer, listen } from '../src/http-server/server.ts';
+import { answerCpuQueries, startBenchServer } from './support/benchServer.ts';
 
 const READINGS_PER_REQUEST = 8;
 const BODY = JSON.stringify({
@@ -81,10 +81,7 @@ async function serve(): Promise<void> {
     });
   });
   const bare = await listen(bareServer, 0, '127.0.0.1');
-  process.on('message', () => {
-    const used = process.cpuUsage();
-    process.send!({ cpuMicros: used.user + used.system });
-  });
+  answerCpuQueries();
   process.send!({ frontDoor: frontDoor.port, bare: bare.port, key: registered.key } satisfies Ports);
   process.on('disconnect', () => {
     void governor.close().finally(() => process.exit(recorded >= 0 ? 0 : 1));
@@ -92,16 +89,7 @@ async function serve(): Promise<void> {
 }
 
 async function measure(): Promise<void> {
-  const child = fork(fileURLToPath(import.meta.url), ['serve'], { execArgv: process.execArgv, stdio: 'inherit' });
-  const ports = await new Promise<Ports>((resolve, reject) => {
-    child.once('message', (message) => resolve(message as Ports));
-    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
-  });
-  const serverCpuMicros = () =>
-    new Promise<number>((resolve) => {
-      child.once('message', (message) => resolve((message as { cpuMicros: number }).cpuMicros));
-      child.send('cpu');
-    });
+  const { child, ports, serverCpuMicros } = await startBenchServer<Ports>(fileURLToPath(import.meta.url));
   const run = async (port: number, path: string, headers: Record<string, string>, expectStatus: number, seconds = SECONDS_PER_RUN) => {
     const cpuBefore = await serverCpuMicros();
     const result = await autocannon({

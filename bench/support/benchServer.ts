@@ -1,0 +1,35 @@
+// The servers a benchmark measures run in a child process of their own, so the load generator's CPU is not
+// counted as theirs. The child answers a 'cpu' message with its CPU time; the parent reads it before and after
+// each round to report the server's CPU per request.
+import { fork, type ChildProcess } from 'node:child_process';
+
+export interface BenchServer<Ports> {
+  child: ChildProcess;
+  /** What the child sent once its servers listened. */
+  ports: Ports;
+  /** The child's CPU time so far, in microseconds. */
+  serverCpuMicros(): Promise<number>;
+}
+
+/** Parent side: runs `file serve` and waits for the ports it announces. */
+export async function startBenchServer<Ports>(file: string): Promise<BenchServer<Ports>> {
+  const child = fork(file, ['serve'], { execArgv: process.execArgv, stdio: 'inherit' });
+  const ports = await new Promise<Ports>((resolve, reject) => {
+    child.once('message', (message) => resolve(message as Ports));
+    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
+  });
+  const serverCpuMicros = () =>
+    new Promise<number>((resolve) => {
+      child.once('message', (message) => resolve((message as { cpuMicros: number }).cpuMicros));
+      child.send('cpu');
+    });
+  return { child, ports, serverCpuMicros };
+}
+
+/** Child side: answers every message from the parent with this process's CPU time. */
+export function answerCpuQueries(): void {
+  process.on('message', () => {
+    const used = process.cpuUsage();
+    process.send!({ cpuMicros: used.user + used.system });
+  });
+}
