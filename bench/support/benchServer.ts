@@ -2,6 +2,8 @@
 // counted as theirs. The child answers a 'cpu' message with its CPU time; the parent reads it before and after
 // each round to report the server's CPU per request.
 import { fork, type ChildProcess } from 'node:child_process';
+import { Governor } from '../../src/governance/governor.ts';
+import type { LimitSource, Recorder, TenantGovernanceRecord } from '../../src/governance/types.ts';
 
 export interface BenchServer<Ports> {
   child: ChildProcess;
@@ -32,4 +34,17 @@ export function answerCpuQueries(): void {
     const used = process.cpuUsage();
     process.send!({ cpuMicros: used.user + used.system });
   });
+}
+
+/**
+ * A Governor over fixed tenant records (no database) whose Recorder discards what it is given: the benchmarks
+ * measure a door, not the ledger.
+ */
+export function governorOver(records: ReadonlyMap<string, TenantGovernanceRecord>): Governor {
+  const limitSource: LimitSource = {
+    loadTenants: async (ids) => new Map(ids.flatMap((id) => (records.has(id) ? [[id, records.get(id)!] as const] : []))),
+    loadPlatformDefaults: async () => ({}),
+  };
+  const recorder: Recorder = { record: async () => {} };
+  return new Governor({ limitSource, recorder });
 }
