@@ -3,7 +3,7 @@
 // go to the same sink as HTTP ingest.
 import type { Settings } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
-import { startMqttConsumer, type DoorParts, type DropReason, type MqttConsumer } from '../pipeline/index.ts';
+import { startBrokerDoor, type DoorParts, type DropReason, type MqttConsumer } from '../pipeline/index.ts';
 import { createTelemetryHandler } from './telemetryDoor.ts';
 import { telemetrySubscription } from './topics.ts';
 
@@ -20,12 +20,9 @@ export interface MqttDoorParts {
   now?: () => number;
 }
 
-/** How long start-up waits for the broker; after that the consumer keeps reconnecting in the background. */
-const READY_WAIT_MS = 5_000;
-
 export async function startMqttDoor(parts: MqttDoorParts): Promise<MqttConsumer> {
   const { settings, logger } = parts;
-  const consumer = startMqttConsumer({
+  return startBrokerDoor('MQTT', {
     url: settings.mqttUrl,
     clientId: settings.mqttClientId,
     subscriptions: [telemetrySubscription(settings.mqttTopicRoot, settings.mqttShareGroup)],
@@ -41,8 +38,4 @@ export async function startMqttDoor(parts: MqttDoorParts): Promise<MqttConsumer>
       now: parts.now,
     }),
   });
-  if (!(await consumer.ready(READY_WAIT_MS))) {
-    logger.warn('the MQTT broker does not answer yet: the MQTT door keeps trying in the background');
-  }
-  return consumer;
 }

@@ -12,6 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../logger.ts';
 import {
+  brokerMessageDropper,
   chargeMessage,
   chargeReadings,
   decodeReadings,
@@ -40,12 +41,7 @@ export interface TelemetryDoorOptions {
 export function createTelemetryHandler(options: TelemetryDoorOptions): (message: InboundMessage, signal: AbortSignal) => Promise<Settled> {
   const { parts, logger, topicRoot, backlogAfterMs, maxPayloadBytes } = options;
   const now = options.now ?? Date.now;
-  const drop = (reason: DropReason, message: InboundMessage, detail: string): Settled => {
-    options.onDropped?.(reason);
-    // Debug only: a publisher could otherwise fill the log.
-    logger.debug({ reason, topic: message.topic.slice(0, 200), detail }, 'MQTT message dropped');
-    return 'settled';
-  };
+  const drop = brokerMessageDropper('MQTT', logger, options.onDropped);
 
   return async (message, signal) => {
     const arrivedAtMs = now();
@@ -71,7 +67,7 @@ export function createTelemetryHandler(options: TelemetryDoorOptions): (message:
       sentAtMs === undefined ? { tenantId, clientKey, ...meteringFor(latestReadingTime(decoded.entries), arrivedAtMs, backlogAfterMs) } : metering;
     if (!chargeReadings(parts, readingsMetering, decoded.readingCount).admitted) return 'settled';
 
-    const taken = await handToSinkUntilTaken(
+    return handToSinkUntilTaken(
       parts.sink,
       {
         tenantId,
@@ -87,6 +83,5 @@ export function createTelemetryHandler(options: TelemetryDoorOptions): (message:
       signal,
       logger,
     );
-    return taken === 'taken' ? 'settled' : 'abandoned';
   };
 }

@@ -134,3 +134,18 @@ export function startMqttConsumer(options: MqttConsumerOptions): MqttConsumer {
     },
   };
 }
+
+/** How long a broker door's start-up waits for the broker; after that the consumer keeps reconnecting in the background. */
+const READY_WAIT_MS = 5_000;
+
+/**
+ * Starts a broker door's consumer and waits a short while for it to subscribe. A broker that does not answer
+ * yet must not hold up the service's start (its other doors serve meanwhile): the door says so and keeps trying.
+ */
+export async function startBrokerDoor(door: string, options: MqttConsumerOptions): Promise<MqttConsumer> {
+  const consumer = startMqttConsumer(options);
+  if (!(await consumer.ready(READY_WAIT_MS))) {
+    options.logger.warn(`the MQTT broker does not answer yet: the ${door} door keeps trying in the background`);
+  }
+  return consumer;
+}

@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../../logger.ts';
 import {
+  brokerMessageDropper,
   chargeReadings,
   handToSinkUntilTaken,
   type DoorParts,
@@ -28,11 +29,7 @@ export interface SparkplugDoorOptions {
 export function createSparkplugHandler(options: SparkplugDoorOptions): (message: InboundMessage, signal: AbortSignal) => Promise<Settled> {
   const { parts, logger, groupTenants, maxPayloadBytes } = options;
   const now = options.now ?? Date.now;
-  const drop = (reason: DropReason, message: InboundMessage, detail: string): Settled => {
-    options.onDropped?.(reason);
-    logger.debug({ reason, topic: message.topic.slice(0, 200), detail }, 'Sparkplug message dropped');
-    return 'settled';
-  };
+  const drop = brokerMessageDropper('Sparkplug', logger, options.onDropped);
 
   return async (message, signal) => {
     const arrivedAtMs = now();
@@ -50,7 +47,7 @@ export function createSparkplugHandler(options: SparkplugDoorOptions): (message:
     const metering: Metering = { tenantId, allowance: 'SPARKPLUG', atMs: arrivedAtMs, clientKey: `device:${deviceId}` };
     if (!chargeReadings(parts, metering, decoded.readingCount).admitted) return 'settled';
 
-    const taken = await handToSinkUntilTaken(
+    return handToSinkUntilTaken(
       parts.sink,
       {
         tenantId,
@@ -65,6 +62,5 @@ export function createSparkplugHandler(options: SparkplugDoorOptions): (message:
       signal,
       logger,
     );
-    return taken === 'taken' ? 'settled' : 'abandoned';
   };
 }

@@ -3,7 +3,7 @@
 // the Sparkplug handler; admitted readings go to the same sink as every door.
 import type { Settings } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
-import { startMqttConsumer, type DoorParts, type DropReason, type MqttConsumer } from '../pipeline/index.ts';
+import { startBrokerDoor, type DoorParts, type DropReason, type MqttConsumer } from '../pipeline/index.ts';
 import { createSparkplugHandler } from './sparkplugDoor.ts';
 import { sparkplugSubscriptions } from './topics.ts';
 
@@ -19,11 +19,9 @@ export interface SparkplugDoorParts {
   onDropped?: (reason: DropReason) => void;
 }
 
-const READY_WAIT_MS = 5_000;
-
 export async function startSparkplugDoor(parts: SparkplugDoorParts): Promise<MqttConsumer> {
   const { settings, logger } = parts;
-  const consumer = startMqttConsumer({
+  return startBrokerDoor('Sparkplug', {
     url: settings.mqttUrl,
     clientId: `${settings.mqttClientId}-sparkplug`,
     subscriptions: sparkplugSubscriptions(settings.mqttShareGroup),
@@ -37,8 +35,4 @@ export async function startSparkplugDoor(parts: SparkplugDoorParts): Promise<Mqt
       onDropped: parts.onDropped,
     }),
   });
-  if (!(await consumer.ready(READY_WAIT_MS))) {
-    logger.warn('the MQTT broker does not answer yet: the Sparkplug door keeps trying in the background');
-  }
-  return consumer;
 }
