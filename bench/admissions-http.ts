@@ -17,6 +17,7 @@ import { createServiceCallers } from '../src/doors/admissions/serviceCallers.ts'
 import type { TenantGovernanceRecord } from '../src/governance/types.ts';
 import { createServer, listen } from '../src/http-server/server.ts';
 import { answerCpuQueries, governorOver, startBenchServer } from './support/benchServer.ts';
+import { alternateRounds, bestOf, leastOf, round2 } from './support/rounds.ts';
 
 const ITEMS_PER_BATCH = 100;
 const TENANTS = 100;
@@ -109,18 +110,12 @@ async function measure(): Promise<void> {
   // Warm up: the Governor learns the tenants' ceilings, V8 compiles the hot paths.
   await run(ports.door, 2);
   await run(ports.bare, 1);
-  type Sample = Awaited<ReturnType<typeof run>>;
-  const samples = { baseline: [] as Sample[], ours: [] as Sample[] };
-  for (let round = 0; round < ROUNDS; round++) {
-    samples.baseline.push(await run(ports.bare));
-    samples.ours.push(await run(ports.door));
-  }
+  const samples = await alternateRounds(ROUNDS, { baseline: () => run(ports.bare), ours: () => run(ports.door) });
   child.disconnect();
-  const best = (values: Sample[]) => Math.max(...values.map((each) => each.decisionsPerSecond));
-  const leastCpu = (values: Sample[]) => Math.min(...values.map((each) => each.cpuMicrosPerDecision));
+  const best = (values: typeof samples.ours) => bestOf(values, (each) => each.decisionsPerSecond);
+  const leastCpu = (values: typeof samples.ours) => leastOf(values, (each) => each.cpuMicrosPerDecision);
   const ours = best(samples.ours);
   const baseline = best(samples.baseline);
-  const round2 = (value: number) => Math.round(value * 100) / 100;
   console.log(`samples: ${JSON.stringify(samples)}`);
   console.log(
     JSON.stringify({

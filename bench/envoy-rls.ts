@@ -15,6 +15,7 @@ import { loadRlsService, startRlsServer } from '../src/doors/envoy-rls/rlsServer
 import { Governor } from '../src/governance/governor.ts';
 import type { LimitSource, TenantGovernanceRecord } from '../src/governance/types.ts';
 import { answerCpuQueries, startBenchServer } from './support/benchServer.ts';
+import { alternateRounds, leastOf, round2 } from './support/rounds.ts';
 
 const IN_FLIGHT = 64;
 const ROUNDS = 3;
@@ -100,17 +101,12 @@ async function measure(): Promise<void> {
   };
   await run(ports.ours, 2);
   await run(ports.baseline, 1);
-  type Sample = Awaited<ReturnType<typeof run>>;
-  const samples = { baseline: [] as Sample[], ours: [] as Sample[] };
-  for (let round = 0; round < ROUNDS; round++) {
-    samples.baseline.push(await run(ports.baseline));
-    samples.ours.push(await run(ports.ours));
-  }
+  const samples = await alternateRounds(ROUNDS, { baseline: () => run(ports.baseline), ours: () => run(ports.ours) });
   child.disconnect();
-  const best = (values: Sample[]) => values.reduce((a, b) => (b.callsPerSecond > a.callsPerSecond ? b : a));
+  // The best round whole (its latencies with its rate), not the best of each figure.
+  const best = (values: typeof samples.ours) => values.reduce((a, b) => (b.callsPerSecond > a.callsPerSecond ? b : a));
   const ours = best(samples.ours);
   const baseline = best(samples.baseline);
-  const round2 = (value: number) => Math.round(value * 100) / 100;
   console.log(`samples: ${JSON.stringify(samples)}`);
   console.log(
     JSON.stringify({
@@ -123,8 +119,8 @@ async function measure(): Promise<void> {
       p99Ms: { ours: round2(ours.p99Ms), baseline: round2(baseline.p99Ms) },
       // Server CPU per call is less disturbed by other load on the machine than calls/s.
       serverCpuMicrosPerCall: {
-        ours: round2(Math.min(...samples.ours.map((each) => each.serverCpuMicrosPerCall))),
-        baseline: round2(Math.min(...samples.baseline.map((each) => each.serverCpuMicrosPerCall))),
+        ours: round2(leastOf(samples.ours, (each) => each.serverCpuMicrosPerCall)),
+        baseline: round2(leastOf(samples.baseline, (each) => each.serverCpuMicrosPerCall)),
       },
       inFlight: IN_FLIGHT,
       secondsPerRun: SECONDS_PER_RUN,

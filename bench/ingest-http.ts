@@ -21,6 +21,7 @@ import { createIngestRoutes } from '../src/doors/http/routes.ts';
 import { parseTrustedProxies } from '../src/http-server/trustedProxies.ts';
 import { createServer, listen } from '../src/http-server/server.ts';
 import { answerCpuQueries, governorOver, startBenchServer } from './support/benchServer.ts';
+import { alternateRounds, bestOf, leastOf, round2 } from './support/rounds.ts';
 
 const READINGS_PER_REQUEST = 8;
 const BODY = JSON.stringify({
@@ -100,21 +101,17 @@ async function measure(): Promise<void> {
   // Warm up: the Governor learns both tenants' ceilings, V8 compiles the hot paths.
   await run(ports.frontDoor, '/v1/ingest/bench', device, 202, 2).catch(() => 0);
   await run(ports.frontDoor, '/v1/ingest/shed', device, 429, 1).catch(() => 0);
-  type Sample = Awaited<ReturnType<typeof run>>;
-  const samples = { baseline: [] as Sample[], ours: [] as Sample[], shed: [] as Sample[] };
-  for (let round = 0; round < ROUNDS; round++) {
-    samples.baseline.push(await run(ports.bare, '/v1/ingest/bench', {}, 202));
-    samples.ours.push(await run(ports.frontDoor, '/v1/ingest/bench', device, 202));
-    samples.shed.push(await run(ports.frontDoor, '/v1/ingest/shed', device, 429));
-  }
+  const samples = await alternateRounds(ROUNDS, {
+    baseline: () => run(ports.bare, '/v1/ingest/bench', {}, 202),
+    ours: () => run(ports.frontDoor, '/v1/ingest/bench', device, 202),
+    shed: () => run(ports.frontDoor, '/v1/ingest/shed', device, 429),
+  });
   child.disconnect();
-  // Best of the rounds: on a shared machine, a slow round measures the neighbours, not the server.
-  const best = (values: Sample[]) => Math.max(...values.map((each) => each.requestsPerSecond));
-  const leastCpu = (values: Sample[]) => Math.min(...values.map((each) => each.cpuMicrosPerRequest));
+  const best = (values: typeof samples.ours) => bestOf(values, (each) => each.requestsPerSecond);
+  const leastCpu = (values: typeof samples.ours) => leastOf(values, (each) => each.cpuMicrosPerRequest);
   const ours = best(samples.ours);
   const baseline = best(samples.baseline);
   const shed = best(samples.shed);
-  const round2 = (value: number) => Math.round(value * 100) / 100;
   console.log(`samples: ${JSON.stringify(samples)}`);
   console.log(
     JSON.stringify({
