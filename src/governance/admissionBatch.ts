@@ -37,6 +37,8 @@ export class AdmissionBatch {
         shedMessages: tally.shedMessages,
         rejectedUnits: tally.rejectedUnits,
         rejectedMessages: tally.rejectedMessages,
+        unauthenticatedUnits: tally.unauthenticatedUnits,
+        unauthenticatedMessages: tally.unauthenticatedMessages,
         hitSeconds: tally.hitSeconds,
       });
     } else {
@@ -47,6 +49,8 @@ export class AdmissionBatch {
       entry.shedMessages += tally.shedMessages;
       entry.rejectedUnits += tally.rejectedUnits;
       entry.rejectedMessages += tally.rejectedMessages;
+      entry.unauthenticatedUnits = (entry.unauthenticatedUnits ?? 0) + tally.unauthenticatedUnits;
+      entry.unauthenticatedMessages = (entry.unauthenticatedMessages ?? 0) + tally.unauthenticatedMessages;
       entry.hitSeconds += tally.hitSeconds;
     }
     for (let cause = 0; cause < CAUSE_NAMES.length; cause++) {

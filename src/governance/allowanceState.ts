@@ -12,6 +12,13 @@ import { Tally } from './tally.ts';
 import type { TokenBucket } from './tokenBucket.ts';
 import type { LimitSourceLevel } from './types.ts';
 
+// What became of a decision, as count() tallies it.
+export const OUTCOME_ADMITTED = 0;
+export const OUTCOME_SHED = 1;
+export const OUTCOME_REJECTED = 2;
+/** Charged, then refused for its credential (ingest's 401): not admitted, not a limit hit. */
+export const OUTCOME_UNAUTHENTICATED = 3;
+
 export class AllowanceState {
   // Fields a decision reads first (V8 lays them out in declaration order); the recording fields follow, the
   // ones only a flush reads come last.
@@ -40,6 +47,8 @@ export class AllowanceState {
   openShedMessages = 0;
   openRejectedUnits = 0;
   openRejectedMessages = 0;
+  openUnauthenticatedUnits = 0;
+  openUnauthenticatedMessages = 0;
   openHit = 0;
   /** Unresolved cause of the open second's admissions at the platform default, or -1. */
   openCause = -1;
@@ -75,7 +84,8 @@ export class AllowanceState {
   }
 
   /**
-   * Counts one decision in second `second`. `refused` is 0 (admitted), 1 (shed) or 2 (rejected); `cause` is the
+   * Counts one decision in second `second`. `refused` is an OUTCOME_ code (0 admitted, 1 shed, 2 rejected,
+   * 3 unauthenticated); `cause` is the
    * unresolved cause (-1 when the tenant's ceilings are known). Returns whether the allowance just became dirty.
    */
   count(second: number, units: number, messages: number, refused: number, cause: number): boolean {
@@ -92,6 +102,9 @@ export class AllowanceState {
         this.openUnresolvedUnits += units;
         this.openUnresolvedMessages += messages;
       }
+    } else if (refused === OUTCOME_UNAUTHENTICATED) {
+      this.openUnauthenticatedUnits += units;
+      this.openUnauthenticatedMessages += messages;
     } else {
       this.openHit = 1;
       if (refused === 1) {
@@ -119,6 +132,8 @@ export class AllowanceState {
     closed.shedMessages += this.openShedMessages;
     closed.rejectedUnits += this.openRejectedUnits;
     closed.rejectedMessages += this.openRejectedMessages;
+    closed.unauthenticatedUnits += this.openUnauthenticatedUnits;
+    closed.unauthenticatedMessages += this.openUnauthenticatedMessages;
     closed.hitSeconds += this.openHit;
     if (this.openCause >= 0) {
       closed.unresolvedUnits[this.openCause]! += this.openUnresolvedUnits;
@@ -131,6 +146,8 @@ export class AllowanceState {
     this.openShedMessages = 0;
     this.openRejectedUnits = 0;
     this.openRejectedMessages = 0;
+    this.openUnauthenticatedUnits = 0;
+    this.openUnauthenticatedMessages = 0;
     this.openHit = 0;
     this.openCause = -1;
     this.openUnresolvedUnits = 0;

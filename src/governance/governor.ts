@@ -14,6 +14,7 @@ import type { SlotSpec } from './slots.ts';
 import { TenantNames } from './tenantNames.ts';
 import { TokenBucket } from './tokenBucket.ts';
 import { STATUS_KNOWN } from './tenantState.ts';
+import { HeldCharge, type HeldTally } from './heldCharge.ts';
 import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import type { AllowanceState } from './allowanceState.ts';
 import type { TenantState } from './tenantState.ts';
@@ -87,6 +88,16 @@ export interface AdmitDecision {
   remaining: number;
   /** 0 when admitted. */
   retryAfterSeconds: number;
+  /**
+   * The most one request can ever be granted: the bucket's burst (a fixed window's limit per window, twice it
+   * under STABLE_DOWNSAMPLE), as configured, not halved during a Redis outage.
+   */
+  burst: number;
+  /**
+   * Refused because the request is larger than `burst`: no wait admits it, so a door answers "too large" (HTTP
+   * 413), not "retry" (429). Tallied as rejected whatever the allowance's over-limit behaviour.
+   */
+  neverFits: boolean;
   /** 'overflow' when an unconfirmed HTTP name was metered on the shared overflow allowance. */
   scope: 'tenant' | 'overflow';
   source: LimitSourceLevel;
@@ -117,10 +128,11 @@ const TRUSTED_SWEEP_PROBES = 64;
 /** Fast-path epochs (one a second at most) before the keys start over; times the slot count stays a small integer. */
 const MAX_FAST_EPOCH = 1 << 20;
 
-/** How a refusal is tallied: 1 shed (SHED, DROP_ACCEPTED), 2 rejected. */
+/** How a refusal is tallied: 1 shed (SHED, DROP_ACCEPTED), 2 rejected (see AllowanceState.count). */
 function refusedCode(behaviour: OverLimitBehaviour): number {
-  return behaviour === 'SHED' || behaviour === 'DROP_ACCEPTED' ? 1 : 2;
+  return behaviour === 'SHED' || behaviour === 'DROP_ACCEPTED' ? 1 : REJECTED;
 }
+const REJECTED = 2;
 
 /** How long after a flush-interval boundary the Governor ticks: the closing second's last admits land first. */
 const TICK_AFTER_BOUNDARY_MS = 20;
@@ -170,10 +182,16 @@ export class Governor {
     limit: 0.5,
     remaining: 0,
     retryAfterSeconds: 0,
+    burst: 0.5,
+    neverFits: false,
     scope: 'tenant',
     source: 'SHIPPED_DEFAULT',
   };
   private readonly numbers: AllowanceNumbers;
+  /** Set while chargeUntilSettled decides: an admitted charge is held (in `held`), not tallied. */
+  private holding = false;
+  private held: { allowance: AllowanceState; cause: number } | null = null;
+  private readonly tallyHeld: HeldTally = (allowance, at, units, outcome, cause) => this.tally(allowance, at, units, false, outcome, cause);
 
   constructor(options: GovernorOptions) {
     this.now = options.now ?? Date.now;
@@ -228,6 +246,8 @@ export class Governor {
       limit: out.limit,
       remaining: out.remaining,
       retryAfterSeconds: out.retryAfterSeconds,
+      burst: out.burst,
+      neverFits: out.neverFits,
       scope: out.scope,
       source: out.source,
     };
@@ -240,15 +260,18 @@ export class Governor {
     const rate = numbers[cell + RATE_PER_SECOND]!;
     const burst = numbers[cell + BURST]!;
     const admitted = takeTokens(numbers, cell, units, at, rate, burst);
+    const neverFits = !admitted && units > burst;
     // A vouched state's slot is the one used last.
     const refusal = admitted ? null : SLOTS[this.lastSlotIndex]!.overLimit;
-    if (this.recorder !== null) this.tally(state.lastAllowance!, at, units, false, refusal === null ? 0 : refusedCode(refusal), -1);
+    if (this.recorder !== null) this.tally(state.lastAllowance!, at, units, false, refusal === null ? 0 : neverFits ? REJECTED : refusedCode(refusal), -1);
     const out = this.decided;
     out.admitted = admitted;
     out.behaviour = refusal ?? 'ADMIT';
     out.limit = rate;
     out.remaining = remainingTokens(numbers, cell);
     out.retryAfterSeconds = admitted ? 0 : tokensRetryAfterSeconds(numbers, cell, units, rate, burst);
+    out.burst = burst;
+    out.neverFits = neverFits;
     out.scope = 'tenant';
     out.source = state.source;
   }
@@ -306,6 +329,8 @@ export class Governor {
     let burst = numbers[cell + BURST]!;
     const downsample = state.downsample;
     const behaviour: OverLimitBehaviour = downsample ? 'STABLE_DOWNSAMPLE' : slot.overLimit;
+    // What one request can ever get, from the configured numbers (before a Redis outage halves them).
+    const capacity = slot.kind === 'FIXED_WINDOW' ? (downsample ? 2 * rate : rate) : burst;
 
     let sharedActive = false;
     if (this.shared !== null) {
@@ -355,9 +380,13 @@ export class Governor {
       if (!admitted) retryAfterSeconds = window.retryAfterSeconds(at);
     }
     if (admitted && this.shared !== null && !sharedActive) this.sharedFallbackAdmissions++;
+    const neverFits = !admitted && units > capacity;
     if (this.recorder !== null) {
-      const refused = admitted ? 0 : refusedCode(behaviour);
-      this.tally(allowance, at, units, byMessage, refused, known || state.isOverflow ? -1 : state.status);
+      const refused = admitted ? 0 : neverFits ? REJECTED : refusedCode(behaviour);
+      const cause = known || state.isOverflow ? -1 : state.status;
+      // A held charge (chargeUntilSettled) is tallied when the caller settles it; a refusal is final at once.
+      if (refused === 0 && this.holding) this.held = { allowance, cause };
+      else this.tally(allowance, at, units, byMessage, refused, cause);
     }
     this.vouch(state, known);
     const out = this.decided;
@@ -366,8 +395,40 @@ export class Governor {
     out.limit = rate;
     out.remaining = remaining;
     out.retryAfterSeconds = retryAfterSeconds;
+    out.burst = capacity;
+    out.neverFits = neverFits;
     out.scope = state.isOverflow ? 'overflow' : 'tenant';
     out.source = state.source;
+  }
+
+  /**
+   * A readings charge whose fate the caller learns only later: the HTTP ingest door charges readings before
+   * it checks the credential and hands them to the sink (the spec's order). Decided as admit decides; a
+   * refusal is tallied at once, an admission only when the caller settles it (HeldCharge.settle): admitted,
+   * unauthenticated (a 401 after the charge: counted apart, never as admitted), or withdrawn (the service
+   * failed to take them, a 503, or another limit refused the request: not counted). The tokens stay spent
+   * either way, so a flood of unauthenticated or retried requests is still bounded by the allowance.
+   * Not the hot path: it allocates the held charge.
+   */
+  chargeUntilSettled(request: AdmitRequest): HeldCharge<AdmitDecision> {
+    if (request.charge === 'message') throw new InvalidAdmission('only a readings charge is held until settled');
+    if (++this.admitsSinceClockRead >= this.clockReadEveryAdmits) this.readClock();
+    this.holding = true;
+    this.held = null;
+    try {
+      this.admitFully(request.tenant, request.dimension, request.allowance, request.units, request.at, request.callerKey, request.charge);
+    } finally {
+      this.holding = false;
+    }
+    // (Read through a method: the compiler would keep `held` narrowed to the null set above.)
+    const held = this.takeHeld();
+    return new HeldCharge({ ...this.decided }, held === null ? null : { ...held, at: request.at, units: request.units, tally: this.tallyHeld });
+  }
+
+  private takeHeld(): { allowance: AllowanceState; cause: number } | null {
+    const held = this.held;
+    this.held = null;
+    return held;
   }
 
   /** Whether this state's next admits on the same slot may take the fast path (see TenantState.fastKey). */
@@ -398,6 +459,11 @@ export class Governor {
   /** The control plane registered this tenant: it keeps an allowance of its own on HTTP. */
   confirmTenant(name: string): void {
     this.names.confirm(name);
+  }
+
+  /** Whether the name is a tenant the control plane registered (or the LimitSource knows), not one a sender made up. */
+  isConfirmed(name: string): boolean {
+    return this.states.get(name)?.confirmed === true;
   }
 
   get overflowInUse(): boolean {
@@ -541,6 +607,7 @@ export class Governor {
     this.dirty.length = kept;
   }
 
+  /** `refused`: an outcome code of AllowanceState.count (0 admitted, 1 shed, 2 rejected, 3 unauthenticated). */
   private tally(allowance: AllowanceState, at: number, units: number, byMessage: boolean, refused: number, cause: number): void {
     // A message admitted before decoding is counted by the readings charge that follows it.
     if (byMessage && refused === 0) return;

@@ -16,6 +16,8 @@ export class Tally {
   shedMessages = 0;
   rejectedUnits = 0;
   rejectedMessages = 0;
+  unauthenticatedUnits = 0;
+  unauthenticatedMessages = 0;
   hitSeconds = 0;
   /** Admitted at the platform default while the tenant's ceilings were unknown, by cause. */
   readonly unresolvedUnits = [0, 0, 0];
@@ -29,6 +31,8 @@ export class Tally {
     this.shedMessages = 0;
     this.rejectedUnits = 0;
     this.rejectedMessages = 0;
+    this.unauthenticatedUnits = 0;
+    this.unauthenticatedMessages = 0;
     this.hitSeconds = 0;
     for (let cause = 0; cause < CAUSE_NAMES.length; cause++) {
       this.unresolvedUnits[cause] = 0;

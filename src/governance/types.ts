@@ -100,6 +100,13 @@ export interface AdmissionSummary {
   shedMessages: number;
   rejectedUnits: number;
   rejectedMessages: number;
+  /**
+   * Charged, then refused because the sender's credential failed (the ingest door charges readings before it
+   * checks the key, as the spec orders): neither admitted nor a limit hit. Absent in summaries recorded before
+   * it was counted, and from recorders that never see a credential (leasing clients): read as 0.
+   */
+  unauthenticatedUnits?: number;
+  unauthenticatedMessages?: number;
   /** Seconds within the span in which the limit was hit. */
   hitSeconds: number;
 }

@@ -194,6 +194,61 @@ describe('Governor: limits and behaviours', () => {
     expect(http).toMatchObject({ rejectedMessages: 3, rejectedUnits: 0, admittedUnits: 4, admittedMessages: 1 });
   });
 
+  it('says when a request can never fit (larger than the burst) and tallies it as rejected, on either path', async () => {
+    const { gov, recorder } = await loaded('acme', { INGEST: { tier: { ratePerSecond: 1000, burst: 2000 } }, API_REQUESTS: { override: { ratePerSecond: 100 } } });
+    const http = (units: number) => gov.admit({ tenant: 'acme', dimension: 'INGEST', allowance: 'HTTP', units, at: clock });
+    // The first readings charge takes the full path; the repeats take the fast path.
+    expect(http(1)).toMatchObject({ admitted: true, neverFits: false, burst: 2000 });
+    expect(http(90_000)).toMatchObject({ admitted: false, neverFits: true, burst: 2000, behaviour: 'REJECT' });
+    expect(http(1999)).toMatchObject({ admitted: true, neverFits: false });
+    expect(http(2000)).toMatchObject({ admitted: false, neverFits: false, burst: 2000 });
+    // On an allowance that sheds, the decision says SHED for the door, and the tally says rejected.
+    expect(gov.admit({ tenant: 'acme', dimension: 'INGEST', allowance: 'LIVE', units: 5000, at: clock })).toMatchObject({
+      admitted: false,
+      behaviour: 'SHED',
+      neverFits: true,
+    });
+    // A fixed window's most is its limit per window.
+    expect(gov.admit({ tenant: 'acme', dimension: 'API_REQUESTS', units: 101, at: clock })).toMatchObject({ neverFits: true, burst: 100 });
+    expect(gov.admit({ tenant: 'acme', dimension: 'API_REQUESTS', units: 100, at: clock })).toMatchObject({ admitted: true, neverFits: false });
+    await gov.flush();
+    const sum = (allowance: string | null, field: 'rejectedUnits' | 'shedUnits') =>
+      recorder.admissions.filter((each) => each.allowance === allowance).reduce((total, each) => total + each[field], 0);
+    expect(sum('HTTP', 'rejectedUnits')).toBe(92_000);
+    expect(sum('LIVE', 'rejectedUnits')).toBe(5000);
+    expect(sum('LIVE', 'shedUnits')).toBe(0);
+    expect(sum(null, 'rejectedUnits')).toBe(101);
+  });
+
+  it('holds an admitted readings charge until it is settled: admitted, unauthenticated (apart) or withdrawn (not counted)', async () => {
+    const { gov, recorder } = await loaded('acme', { INGEST: { tier: { ratePerSecond: 10, burst: 30 } } });
+    const request = { tenant: 'acme', dimension: 'INGEST', allowance: 'HTTP', units: 10, at: clock } as const;
+    const taken = gov.chargeUntilSettled(request);
+    const unauthenticated = gov.chargeUntilSettled(request);
+    const withdrawn = gov.chargeUntilSettled(request);
+    const refused = gov.chargeUntilSettled(request);
+    expect([taken, unauthenticated, withdrawn, refused].map((each) => each.decision.admitted)).toEqual([true, true, true, false]);
+    // Nothing admitted is counted before it is settled.
+    await gov.flush();
+    expect(recorder.admissions.filter((each) => each.allowance === 'HTTP')).toMatchObject([{ admittedUnits: 0, rejectedUnits: 10, rejectedMessages: 1 }]);
+    taken.settle('admitted');
+    taken.settle('unauthenticated'); // only the first settle counts
+    unauthenticated.settle('unauthenticated');
+    withdrawn.settle('withdrawn');
+    refused.settle('admitted'); // a refusal was counted when it was decided
+    await gov.flush();
+    const http = recorder.admissions.filter((each) => each.allowance === 'HTTP');
+    const sum = (field: 'admittedUnits' | 'admittedMessages' | 'rejectedUnits' | 'unauthenticatedUnits' | 'unauthenticatedMessages') =>
+      http.reduce((total, each) => total + (each[field] ?? 0), 0);
+    expect([sum('admittedUnits'), sum('admittedMessages'), sum('rejectedUnits'), sum('unauthenticatedUnits'), sum('unauthenticatedMessages')]).toEqual([
+      10, 1, 10, 10, 1,
+    ]);
+    // Unauthenticated units are no limit hit, and the tokens stay spent: the allowance still bounds a flood.
+    expect(http.reduce((total, each) => total + each.hitSeconds, 0)).toBe(1);
+    expect(gov.admit({ ...request, units: 1 }).admitted).toBe(false);
+    expect(() => gov.chargeUntilSettled({ ...request, charge: 'message' })).toThrow(InvalidAdmission);
+  });
+
   it('refuses calls it cannot meter with a typed error', async () => {
     const { gov } = await loaded();
     expect(() => gov.admit({ tenant: 'acme', dimension: 'UNDELIVERED_COMMANDS', units: 1, at: clock })).toThrow(InvalidAdmission);
