@@ -99,8 +99,14 @@ async function serve(): Promise<void> {
   logger.info({ port: address.port, host: settings.host }, `governance-ledger listening on http://localhost:${address.port}/graphql`);
   const rls = await startRlsServer({ decider: service.rateLimits, port: settings.grpcPort, host: settings.host, tls: settings.grpcTls, logger });
   logger.info({ port: rls.port, tls: settings.grpcTls !== undefined }, "Envoy's rate limit service listening (gRPC)");
-  // The gRPC listener closes first, then the service (which flushes the ledger).
-  endProcessOnSignalsAndCrashes({ logger, server, service: { close: () => rls.close().then(() => service.close()) } });
+  // On SIGTERM /readyz drains first (GOVERNANCE_DRAIN_SECONDS); once the HTTP listener closed, the gRPC one
+  // closes, then the service (which flushes the ledger).
+  endProcessOnSignalsAndCrashes({
+    logger,
+    server,
+    drainMs: settings.drainSeconds * 1000,
+    service: { close: () => rls.close().then(() => service.close()) },
+  });
 }
 
 async function runMigrations(): Promise<void> {

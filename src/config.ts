@@ -31,6 +31,13 @@ export interface Settings {
    * older than this (default 30 s).
    */
   readyMaxLagSeconds: number;
+  /**
+   * GOVERNANCE_DRAIN_SECONDS: on SIGTERM, /readyz answers 503 this long while every request is still served,
+   * so a load balancer stops sending before the listener closes (default 5; 0 closes at once).
+   */
+  drainSeconds: number;
+  /** GOVERNANCE_REDIS_KEY_PREFIX: the prefix of every shared counter's key in Redis (default `governance:`). */
+  redisKeyPrefix: string;
   /** MQTT_URL: the platform broker the MQTT doors consume from (MQTT live and backlog, Sparkplug B); off when unset. */
   mqttUrl?: string;
   /** MQTT_TOPIC_ROOT: the first level of `<root>/<tenant>/<device>/telemetry` (default devicechain). */
@@ -86,6 +93,8 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     ingestMaxBodyBytes: positiveInteger(optional('INGEST_MAX_BODY_BYTES'), 1024 * 1024, 'INGEST_MAX_BODY_BYTES'),
     commandTtlSeconds: positiveInteger(optional('GOVERNANCE_COMMAND_TTL_SECONDS'), 3600, 'GOVERNANCE_COMMAND_TTL_SECONDS'),
     readyMaxLagSeconds: positiveInteger(optional('GOVERNANCE_READY_MAX_LAG_SECONDS'), 30, 'GOVERNANCE_READY_MAX_LAG_SECONDS'),
+    drainSeconds: wholeNumber(optional('GOVERNANCE_DRAIN_SECONDS'), 5, 'GOVERNANCE_DRAIN_SECONDS'),
+    redisKeyPrefix: optional('GOVERNANCE_REDIS_KEY_PREFIX') ?? 'governance:',
     mqttUrl: optional('MQTT_URL'),
     mqttTopicRoot: topicLevel(optional('MQTT_TOPIC_ROOT') ?? 'devicechain', 'MQTT_TOPIC_ROOT'),
     mqttShareGroup: topicLevel(optional('MQTT_SHARE_GROUP') ?? 'governance', 'MQTT_SHARE_GROUP'),
@@ -140,6 +149,14 @@ function positiveInteger(text: string | undefined, fallback: number, name: strin
   if (text === undefined) return fallback;
   const value = Number(text);
   if (!Number.isInteger(value) || value < 1) throw new Error(`${name} must be a whole number of at least 1, not "${text}"`);
+  return value;
+}
+
+/** A count that may be 0 (a delay that can be turned off); anything else stops the service at start. */
+function wholeNumber(text: string | undefined, fallback: number, name: string): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a whole number of at least 0, not "${text}"`);
   return value;
 }
 

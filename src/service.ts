@@ -86,7 +86,11 @@ export async function startService(settings: Settings, logger: Logger = createLo
   // REDIS_URL: ceilings hold across replicas. Start-up waits briefly for Redis but never blocks on it: a Redis
   // that is down means local metering at half the limit until it answers.
   const sharedBudget = settings.redisUrl
-    ? createRedisSharedBudget({ url: settings.redisUrl, onError: (error) => logger.warn({ err: error }, 'redis error') })
+    ? createRedisSharedBudget({
+        url: settings.redisUrl,
+        keyPrefix: settings.redisKeyPrefix,
+        onError: (error) => logger.warn({ err: error }, 'redis error'),
+      })
     : undefined;
   if (sharedBudget && !(await sharedBudget.ready())) logger.warn('Redis does not answer: metering each replica at half the limit until it does');
   // One Recorder for every decision: the Governor's own tallies and the leasing clients' summaries.

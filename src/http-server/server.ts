@@ -9,12 +9,15 @@ import { storageUnavailableIn } from '../db/storageUnavailable.ts';
 import type { Logger } from '../logger.ts';
 import { handleHealthz, handleReadyz, type ReadinessCheck } from './health.ts';
 import type { Route } from './route.ts';
+import { DRAINING_REASON, isDraining, registerShutdownState, shutdownAwareResponses } from './shutdown.ts';
 
 /** Needs only a logger and the readiness checks, so a door can be served without a whole service. */
 export function createServer(service: { logger: Logger; readiness: readonly ReadinessCheck[] }, routes: readonly Route[]): Server {
+  // The server is told to drain and close through src/http-server/shutdown.ts; the readiness route reads it.
+  const draining: ReadinessCheck = async () => (isDraining(server) ? DRAINING_REASON : null);
   const table: Route[] = [
     { path: '/healthz', handle: handleHealthz },
-    { path: '/readyz', handle: (_req, res) => handleReadyz(service.readiness, res) },
+    { path: '/readyz', handle: (_req, res) => handleReadyz([draining, ...service.readiness], res) },
     ...routes,
   ];
   const failed = (res: ServerResponse, error: unknown, path: string | undefined) => {
@@ -30,7 +33,8 @@ export function createServer(service: { logger: Logger; readiness: readonly Read
     if (unavailable) sendError(res, 503, 'the database is unavailable; retry', { 'retry-after': String(unavailable.retryAfterSeconds) });
     else sendError(res, 500, 'internal error');
   };
-  const server = createHttpServer((req, res) => {
+  const { state, Response } = shutdownAwareResponses();
+  const server = createHttpServer({ ServerResponse: Response }, (req, res) => {
     let path: string | undefined;
     try {
       const target = requestTarget(req);
@@ -50,6 +54,7 @@ export function createServer(service: { logger: Logger; readiness: readonly Read
     }
   });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => answerClientError(error, socket));
+  registerShutdownState(server, state);
   return server;
 }
 

@@ -1,9 +1,13 @@
 // How the serving process ends, and what of the Governor's decisions the ledger keeps:
 // - `npm start`, then SIGTERM or SIGINT to the npm process: the signal reaches the service, which flushes every
 //   decision, exits, and leaves the data directory free;
+// - SIGTERM drains: /readyz answers 503 for GOVERNANCE_DRAIN_SECONDS while requests still succeed, then a
+//   request in flight when the listener closes finishes with `Connection: close`, and the process exits 0
+//   within 10 s with every acknowledged admission in the ledger;
 // - SIGKILL: what was decided more than one flush interval (1 s) before is already in the ledger;
 // - an uncaught exception or an unhandled rejection: logged, everything flushed, exit code 1.
 import { spawn, type ChildProcess } from 'node:child_process';
+import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -17,7 +21,7 @@ import { registerIngestCredential } from '../../src/doors/pipeline/credentials.t
 import { ADMISSIONS_STREAM, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
 import { openEventStore } from '../../src/ledger/openEventStore.ts';
 import { databaseUrl } from '../support/databases.ts';
-import { freePort } from '../support/privateServers.ts';
+import { answers, freePort } from '../support/privateServers.ts';
 import { readWholeLedger } from '../support/readLedger.ts';
 import { waitFor } from '../support/waitFor.ts';
 
@@ -28,6 +32,7 @@ if (!databaseUrl) console.warn('DATABASE_URL is not set: the SIGKILL bound (whic
 interface Started {
   child: ChildProcess;
   baseUrl: string;
+  port: number;
   output: () => string;
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
@@ -95,6 +100,7 @@ async function start(command: string, args: string[], env: Record<string, string
       GOVERNANCE_GRPC_PORT: String(await freePort()),
       HOST: '127.0.0.1',
       LOG_LEVEL: 'info',
+      GOVERNANCE_DRAIN_SECONDS: '0',
       ...env,
     },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -111,7 +117,7 @@ async function start(command: string, args: string[], env: Record<string, string
   });
   await waitFor(() => output.includes('listening on') || child.exitCode !== null, { timeoutMs: 150_000, intervalMs: 100, description: 'the service to listen' });
   if (!output.includes('listening on')) throw new Error(`the service did not start:\n${output}`);
-  return { child, baseUrl: `http://127.0.0.1:${port}`, output: () => output, exited };
+  return { child, baseUrl: `http://127.0.0.1:${port}`, port, output: () => output, exited };
 }
 
 /** Posts `count` requests of two readings each; returns the readings answered 202. */
@@ -127,6 +133,35 @@ async function ingest(baseUrl: string, key: string, count: number): Promise<numb
     if (response.status === 202) accepted += 2;
   }
   return accepted;
+}
+
+interface Answer {
+  status: number;
+  connection: string | undefined;
+}
+
+/** One ingest POST of two readings, its body sent in two parts: the second when `rest` resolves. */
+function ingestInTwoParts(port: number, key: string, agent: http.Agent | false, rest: Promise<void> = Promise.resolve()): Promise<Answer> {
+  const body = Buffer.from(JSON.stringify({ readings: [{ deviceId: 'pump-slow', measurements: { temperature: 20, pressure: 1 } }] }));
+  return new Promise((resolve, reject) => {
+    const request = http.request(
+      {
+        host: '127.0.0.1',
+        port,
+        path: '/v1/ingest/acme',
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': body.length, 'x-device-key': key },
+      },
+      (response) => {
+        response.resume();
+        response.on('end', () => resolve({ status: response.statusCode!, connection: response.headers.connection }));
+      },
+    );
+    request.on('error', reject);
+    request.write(body.subarray(0, 10));
+    void rest.then(() => request.end(body.subarray(10)));
+  });
 }
 
 /** Units the ledger records as admitted for acme at the HTTP ingest door. */
@@ -174,6 +209,46 @@ describe('how the serving process ends', () => {
     },
     240_000,
   );
+
+  it('SIGTERM drains: /readyz 503 while requests still succeed, in-flight requests finish, exit 0 within 10 s, nothing acknowledged lost', async () => {
+    const { env } = await storage(Boolean(databaseUrl));
+    const key = await ingestKey(env);
+    const started = await start(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], { ...env, GOVERNANCE_DRAIN_SECONDS: '2' });
+    await waitFor(async () => (await fetch(`${started.baseUrl}/readyz`)).status === 200, { timeoutMs: 60_000, description: '/readyz 200' });
+    const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    let accepted = 0;
+    const send = async () => {
+      const answer = await ingestInTwoParts(started.port, key, keepAlive);
+      expect(answer.status).toBe(202);
+      accepted += 2;
+      return answer;
+    };
+    expect((await send()).connection).toBe('keep-alive');
+
+    const signalledAt = Date.now();
+    started.child.kill('SIGTERM');
+    // While draining: /readyz says 503 with the reason, and requests on the kept-alive connection succeed.
+    await waitFor(async () => (await fetch(`${started.baseUrl}/readyz`)).status === 503, { timeoutMs: 5_000, description: '/readyz 503' });
+    const readyz = await fetch(`${started.baseUrl}/readyz`);
+    expect(await readyz.json()).toMatchObject({ status: 'not ready', reasons: expect.arrayContaining([expect.stringMatching(/draining/)]) });
+    expect((await fetch(`${started.baseUrl}/healthz`)).status).toBe(200);
+    for (let i = 0; i < 5; i++) expect((await send()).connection).toBe('keep-alive');
+
+    // A request in flight when the listener closes: its body's second part is sent once new connections are
+    // refused; it is answered, and told to close its connection.
+    let listenerClosed!: () => void;
+    const inFlight = ingestInTwoParts(started.port, key, false, new Promise((resolve) => (listenerClosed = resolve)));
+    await waitFor(async () => !(await answers(started.port)), { timeoutMs: 8_000, intervalMs: 20, description: 'the listener to close' });
+    expect(Date.now() - signalledAt, 'the listener closed after the drain').toBeGreaterThanOrEqual(2_000);
+    listenerClosed();
+    expect(await inFlight).toEqual({ status: 202, connection: 'close' });
+    accepted += 2;
+
+    expect(await started.exited).toEqual({ code: 0, signal: null });
+    expect(Date.now() - signalledAt, 'exit within 10 s of SIGTERM').toBeLessThan(10_000);
+    keepAlive.destroy();
+    expect(await ledgerAdmitted(env)).toBe(accepted);
+  }, 240_000);
 
   it.skipIf(!databaseUrl)('SIGKILL: what was decided more than one flush interval (plus slack) before is in the ledger', async () => {
     const { env } = await storage(true);

@@ -14,6 +14,13 @@ describe('readSettings', () => {
     expect(() => readSettings({ EDGE_IP_RATE_PER_SECOND: '0' })).toThrow(/EDGE_IP_RATE_PER_SECOND/);
   });
 
+  it('drains for 5 s on SIGTERM unless GOVERNANCE_DRAIN_SECONDS says otherwise; 0 turns the drain off', () => {
+    expect(readSettings({}).drainSeconds).toBe(5);
+    expect(readSettings({ GOVERNANCE_DRAIN_SECONDS: '0' }).drainSeconds).toBe(0);
+    expect(readSettings({ GOVERNANCE_DRAIN_SECONDS: '12' }).drainSeconds).toBe(12);
+    for (const bad of ['-1', '1.5', 'soon']) expect(() => readSettings({ GOVERNANCE_DRAIN_SECONDS: bad })).toThrow(/GOVERNANCE_DRAIN_SECONDS must be a whole number/);
+  });
+
   it('reads the device doors’ settings with their defaults', () => {
     const defaults = readSettings({});
     expect(defaults).toMatchObject({ mqttTopicRoot: 'devicechain', mqttShareGroup: 'governance', backlogAfterSeconds: 5, lwm2mEnabled: false, lwm2mPort: 5683 });
