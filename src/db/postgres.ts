@@ -1,5 +1,6 @@
 import pg from 'pg';
 import type { Db, QueryResult, Tx } from './db.ts';
+import { preparedName } from './preparedStatements.ts';
 import { isConnectionFault, StorageUnavailable } from './storageUnavailable.ts';
 import { INT8_OID, XID8_OID, parseBigint } from './types.ts';
 
@@ -49,7 +50,9 @@ export function openPostgres(options: PostgresOptions): Db {
 
   const run = async <Row>(client: pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[]) => {
     try {
-      const result = await client.query(sql, params as unknown[] | undefined);
+      const name = preparedName(sql);
+      const values = params as unknown[] | undefined;
+      const result = await (name === undefined ? client.query(sql, values) : client.query({ name, text: sql, values }));
       return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 } satisfies QueryResult<Row>;
     } catch (error) {
       throw unavailable(error);
