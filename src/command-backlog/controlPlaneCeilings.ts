@@ -1,6 +1,7 @@
 // The CeilingSource the service uses: the tenant's UNDELIVERED_COMMANDS ceiling from the control plane's
-// read model, through the cascade (override -> tier -> platform default -> shipped default), read in the
-// enqueue's own transaction. `many` reads several tenants in the one query loadEffectiveLimits makes anyway.
+// read model, through the cascade (override -> tier -> platform default -> shipped default), read beside the
+// enqueue's transaction (see CeilingSource). `many` reads several tenants in the one query loadEffectiveLimits
+// makes anyway.
 import type { Queryable } from '../db/db.ts';
 import { loadEffectiveLimits, resolveTenantLimit } from '../control-plane/loadEffectiveLimits.ts';
 import type { LimitSourceLevel, LimitValue } from '../governance/types.ts';

@@ -107,7 +107,9 @@ export interface TenantCeiling {
 
 /**
  * Where a tenant's UNDELIVERED_COMMANDS ceiling comes from; null means the tenant does not exist.
- * Called with the enqueue's own transaction, so a SQL-backed source reads inside it.
+ * Called with the database the backlog runs on: on PostgreSQL the database path reads on a connection of
+ * the pool while its batch's transaction begins (a retried transaction reads inside it), elsewhere inside the
+ * enqueue's transaction. It must only read committed state (nothing the enqueue itself writes).
  * The control plane's `resolveTenantLimit(q, tenantId, 'UNDELIVERED_COMMANDS')` is adapted to this.
  *
  * `many` (optional) reads several tenants' ceilings at once, in one query: the database path decides the

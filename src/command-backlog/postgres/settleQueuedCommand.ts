@@ -1,3 +1,4 @@
+import { prepared } from '../../db/preparedStatements.ts';
 import type { Tx } from '../../db/db.ts';
 import type { CommandSettlement } from '../../ledger/catalog/commands.ts';
 import { DELIVERY_INTERVAL_EWMA_WEIGHT } from '../retryAfter.ts';
@@ -9,7 +10,7 @@ import type { SettleDecision } from '../settleOutcome.ts';
 // lock; the second re-checks `status = 'queued'` on the settled row, matches nothing, and decrements
 // nothing. Deliveries and failures (device outcomes) also update the delivery pace that retryAfterSeconds
 // uses (nextDeliveryIntervalEwma in SQL); cancellation and expiry say nothing about delivery speed.
-const SETTLE_SQL = `
+const SETTLE_SQL = prepared(`
 WITH settled AS (
   UPDATE gl_commands SET status = $3, settled_at = $4
   WHERE tenant_id = $1 AND command_id = $2 AND status = 'queued'
@@ -28,7 +29,7 @@ slot AS (
   WHERE tenant_id = $1 AND EXISTS (SELECT 1 FROM settled)
   RETURNING undelivered
 )
-SELECT (SELECT undelivered FROM slot) AS undelivered`;
+SELECT (SELECT undelivered FROM slot) AS undelivered`);
 
 /** Moves a queued command to `settlement` and frees its slot, in the caller's transaction. */
 export async function settleQueuedCommand(

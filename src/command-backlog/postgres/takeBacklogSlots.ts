@@ -1,4 +1,5 @@
 import type { Tx } from '../../db/db.ts';
+import { prepared } from '../../db/preparedStatements.ts';
 import type { DeliveryPace } from '../retryAfter.ts';
 import { decideRepeat, type RepeatDecision } from '../repeatedCommand.ts';
 import type { AcceptedCommandStatus } from '../types.ts';
@@ -46,7 +47,7 @@ interface TakeRow {
 // queue stays as it is. `last_batch_taken` is computed from the same old row as the new count, so reading
 // it back says exactly how many this statement took. A concurrent batch that queues one of the same new
 // ids fails on gl_commands' primary key (23505); the caller retries the transaction and then finds it.
-const TAKE_TENANT_SLOTS_SQL = `
+const TAKE_TENANT_SLOTS_SQL = prepared(`
 WITH batch AS (
   SELECT b.command_id, b.device_id, b.fingerprint, b.n
   FROM unnest($2::text[], $3::text[], $6::text[]) WITH ORDINALITY AS b(command_id, device_id, fingerprint, n)
@@ -77,7 +78,7 @@ SELECT slots.tenant_id, slots.undelivered, slots.taken, slots.last_delivered_at,
   (SELECT json_agg(json_build_object('command_id', command_id, 'undelivered', undelivered_at_enqueue, 'ceiling', ceiling_at_enqueue,
      'status', status, 'fingerprint', fingerprint, 'device_id', device_id)) FROM earlier) AS earlier,
   (SELECT count(*) FROM queued) AS queued
-FROM slots`;
+FROM slots`);
 
 // The same for a batch of several tenants' commands, each tenant against its own ceiling (more to plan,
 // so it is used only when a batch has several tenants).
@@ -89,7 +90,7 @@ FROM slots`;
 // on its guard row's lock, and under READ COMMITTED, ON CONFLICT DO UPDATE always updates the latest version
 // of the row (after waiting for its lock), so least(new commands, ceiling - undelivered) is computed from the
 // count the batch before it committed. `last_batch_taken` and 23505 as above.
-const TAKE_SLOTS_SQL = `
+const TAKE_SLOTS_SQL = prepared(`
 WITH batch AS (
   SELECT b.tenant_id, b.command_id, b.device_id, b.fingerprint, b.n
   FROM unnest($1::text[], $2::text[], $3::text[], $7::text[]) WITH ORDINALITY AS b(tenant_id, command_id, device_id, fingerprint, n)
@@ -133,7 +134,7 @@ SELECT slots.tenant_id, slots.undelivered, slots.taken, slots.last_delivered_at,
      'status', status, 'fingerprint', fingerprint, 'device_id', device_id))
    FROM earlier WHERE earlier.tenant_id = slots.tenant_id) AS earlier,
   (SELECT count(*) FROM queued) AS queued
-FROM slots`;
+FROM slots`);
 
 /**
  * Decides a batch of one or more tenants' new commands against their ceilings and queues the accepted ones,

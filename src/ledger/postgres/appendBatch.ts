@@ -1,4 +1,5 @@
 import type { Queryable } from '../../db/db.ts';
+import { prepared } from '../../db/preparedStatements.ts';
 import { WrongExpectedRevision, type AppendResult, type ExpectedRevision } from '../eventStore.ts';
 import { LEDGER_CHANNEL_SQL } from './ledgerChannel.ts';
 import type { PreparedBatch } from './prepareBatch.ts';
@@ -36,7 +37,7 @@ interface StreamsRow {
 // index per batch event, so its cost follows the batch, never the size of the ledger; with $5 false it is
 // skipped (see appendBatch). NOTIFY inside the transaction
 // is delivered only at commit, so a woken reader finds the events. The final SELECT names `notified` because PostgreSQL skips unreferenced SELECT CTEs.
-const APPEND_SQL = `
+const APPEND_SQL = prepared(`
 WITH batch AS (
   SELECT (b.e->>'i')::uuid AS event_id, b.e->>'t' AS type, b.e->'d' AS data, b.e->'m' AS metadata, b.n
   FROM jsonb_array_elements($2::jsonb) WITH ORDINALITY AS b(e, n)
@@ -85,7 +86,7 @@ SELECT head.revision AS head, allowed.ok AS allowed,
   (SELECT tx_id FROM last_event) AS last_commit,
   (SELECT global_position FROM last_event) AS last_prepare,
   (SELECT count(*) FROM notified) AS notifications
-FROM head, allowed`;
+FROM head, allowed`);
 
 // One statement for several streams (appendStreamsInTransaction). `streams` has a row per stream (i: its place in
 // the call) with its head and whether its expected revision holds; `batch` has a row per event (n: its place
@@ -103,7 +104,7 @@ FROM head, allowed`;
 // small append, low; still, for one stream it costs ~0.03 ms more to plan than APPEND_SQL, which measured
 // 8-15% of small appends' throughput. Every single-stream append (the port's appendToStream, the Recorder,
 // the control plane) therefore keeps APPEND_SQL; appendBatches uses it when given one stream.
-const APPEND_STREAMS_SQL = `
+const APPEND_STREAMS_SQL = prepared(`
 WITH streams AS (
   SELECT s.i, s.stream, h.head,
     CASE s.kind
@@ -144,7 +145,7 @@ SELECT streams.i, streams.head, streams.ok, NULL::text AS stream, NULL::uuid AS 
   NULL::xid8 AS tx_id, NULL::bigint AS global_position, (SELECT count(*) FROM notified) AS notifications
 FROM streams
 UNION ALL SELECT NULL, NULL, NULL, NULL, event_id, revision, tx_id, global_position, NULL FROM known
-UNION ALL SELECT NULL, NULL, NULL, stream, NULL, max(revision), tx_id, max(global_position), NULL FROM inserted GROUP BY stream, tx_id`;
+UNION ALL SELECT NULL, NULL, NULL, stream, NULL, max(revision), tx_id, max(global_position), NULL FROM inserted GROUP BY stream, tx_id`);
 
 /**
  * Runs the append statement once for several distinct streams (the caller checks that they are distinct

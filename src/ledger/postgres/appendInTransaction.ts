@@ -1,4 +1,5 @@
 import type { Tx } from '../../db/db.ts';
+import { prepared } from '../../db/preparedStatements.ts';
 import { InvalidAppend, type AppendResult, type ExpectedRevision, type NewEvent } from '../eventStore.ts';
 import { appendBatches, type PreparedAppend } from './appendBatch.ts';
 import { prepareBatch } from './prepareBatch.ts';
@@ -6,19 +7,31 @@ import { prepareBatch } from './prepareBatch.ts';
 // Any constant: it keeps the ledger's per-stream advisory locks apart from other advisory locks.
 export const STREAM_LOCK_CLASS = 7_246_002;
 
-const LOCK_STREAM_SQL = 'SELECT pg_advisory_xact_lock($1, hashtext($2))';
+const LOCK_STREAM_SQL = prepared('SELECT pg_advisory_xact_lock($1, hashtext($2))');
 
 // The streams' locks in one statement, in ascending lock key order whatever the order of the call: two
 // transactions that take their streams this way cannot deadlock on them. The order is that of the keys
 // (hashtext of the name), not of the names: two names can share a key, and an order of names could then
 // take the same keys in different orders. The sorted subquery is not flattened (it has ORDER BY) and the
 // volatile lock function is not pushed into it, so the locks are taken row by row in its order.
-const LOCK_STREAMS_SQL = `
+const LOCK_STREAMS_SQL = prepared(`
 SELECT pg_advisory_xact_lock($1, k.key)
-FROM (SELECT DISTINCT hashtext(s.stream) AS key FROM unnest($2::text[]) AS s(stream) ORDER BY key) AS k`;
+FROM (SELECT DISTINCT hashtext(s.stream) AS key FROM unnest($2::text[]) AS s(stream) ORDER BY key) AS k`);
 
 export interface AppendOptions {
   expectedRevision?: ExpectedRevision;
+}
+
+export interface InTransactionOptions {
+  /**
+   * The caller's transaction already holds, from an earlier statement, a row lock that every writer of
+   * these streams takes before appending to them (the command backlog's guard row of the stream's tenant):
+   * writers of the streams already take turns, and the append statement, which starts after that lock was
+   * granted, sees every append committed before. The streams' own locks would then cost a statement and
+   * add nothing, so they are not taken. A writer that does not take the caller's lock cannot corrupt a
+   * stream either way: UNIQUE (stream, revision) fails one of two racing appends with 23505.
+   */
+  lockedByCaller?: boolean;
 }
 
 /** One stream's part of appendStreamsInTransaction. */
@@ -45,15 +58,17 @@ export async function appendInTransaction(
   tx: Tx,
   stream: string,
   events: readonly NewEvent[],
-  options: AppendOptions = {},
+  options: AppendOptions & InTransactionOptions = {},
 ): Promise<AppendResult> {
-  const [result] = await appendLocked(tx, [prepareAppend({ stream, events, ...options })]);
+  const append = [prepareAppend({ stream, events, ...options })];
+  const [result] = options.lockedByCaller ? await appendBatches(tx, append) : await appendLocked(tx, append);
   return result!;
 }
 
 /**
  * appendInTransaction for several streams at once, in two statements whatever their number: one takes
- * every stream's lock (in lock key order, see LOCK_STREAMS_SQL), one appends every stream's events. Each
+ * every stream's lock (in lock key order, see LOCK_STREAMS_SQL), one appends every stream's events (only
+ * the append when `lockedByCaller`). Each
  * stream gets exactly what appendInTransaction would give it (revisions from its head, its own expected
  * revision, idempotent ids), and one AppendResult, in the order of `appends`; the events are stored, and
  * read by readAll, in the order of `appends` and of each batch. All or nothing: if any stream's expected
@@ -65,11 +80,15 @@ export async function appendInTransaction(
  * transaction that holds some streams and then, in another call, takes others can (PostgreSQL then
  * aborts one with 40P01), as with several appendInTransaction calls.
  */
-export async function appendStreamsInTransaction(tx: Tx, appends: readonly StreamAppend[]): Promise<AppendResult[]> {
-  const prepared = appends.map(prepareAppend);
+export async function appendStreamsInTransaction(
+  tx: Tx,
+  appends: readonly StreamAppend[],
+  { lockedByCaller = false }: InTransactionOptions = {},
+): Promise<AppendResult[]> {
+  const batches = appends.map(prepareAppend);
   const streams = new Set<string>();
   const ids = new Map<string, string>();
-  for (const { stream, batch } of prepared) {
+  for (const { stream, batch } of batches) {
     if (streams.has(stream)) throw new InvalidAppend(stream, 'the stream appears twice in one call');
     streams.add(stream);
     batch.ids.forEach((id, index) => {
@@ -78,8 +97,8 @@ export async function appendStreamsInTransaction(tx: Tx, appends: readonly Strea
       ids.set(id, stream);
     });
   }
-  if (prepared.length === 0) return [];
-  return appendLocked(tx, prepared);
+  if (batches.length === 0) return [];
+  return lockedByCaller ? appendBatches(tx, batches) : appendLocked(tx, batches);
 }
 
 /**
