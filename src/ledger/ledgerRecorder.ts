@@ -6,12 +6,16 @@
 // every later batch into the refused one). Most batches are one append. When an append fails after earlier
 // ones of the batch were stored, RecordedInPart names the summaries stored, and the Governor keeps only the rest.
 // A batch offered again after a failure comes with the same batch id, and its events with the same ids, so an
-// append whose commit the failure hid is stored once.
+// append whose commit the failure hid is stored once: each append goes at an explicit expected revision (with
+// 'any' EventStoreDB only checks a cache of recent ids), and an append whose outcome a failure hid is sent
+// again at the revision it was first sent at, where both ledgers answer a stored copy as stored. A
+// WrongExpectedRevision proves the batch was not stored there (another writer took the revision): it goes
+// at the revision the ledger reported.
 import { createHash } from 'node:crypto';
 import { ADMISSIONS_STREAM } from './catalog/admissions.ts';
 import type { AdmissionsRecordedData, UnresolvedAdmissionsRecordedData } from './catalog/admissions.ts';
 import { eventBytes, jsonBytes, MAX_APPEND_BYTES, maxEventDataBytes, splitBySize } from './appendSize.ts';
-import type { EventStore, NewEvent } from './eventStore.ts';
+import { WrongExpectedRevision, type EventStore, type ExpectedRevision, type NewEvent } from './eventStore.ts';
 import { RecordedInPart, type AdmissionSummary, type Recorder, type UnresolvedAdmissionSummary } from '../governance/types.ts';
 
 export interface LedgerRecorderOptions {
@@ -30,6 +34,12 @@ type AdmissionEvent =
 // `{"entries":[` and `]}` around the entries, and a comma after each.
 const ENTRIES_FRAME_BYTES = 16;
 
+/** Conflicts with other writers' appends tried through for one append before it fails (and is offered again). */
+const MAX_CONFLICTS = 50;
+
+/** Appends whose outcome a failure hid, remembered with the revision they were sent at, at most. */
+const MAX_REMEMBERED_ATTEMPTS = 64;
+
 /** Entries sized per turn of the event loop (~5 ms of work on one core). */
 const SLICE_ENTRIES = 2_000;
 
@@ -37,6 +47,38 @@ const yieldTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export function createLedgerRecorder(store: Pick<EventStore, 'append'>, options: LedgerRecorderOptions = {}): Recorder {
   const { actor = 'governor', maxEntriesPerEvent = 1000, maxAppendBytes = MAX_APPEND_BYTES, now = Date.now } = options;
+  // The stream's revision as far as this Recorder knows: learnt from every answer ('no_stream' until the
+  // first, which a WrongExpectedRevision corrects at the cost of one refused append).
+  let expected: ExpectedRevision = 'no_stream';
+  // The revision an append whose outcome a failure hid was sent at, by its first event's id: it is sent
+  // there again. Only appends with ids of their own (from a batch id) can be recognised when they come back.
+  const sentAt = new Map<string, ExpectedRevision>();
+
+  const appendAtRevision = async (append: AdmissionEvent[]) => {
+    const firstId = append[0]!.id;
+    let at = (firstId !== undefined ? sentAt.get(firstId) : undefined) ?? expected;
+    for (let conflicts = 0; ; conflicts++) {
+      try {
+        expected = (await store.append(ADMISSIONS_STREAM, append, { expectedRevision: at })).nextRevision;
+        if (firstId !== undefined) sentAt.delete(firstId);
+        return;
+      } catch (error) {
+        if (error instanceof WrongExpectedRevision) {
+          // Not stored at `at`, so not stored at all: free to go at the revision the ledger reported.
+          if (firstId !== undefined) sentAt.delete(firstId);
+          expected = at = error.actual;
+          if (conflicts < MAX_CONFLICTS) continue;
+        } else if (firstId !== undefined) {
+          // Stored or not, nobody can tell: the same events go at the same revision next time.
+          sentAt.delete(firstId);
+          sentAt.set(firstId, at);
+          if (sentAt.size > MAX_REMEMBERED_ATTEMPTS) sentAt.delete(sentAt.keys().next().value!);
+        }
+        throw error;
+      }
+    }
+  };
+
   return {
     async record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[], batchId?: string) {
       const metadata = { actor, occurredAt: new Date(now()).toISOString() };
@@ -70,7 +112,7 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append'>, options:
         // Each append serializes its events (prepareBatch): one turn of the loop per append, not per batch.
         await yieldTurn();
         try {
-          await store.append(ADMISSIONS_STREAM, append, { expectedRevision: 'any' });
+          await appendAtRevision(append);
         } catch (error) {
           if (stored.admissions.size + stored.unresolved.size === 0) throw error;
           throw new RecordedInPart(stored.admissions, stored.unresolved, error);

@@ -86,6 +86,67 @@ describe.each(storageTargets)('ledger recorder on $name', (target) => {
     expect(admitted).toBe(10);
   });
 
+  it('appends at explicit revisions, sends a batch whose outcome was hidden again at its first revision, and goes round other writers', async () => {
+    // Two Recorders on one stream, as two replicas are. The first one's append commits but its answer is
+    // lost; the other appends meanwhile, so the stream has moved on when the batch is offered again.
+    const sent: { recorder: string; ids: (string | undefined)[]; expectedRevision: unknown; outcome: string }[] = [];
+    let loseAcknowledgements = 0;
+    const storeOf = (recorder: string): Pick<EventStore, 'append'> => ({
+      async append(stream, events, options) {
+        const attempt = { recorder, ids: events.map((event) => event.id), expectedRevision: options?.expectedRevision, outcome: 'stored' };
+        sent.push(attempt);
+        try {
+          const result = await store.append(stream, events, options);
+          if (recorder === 'a' && loseAcknowledgements-- > 0) throw new Error('Connection terminated unexpectedly');
+          return result;
+        } catch (error) {
+          attempt.outcome = (error as Error).name;
+          throw error;
+        }
+      },
+    });
+    const a = createLedgerRecorder(storeOf('a'));
+    const b = createLedgerRecorder(storeOf('b'));
+    const summary = (tenantId: string, admittedUnits: number) => ({
+      tenantId,
+      dimension: 'EGRESS' as const,
+      allowance: 'DETECTION' as const,
+      fromSecond: T0 / 1000,
+      seconds: 1,
+      admittedUnits,
+      admittedMessages: admittedUnits,
+      shedUnits: 0,
+      shedMessages: 0,
+      rejectedUnits: 0,
+      rejectedMessages: 0,
+      hitSeconds: 0,
+    });
+    const events = await appendedBy(async () => {
+      await b.record([summary('replica-b', 1)], [], 'b-1');
+      await a.record([summary('replica-a', 1)], [], 'a-1');
+      loseAcknowledgements = 1;
+      await expect(a.record([summary('replica-a', 10)], [], 'a-2')).rejects.toThrow('Connection terminated unexpectedly');
+      await b.record([summary('replica-b', 2)], [], 'b-2');
+      // The Governor offers the failed batch again, unchanged, under its id.
+      await a.record([summary('replica-a', 10)], [], 'a-2');
+      await a.record([summary('replica-a', 100)], [], 'a-3');
+    });
+    const admitted = (tenantId: string) =>
+      events
+        .flatMap((event) => (event.data as AdmissionsRecordedData).entries)
+        .filter((entry) => entry.tenantId === tenantId)
+        .reduce((sum, entry) => sum + entry.admittedUnits, 0);
+    expect(admitted('replica-a')).toBe(111);
+    expect(admitted('replica-b')).toBe(3);
+    expect(events).toHaveLength(5);
+    // Never 'any': every append named the revision it expected.
+    for (const each of sent) expect(typeof each.expectedRevision === 'bigint' || each.expectedRevision === 'no_stream').toBe(true);
+    const [hidden, ...again] = sent.filter((each) => each.recorder === 'a' && each.ids[0] === events[2]!.id);
+    expect(hidden!.outcome).toBe('Error');
+    expect(again[0]).toMatchObject({ expectedRevision: hidden!.expectedRevision, outcome: 'stored' });
+    expect(again).toHaveLength(1);
+  });
+
   it('splits a large batch into several events of one append, and appends nothing for an empty batch', async () => {
     const recorder = createLedgerRecorder(store, { maxEntriesPerEvent: 2 });
     expect(await appendedBy(() => recorder.record([], []))).toEqual([]);
