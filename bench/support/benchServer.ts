@@ -13,9 +13,12 @@ export interface BenchServer<Ports> {
   serverCpuMicros(): Promise<number>;
 }
 
-/** Parent side: runs `file serve` and waits for the ports it announces. */
-export async function startBenchServer<Ports>(file: string): Promise<BenchServer<Ports>> {
-  const child = fork(file, ['serve'], { execArgv: process.execArgv, stdio: 'inherit' });
+/**
+ * Parent side: runs `file serve ...args` and waits for the ports it announces. `execArgv` adds Node options
+ * for the child (a CPU profile, say) to the parent's own.
+ */
+export async function startBenchServer<Ports>(file: string, args: readonly string[] = [], execArgv: readonly string[] = []): Promise<BenchServer<Ports>> {
+  const child = fork(file, ['serve', ...args], { execArgv: [...process.execArgv, ...execArgv], stdio: 'inherit' });
   const ports = await new Promise<Ports>((resolve, reject) => {
     child.once('message', (message) => resolve(message as Ports));
     child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));

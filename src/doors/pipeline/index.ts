@@ -29,7 +29,7 @@ export {
 export { createCountingSink, type CountingSink } from './countingSink.ts';
 export { createNatsSink, DEFAULT_INGEST_STREAM, subjectFor, type NatsSinkOptions } from './natsSink.ts';
 export type { AcceptedBatch, ReadingSink } from './sink.ts';
-export { decodeReadings, isObject, parseJson, type DecodedReadings } from './readings.ts';
+export { decodeReadings, isObject, parseJson, readingsOf, type DecodedReadings } from './readings.ts';
 export { brokerMessageDropper, handToSinkUntilTaken, type Decoded, type DropReason } from './handOff.ts';
 export {
   startBrokerDoor,

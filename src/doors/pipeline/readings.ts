@@ -20,7 +20,11 @@ const EXPECTED = 'expected {"readings": [ ... ]}';
 export function decodeReadings(body: Buffer): DecodedReadings {
   const parsed = parseJson(body);
   if (parsed.status === 'invalid') return parsed;
-  const document = parsed.value;
+  return readingsOf(parsed.value);
+}
+
+/** The readings of a body already parsed as JSON, counted; or what is wrong with it. */
+export function readingsOf(document: unknown): DecodedReadings {
   if (!isObject(document)) return invalid(`the body must be a JSON object; ${EXPECTED}`);
   const readings = document.readings;
   if (readings === undefined) return invalid(`"readings" is missing; ${EXPECTED}`);

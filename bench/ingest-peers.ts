@@ -1,0 +1,320 @@
+// The HTTP ingest door against the stacks a user would otherwise build it from, side by side in one run:
+//   ours     = POST /v1/ingest/:tenant, the real route with every step (edge limit, tenant name, message
+//              charge, size cap, decode, readings charge, device key, API_REQUESTS, counting sink; the
+//              Governor's tallies go to a Recorder that discards them, as in bench/ingest-http.ts)
+//   fastify  = fastify 5 + @fastify/rate-limit keyed on the tenant in the path
+//   express  = express 5 + express.json() + rate-limiter-flexible (RateLimiterMemory) keyed on the tenant
+//   bare     = node:http: read the body, JSON.parse, the same reading count, the same key check, 202 (the
+//              ceiling; it has no limit, so no refused path)
+// Every peer decodes and counts the readings with our decoder (readingsOf) after its own JSON parse, and
+// checks the device key as our door does once the key is cached: the key looked up in a Map, then
+// authorizeSender (the key's tenant, and every reading naming the key's device). The peers meter one
+// limit per request, ours meters the edge, the message, the readings and API_REQUESTS.
+//
+// Each server runs in a child process of its own, so each one's CPU per request is its own; the load
+// generator (autocannon) runs here. Rounds alternate over the servers, and each server keeps its best round
+// (a slow round measures the neighbours on a shared machine). Two paths per server:
+//   admitted = tenant "bench", limits far above the load (202)
+//   refused  = tenant "shed", 1 request per second, exhausted (429)
+// Targets: ours >= 1.0 x fastify admitted, >= 1.2 x fastify refused.
+// BENCH_QUICK=1 for a short run on a loaded machine; BENCH_PROFILE=ours (or another server) writes a
+// V8 CPU profile of that server's process to bench/profiles/.
+// Last line: {"bench":"ingest-peers","admittedVsFastify":..,"refusedVsFastify":..,"oursCpuUsAdmitted":..,...}
+import { createServer as createBareServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { mkdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import autocannon from 'autocannon';
+import express from 'express';
+import Fastify from 'fastify';
+import rateLimit from '@fastify/rate-limit';
+import { pino } from 'pino';
+import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
+import { openPglite } from '../src/db/pglite.ts';
+import { migrate } from '../src/db/migrate.ts';
+import type { TenantGovernanceRecord } from '../src/governance/types.ts';
+import { authorizeSender } from '../src/doors/pipeline/authorizeSender.ts';
+import { createCountingSink } from '../src/doors/pipeline/countingSink.ts';
+import { cachedCredentialLookup } from '../src/doors/pipeline/credentialCache.ts';
+import { findIngestCredential, registerIngestCredential, type IngestCredential } from '../src/doors/pipeline/credentials.ts';
+import { createEdgeLimit } from '../src/doors/pipeline/edgeLimit.ts';
+import { readingsOf, type DecodedReadings } from '../src/doors/pipeline/readings.ts';
+import { createIngestRoutes } from '../src/doors/http/routes.ts';
+import { parseTrustedProxies } from '../src/http-server/trustedProxies.ts';
+import { createServer, listen } from '../src/http-server/server.ts';
+import { answerCpuQueries, governorOver, startBenchServer } from './support/benchServer.ts';
+
+const SERVERS = ['ours', 'fastify', 'express', 'bare'] as const;
+type ServerName = (typeof SERVERS)[number];
+const QUICK = process.env.BENCH_QUICK === '1';
+const ROUNDS = QUICK ? 2 : 3;
+const SECONDS_PER_RUN = QUICK ? 1.5 : 3;
+const CONNECTIONS = 32;
+const READINGS_PER_REQUEST = 8;
+const BODY = JSON.stringify({
+  readings: Array.from({ length: READINGS_PER_REQUEST }, (_, i) => ({ deviceId: 'pump-7', measurements: { [`m${i}`]: i * 1.5 } })),
+});
+const HIGH = 1_000_000;
+/** The refused tenant's limit, per second, on every server. */
+const LOW = 1;
+const MAX_BODY_BYTES = 1024 * 1024;
+
+interface Ready {
+  port: number;
+  key: string;
+}
+
+async function serve(name: ServerName): Promise<void> {
+  const server = name === 'ours' ? await serveOurs() : name === 'fastify' ? await serveFastify() : name === 'express' ? serveExpress() : serveBare();
+  const address = await listen(server.listening, 0, '127.0.0.1');
+  answerCpuQueries();
+  process.send!({ port: address.port, key: server.key } satisfies Ready);
+  process.on('disconnect', () => {
+    void server.close().finally(() => process.exit(0));
+  });
+}
+
+interface Served {
+  listening: Server;
+  key: string;
+  close(): Promise<void>;
+}
+
+async function serveOurs(): Promise<Served> {
+  const db = await openPglite();
+  await migrate(db);
+  const registered = await registerIngestCredential(db, { tenantId: 'bench', kind: 'device', subject: 'pump-7' });
+  if (registered.status !== 'registered') throw new Error(registered.message);
+  const records = new Map<string, TenantGovernanceRecord>([
+    [
+      'bench',
+      { tenantId: 'bench', tierId: null, levels: { INGEST: { override: { ratePerSecond: HIGH, burst: HIGH } }, API_REQUESTS: { override: { ratePerSecond: HIGH } } } },
+    ],
+    ['shed', { tenantId: 'shed', tierId: null, levels: { INGEST: { override: { ratePerSecond: LOW, burst: LOW } } } }],
+  ]);
+  const governor = governorOver(records);
+  const logger = pino({ level: 'info' }, pino.destination('/dev/null'));
+  const routes = createIngestRoutes({
+    governor,
+    edgeLimit: createEdgeLimit({ ratePerSecond: HIGH }),
+    trustedProxies: parseTrustedProxies([]),
+    findCredential: cachedCredentialLookup((key) => findIngestCredential(db, key)),
+    sink: createCountingSink(),
+    logger,
+    maxBodyBytes: MAX_BODY_BYTES,
+  });
+  return { listening: createServer({ logger, readiness: [] }, routes), key: registered.key, close: () => governor.close() };
+}
+
+// The peers' key store: what our credential cache holds once a key verified (a Map from key to credential).
+const PEER_KEY = 'peer-device-key-0123456789abcdefghijklmnopqrstuvwxyz';
+const peerCredentials = new Map<string, IngestCredential>([[PEER_KEY, { tenantId: 'bench', kind: 'device', subject: 'pump-7' }]]);
+
+/** The peers' device-key check: our door's, minus the database behind the cache. */
+function peerKeyCheck(key: unknown, tenantId: string, decoded: DecodedReadings & { status: 'decoded' }): string | null {
+  const credential = typeof key === 'string' ? (peerCredentials.get(key) ?? null) : null;
+  const sender = authorizeSender(credential, { route: 'http', tenantId, entries: decoded.entries });
+  return sender.status === 'authorized' ? null : sender.message;
+}
+
+const limitOf = (tenant: string) => (tenant === 'shed' ? LOW : HIGH);
+
+async function serveFastify(): Promise<Served> {
+  const app = Fastify({ logger: false, bodyLimit: MAX_BODY_BYTES });
+  await app.register(rateLimit, {
+    global: true,
+    timeWindow: 1000,
+    keyGenerator: (request) => (request.params as { tenant?: string }).tenant ?? '',
+    max: (_request, key) => limitOf(key),
+  });
+  app.post<{ Params: { tenant: string } }>('/v1/ingest/:tenant', async (request, reply) => {
+    const decoded = readingsOf(request.body);
+    if (decoded.status === 'invalid') return reply.code(400).send({ error: decoded.message });
+    const refusal = peerKeyCheck(request.headers['x-device-key'], request.params.tenant, decoded);
+    if (refusal !== null) return reply.code(401).send({ error: refusal });
+    return reply.code(202).send({ accepted: decoded.readingCount });
+  });
+  await app.ready();
+  return { listening: app.server, key: PEER_KEY, close: () => app.close() };
+}
+
+function serveExpress(): Served {
+  const limiters = new Map<string, RateLimiterMemory>([
+    ['bench', new RateLimiterMemory({ points: HIGH, duration: 1 })],
+    ['shed', new RateLimiterMemory({ points: LOW, duration: 1 })],
+  ]);
+  const app = express();
+  app.post(
+    '/v1/ingest/:tenant',
+    (req, res, next) => {
+      const tenant = req.params.tenant ?? '';
+      const limiter = limiters.get(tenant);
+      if (limiter === undefined) {
+        res.status(404).json({ error: 'no such tenant' });
+        return;
+      }
+      limiter.consume(tenant).then(
+        () => next(),
+        (refusal: unknown) => {
+          if (!(refusal instanceof RateLimiterRes)) return next(refusal);
+          res
+            .status(429)
+            .set({
+              'Retry-After': String(Math.max(1, Math.ceil(refusal.msBeforeNext / 1000))),
+              'X-RateLimit-Limit': String(limitOf(tenant)),
+              'X-RateLimit-Remaining': String(refusal.remainingPoints),
+            })
+            .json({ error: 'rate limited' });
+        },
+      );
+    },
+    express.json({ limit: MAX_BODY_BYTES }),
+    (req, res) => {
+      const decoded = readingsOf(req.body);
+      if (decoded.status === 'invalid') {
+        res.status(400).json({ error: decoded.message });
+        return;
+      }
+      const refusal = peerKeyCheck(req.get('x-device-key'), req.params.tenant!, decoded);
+      if (refusal !== null) {
+        res.status(401).json({ error: refusal });
+        return;
+      }
+      res.status(202).json({ accepted: decoded.readingCount });
+    },
+  );
+  const listening = createBareServer(app);
+  return { listening, key: PEER_KEY, close: async () => {} };
+}
+
+/** The ceiling: no limit at all, the same parse, count and key check. */
+function serveBare(): Served {
+  const answer = (res: ServerResponse, status: number, body: object) => {
+    const text = JSON.stringify(body);
+    res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }).end(text);
+  };
+  const listening = createBareServer((req: IncomingMessage, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      let document: unknown;
+      try {
+        document = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+      } catch {
+        return answer(res, 400, { error: 'the body is not valid JSON' });
+      }
+      const decoded = readingsOf(document);
+      if (decoded.status === 'invalid') return answer(res, 400, { error: decoded.message });
+      const tenant = (req.url ?? '').slice('/v1/ingest/'.length);
+      const refusal = peerKeyCheck(req.headers['x-device-key'], tenant, decoded);
+      if (refusal !== null) return answer(res, 401, { error: refusal });
+      answer(res, 202, { accepted: decoded.readingCount });
+    });
+  });
+  return { listening, key: PEER_KEY, close: async () => {} };
+}
+
+interface Sample {
+  requestsPerSecond: number;
+  cpuMicrosPerRequest: number;
+}
+
+async function measure(): Promise<void> {
+  const profiled = process.env.BENCH_PROFILE;
+  const profileDir = fileURLToPath(new URL('./profiles/', import.meta.url));
+  if (profiled) mkdirSync(profileDir, { recursive: true });
+  const file = fileURLToPath(import.meta.url);
+  const servers = new Map<ServerName, Awaited<ReturnType<typeof startBenchServer<Ready>>>>();
+  // One after another: each child compiles its own sources, which is heavy work for a loaded machine.
+  for (const name of SERVERS) {
+    const execArgv = profiled === name ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`] : [];
+    servers.set(name, await startBenchServer<Ready>(file, [name], execArgv));
+  }
+  const run = async (name: ServerName, path: 'admitted' | 'refused', seconds = SECONDS_PER_RUN): Promise<Sample> => {
+    const server = servers.get(name)!;
+    const expectStatus = path === 'admitted' ? 202 : 429;
+    const cpuBefore = await server.serverCpuMicros();
+    const result = await autocannon({
+      url: `http://127.0.0.1:${server.ports.port}/v1/ingest/${path === 'admitted' ? 'bench' : 'shed'}`,
+      method: 'POST',
+      body: BODY,
+      headers: { 'content-type': 'application/json', 'x-device-key': server.ports.key },
+      connections: CONNECTIONS,
+      duration: seconds,
+    });
+    const cpuMicros = (await server.serverCpuMicros()) - cpuBefore;
+    const expected = result.statusCodeStats?.[String(expectStatus) as keyof typeof result.statusCodeStats]?.count ?? 0;
+    if (result.errors > 0 || expected < result.requests.total * 0.99) {
+      throw new Error(`${name} ${path}: expected ${expectStatus}, got ${JSON.stringify(result.statusCodeStats ?? {})}, ${result.errors} errors`);
+    }
+    return { requestsPerSecond: result.requests.average, cpuMicrosPerRequest: cpuMicros / result.requests.total };
+  };
+  // Warm up: V8 compiles the hot paths, our Governor learns both tenants' limits.
+  for (const name of SERVERS) {
+    await run(name, 'admitted', 1).catch(() => undefined);
+    if (name !== 'bare') await run(name, 'refused', 1).catch(() => undefined);
+  }
+  const samples = Object.fromEntries(SERVERS.map((name) => [name, { admitted: [] as Sample[], refused: [] as Sample[] }])) as Record<
+    ServerName,
+    { admitted: Sample[]; refused: Sample[] }
+  >;
+  for (let round = 0; round < ROUNDS; round++) {
+    // Each round starts with the next server, so no server always follows the same neighbour.
+    for (let i = 0; i < SERVERS.length; i++) {
+      const name = SERVERS[(round + i) % SERVERS.length]!;
+      samples[name].admitted.push(await run(name, 'admitted'));
+      // The ceiling has no limit to refuse with.
+      if (name !== 'bare') samples[name].refused.push(await run(name, 'refused'));
+    }
+  }
+  for (const server of servers.values()) server.child.disconnect();
+  await Promise.all([...servers.values()].map((server) => new Promise((resolve) => server.child.once('exit', resolve))));
+
+  const round2 = (value: number) => Math.round(value * 100) / 100;
+  // The bare handler has no refused path: its figures there are 0.
+  const best = (name: ServerName, path: 'admitted' | 'refused') => Math.max(0, ...samples[name][path].map((each) => each.requestsPerSecond));
+  const leastCpu = (name: ServerName, path: 'admitted' | 'refused') =>
+    samples[name][path].length === 0 ? 0 : Math.min(...samples[name][path].map((each) => each.cpuMicrosPerRequest));
+  const table = Object.fromEntries(
+    SERVERS.map((name) => [
+      name,
+      {
+        admitted: Math.round(best(name, 'admitted')),
+        refused: Math.round(best(name, 'refused')),
+        cpuUsAdmitted: round2(leastCpu(name, 'admitted')),
+        cpuUsRefused: round2(leastCpu(name, 'refused')),
+      },
+    ]),
+  ) as Record<ServerName, { admitted: number; refused: number; cpuUsAdmitted: number; cpuUsRefused: number }>;
+  console.log(`samples: ${JSON.stringify(samples)}`);
+  for (const name of SERVERS) console.log(`${name.padEnd(8)} ${JSON.stringify(table[name])}`);
+  const ours = table.ours;
+  console.log(
+    JSON.stringify({
+      bench: 'ingest-peers',
+      admittedVsFastify: round2(ours.admitted / table.fastify.admitted),
+      refusedVsFastify: round2(ours.refused / table.fastify.refused),
+      admittedVsExpress: round2(ours.admitted / table.express.admitted),
+      refusedVsExpress: round2(ours.refused / table.express.refused),
+      admittedVsBare: round2(ours.admitted / table.bare.admitted),
+      oursCpuUsAdmitted: ours.cpuUsAdmitted,
+      oursCpuUsRefused: ours.cpuUsRefused,
+      fastifyCpuUsAdmitted: table.fastify.cpuUsAdmitted,
+      fastifyCpuUsRefused: table.fastify.cpuUsRefused,
+      expressCpuUsAdmitted: table.express.cpuUsAdmitted,
+      expressCpuUsRefused: table.express.cpuUsRefused,
+      bareCpuUsAdmitted: table.bare.cpuUsAdmitted,
+      requestsPerSecond: Object.fromEntries(SERVERS.map((name) => [name, { admitted: table[name].admitted, refused: table[name].refused }])),
+      unit: 'requests/s',
+      readingsPerRequest: READINGS_PER_REQUEST,
+      connections: CONNECTIONS,
+      secondsPerRun: SECONDS_PER_RUN,
+      rounds: ROUNDS,
+      quick: QUICK,
+      targets: { admittedVsFastify: 1, refusedVsFastify: 1.2 },
+    }),
+  );
+}
+
+// Last, so every constant above is initialised before a server or the measurement starts.
+if (process.argv[2] === 'serve') await serve(process.argv[3] as ServerName);
+else await measure();
