@@ -17,11 +17,15 @@
 //   admitted = tenant "bench", limits far above the load (202)
 //   refused  = tenant "shed", 1 request per second, exhausted (429)
 // Targets: ours >= 1.0 x fastify admitted, >= 1.2 x fastify refused.
-// BENCH_QUICK=1 for a short run on a loaded machine; BENCH_PROFILE=ours (or another server) writes a
-// V8 CPU profile of that server's process to bench/profiles/.
+// BENCH_QUICK=1 for a short run on a loaded machine. BENCH_PROFILE=ours (or another server; add :refused for
+// that path) loads only that server for 10 s under a V8 CPU profile (node:inspector in the server's process,
+// started after the warm-up), writes it to bench/profiles/, and prints the functions with the most self time
+// and their share of the server's CPU per request.
 // Last line: {"bench":"ingest-peers","admittedVsFastify":..,"refusedVsFastify":..,"oursCpuUsAdmitted":..,...}
 import { createServer as createBareServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
+import { dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import express from 'express';
@@ -67,6 +71,7 @@ async function serve(name: ServerName): Promise<void> {
   const server = name === 'ours' ? await serveOurs() : name === 'fastify' ? await serveFastify() : name === 'express' ? serveExpress() : serveBare();
   const address = await listen(server.listening, 0, '127.0.0.1');
   answerCpuQueries();
+  answerProfileRequests();
   process.send!({ port: address.port, key: server.key } satisfies Ready);
   process.on('disconnect', () => {
     void server.close().finally(() => process.exit(0));
@@ -218,18 +223,15 @@ interface Sample {
   cpuMicrosPerRequest: number;
 }
 
+type LoadPath = 'admitted' | 'refused';
+
 async function measure(): Promise<void> {
-  const profiled = process.env.BENCH_PROFILE;
-  const profileDir = fileURLToPath(new URL('./profiles/', import.meta.url));
-  if (profiled) mkdirSync(profileDir, { recursive: true });
+  const [profiled, profiledPath = 'admitted'] = (process.env.BENCH_PROFILE ?? '').split(':') as [ServerName | '', LoadPath?];
   const file = fileURLToPath(import.meta.url);
   const servers = new Map<ServerName, Awaited<ReturnType<typeof startBenchServer<Ready>>>>();
   // One after another: each child compiles its own sources, which is heavy work for a loaded machine.
-  for (const name of SERVERS) {
-    const execArgv = profiled === name ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, `--cpu-prof-name=${name}-${Date.now()}.cpuprofile`] : [];
-    servers.set(name, await startBenchServer<Ready>(file, [name], execArgv));
-  }
-  const run = async (name: ServerName, path: 'admitted' | 'refused', seconds = SECONDS_PER_RUN): Promise<Sample> => {
+  for (const name of profiled === '' ? SERVERS : [profiled]) servers.set(name, await startBenchServer<Ready>(file, [name]));
+  const run = async (name: ServerName, path: LoadPath, seconds = SECONDS_PER_RUN): Promise<Sample> => {
     const server = servers.get(name)!;
     const expectStatus = path === 'admitted' ? 202 : 429;
     const cpuBefore = await server.serverCpuMicros();
@@ -248,6 +250,24 @@ async function measure(): Promise<void> {
     }
     return { requestsPerSecond: result.requests.average, cpuMicrosPerRequest: cpuMicros / result.requests.total };
   };
+  if (profiled !== '') {
+    const server = servers.get(profiled)!;
+    const ask = (message: ProfileMessage) =>
+      new Promise<void>((resolve) => {
+        server.child.once('message', () => resolve());
+        server.child.send(message);
+      });
+    await run(profiled, profiledPath, 2).catch(() => undefined);
+    const profileFile = fileURLToPath(new URL(`./profiles/${profiled}-${profiledPath}-${Date.now()}.cpuprofile`, import.meta.url));
+    mkdirSync(dirname(profileFile), { recursive: true });
+    await ask({ profile: 'start' });
+    const sample = await run(profiled, profiledPath, 10);
+    await ask({ profile: 'stop', file: profileFile });
+    server.child.disconnect();
+    console.log(`${profiled} ${profiledPath}: ${JSON.stringify(sample)}; profile in ${profileFile}`);
+    printTopSelfTime(profileFile, sample.cpuMicrosPerRequest);
+    return;
+  }
   // Warm up: V8 compiles the hot paths, our Governor learns both tenants' limits.
   for (const name of SERVERS) {
     await run(name, 'admitted', 1).catch(() => undefined);
@@ -271,8 +291,8 @@ async function measure(): Promise<void> {
 
   const round2 = (value: number) => Math.round(value * 100) / 100;
   // The bare handler has no refused path: its figures there are 0.
-  const best = (name: ServerName, path: 'admitted' | 'refused') => Math.max(0, ...samples[name][path].map((each) => each.requestsPerSecond));
-  const leastCpu = (name: ServerName, path: 'admitted' | 'refused') =>
+  const best = (name: ServerName, path: LoadPath) => Math.max(0, ...samples[name][path].map((each) => each.requestsPerSecond));
+  const leastCpu = (name: ServerName, path: LoadPath) =>
     samples[name][path].length === 0 ? 0 : Math.min(...samples[name][path].map((each) => each.cpuMicrosPerRequest));
   const table = Object.fromEntries(
     SERVERS.map((name) => [
@@ -313,6 +333,60 @@ async function measure(): Promise<void> {
       targets: { admittedVsFastify: 1, refusedVsFastify: 1.2 },
     }),
   );
+}
+
+type ProfileMessage = { profile: 'start' } | { profile: 'stop'; file: string };
+
+/** Child side: profiles this process's CPU between a 'start' and a 'stop' (the load alone, not the start-up). */
+function answerProfileRequests(): void {
+  const session = new Session();
+  session.connect();
+  process.on('message', (message: ProfileMessage | string) => {
+    if (typeof message !== 'object' || !('profile' in message)) return;
+    if (message.profile === 'start') {
+      session.post('Profiler.enable', () =>
+        session.post('Profiler.setSamplingInterval', { interval: 100 }, () => session.post('Profiler.start', () => process.send!({ profiling: true }))),
+      );
+      return;
+    }
+    session.post('Profiler.stop', (error, result) => {
+      if (error === null) writeFileSync(message.file, JSON.stringify(result.profile));
+      process.send!({ profiled: error === null });
+    });
+  });
+}
+
+interface CpuProfile {
+  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[];
+  samples: number[];
+  timeDeltas: number[];
+}
+
+/** The functions with the most self time under load, each as a share of the busy samples and as µs per request. */
+function printTopSelfTime(profileFile: string, cpuMicrosPerRequest: number, top = 30): void {
+  const profile = JSON.parse(readFileSync(profileFile, 'utf8')) as CpuProfile;
+  const nameOf = new Map(
+    profile.nodes.map((node) => {
+      const { functionName, url, lineNumber } = node.callFrame;
+      const where = url === '' ? '' : ` ${url.replace(/^.*\/(node_modules|src|bench)\//, '$1/')}:${lineNumber + 1}`;
+      return [node.id, `${functionName || '(anonymous)'}${where}`];
+    }),
+  );
+  const selfMicros = new Map<string, number>();
+  let total = 0;
+  profile.samples.forEach((id, i) => {
+    const delta = profile.timeDeltas[i] ?? 0;
+    const name = nameOf.get(id)!;
+    selfMicros.set(name, (selfMicros.get(name) ?? 0) + delta);
+    total += delta;
+  });
+  const idle = selfMicros.get('(idle)') ?? 0;
+  const busy = total - idle;
+  console.log(`top self time (share of busy samples; µs per request at ${cpuMicrosPerRequest.toFixed(1)} CPU-µs per request):`);
+  for (const [name, micros] of [...selfMicros].filter(([name]) => name !== '(idle)').sort((a, b) => b[1] - a[1]).slice(0, top)) {
+    const share = micros / busy;
+    console.log(`${(share * 100).toFixed(1).padStart(5)}%  ${(share * cpuMicrosPerRequest).toFixed(1).padStart(6)} µs  ${name}`);
+  }
 }
 
 // Last, so every constant above is initialised before a server or the measurement starts.

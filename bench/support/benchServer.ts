@@ -13,12 +13,9 @@ export interface BenchServer<Ports> {
   serverCpuMicros(): Promise<number>;
 }
 
-/**
- * Parent side: runs `file serve ...args` and waits for the ports it announces. `execArgv` adds Node options
- * for the child (a CPU profile, say) to the parent's own.
- */
-export async function startBenchServer<Ports>(file: string, args: readonly string[] = [], execArgv: readonly string[] = []): Promise<BenchServer<Ports>> {
-  const child = fork(file, ['serve', ...args], { execArgv: [...process.execArgv, ...execArgv], stdio: 'inherit' });
+/** Parent side: runs `file serve ...args` and waits for the ports it announces. */
+export async function startBenchServer<Ports>(file: string, args: readonly string[] = []): Promise<BenchServer<Ports>> {
+  const child = fork(file, ['serve', ...args], { execArgv: process.execArgv, stdio: 'inherit' });
   const ports = await new Promise<Ports>((resolve, reject) => {
     child.once('message', (message) => resolve(message as Ports));
     child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
@@ -31,9 +28,10 @@ export async function startBenchServer<Ports>(file: string, args: readonly strin
   return { child, ports, serverCpuMicros };
 }
 
-/** Child side: answers every message from the parent with this process's CPU time. */
+/** Child side: answers each 'cpu' message from the parent with this process's CPU time. */
 export function answerCpuQueries(): void {
-  process.on('message', () => {
+  process.on('message', (message) => {
+    if (message !== 'cpu') return;
     const used = process.cpuUsage();
     process.send!({ cpuMicros: used.user + used.system });
   });
