@@ -2,7 +2,12 @@
 // GraphQL, /metrics) and the server that serves them import the type without importing each other.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-export type RouteHandler = (req: IncomingMessage, res: ServerResponse, url: URL) => void | Promise<void>;
+/** The request's path as a URL would give it (dot segments resolved, characters escaped), without the query. */
+export interface RequestTarget {
+  readonly pathname: string;
+}
+
+export type RouteHandler = (req: IncomingMessage, res: ServerResponse, target: RequestTarget) => void | Promise<void>;
 
 export interface Route {
   /** Path prefix ('/graphql', '/v1/ingest/') or exact path ('/metrics'). */

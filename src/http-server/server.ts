@@ -8,7 +8,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { storageUnavailableIn } from '../db/storageUnavailable.ts';
 import type { Logger } from '../logger.ts';
 import { handleHealthz, handleReadyz, type ReadinessCheck } from './health.ts';
-import type { Route } from './route.ts';
+import type { RequestTarget, Route } from './route.ts';
 import { DRAINING_REASON, isDraining, registerShutdownState, shutdownAwareResponses } from './shutdown.ts';
 
 /** Needs only a logger and the readiness checks, so a door can be served without a whole service. */
@@ -73,16 +73,22 @@ export function listen(server: Server, port: number, host: string): Promise<Addr
 const HOST = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9\-._~%!$&'()*+,;=]+)(?::\d{0,5})?$/;
 const ABSOLUTE_FORM = /^https?:\/\//i;
 
+// A path a URL parser gives back unchanged: only characters it never escapes, no query or fragment, no
+// percent sign, and no "." or ".." segment. Nearly every request's path is one, and needs no URL parsed.
+const PLAIN_PATH = /^\/[A-Za-z0-9\-._~!$&'()*+,;=:@/]*$/;
+const DOT_SEGMENT = /\/\.\.?(?:\/|$)/;
+
 /**
- * The request's URL, or why it has none (answered 400). Accepts the origin form (`/path?query`) and the
+ * The request's path, or why it has none (answered 400). Accepts the origin form (`/path?query`) and the
  * absolute form (`http://host/path`, which RFC 9112 requires a server to accept), rewriting the latter to
  * the origin form so the routes below, GraphQL's adapter included, only ever see a path. The Host header
  * must be a host: GraphQL's adapter builds its URL from it and answers a bad one with a stack trace.
  */
-export function requestTarget(req: IncomingMessage): URL | string {
+export function requestTarget(req: IncomingMessage): RequestTarget | string {
   const host = req.headers.host;
-  if (host !== undefined && host !== '' && !(HOST.test(host) && parses(`http://${host}/`))) return 'the Host header is not a valid host';
+  if (host !== undefined && host !== '' && !isValidHost(host)) return 'the Host header is not a valid host';
   const raw = req.url ?? '';
+  if (PLAIN_PATH.test(raw) && !DOT_SEGMENT.test(raw)) return { pathname: raw };
   if (raw.startsWith('/')) {
     // A fixed base, never the Host: the path alone decides the route.
     return parseUrl(`http://localhost${raw}`) ?? 'the request target is not a valid path';
@@ -94,6 +100,20 @@ export function requestTarget(req: IncomingMessage): URL | string {
     return parseUrl(`http://localhost${req.url}`) ?? 'the request target is not a valid URL';
   }
   return 'the request target must be a path such as /graphql';
+}
+
+// Hosts that passed the check. Parsing a host as a URL is the dearest step of routing a request (more than
+// the path), and nearly every request names a host seen before. Bounded, since the Host is the client's to
+// choose: past the bound the set starts again.
+const validHosts = new Set<string>();
+const MAX_VALID_HOSTS = 256;
+
+function isValidHost(host: string): boolean {
+  if (validHosts.has(host)) return true;
+  if (!(HOST.test(host) && parses(`http://${host}/`))) return false;
+  if (validHosts.size >= MAX_VALID_HOSTS) validHosts.clear();
+  validHosts.add(host);
+  return true;
 }
 
 function parseUrl(text: string): URL | null {

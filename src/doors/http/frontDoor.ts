@@ -2,6 +2,7 @@
 // of the spec's order, before anything is known of the tenant), and the 429 answer.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
+import type { RequestTarget } from '../../http-server/route.ts';
 import type { AdmitDecision } from '../../governance/governor.ts';
 import { resolveClientIp, type ClientIp } from '../../http-server/clientIp.ts';
 import type { FrontDoorDeps } from './frontDoorDeps.ts';
@@ -57,7 +58,7 @@ export function enterFrontDoor(
 export function enterTenantPath(
   req: IncomingMessage,
   res: ServerResponse,
-  url: URL,
+  target: RequestTarget,
   deps: FrontDoorDeps,
   clients: ClientResolver,
   now: () => number,
@@ -65,7 +66,7 @@ export function enterTenantPath(
 ): { entry: FrontDoorRequest; names: string[] } | null {
   const entry = enterFrontDoor(req, res, deps, clients, now);
   if (entry === null) return null;
-  const names = namesInPath(url.pathname, path.prefix, path.count);
+  const names = namesInPath(target.pathname, path.prefix, path.count);
   if (names === null) {
     answer(res, deps, entry, undefined, 404, { error: path.help });
     return null;

@@ -11,7 +11,7 @@
 // meters outside the HTTP allowance, so charging it before authentication would let invented names grow
 // that state without bound. OpenRUM also charges its project limit after the DSN check.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RouteHandler } from '../../http-server/route.ts';
+import type { RequestTarget, RouteHandler } from '../../http-server/route.ts';
 import { answer, answerRateLimited, enterTenantPath, tenantVerdict, type ClientResolver } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { admitApiRequest, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';
@@ -25,8 +25,8 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
   const maxBodyBytes = deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const now = deps.now ?? Date.now;
 
-  return async (req: IncomingMessage, res: ServerResponse, url: URL) => {
-    const entered = enterTenantPath(req, res, url, deps, clients, now, INGEST_PATH);
+  return async (req: IncomingMessage, res: ServerResponse, target: RequestTarget) => {
+    const entered = enterTenantPath(req, res, target, deps, clients, now, INGEST_PATH);
     if (entered === null) return;
     const { entry, names } = entered;
     const { requestId, client, atMs } = entry;

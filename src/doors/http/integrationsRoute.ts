@@ -7,7 +7,7 @@
 // 1024-name bound of HTTP), so only an authenticated tenant may reach it. The edge per-IP limit still comes
 // first.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RouteHandler } from '../../http-server/route.ts';
+import type { RequestTarget, RouteHandler } from '../../http-server/route.ts';
 import { answer, enterTenantPath, type ClientResolver } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { admitApiRequest, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';
