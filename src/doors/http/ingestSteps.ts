@@ -3,7 +3,7 @@
 // when it fails): the door pipeline's steps (../pipeline/steps.ts) with their HTTP answers. Each answers the
 // request itself when it refuses, and says so by returning null or false.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { chargeApiRequest, checkCredential, handToSink, type AcceptedBatch, type Destination, type IngestCredential } from '../pipeline/index.ts';
+import { chargeApiRequest, checkCredential, handToSink, type AcceptedBatch, type Destination, type IngestCredential, type SenderCheck } from '../pipeline/index.ts';
 import { answer, answerRateLimited, tenantVerdict, type FrontDoorRequest } from './frontDoor.ts';
 import type { FrontDoorDeps } from './frontDoorDeps.ts';
 import { closeAfterRefusal, declaresTooLarge, readBodyCapped } from '../../http-server/readBody.ts';
@@ -25,16 +25,30 @@ export async function readBodyWithinCap(
   return null;
 }
 
-/** The credential of the X-Device-Key when it may post to this destination, or null when it was answered 401. */
-export async function authorizedCredential(
+/**
+ * The credential of the X-Device-Key when it may post to this destination, or null when it was answered 401.
+ * At once when the key is cached (see checkCredential), else a promise of the same.
+ */
+export function authorizedCredential(
   req: IncomingMessage,
   res: ServerResponse,
   deps: FrontDoorDeps,
   entry: FrontDoorRequest,
   destination: Destination,
-): Promise<IngestCredential | null> {
+): IngestCredential | null | Promise<IngestCredential | null> {
   const key = req.headers['x-device-key'];
-  const sender = await checkCredential(deps, typeof key === 'string' ? key : undefined, destination);
+  const sender = checkCredential(deps, typeof key === 'string' ? key : undefined, destination);
+  if (sender instanceof Promise) return sender.then((checked) => credentialOrRefusal(res, deps, entry, destination, checked));
+  return credentialOrRefusal(res, deps, entry, destination, sender);
+}
+
+function credentialOrRefusal(
+  res: ServerResponse,
+  deps: FrontDoorDeps,
+  entry: FrontDoorRequest,
+  destination: Destination,
+  sender: SenderCheck,
+): IngestCredential | null {
   if (sender.status === 'unauthorized') {
     entry.headers.push('WWW-Authenticate', 'DeviceKey realm="ingest"');
     answer(res, deps, entry, destination.tenantId, 401, { error: sender.message });

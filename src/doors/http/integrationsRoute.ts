@@ -21,14 +21,15 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
   const maxBodyBytes = deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const now = deps.now ?? Date.now;
 
-  return async (req: IncomingMessage, res: ServerResponse, url: URL) => {
-    const entered = enterTenantPath(req, res, url, deps, clients, now, INTEGRATIONS_PATH);
+  return async (req: IncomingMessage, res: ServerResponse, target: RequestTarget) => {
+    const entered = enterTenantPath(req, res, target, deps, clients, now, INTEGRATIONS_PATH);
     if (entered === null) return;
     const { entry, names } = entered;
     const { requestId, client, atMs } = entry;
     const [tenantId, integration] = names as [string, string];
 
-    const credential = await authorizedCredential(req, res, deps, entry, { route: 'integration', tenantId, integration });
+    const checked = authorizedCredential(req, res, deps, entry, { route: 'integration', tenantId, integration });
+    const credential = checked instanceof Promise ? await checked : checked;
     if (credential === null) return;
 
     const body = await readBodyWithinCap(req, res, deps, entry, tenantId, maxBodyBytes);

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { authorizeSender } from '../../../../src/doors/pipeline/authorizeSender.ts';
 import { cachedCredentialLookup } from '../../../../src/doors/pipeline/credentialCache.ts';
 import type { IngestCredential } from '../../../../src/doors/pipeline/credentials.ts';
+import { checkCredential } from '../../../../src/doors/pipeline/steps.ts';
 import { requestIdOf } from '../../../../src/http-server/requestId.ts';
 
 const tenantKey: IngestCredential = { tenantId: 'acme', kind: 'tenant', subject: null };
@@ -56,6 +57,31 @@ describe('cachedCredentialLookup', () => {
     nowMs = 1000;
     await lookup('good');
     expect(calls).toEqual(['good', 'bad', 'bad', 'good']);
+  });
+
+  it('knows a verified key at once within its time to live, and nothing else', async () => {
+    let nowMs = 0;
+    const lookup = cachedCredentialLookup(async (key) => (key === 'good' ? tenantKey : null), { ttlMs: 1000, now: () => nowMs });
+    expect(lookup.known?.('good')).toBeUndefined();
+    await lookup('good');
+    await lookup('bad');
+    expect(lookup.known?.('good')).toEqual(tenantKey);
+    expect(lookup.known?.('bad')).toBeUndefined();
+    nowMs = 1000;
+    expect(lookup.known?.('good')).toBeUndefined();
+  });
+
+  it('checks a cached key without a promise, an unknown one with a promise, a missing one at once', async () => {
+    const lookup = cachedCredentialLookup(async (key) => (key === 'good' ? tenantKey : null));
+    const parts = { findCredential: lookup };
+    const first = checkCredential(parts, 'good', http());
+    expect(first).toBeInstanceOf(Promise);
+    expect(await first).toMatchObject({ status: 'authorized' });
+    expect(checkCredential(parts, 'good', http())).toMatchObject({ status: 'authorized' });
+    expect(checkCredential(parts, undefined, http())).toMatchObject({ status: 'unauthorized' });
+    expect(checkCredential(parts, '', http())).toMatchObject({ status: 'unauthorized' });
+    expect(await checkCredential(parts, 'bad', http())).toMatchObject({ status: 'unauthorized' });
+    expect(checkCredential(parts, 'good', { ...http(), tenantId: 'other' })).toMatchObject({ status: 'unauthorized' });
   });
 
   it('answers a key verified lately while the database cannot be asked, and only within staleIfErrorMs', async () => {
