@@ -9,10 +9,10 @@
 import type { Db } from '../../db/db.ts';
 import { StorageUnavailable } from '../../db/storageUnavailable.ts';
 import type { NewEvent } from '../../ledger/eventStore.ts';
+import { MAX_APPEND_BYTES } from '../../ledger/appendSize.ts';
 import { appendInTransaction, appendStreamsInTransaction, type StreamAppend } from '../../ledger/postgres/appendInTransaction.ts';
 import { commandsStream, SETTLEMENT_EVENT_TYPES } from '../../ledger/catalog/commands.ts';
 import { commandEvent } from '../commandEvents.ts';
-import { EXPIRY_ACTOR } from '../expiryActor.ts';
 import { retryAfterSeconds } from '../retryAfter.ts';
 import { unknownTenant } from '../unknownTenant.ts';
 import { conflictMessage, repeatOutcome } from '../repeatedCommand.ts';
@@ -24,7 +24,7 @@ import { validateEnqueue, type ValidCommand } from '../validateCommand.ts';
 import { createGroupBatcher, type KeyGroup } from '../keyedBatcher.ts';
 import { readCeilings } from '../readCeilings.ts';
 import type { CommandActor, CommandBacklog, CommandRejected, EnqueueOutcome, TenantCeiling } from '../types.ts';
-import { expireQueuedCommands } from './expireQueuedCommands.ts';
+import { expireQueuedCommands, expiryAppends } from './expireQueuedCommands.ts';
 import { settleQueuedCommand } from './settleQueuedCommand.ts';
 import { takeBacklogSlots, type SlotDecision, type SlotRequest } from './takeBacklogSlots.ts';
 
@@ -52,7 +52,12 @@ type EnqueueAnswer = PromiseSettledResult<EnqueueOutcome>;
 const answered = (value: EnqueueOutcome): EnqueueAnswer => ({ status: 'fulfilled', value });
 const failed = (reason: unknown): EnqueueAnswer => ({ status: 'rejected', reason });
 
-export function createDatabaseCommandBacklog(db: Db, { ceilings, commandTtlMs, now }: BacklogOptions): CommandBacklog {
+export interface DatabaseBacklogOptions extends BacklogOptions {
+  /** The serialized size each ledger append of an expiry pass is kept under (MAX_APPEND_BYTES). */
+  maxAppendBytes?: number;
+}
+
+export function createDatabaseCommandBacklog(db: Db, { ceilings, commandTtlMs, now, maxAppendBytes = MAX_APPEND_BYTES }: DatabaseBacklogOptions): CommandBacklog {
   const settle: SettleCommand = async (actor, ref, settlement, detail) => {
     const at = now();
     return retryTransaction(db, async (tx) => {
@@ -170,21 +175,11 @@ export function createDatabaseCommandBacklog(db: Db, { ceilings, commandTtlMs, n
         const cutoff = new Date(at.getTime() - commandTtlMs);
         const batch = await retryTransaction(db, async (tx) => {
           const commands = await expireQueuedCommands(tx, cutoff, at, EXPIRY_BATCH);
-          const byTenant = new Map<string, NewEvent[]>();
-          for (const command of commands) {
-            const { tenantId, commandId, undelivered, enqueuedAt } = command;
-            const data = { tenantId, commandId, undelivered, enqueuedAt: enqueuedAt.toISOString(), ttlMs: commandTtlMs };
-            let events = byTenant.get(tenantId);
-            if (events === undefined) byTenant.set(tenantId, (events = []));
-            events.push(commandEvent('CommandExpired', data, EXPIRY_ACTOR, at));
+          // The tenants' streams in appends of at most maxAppendBytes each (most passes: one), after the
+          // guard rows expireQueuedCommands holds (which every writer of those streams takes first).
+          for (const appends of expiryAppends(commands, at, commandTtlMs, maxAppendBytes)) {
+            await appendStreamsInTransaction(tx, appends, { lockedByCaller: true });
           }
-          // Every tenant's stream in one statement, after the guard rows expireQueuedCommands holds (which
-          // every writer of those streams takes first).
-          await appendStreamsInTransaction(
-            tx,
-            [...byTenant].map(([tenantId, events]) => ({ stream: commandsStream(tenantId), events })),
-            { lockedByCaller: true },
-          );
           return commands.length;
         });
         expired += batch;

@@ -1,4 +1,9 @@
 import type { Tx } from '../../db/db.ts';
+import { eventBytes, splitBySize } from '../../ledger/appendSize.ts';
+import { commandsStream } from '../../ledger/catalog/commands.ts';
+import type { StreamAppend } from '../../ledger/postgres/appendInTransaction.ts';
+import { commandEvent, type CommandEvent } from '../commandEvents.ts';
+import { EXPIRY_ACTOR } from '../expiryActor.ts';
 
 export interface ExpiredCommand {
   tenantId: string;
@@ -58,4 +63,27 @@ ORDER BY e.tenant_id, e.enqueued_at, e.command_id`;
 export async function expireQueuedCommands(tx: Tx, cutoff: Date, settledAt: Date, limit: number): Promise<ExpiredCommand[]> {
   const { rows } = await tx.query<ExpiredRow>(EXPIRE_SQL, [cutoff, settledAt, limit]);
   return rows.map((row) => ({ tenantId: row.tenant_id, commandId: row.command_id, enqueuedAt: row.enqueued_at, undelivered: row.undelivered }));
+}
+
+/**
+ * The CommandExpired events of an expiry pass, as appends whose events add up to at most maxBytes each
+ * (eventBytes, as EventStoreDB counts them; a single event larger than that goes alone), in order: each
+ * tenant's events oldest first, each tenant's stream at most once per append. A pass of 500 commands is one
+ * append unless its ids are long; the cap keeps the ledger's appends within what every adapter accepts
+ * (src/ledger/appendSize.ts).
+ */
+export function expiryAppends(commands: readonly ExpiredCommand[], at: Date, ttlMs: number, maxBytes: number): StreamAppend[][] {
+  const events = commands.map(({ tenantId, commandId, undelivered, enqueuedAt }) => ({
+    tenantId,
+    event: commandEvent('CommandExpired', { tenantId, commandId, undelivered, enqueuedAt: enqueuedAt.toISOString(), ttlMs }, EXPIRY_ACTOR, at),
+  }));
+  return splitBySize(events, ({ event }) => eventBytes(event), maxBytes).map((group) => {
+    const byTenant = new Map<string, CommandEvent[]>();
+    for (const { tenantId, event } of group) {
+      const list = byTenant.get(tenantId);
+      if (list) list.push(event);
+      else byTenant.set(tenantId, [event]);
+    }
+    return [...byTenant].map(([tenantId, streamEvents]) => ({ stream: commandsStream(tenantId), events: streamEvents }));
+  });
 }

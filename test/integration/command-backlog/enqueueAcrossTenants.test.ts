@@ -199,4 +199,43 @@ describe.each(storageTargets)('command enqueues across tenants on $name', (targe
       expect(guard.rows[0]!.undelivered).toBe(5);
     }
   });
+
+  it('expires in ledger appends each under the size cap, every tenant’s events in order', async () => {
+    const prefix = `expiry-cap-${++run}`;
+    const tenants = Array.from({ length: 3 }, (_, i) => `${prefix}-${i}`);
+    for (const tenantId of tenants) await setCeiling(testDb.db, tenantId, 1_000);
+    let clock = new Date('2020-01-01T00:00:00Z');
+    // Counts the append statements of the expiry's transactions.
+    let appendStatements = 0;
+    const counted: Db = Object.create(testDb.db) as Db;
+    counted.transaction = (work) =>
+      testDb.db.transaction((tx) =>
+        work({
+          ...tx,
+          query: (sql, params) => {
+            if (sql.includes('INSERT INTO gl_events')) appendStatements++;
+            return tx.query(sql, params);
+          },
+        }),
+      );
+    const backlog = createDatabaseCommandBacklog(counted, { ceilings: tableCeilingsOfMany, commandTtlMs: 60_000, now: () => clock, maxAppendBytes: 2_000 });
+    for (const tenantId of tenants) {
+      for (let n = 0; n < 10; n++) {
+        clock = new Date(clock.getTime() + 1);
+        await backlog.enqueue(actor, { tenantId, commandId: `c${n}`, deviceId: 'd', payload: {} });
+      }
+    }
+    clock = new Date(clock.getTime() + 120_000);
+    appendStatements = 0;
+    expect(await backlog.expireOlderThanTtl()).toEqual({ expired: 30 });
+    // 30 events of ~300 bytes under a 2,000-byte cap: several appends, all in the pass's one transaction.
+    expect(appendStatements).toBeGreaterThanOrEqual(5);
+    for (const tenantId of tenants) {
+      const expired = (await store.readStream(commandsStream(tenantId))).filter((event) => event.type === 'CommandExpired');
+      expect(expired.map((event) => (event.data as { commandId: string }).commandId)).toEqual(Array.from({ length: 10 }, (_, n) => `c${n}`));
+      expect(expired.map((event) => (event.data as { undelivered: number }).undelivered)).toEqual(Array.from({ length: 10 }, (_, n) => 9 - n));
+      const guard = await testDb.db.query<{ undelivered: number }>('SELECT undelivered FROM gl_command_backlog_guard WHERE tenant_id = $1', [tenantId]);
+      expect(guard.rows[0]!.undelivered).toBe(0);
+    }
+  });
 });
