@@ -4,9 +4,14 @@ import { createEventStoreDbEventStore } from '../../../src/ledger/eventstoredb/i
 import { eventStoreContract } from './eventStore.contract.ts';
 
 const eventStoreUrl = process.env.EVENTSTORE_URL;
-if (!eventStoreUrl) console.warn('EVENTSTORE_URL is not set: the EventStoreDB contract suite is skipped.');
+if (!eventStoreUrl) {
+  console.warn(
+    'EVENTSTORE_URL is not set: the EventStoreDB contract suite is skipped. To run it, point EVENTSTORE_URL at an ' +
+      'EventStoreDB 22.6+ or KurrentDB 25 server (e.g. esdb://localhost:2113?tls=false; on a secure cluster a user of $admins or $ops).',
+  );
+}
 
-describe.skipIf(!eventStoreUrl)('EventStoreDB event store', () => {
+describe.skipIf(!eventStoreUrl)('EventStoreDB event store (needs EVENTSTORE_URL)', () => {
   // EventStoreDB positions are assigned at commit and the client has no transactions: the race runs
   // without held-open writers.
   eventStoreContract('eventstoredb', async () => {
