@@ -1,4 +1,4 @@
-// Read model: admitted, shed and rejected units and messages and limit hits per tenant, dimension and
+// Read model: admitted, shed, rejected and unauthenticated units and messages and limit hits per tenant, dimension and
 // allowance, per minute, with hour and day roll-ups. A summary covering several seconds is split across the
 // minutes it crosses in proportion to its seconds in each (splitAcrossMinutes).
 import type { Tx } from '../src/db/db.ts';
@@ -31,6 +31,8 @@ function incrementsOf(event: RecordedEvent): RollupIncrement[] {
       shed_messages: wholeCount(entry.shedMessages),
       rejected_units: wholeCount(entry.rejectedUnits),
       rejected_messages: wholeCount(entry.rejectedMessages),
+      unauthenticated_units: wholeCount(entry.unauthenticatedUnits),
+      unauthenticated_messages: wholeCount(entry.unauthenticatedMessages),
       hits: Math.min(wholeCount(entry.hitSeconds), Math.max(1, wholeCount(entry.seconds))),
     };
     const keys = { tenant_id: entry.tenantId, dimension: entry.dimension, allowance: entry.allowance ?? '' };

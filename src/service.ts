@@ -102,6 +102,8 @@ export async function startService(settings: Settings, logger: Logger = createLo
     onError: (error: unknown) => logger.warn({ err: error }, 'governor background work failed'),
   });
   await feedConfirmedTenants(db, governor);
+  // Only registered tenants get a /metrics label of their own: names invented at the ingest door go to "_other".
+  metrics.tenants.isConfirmed = (tenantId) => governor.isConfirmed(tenantId);
   const controlPlane = createControlPlane({ db, store, governor });
   // With EVENTSTORE_URL the ledger shares no transaction with the database: the backlog guards itself by stream revision.
   const commands = countCommandRejections(

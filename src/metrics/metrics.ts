@@ -36,6 +36,8 @@ export interface TenantUnits {
   admitted: number;
   shed: number;
   rejected: number;
+  /** Charged, then refused for the sender's credential (ingest's 401): not admitted. */
+  unauthenticated?: number;
   hitSeconds: number;
 }
 
@@ -75,6 +77,12 @@ export function createMetrics(options: MetricsOptions) {
     rejectedUnits: new Counter({
       name: `${prefix}governance_rejected_units_total`,
       help: 'Units over the limit that were refused visibly (429 or a retryable rejection), by dimension, allowance and tenant.',
+      labelNames: byTenant,
+      registers,
+    }),
+    unauthenticatedUnits: new Counter({
+      name: `${prefix}governance_unauthenticated_units_total`,
+      help: 'Units charged (the spec charges readings before the credential) of requests then refused for their credential (ingest 401); never counted as admitted. By dimension, allowance and tenant (unregistered names as other).',
       labelNames: byTenant,
       registers,
     }),
@@ -186,6 +194,7 @@ export function createMetrics(options: MetricsOptions) {
       if (units.admitted > 0) metrics.admittedUnits.inc(labels, units.admitted);
       if (units.shed > 0) metrics.shedUnits.inc(labels, units.shed);
       if (units.rejected > 0) metrics.rejectedUnits.inc(labels, units.rejected);
+      if ((units.unauthenticated ?? 0) > 0) metrics.unauthenticatedUnits.inc(labels, units.unauthenticated);
       if (units.hitSeconds > 0) metrics.limitHitSeconds.inc(labels, units.hitSeconds);
     },
     /** Supplies the pulled metrics' sources (any subset; a later call replaces the named ones). */
@@ -202,7 +211,7 @@ export function createMetrics(options: MetricsOptions) {
   tenants.onDemoted = (demoted) => {
     for (const tenant of demoted) {
       for (const labels of tenantSeries.get(tenant)?.values() ?? []) {
-        for (const counter of [metrics.admittedUnits, metrics.shedUnits, metrics.rejectedUnits, metrics.limitHitSeconds]) {
+        for (const counter of [metrics.admittedUnits, metrics.shedUnits, metrics.rejectedUnits, metrics.unauthenticatedUnits, metrics.limitHitSeconds]) {
           counter.remove(labels);
         }
       }

@@ -15,17 +15,29 @@ export function createMetricsRecorder(metrics: Metrics): Recorder {
   return {
     async record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[]) {
       const gains = admissions.map((entry) => {
-        const now = { admitted: countable(entry.admittedUnits), shed: countable(entry.shedUnits), rejected: countable(entry.rejectedUnits), hitSeconds: countable(entry.hitSeconds) };
+        const now = {
+          admitted: countable(entry.admittedUnits),
+          shed: countable(entry.shedUnits),
+          rejected: countable(entry.rejectedUnits),
+          unauthenticated: countable(entry.unauthenticatedUnits ?? 0),
+          hitSeconds: countable(entry.hitSeconds),
+        };
         const before = counted.get(entry);
         counted.set(entry, now);
         return {
           entry,
           units: before
-            ? { admitted: gain(now.admitted, before.admitted), shed: gain(now.shed, before.shed), rejected: gain(now.rejected, before.rejected), hitSeconds: gain(now.hitSeconds, before.hitSeconds) }
+            ? {
+                admitted: gain(now.admitted, before.admitted),
+                shed: gain(now.shed, before.shed),
+                rejected: gain(now.rejected, before.rejected),
+                unauthenticated: gain(now.unauthenticated, before.unauthenticated ?? 0),
+                hitSeconds: gain(now.hitSeconds, before.hitSeconds),
+              }
             : now,
         };
       });
-      for (const { entry, units } of gains) metrics.tenants.observe(entry.tenantId, units.admitted + units.shed + units.rejected);
+      for (const { entry, units } of gains) metrics.tenants.observe(entry.tenantId, units.admitted + units.shed + units.rejected + units.unauthenticated);
       metrics.tenants.refreshIfDue();
 
       const sums = new Map<string, { labels: TenantSeriesLabels; units: TenantUnits }>();
@@ -33,8 +45,9 @@ export function createMetricsRecorder(metrics: Metrics): Recorder {
         const labels = { dimension: entry.dimension, allowance: entry.allowance ?? '', tenant: metrics.tenants.label(entry.tenantId) };
         const key = `${labels.dimension}\u0000${labels.allowance}\u0000${labels.tenant}`;
         let sum = sums.get(key);
-        if (!sum) sums.set(key, (sum = { labels, units: { admitted: 0, shed: 0, rejected: 0, hitSeconds: 0 } }));
+        if (!sum) sums.set(key, (sum = { labels, units: { admitted: 0, shed: 0, rejected: 0, unauthenticated: 0, hitSeconds: 0 } }));
         sum.units.admitted += units.admitted;
+        sum.units.unauthenticated! += units.unauthenticated;
         sum.units.shed += units.shed;
         sum.units.rejected += units.rejected;
         sum.units.hitSeconds += units.hitSeconds;

@@ -2,7 +2,9 @@
 // platform with 100,000 tenants still exports a bounded number of series. "Busiest" is kept by a
 // space-saving sketch of units seen (4 x `named` counters, decaying with a 10-minute half-life), and the
 // named set is re-chosen at most once per `refreshMs`, so a label does not flap between a tenant's name
-// and "_other" from one batch to the next.
+// and "_other" from one batch to the next. Only confirmed tenants (registered with the control plane) are
+// ever named: anyone may invent tenant names at the HTTP ingest door, and 2,000 invented names must not take
+// the named places; their units count under "_other".
 
 import { SpaceSavingSketch } from './spaceSaving.ts';
 
@@ -24,6 +26,11 @@ export class TenantLabels {
   private readonly halfLifeMs: number;
   private readonly now: () => number;
   private lastRefresh: number;
+  /**
+   * Whether a name is a registered tenant; the service sets it to the Governor's `isConfirmed`. Names it
+   * refuses are never observed and always labelled "_other". Default: every name (tests of the sketch alone).
+   */
+  isConfirmed: (tenantId: string) => boolean = () => true;
   /** Called with the tenants that lost their name, so their series can be removed. */
   onDemoted: (tenants: readonly string[]) => void = () => {};
 
@@ -38,13 +45,13 @@ export class TenantLabels {
 
   /** Counts `weight` units for the tenant (call for every tenant of a batch before labelling it). */
   observe(tenantId: string, weight: number): void {
-    if (weight > 0) this.sketch.add(tenantId, weight);
+    if (weight > 0 && this.isConfirmed(tenantId)) this.sketch.add(tenantId, weight);
   }
 
   /** The tenant's label. While the named set has room, a tenant takes a name at once. */
   label(tenantId: string): string {
     if (this.namedTenants.has(tenantId)) return tenantId;
-    if (this.namedTenants.size < this.options.named) {
+    if (this.namedTenants.size < this.options.named && this.isConfirmed(tenantId)) {
       this.namedTenants.add(tenantId);
       return tenantId;
     }

@@ -98,7 +98,7 @@ describe(`admission API in the service (${mode.name})`, () => {
     expect(decisions[9]).toMatchObject({ admitted: true, behaviour: 'ADMIT' });
   });
 
-  it('every dimension\'s sheds and refusals reach the ledger, shedTrend, topShedders and /metrics', async () => {
+  it('every dimension\'s refusals reach the ledger, shedTrend, topShedders and /metrics; a request that can never fit is said so and counted as rejected', async () => {
     const from = new Date(Math.floor(Date.now() / 60_000) * 60_000);
     const items = [
       { tenantId: 'acme', dimension: 'EGRESS', allowance: 'DETECTION', units: 1 },
@@ -119,12 +119,20 @@ describe(`admission API in the service (${mode.name})`, () => {
     ]);
     expect(decisions[1]).toMatchObject({ limit: 1, retryAfterSeconds: expect.any(Number) });
     expect(decisions[3]).toMatchObject({ limit: 2 });
+    // 5 units against a burst (a window) of 2 can never fit: the decision says so, and each is counted as
+    // rejected, the SHED dimension's too (it was refused for its size, not shed under load).
+    expect(decisions.map((each) => [each.neverFits, each.burst])).toEqual([
+      [true, 2],
+      [true, 2],
+      [true, 2],
+      [true, 2],
+    ]);
 
     await service.governor.flush();
     await service.projections.waitForCaughtUp();
     const to = new Date(Date.now() + 60_000);
     for (const [dimension, field] of [
-      ['EGRESS', 'shed'],
+      ['EGRESS', 'rejected'],
       ['AI_INFERENCE', 'rejected'],
       ['PROVISIONING', 'rejected'],
       ['API_REQUESTS', 'rejected'],
@@ -136,7 +144,7 @@ describe(`admission API in the service (${mode.name})`, () => {
     }
     const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
     for (const dimension of ['EGRESS', 'AI_INFERENCE', 'PROVISIONING', 'API_REQUESTS']) {
-      const family = dimension === 'EGRESS' ? 'shed' : 'rejected';
+      const family = 'rejected';
       expect(metrics, dimension).toMatch(new RegExp(`governance_${family}_units_total\\{[^}]*dimension="${dimension}"[^}]*tenant="acme"[^}]*\\} 5\\b`));
     }
   });

@@ -9,6 +9,8 @@ import { AllowanceEnum, DimensionEnum, TrendBucketEnum } from './enums.ts';
 import { TenantType } from './tenant.ts';
 
 const LIMITED = 'shed + rejected: units a client lost, whether answered 429 (rejected) or dropped (shed).';
+const UNAUTHENTICATED =
+  'Units charged and then refused because the sender’s key failed (ingest answers 401; the spec charges readings before the credential): never in admitted, not a limit hit.';
 const LIMITED_MESSAGES = 'shed + rejected messages (requests): one per 429 answered or batch dropped; matches the 429s a client counted.';
 
 const TrendPointType = builder.objectRef<TrendPoint>('TrendPoint').implement({
@@ -24,6 +26,8 @@ const TrendPointType = builder.objectRef<TrendPoint>('TrendPoint').implement({
     shedMessages: t.exposeFloat('shedMessages'),
     rejectedMessages: t.exposeFloat('rejectedMessages'),
     limitedMessages: t.exposeFloat('limitedMessages', { description: LIMITED_MESSAGES }),
+    unauthenticated: t.exposeFloat('unauthenticated', { description: UNAUTHENTICATED }),
+    unauthenticatedMessages: t.exposeFloat('unauthenticatedMessages', { description: 'Requests answered 401 after their units were charged (see unauthenticated).' }),
     hits: t.exposeInt('hits'),
   }),
 });

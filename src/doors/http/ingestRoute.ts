@@ -2,9 +2,15 @@
 //   1. edge per-IP limit (frontDoor.ts);
 //   2. the tenant name from the path on the HTTP allowance (the Governor's confirmed / 1024 / overflow rule)
 //   3. charged once per message before decoding, then the size cap (413 without reading the body whole);
-//   4. decode (400 with what is wrong), then the readings are charged;
+//   4. decode (400 with what is wrong), then the readings are charged (413 when they could never fit the
+//      tenant's burst, 429 when they do not fit now);
 //   5. the device credential, only now (401);
 //   then API_REQUESTS (see below), and 6. the sink (202).
+//
+// The readings charge is held until the request's end (Governor.chargeUntilSettled): it is counted as admitted
+// only when answered 202; a 401 after it is counted apart as unauthenticated; a 429 on API_REQUESTS, a 503
+// (the sink or the key look-up failed) or a fault withdraws it uncounted (the client's retry is counted). The
+// tokens stay spent in every case, so the allowance bounds unauthenticated floods and retries alike.
 //
 // API_REQUESTS is charged once per request, after the credential: it is a per-tenant limit with the tenant's
 // own policy (EXACT_REJECT or STABLE_DOWNSAMPLE), and the Governor keeps state of its own for every name it
@@ -14,9 +20,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestTarget, RouteHandler } from '../../http-server/route.ts';
 import { answer, answerRateLimited, enterTenantPath, tenantVerdict, type ClientResolver } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
-import { admitApiRequest, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';
+import { admitApiRequest, answerNeverFits, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';
 import { decodeReadings } from '../pipeline/readings.ts';
-import { chargeMessage, chargeReadings, type Metering } from '../pipeline/index.ts';
+import { chargeMessage, holdReadingsCharge, type Metering } from '../pipeline/index.ts';
+import type { ChargeOutcome } from '../../governance/heldCharge.ts';
 
 export const INGEST_PREFIX = '/v1/ingest/';
 const INGEST_PATH = { prefix: INGEST_PREFIX, count: 1, help: 'the path must be /v1/ingest/<tenant> with a valid tenant ID' };
@@ -43,26 +50,37 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
     const decoded = decodeReadings(body);
     if (decoded.status === 'invalid') return answer(res, deps, entry, tenantId, 400, { error: decoded.message });
 
-    const readings = chargeReadings(deps, metering, decoded.readingCount);
+    const charge = holdReadingsCharge(deps, metering, decoded.readingCount);
+    const readings = charge.decision;
     if (!readings.admitted) {
+      if (readings.neverFits) return answerNeverFits(res, deps, entry, tenantId, readings, decoded.readingCount, 'readings');
       return answerRateLimited(res, deps, entry, tenantId, tenantVerdict(readings, 'readings'));
     }
 
-    const checked = authorizedCredential(req, res, deps, entry, { route: 'http', tenantId, entries: decoded.entries });
-    // A cached key is checked at once: no turn of the event loop for nearly every request.
-    const credential = checked instanceof Promise ? await checked : checked;
-    if (credential === null) return;
-    if (!admitApiRequest(res, deps, entry, tenantId, credential)) return;
+    let outcome: ChargeOutcome = 'withdrawn';
+    try {
+      const checked = authorizedCredential(req, res, deps, entry, { route: 'http', tenantId, entries: decoded.entries });
+      // A cached key is checked at once: no turn of the event loop for nearly every request.
+      const credential = checked instanceof Promise ? await checked : checked;
+      if (credential === null) {
+        outcome = 'unauthenticated';
+        return;
+      }
+      if (!admitApiRequest(res, deps, entry, tenantId, credential)) return;
 
-    await publishAccepted(res, deps, entry, {
-      tenantId,
-      route: 'http',
-      credential: { kind: credential.kind, subject: credential.subject },
-      requestId,
-      receivedAtMs: atMs,
-      units: decoded.readingCount,
-      items: decoded.entries,
-    });
+      const taken = await publishAccepted(res, deps, entry, {
+        tenantId,
+        route: 'http',
+        credential: { kind: credential.kind, subject: credential.subject },
+        requestId,
+        receivedAtMs: atMs,
+        units: decoded.readingCount,
+        items: decoded.entries,
+      });
+      if (taken) outcome = 'admitted';
+    } finally {
+      charge.settle(outcome);
+    }
   };
 }
 

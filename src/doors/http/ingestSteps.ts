@@ -4,6 +4,7 @@
 // request itself when it refuses, and says so by returning null or false.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { chargeApiRequest, checkCredential, handToSink, type AcceptedBatch, type Destination, type IngestCredential, type SenderCheck } from '../pipeline/index.ts';
+import type { AdmitDecision } from '../../governance/governor.ts';
 import { answer, answerRateLimited, tenantVerdict, type FrontDoorRequest } from './frontDoor.ts';
 import type { FrontDoorDeps } from './frontDoorDeps.ts';
 import { closeAfterRefusal, declaresTooLarge, readBodyCapped } from '../../http-server/readBody.ts';
@@ -70,15 +71,41 @@ export function admitApiRequest(
   return request.admitted;
 }
 
-/** Hands the batch to the sink and answers 202 with the units accepted, or 503 with Retry-After when the sink fails. */
-export async function publishAccepted(res: ServerResponse, deps: FrontDoorDeps, entry: FrontDoorRequest, batch: AcceptedBatch): Promise<void> {
+/**
+ * Hands the batch to the sink and answers 202 with the units accepted (true), or 503 with Retry-After when the
+ * sink fails (false).
+ */
+export async function publishAccepted(res: ServerResponse, deps: FrontDoorDeps, entry: FrontDoorRequest, batch: AcceptedBatch): Promise<boolean> {
   const outcome = await handToSink(deps, batch);
   if (outcome.status === 'unavailable') {
     const failure = batch.route === 'http' ? 'ingest sink failed' : 'integration sink failed';
     deps.logger.error({ err: outcome.error, requestId: entry.requestId, tenantId: batch.tenantId }, failure);
     entry.headers.push('Retry-After', '1');
-    return answer(res, deps, entry, batch.tenantId, 503, { error: 'the reading pipeline is unavailable; retry' });
+    answer(res, deps, entry, batch.tenantId, 503, { error: 'the reading pipeline is unavailable; retry' });
+    return false;
   }
   answer(res, deps, entry, batch.tenantId, 202, { accepted: batch.units });
+  return true;
+}
+
+/**
+ * 413 for a request larger than the most its tenant's allowance can ever grant (the Governor's `neverFits`):
+ * no wait would admit it, so it is not told to retry. The body names the burst and the request's size.
+ */
+export function answerNeverFits(
+  res: ServerResponse,
+  deps: FrontDoorDeps,
+  entry: FrontDoorRequest,
+  tenantId: string,
+  decision: AdmitDecision,
+  units: number,
+  unitName: 'readings' | 'uplinks',
+): void {
+  const burst = Math.floor(decision.burst);
+  answer(res, deps, entry, tenantId, 413, {
+    error: `${units} ${unitName} can never be admitted at once: the tenant's ${unitName === 'readings' ? 'readings' : 'integrations'} burst is ${burst}; send at most ${burst} per request`,
+    units,
+    burst,
+  });
 }
 

@@ -10,9 +10,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestTarget, RouteHandler } from '../../http-server/route.ts';
 import { answer, enterTenantPath, type ClientResolver } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
-import { admitApiRequest, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';
+import { admitApiRequest, answerNeverFits, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';
 import { decodeUplinks } from './uplinks.ts';
-import { chargeReadings } from '../pipeline/index.ts';
+import { holdReadingsCharge } from '../pipeline/index.ts';
 
 export const INTEGRATIONS_PREFIX = '/v1/integrations/';
 const INTEGRATIONS_PATH = { prefix: INTEGRATIONS_PREFIX, count: 2, help: 'the path must be /v1/integrations/<tenant>/<integration> with valid names' };
@@ -40,18 +40,28 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
 
     if (!admitApiRequest(res, deps, entry, tenantId, credential)) return;
 
-    const charge = chargeReadings(deps, { tenantId, allowance: 'INTEGRATIONS', atMs, clientKey: client.limitKey }, uplinks);
-    if (!charge.admitted) return answer(res, deps, entry, tenantId, 202, { accepted: 0, dropped: uplinks });
+    // Held until the sink took the uplinks: a 503 withdraws the charge uncounted (the retry is counted).
+    const charge = holdReadingsCharge(deps, { tenantId, allowance: 'INTEGRATIONS', atMs, clientKey: client.limitKey }, uplinks);
+    if (!charge.decision.admitted) {
+      // More uplinks than the allowance ever holds would be dropped on every try: say so (413) instead.
+      if (charge.decision.neverFits) return answerNeverFits(res, deps, entry, tenantId, charge.decision, uplinks, 'uplinks');
+      return answer(res, deps, entry, tenantId, 202, { accepted: 0, dropped: uplinks });
+    }
 
-    await publishAccepted(res, deps, entry, {
-      tenantId,
-      route: 'integration',
-      integration,
-      credential: { kind: credential.kind, subject: credential.subject },
-      requestId,
-      receivedAtMs: atMs,
-      units: uplinks,
-      items: decoded.uplinks,
-    });
+    let taken = false;
+    try {
+      taken = await publishAccepted(res, deps, entry, {
+        tenantId,
+        route: 'integration',
+        integration,
+        credential: { kind: credential.kind, subject: credential.subject },
+        requestId,
+        receivedAtMs: atMs,
+        units: uplinks,
+        items: decoded.uplinks,
+      });
+    } finally {
+      charge.settle(taken ? 'admitted' : 'withdrawn');
+    }
   };
 }

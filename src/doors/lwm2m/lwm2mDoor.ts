@@ -101,6 +101,11 @@ export function createLwm2mHandler(options: Lwm2mDoorOptions): (req: IncomingMes
     if (decoded.status === 'invalid') return refuse(res, '4.00', decoded.message, 'malformed');
 
     const readings = chargeReadings(parts, metering, decoded.readingCount);
+    if (!readings.admitted && readings.neverFits) {
+      // More readings than the allowance ever holds: no wait admits them, so not 4.29 with a Max-Age (the
+      // Governor counts it as rejected; it is not a door drop).
+      return refuse(res, '4.13', `${decoded.readingCount} readings can never be admitted at once: the LWM2M burst is ${Math.floor(readings.burst)}`);
+    }
     if (!readings.admitted) return tooMany(res, readings.retryAfterSeconds);
     if (decoded.readingCount > 0) {
       const sunk = await handToSink(parts, {

@@ -35,7 +35,10 @@ const ingestAnswers = {
   '400': answer('The body is not a valid batch of readings.'),
   '401': answer('X-Device-Key is missing, unknown, revoked or not valid for this path.'),
   '404': answer('The path names no possible tenant (or integration).'),
-  '413': answer('The body is larger than INGEST_MAX_BODY_BYTES.'),
+  '413': answer(
+    'The body is larger than INGEST_MAX_BODY_BYTES, or it carries more readings (uplinks) than the tenant\'s burst: a request that could never be admitted, so it is not told to retry; the body names `units` and `burst`. Counted as rejected.',
+    { type: 'object', properties: { error: { type: 'string' }, units: { type: 'integer' }, burst: { type: 'integer' }, requestId: { type: 'string' } }, required: ['error'] },
+  ),
   '429': answer('Over the edge per-IP limit or the tenant limit (the 429 contract).', errorBody, rateLimitHeaders),
   '503': answer('The sink did not take the readings; retry.'),
 };
@@ -96,9 +99,11 @@ export const OPENAPI_DOCUMENT = {
       },
       AdmissionDecision: {
         type: 'object',
-        required: ['admitted', 'behaviour', 'limit', 'remaining', 'retryAfterSeconds', 'scope', 'source'],
+        required: ['admitted', 'behaviour', 'limit', 'remaining', 'retryAfterSeconds', 'burst', 'neverFits', 'scope', 'source'],
         properties: {
           admitted: { type: 'boolean' },
+          burst: { type: 'number', description: 'The most one request can ever be granted: the burst (a fixed window: its limit).' },
+          neverFits: { type: 'boolean', description: 'Refused because units exceed burst: no retry admits it (counted as rejected).' },
           behaviour: { type: 'string', enum: ['ADMIT', 'SHED', 'REJECT', 'STABLE_DOWNSAMPLE', 'DROP_ACCEPTED'] },
           limit: { type: 'number' },
           remaining: { type: 'number' },

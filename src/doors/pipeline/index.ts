@@ -8,6 +8,7 @@ export {
   checkCredential,
   checkEdge,
   handToSink,
+  holdReadingsCharge,
   isAcceptableName,
   type DoorParts,
   type EdgeDecision,

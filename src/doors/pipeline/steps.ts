@@ -13,6 +13,7 @@
 // Each step returns its outcome as a value; the door turns a refusal into its transport's answer (an HTTP
 // 429, an MQTT PUBACK reason code, a CoAP 4.29). The steps never answer and never throw for a refusal.
 import type { AdmitDecision, Governor } from '../../governance/governor.ts';
+import type { HeldCharge } from '../../governance/heldCharge.ts';
 import type { Allowance } from '../../governance/types.ts';
 import { ID_PATTERN } from '../../governance/types.ts';
 import { authorizeSender, type Destination, type SenderCheck } from './authorizeSender.ts';
@@ -66,6 +67,23 @@ export function chargeMessage(parts: Pick<DoorParts, 'governor'>, metering: Mete
 /** Step 5: the decoded readings (or uplinks), on the same allowance. */
 export function chargeReadings(parts: Pick<DoorParts, 'governor'>, metering: Metering, units: number): AdmitDecision {
   return parts.governor.admit({
+    tenant: metering.tenantId,
+    dimension: 'INGEST',
+    allowance: metering.allowance,
+    units,
+    at: metering.atMs,
+    callerKey: metering.clientKey,
+  });
+}
+
+/**
+ * Step 5 for a door that learns only afterwards whether the readings were taken (the HTTP doors: the
+ * credential, API_REQUESTS and the sink come after the charge). Decided as chargeReadings decides; the door
+ * settles the held charge with what became of the request (admitted, unauthenticated, withdrawn), and only
+ * then is it counted. A refusal is counted at once.
+ */
+export function holdReadingsCharge(parts: Pick<DoorParts, 'governor'>, metering: Metering, units: number): HeldCharge<AdmitDecision> {
+  return parts.governor.chargeUntilSettled({
     tenant: metering.tenantId,
     dimension: 'INGEST',
     allowance: metering.allowance,

@@ -23,6 +23,9 @@ export const ADMISSION_TRENDS: RollupFamily = {
     'shed_messages',
     'rejected_units',
     'rejected_messages',
+    // migrations/0110_unauthenticated_admissions.sql
+    'unauthenticated_units',
+    'unauthenticated_messages',
     'hits',
   ],
   primaryKey: ['tenant_id', 'dimension', 'bucket_start', 'allowance'],

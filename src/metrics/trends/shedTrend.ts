@@ -20,6 +20,12 @@ export interface TrendPoint {
   rejectedMessages: number;
   /** shed + rejected messages (requests): one per 429 answered or batch dropped. */
   limitedMessages: number;
+  /**
+   * Charged and then refused for the sender's credential (ingest answered 401): not in `admitted`, not a
+   * limit hit. The ingest door charges readings before it checks the key, as the spec orders.
+   */
+  unauthenticated: number;
+  unauthenticatedMessages: number;
   /** Seconds in which a limit was hit, summed over the dimension's allowances. */
   hits: number;
 }
@@ -46,6 +52,8 @@ interface TrendRow {
   admitted_messages: number;
   shed_messages: number;
   rejected_messages: number;
+  unauthenticated: number;
+  unauthenticated_messages: number;
   hits: number;
 }
 
@@ -59,6 +67,8 @@ export async function shedTrend(q: Queryable, query: ShedTrendQuery): Promise<Tr
             sum(admitted_units::float8) AS admitted, sum(shed_units::float8) AS shed,
             sum(rejected_units::float8) AS rejected, sum(admitted_messages::float8) AS admitted_messages,
             sum(shed_messages::float8) AS shed_messages, sum(rejected_messages::float8) AS rejected_messages,
+            sum(unauthenticated_units::float8) AS unauthenticated,
+            sum(unauthenticated_messages::float8) AS unauthenticated_messages,
             sum(hits::float8) AS hits
        FROM ${bucketTable(ADMISSION_TRENDS.table, bucket)}
       WHERE tenant_id = $1 AND dimension = $2 AND ($5::text IS NULL OR allowance = $5)
@@ -78,6 +88,8 @@ export async function shedTrend(q: Queryable, query: ShedTrendQuery): Promise<Tr
       shedMessages: row.shed_messages,
       rejectedMessages: row.rejected_messages,
       limitedMessages: row.shed_messages + row.rejected_messages,
+      unauthenticated: row.unauthenticated,
+      unauthenticatedMessages: row.unauthenticated_messages,
       hits: row.hits,
     }),
   );
@@ -101,6 +113,8 @@ function emptyPoint(second: number): TrendPoint {
     shedMessages: 0,
     rejectedMessages: 0,
     limitedMessages: 0,
+    unauthenticated: 0,
+    unauthenticatedMessages: 0,
     hits: 0,
   };
 }
