@@ -40,6 +40,24 @@ const COMMANDS: Record<string, CliCommand> = {
       await rebuildProjections(positionals[1]);
     },
   },
+  ledger: {
+    synopsis: 'ledger archive [--before YYYY-MM-DD] [--dir D] | ledger read-archive FILE   archive old admission summaries; read an archive back',
+    help: [
+      'ledger archive        archives every day of admission summaries before --before (default: today minus',
+      '                      GOVERNANCE_LEDGER_RETENTION_DAYS, 30) to --dir (default GOVERNANCE_LEDGER_ARCHIVE_DIR,',
+      '                      else <GOVERNANCE_DATA_DIR>/ledger-archive): one NDJSON.gz file and a manifest with its',
+      '                      sha256 per day, checked, handed to GOVERNANCE_LEDGER_ARCHIVE_COMMAND when set, then',
+      '                      dropped from the ledger. A day goes only once it has ended and every projection that',
+      '                      reads summaries has applied it. Limit changes, commands and every other stream stay.',
+      '  --before YYYY-MM-DD  archive the days before this UTC day',
+      '  --dir D              where the files go',
+      'ledger read-archive FILE',
+      '                      checks FILE against its manifest (sha256, size, events), then prints its events, one',
+      '                      JSON line each, in ledger order',
+      '  --no-verify          print without checking the manifest first',
+    ].join('\n'),
+    run: ledger,
+  },
   token: {
     synopsis: 'token --role ROLE [--tenant T] [--sub NAME] [--ttl 1h]   mint a signed JWT for local use',
     help: [
@@ -148,6 +166,68 @@ async function rebuildProjections(name: string | undefined): Promise<void> {
   } finally {
     await store.close();
     await db.close();
+  }
+}
+
+async function ledger(args: string[]): Promise<void> {
+  const { values, positionals } = parse(
+    args,
+    { before: { type: 'string' }, dir: { type: 'string' }, 'no-verify': { type: 'boolean', default: false } },
+    true,
+  );
+  const [action, ...rest] = positionals;
+  if (action === 'archive') {
+    if (rest.length > 0 || values['no-verify']) throw new UsageError('ledger archive takes only --before and --dir');
+    await archiveLedger(values.before, values.dir);
+    return;
+  }
+  if (action === 'read-archive') {
+    if (rest.length !== 1 || values.before !== undefined || values.dir !== undefined) throw new UsageError('ledger read-archive takes one FILE (and --no-verify)');
+    await readLedgerArchive(rest[0]!, !values['no-verify']);
+    return;
+  }
+  throw new UsageError('ledger takes: archive [--before YYYY-MM-DD] [--dir D], or read-archive FILE');
+}
+
+async function archiveLedger(before: string | undefined, dir: string | undefined): Promise<void> {
+  const [{ openDb }, { migrate }, { archiveSummaryDays }, summaryPartitions, { allProjections }] = await Promise.all([
+    import('./db/open.ts'),
+    import('./db/migrate.ts'),
+    import('./ledger/retention/archiveSummaries.ts'),
+    import('./ledger/postgres/summaryPartitions.ts'),
+    import('../projections/index.ts'),
+  ]);
+  const settings = readSettings();
+  if (settings.eventStoreUrl) throw new UsageError('EVENTSTORE_URL is set: archiving applies to the PostgreSQL ledger (EventStoreDB keeps its own streams)');
+  if (before !== undefined && !summaryPartitions.isDay(before)) throw new UsageError(`--before "${before}" is not a day (YYYY-MM-DD)`);
+  if (before === undefined && settings.ledgerRetentionDays === undefined) {
+    throw new UsageError('GOVERNANCE_LEDGER_RETENTION_DAYS is forever: name the days with --before YYYY-MM-DD');
+  }
+  const until = before ?? summaryPartitions.addDays(summaryPartitions.dayOf(Date.now()), -settings.ledgerRetentionDays!);
+  const db = await openDb(settings);
+  try {
+    await migrate(db);
+    await summaryPartitions.ensureSummaryPartitions(db);
+    const outcome = await archiveSummaryDays(db, {
+      dir: dir ?? settings.ledgerArchiveDir,
+      before: until,
+      command: settings.ledgerArchiveCommand,
+      projections: allProjections(),
+      onArchived: ({ day, file, manifest }) => console.log(`${day}: ${manifest.events} events -> ${file} (sha256 ${manifest.sha256})`),
+    });
+    for (const { day, reason } of outcome.skipped) console.log(`${day}: not archived: ${reason}`);
+    if (outcome.archived.length === 0 && outcome.skipped.length === 0) console.log(`no day of admission summaries before ${until} is left to archive`);
+  } finally {
+    await db.close();
+  }
+}
+
+async function readLedgerArchive(file: string, verify: boolean): Promise<void> {
+  const { readArchive, verifyArchive } = await import('./ledger/retention/archiveFile.ts');
+  if (verify) await verifyArchive(file);
+  const write = (line: string) => new Promise<void>((resolve) => (process.stdout.write(line) ? resolve() : process.stdout.once('drain', resolve)));
+  for await (const event of readArchive(file)) {
+    await write(`${JSON.stringify(event, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value))}\n`);
   }
 }
 

@@ -57,6 +57,15 @@ export interface Settings {
   /** GOVERNANCE_LWM2M_PORT: its UDP port (default 5683). */
   lwm2mPort: number;
   logLevel: string;
+  /**
+   * GOVERNANCE_LEDGER_RETENTION_DAYS: raw admission summaries are kept this many days, then archived to
+   * GOVERNANCE_LEDGER_ARCHIVE_DIR and dropped from the ledger (default 30); `forever` (undefined here) keeps them.
+   */
+  ledgerRetentionDays: number | undefined;
+  /** GOVERNANCE_LEDGER_ARCHIVE_DIR: where archived days are written (default <GOVERNANCE_DATA_DIR>/ledger-archive). */
+  ledgerArchiveDir: string;
+  /** GOVERNANCE_LEDGER_ARCHIVE_COMMAND: run with each archive file ($1) and its manifest ($2) before the day is dropped. */
+  ledgerArchiveCommand?: string;
   /** GOVERNANCE_GRPC_PORT: Envoy's rate limit service (gRPC) listens here (default 8081). */
   grpcPort: number;
   /** GOVERNANCE_GRPC_TLS_CERT/_KEY (PEM files): TLS on the gRPC port; with _CLIENT_CA, client certificates are required. */
@@ -105,6 +114,9 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     lwm2mEnabled: optional('GOVERNANCE_LWM2M') === 'on',
     lwm2mPort: portNumber(optional('GOVERNANCE_LWM2M_PORT'), 5683, 'GOVERNANCE_LWM2M_PORT'),
     logLevel: optional('LOG_LEVEL') ?? 'info',
+    ledgerRetentionDays: retentionDays(optional('GOVERNANCE_LEDGER_RETENTION_DAYS')),
+    ledgerArchiveDir: optional('GOVERNANCE_LEDGER_ARCHIVE_DIR') ?? `${(optional('GOVERNANCE_DATA_DIR') ?? './data').replace(/\/+$/, '')}/ledger-archive`,
+    ledgerArchiveCommand: optional('GOVERNANCE_LEDGER_ARCHIVE_COMMAND'),
     grpcPort: portNumber(optional('GOVERNANCE_GRPC_PORT'), 8081, 'GOVERNANCE_GRPC_PORT'),
     grpcTls: grpcTls(optional('GOVERNANCE_GRPC_TLS_CERT'), optional('GOVERNANCE_GRPC_TLS_KEY'), optional('GOVERNANCE_GRPC_TLS_CLIENT_CA')),
   };
@@ -157,6 +169,17 @@ function wholeNumber(text: string | undefined, fallback: number, name: string): 
   if (text === undefined) return fallback;
   const value = Number(text);
   if (!Number.isInteger(value) || value < 0) throw new Error(`${name} must be a whole number of at least 0, not "${text}"`);
+  return value;
+}
+
+/** Days of raw summaries kept (default 30), or `forever`. */
+function retentionDays(text: string | undefined): number | undefined {
+  if (text === undefined) return 30;
+  if (text === 'forever') return undefined;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1 || value > 36_500) {
+    throw new Error(`GOVERNANCE_LEDGER_RETENTION_DAYS must be a whole number of days from 1 to 36500, or forever, not "${text}"`);
+  }
   return value;
 }
 

@@ -29,6 +29,7 @@ import { readMetricsSettings } from './metrics/metricsSettings.ts';
 import { commandBacklogSource } from './metrics/commandBacklogSource.ts';
 import { createInferenceSpendMeter, type InferenceSpendMeter } from './metrics/inferenceSpendMeter.ts';
 import { startTrendPruning } from './metrics/trends/pruneTrends.ts';
+import { startLedgerRetention } from './ledger/retention/startLedgerRetention.ts';
 import { fanOutRecorder } from './governance/recorders.ts';
 import { createRedisSharedBudget } from './governance/redis/redisSharedBudget.ts';
 import type { ReadinessCheck } from './http-server/health.ts';
@@ -131,6 +132,22 @@ export async function startService(settings: Settings, logger: Logger = createLo
   closers.push(() => inferenceSpend.close());
   const pruning = startTrendPruning(db, metricsSettings.retention, { onError: (error) => logger.warn({ err: error }, 'trend pruning failed') });
   closers.push(() => pruning.close());
+  // The PostgreSQL ledger's admission summaries: partitions made ahead, days past the retention archived
+  // (src/ledger/retention/README.md). EventStoreDB keeps its own streams.
+  if (!settings.eventStoreUrl) {
+    const retention = startLedgerRetention(db, {
+      retentionDays: settings.ledgerRetentionDays,
+      dir: settings.ledgerArchiveDir,
+      command: settings.ledgerArchiveCommand,
+      projections: allProjections(),
+      onError: (error) => logger.warn({ err: error }, 'ledger retention pass failed; tried again in an hour'),
+      onArchived: ({ day, file, manifest }) => logger.info({ day, file, events: manifest.events, sha256: manifest.sha256 }, 'admission summaries archived'),
+      onPass: ({ archive }) => {
+        for (const { day, reason } of archive?.skipped ?? []) logger.warn({ day, reason }, 'admission summaries not archived yet');
+      },
+    });
+    closers.push(() => retention.close());
+  }
   metrics.useSources({
     commandBacklogs: commandBacklogSource(db, metricsSettings.namedTenants),
     projectionLags: () => projections.lag(),

@@ -47,7 +47,7 @@ describe('governance CLI', () => {
   });
 
   it('prints help for the whole CLI and for every command, exit 0', async () => {
-    const commands = ['serve', 'migrate', 'projections', 'token', 'ingest-key', 'demo'];
+    const commands = ['serve', 'migrate', 'projections', 'ledger', 'token', 'ingest-key', 'demo'];
     const [overall, ...each] = await Promise.all([governance(['--help'], { GOVERNANCE_DATA_DIR: dataDir }), ...commands.map((command) => governance([command, '--help'], { GOVERNANCE_DATA_DIR: dataDir }))]);
     expect(overall.code).toBe(0);
     for (const command of commands) expect(overall.stdout).toContain(`  ${command}`);
@@ -59,18 +59,20 @@ describe('governance CLI', () => {
 
   it('answers a bad --ttl, an unknown flag, an unknown command and a missing role with one line and exit 2', async () => {
     const env = { GOVERNANCE_DATA_DIR: dataDir };
-    const [ttl, flag, unknown, none, role] = await Promise.all([
+    const [ttl, flag, unknown, none, role, before] = await Promise.all([
       governance(['token', '--role', 'OPERATOR', '--ttl', 'banana'], env),
       governance(['token', '--colour'], env),
       governance(['frobnicate'], env),
       governance([], env),
       governance(['token'], env),
+      governance(['ledger', 'archive', '--before', '2026-13-01'], env),
     ]);
     expectOneLineFailure(ttl, /--ttl "banana" is not a lifetime/);
     expectOneLineFailure(flag, /Unknown option '--colour'.*governance token --help/);
     expectOneLineFailure(unknown, /unknown command frobnicate/);
     expectOneLineFailure(none, /a command is required/);
     expectOneLineFailure(role, /--role is one of/);
+    expectOneLineFailure(before, /--before "2026-13-01" is not a day/);
   }, 240_000);
 
   it('refuses a command on the embedded data directory the running service holds, in one line with exit 2', async () => {

@@ -21,6 +21,22 @@ describe('readSettings', () => {
     for (const bad of ['-1', '1.5', 'soon']) expect(() => readSettings({ GOVERNANCE_DRAIN_SECONDS: bad })).toThrow(/GOVERNANCE_DRAIN_SECONDS must be a whole number/);
   });
 
+  it('keeps 30 days of raw admission summaries unless GOVERNANCE_LEDGER_RETENTION_DAYS says otherwise, archiving under the data directory', () => {
+    expect(readSettings({})).toMatchObject({ ledgerRetentionDays: 30, ledgerArchiveDir: './data/ledger-archive' });
+    expect(readSettings({ GOVERNANCE_LEDGER_RETENTION_DAYS: '7', GOVERNANCE_DATA_DIR: '/var/lib/gl/' })).toMatchObject({
+      ledgerRetentionDays: 7,
+      ledgerArchiveDir: '/var/lib/gl/ledger-archive',
+    });
+    expect(readSettings({ GOVERNANCE_LEDGER_RETENTION_DAYS: 'forever' }).ledgerRetentionDays).toBeUndefined();
+    expect(readSettings({ GOVERNANCE_LEDGER_ARCHIVE_DIR: '/archive', GOVERNANCE_LEDGER_ARCHIVE_COMMAND: 'true' })).toMatchObject({
+      ledgerArchiveDir: '/archive',
+      ledgerArchiveCommand: 'true',
+    });
+    for (const bad of ['0', '-1', '1.5', 'never', '36501']) {
+      expect(() => readSettings({ GOVERNANCE_LEDGER_RETENTION_DAYS: bad })).toThrow(/GOVERNANCE_LEDGER_RETENTION_DAYS must be a whole number of days from 1 to 36500, or forever/);
+    }
+  });
+
   it('reads the device doors’ settings with their defaults', () => {
     const defaults = readSettings({});
     expect(defaults).toMatchObject({ mqttTopicRoot: 'devicechain', mqttShareGroup: 'governance', backlogAfterSeconds: 5, lwm2mEnabled: false, lwm2mPort: 5683 });

@@ -3,6 +3,7 @@ import { WrongExpectedRevision, type AppendResult, type NewEvent } from '../even
 import { appendBatch } from './appendBatch.ts';
 import { appendLocked, expectedRevisionOf, type AppendOptions } from './appendInTransaction.ts';
 import { prepareBatch } from './prepareBatch.ts';
+import { isTimePartitioned } from './summaryPartitions.ts';
 
 const UNIQUE_VIOLATION = '23505';
 const MAX_LOCKED_ATTEMPTS = 10;
@@ -19,6 +20,11 @@ const MAX_LOCKED_ATTEMPTS = 10;
  * stream, so it finds the id stored (idempotent no-op), the revision taken (WrongExpectedRevision when an
  * expected revision was given) or the next free revision ('any'). A locked attempt can still lose to a
  * newcomer's unlocked first attempt, hence the bound.
+ *
+ * A time-partitioned stream (the admission summaries, migration 0100) always takes the locked path: its
+ * day partitions cannot hold UNIQUE (stream, revision) or UNIQUE (event_id) across days, so two writers
+ * racing at midnight would not collide on an index; the lock numbers its revisions and the look-up finds
+ * its stored ids instead.
  */
 export async function appendToStream(
   db: Db,
@@ -28,12 +34,14 @@ export async function appendToStream(
 ): Promise<AppendResult> {
   const batch = prepareBatch(stream, events);
   const expected = expectedRevisionOf(stream, options);
-  try {
-    return await appendBatch(db, stream, batch, expected, false);
-  } catch (error) {
-    // WrongExpectedRevision too: a retried batch whose ids are all stored is a success, which only the
-    // look-up can tell.
-    if (!isUniqueViolation(error) && !(error instanceof WrongExpectedRevision)) throw error;
+  if (!isTimePartitioned(stream)) {
+    try {
+      return await appendBatch(db, stream, batch, expected, false);
+    } catch (error) {
+      // WrongExpectedRevision too: a retried batch whose ids are all stored is a success, which only the
+      // look-up can tell.
+      if (!isUniqueViolation(error) && !(error instanceof WrongExpectedRevision)) throw error;
+    }
   }
   for (let attempt = 1; ; attempt++) {
     try {
