@@ -68,7 +68,8 @@ export function consoleRoute(dir = CONSOLE_DIR): Route {
       if (!file || !found) {
         const built = (await stat(path.join(dir, 'index.html')).catch(() => null))?.isFile();
         if (!built) {
-          send(res, 503, 'text/plain; charset=utf-8', 'The console is not built: run `npm run build` (npm ci does it).\n', 'no-store');
+          // JSON, as every error answer of the service is (the fuzz suite holds all routes to it).
+          send(res, 503, 'application/json', '{"error":"the console is not built: run `npm run build` (npm ci does it)"}', 'no-store');
           return;
         }
         res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
