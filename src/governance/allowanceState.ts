@@ -1,16 +1,22 @@
 // One allowance of one tenant: the limits it meters at, its message bucket, fixed window and shared counters,
-// and the counts of the current second. Its readings bucket, rate and burst live in one cell of
-// AllowanceNumbers; TenantState copies what a decision reads for the allowance last used, so a token-bucket
-// admit need not touch this object at all (with thousands of tenants an admit costs mostly cache misses).
+// and its counts: the current second's in its own fields, earlier seconds not yet recorded in a Tally. Its
+// readings bucket, rate and burst live in one cell of AllowanceNumbers; TenantMeter copies what a decision
+// reads for the allowance last used, so a token-bucket admit need not touch this object at all (with
+// thousands of tenants an admit costs mostly cache misses).
 import { BURST, RATE_PER_SECOND } from './allowanceNumbers.ts';
 import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import { FixedWindow } from './fixedWindow.ts';
 import type { ResolvedLimits } from './resolvedLimits.ts';
-import type { SharedAllowance } from './sharedAllowance.ts';
+import type { SharedAllowance } from './sharedCounting.ts';
 import type { SlotSpec } from './slots.ts';
-import { Tally } from './tally.ts';
 import type { TokenBucket } from './tokenBucket.ts';
 import type { LimitSourceLevel } from './types.ts';
+
+// Why admissions were metered at the platform default (TenantMeter's status while its ceilings are unknown).
+export const CAUSE_PENDING = 0;
+export const CAUSE_UNREACHABLE = 1;
+export const CAUSE_UNKNOWN_TENANT = 2;
+export const CAUSE_NAMES = ['pending', 'unreachable', 'unknown-tenant'] as const;
 
 // What became of a decision, as count() tallies it.
 export const OUTCOME_ADMITTED = 0;
@@ -18,6 +24,54 @@ export const OUTCOME_SHED = 1;
 export const OUTCOME_REJECTED = 2;
 /** Charged, then refused for its credential (ingest's 401): not admitted, not a limit hit. */
 export const OUTCOME_UNAUTHENTICATED = 3;
+
+/**
+ * Counts of one allowance over a span of whole seconds, waiting for the Recorder: the closed seconds an
+ * AllowanceState has folded in since the last flush (several of them when a slow Recorder made windows merge).
+ */
+export class Tally {
+  fromSecond = 0;
+  toSecond = 0;
+  decisions = 0;
+  admittedUnits = 0;
+  admittedMessages = 0;
+  shedUnits = 0;
+  shedMessages = 0;
+  rejectedUnits = 0;
+  rejectedMessages = 0;
+  unauthenticatedUnits = 0;
+  unauthenticatedMessages = 0;
+  hitSeconds = 0;
+  /** Admitted at the platform default while the tenant's ceilings were unknown, by cause. */
+  readonly unresolvedUnits = [0, 0, 0];
+  readonly unresolvedMessages = [0, 0, 0];
+
+  clear(): void {
+    this.decisions = 0;
+    this.admittedUnits = 0;
+    this.admittedMessages = 0;
+    this.shedUnits = 0;
+    this.shedMessages = 0;
+    this.rejectedUnits = 0;
+    this.rejectedMessages = 0;
+    this.unauthenticatedUnits = 0;
+    this.unauthenticatedMessages = 0;
+    this.hitSeconds = 0;
+    for (let cause = 0; cause < CAUSE_NAMES.length; cause++) {
+      this.unresolvedUnits[cause] = 0;
+      this.unresolvedMessages[cause] = 0;
+    }
+  }
+
+  /** Widens the span to cover `second`. */
+  cover(second: number): void {
+    if (this.decisions === 0) {
+      this.fromSecond = second;
+      this.toSecond = second;
+    } else if (second < this.fromSecond) this.fromSecond = second;
+    else if (second > this.toSecond) this.toSecond = second;
+  }
+}
 
 export class AllowanceState {
   // Fields a decision reads first (V8 lays them out in declaration order); the recording fields follow, the
@@ -85,8 +139,8 @@ export class AllowanceState {
 
   /**
    * Counts one decision in second `second`. `refused` is an OUTCOME_ code (0 admitted, 1 shed, 2 rejected,
-   * 3 unauthenticated); `cause` is the
-   * unresolved cause (-1 when the tenant's ceilings are known). Returns whether the allowance just became dirty.
+   * 3 unauthenticated); `cause` is the unresolved cause (-1 when the tenant's ceilings are known). Returns
+   * whether the allowance just became dirty.
    */
   count(second: number, units: number, messages: number, refused: number, cause: number): boolean {
     if (this.openDecisions > 0 && (this.openSecond !== second || (cause >= 0 && this.openCause >= 0 && cause !== this.openCause))) {

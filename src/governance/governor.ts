@@ -1,25 +1,24 @@
 // The Governor: the in-process decision point every enforcement point calls. admit is synchronous and does
-// no I/O: ceilings arrive through the limit cache in the background, decisions leave as per-second tallies
-// that a timer hands to the Recorder in batches, and shared counters (Redis) are reserved in slices ahead of
-// use. Per call it allocates only its result (and, once per new tenant or allowance, that state).
-import { randomUUID } from 'node:crypto';
-import { stableCallerFraction } from './callerHash.ts';
-import { AdmissionBatch } from './admissionBatch.ts';
-import { BURST, RATE_PER_SECOND, remainingTokens, takeTokens, tokensRetryAfterSeconds } from './allowanceNumbers.ts';
-import { LimitCache } from './limitCache.ts';
-import { SharedAllowance } from './sharedAllowance.ts';
-import type { SharedBudget } from './sharedAllowance.ts';
-import { SLOT_COUNT, slotIndexOf, SLOTS } from './slots.ts';
-import type { SlotSpec } from './slots.ts';
-import { TenantNames } from './tenantNames.ts';
-import { TokenBucket } from './tokenBucket.ts';
-import { STATUS_KNOWN } from './tenantState.ts';
-import { HeldCharge, type HeldTally } from './heldCharge.ts';
+// no I/O. It coordinates: TenantNames says which names get a meter of their own, the LimitCache learns
+// ceilings in the background, the meters' token buckets and fixed windows decide, SharedCounting takes the
+// decision from slices of the shared budget (Redis) reserved ahead of use, and Tallies hands per-second
+// counts to the Recorder on a timer. Per call it allocates only its result (and, once per new tenant or
+// allowance, that state).
+import { BURST, RATE_PER_SECOND } from './allowanceNumbers.ts';
 import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import type { AllowanceState } from './allowanceState.ts';
-import type { TenantState } from './tenantState.ts';
+import { stableCallerFraction } from './callerHash.ts';
+import { LimitCache } from './limitCache.ts';
+import { HeldCharge, type HeldTally } from './heldCharge.ts';
+import { fallbackBurst, fallbackRate, SharedCounting } from './sharedCounting.ts';
+import type { SharedBudget } from './sharedCounting.ts';
+import { SLOT_COUNT, slotIndexOf, SLOTS } from './slots.ts';
+import { Tallies } from './tallies.ts';
+import { TenantNames } from './tenantNames.ts';
+import { STATUS_KNOWN } from './tenantMeter.ts';
+import type { TenantMeter } from './tenantMeter.ts';
+import { remainingTokens, takeTokens, TokenBucket, tokensRetryAfterSeconds } from './tokenBucket.ts';
 import type { Allowance, Dimension, LimitSource, LimitSourceLevel, OverLimitBehaviour, Recorder } from './types.ts';
-import { RecordedInPart } from './types.ts';
 
 export interface GovernorOptions {
   limitSource: LimitSource;
@@ -134,36 +133,18 @@ function refusedCode(behaviour: OverLimitBehaviour): number {
 }
 const REJECTED = 2;
 
-/** How long after a flush-interval boundary the Governor ticks: the closing second's last admits land first. */
-const TICK_AFTER_BOUNDARY_MS = 20;
-
 export class Governor {
   private readonly names: TenantNames;
   private readonly cache: LimitCache;
   private readonly now: () => number;
-  private readonly recorder: Recorder | null;
-  private readonly shared: SharedBudget | null;
-  private readonly retryMs: number;
-  private readonly onError: NonNullable<GovernorOptions['onError']>;
-  private readonly dirty: AllowanceState[] = [];
-  private batch = new AdmissionBatch();
-  /** A batch the Recorder failed to take, with the id it was offered under; offered again before anything newer. */
-  private unacknowledged: { batch: AdmissionBatch; id: string } | null = null;
-  private recording: Promise<void> | null = null;
-  private lastRecordError: unknown = undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private readonly flushIntervalMs: number;
-  private closing = false;
-  private recordFailures = 0;
-  private sharedAvailable = true;
-  private sharedRetryAtMs = 0;
-  private sharedFailures = 0;
-  private sharedFallbackAdmissions = 0;
+  /** Without a shared budget, null: each replica meters alone. */
+  private readonly shared: SharedCounting | null;
+  private readonly tallies: Tallies;
+  // The (dimension, allowance) pair of the call before and its slot: callers repeat pairs in runs.
   private lastDimension: Dimension | null = null;
   private lastAllowance: Allowance | null | undefined = null;
   private lastSlotIndex = -1;
-  private reservationsInFlight = 0;
-  private readonly reservationWaiters: (() => void)[] = [];
+  // The wall clock, read once every `clockReadEveryAdmits` admits and on each tick.
   private clockMs: number;
   private admitsSinceClockRead = 0;
   private readonly clockReadEveryAdmits: number;
@@ -172,7 +153,8 @@ export class Governor {
   private fastEpoch = 0;
   private fastKey = -2;
   private readonly fastPathAllowed: boolean;
-  private readonly states: Map<string, TenantState>;
+  /** TenantNames' map, looked up directly by admit. */
+  private readonly states: Map<string, TenantMeter>;
   /** The decision being made; admit copies it into the object it returns. */
   private readonly decided: AdmitDecision = {
     admitted: false,
@@ -191,16 +173,14 @@ export class Governor {
   /** Set while chargeUntilSettled decides: an admitted charge is held (in `held`), not tallied. */
   private holding = false;
   private held: { allowance: AllowanceState; cause: number } | null = null;
-  private readonly tallyHeld: HeldTally = (allowance, at, units, outcome, cause) => this.tally(allowance, at, units, false, outcome, cause);
+  private readonly tallyHeld: HeldTally = (allowance, at, units, outcome, cause) => this.tallies.count(allowance, at, units, false, outcome, cause);
 
   constructor(options: GovernorOptions) {
     this.now = options.now ?? Date.now;
     this.clockMs = this.now();
     this.clockReadEveryAdmits = options.clockReadEveryAdmits ?? 256;
-    this.recorder = options.recorder ?? null;
-    this.shared = options.sharedBudget ?? null;
-    this.retryMs = options.retryMs ?? 1000;
-    this.onError = options.onError ?? (() => {});
+    const retryMs = options.retryMs ?? 1000;
+    const onError = options.onError ?? (() => {});
     this.names = new TenantNames(options.maxUnconfirmedNames ?? 1024, options.unconfirmedIdleMs ?? 60_000);
     this.states = this.names.states;
     this.fastPathAllowed = options.fastPath ?? true;
@@ -209,16 +189,27 @@ export class Governor {
       limitSource: options.limitSource,
       now: this.now,
       ttlMs: options.cacheTtlMs ?? 30_000,
-      retryMs: this.retryMs,
+      retryMs,
       batchSize: options.loadBatchSize ?? 500,
       maxConcurrentLoads: 4,
       onKnown: (state) => this.names.confirm(state.name),
       onPlatformChanged: () => this.newFastEpoch(),
-      onError: (error) => this.onError(error, 'load'),
+      onError: (error) => onError(error, 'load'),
     });
+    this.shared = options.sharedBudget
+      ? new SharedCounting(options.sharedBudget, { now: this.now, retryMs, onError: (error) => onError(error, 'shared') })
+      : null;
     this.cache.loadPlatformDefaults();
-    this.flushIntervalMs = options.flushIntervalMs ?? 1000;
-    this.scheduleTick();
+    this.tallies = new Tallies({
+      recorder: options.recorder ?? null,
+      now: this.now,
+      flushIntervalMs: options.flushIntervalMs ?? 1000,
+      onTick: () => {
+        this.readClock();
+        this.names.sweepTrusted(this.clockMs, TRUSTED_SWEEP_PROBES);
+      },
+      onError: (error) => onError(error, 'record'),
+    });
   }
 
   admit(request: AdmitRequest): AdmitDecision {
@@ -254,7 +245,7 @@ export class Governor {
   }
 
   /** A readings charge on the token bucket of the state's last allowance (into `decided`). */
-  private admitFast(state: TenantState, units: number, at: number): void {
+  private admitFast(state: TenantMeter, units: number, at: number): void {
     const numbers = this.numbers.values;
     const cell = state.cell;
     const rate = numbers[cell + RATE_PER_SECOND]!;
@@ -263,7 +254,7 @@ export class Governor {
     const neverFits = !admitted && units > burst;
     // A vouched state's slot is the one used last.
     const refusal = admitted ? null : SLOTS[this.lastSlotIndex]!.overLimit;
-    if (this.recorder !== null) this.tally(state.lastAllowance!, at, units, false, refusal === null ? 0 : neverFits ? REJECTED : refusedCode(refusal), -1);
+    this.tallies.count(state.lastAllowance!, at, units, false, refusal === null ? 0 : neverFits ? REJECTED : refusedCode(refusal), -1);
     const out = this.decided;
     out.admitted = admitted;
     out.behaviour = refusal ?? 'ADMIT';
@@ -332,34 +323,31 @@ export class Governor {
     // What one request can ever get, from the configured numbers (before a Redis outage halves them).
     const capacity = slot.kind === 'FIXED_WINDOW' ? (downsample ? 2 * rate : rate) : burst;
 
-    let sharedActive = false;
-    if (this.shared !== null) {
-      sharedActive = this.sharedAvailable;
-      if (!sharedActive) {
-        // OpenRUM: without the shared counter each process protects itself at half the limit.
-        rate = slot.kind === 'FIXED_WINDOW' ? Math.max(1, Math.floor(rate / 2)) : rate / 2;
-        burst = Math.max(1, burst / 2);
-        if (nowMs >= this.sharedRetryAtMs) this.probeShared(allowance, slot, byMessage, rate * 2, burst * 2, at, units);
-      }
+    const shared = this.shared;
+    const sharedActive = shared !== null && shared.available;
+    if (shared !== null && !sharedActive) {
+      shared.probeIfDue(nowMs, allowance, byMessage, units, at, rate, burst);
+      rate = fallbackRate(slot.kind, rate);
+      burst = fallbackBurst(burst);
     }
 
     let admitted: boolean;
     let remaining: number;
     let retryAfterSeconds = 0;
     if (sharedActive) {
-      const shared = this.sharedOf(allowance, byMessage);
+      const counter = shared.counterOf(allowance, byMessage);
       if (downsample) {
         // STABLE_DOWNSAMPLE across replicas: callers hashed out never reach the shared budget; kept ones are
         // charged there, so the shared limit holds, and cuts there tighten the next window's keep fraction.
         const window = allowance.window!;
         const fraction = stableCallerFraction(callerKey ?? tenant);
         const kept = window.keeps(units, Math.floor(at / 1000), rate, fraction);
-        admitted = kept && this.takeShared(shared, slot, units, at, rate, burst);
+        admitted = kept && counter.take(units, at, rate, burst);
         if (kept) window.sharedOutcome(units, admitted);
       } else {
-        admitted = this.takeShared(shared, slot, units, at, rate, burst);
+        admitted = counter.take(units, at, rate, burst);
       }
-      remaining = shared.granted;
+      remaining = counter.remaining;
       if (!admitted) retryAfterSeconds = Math.max(1, Math.ceil(units / rate));
     } else if (slot.kind === 'TOKEN_BUCKET' && !byMessage) {
       admitted = takeTokens(numbers, cell, units, at, rate, burst);
@@ -379,14 +367,14 @@ export class Governor {
       remaining = window.remaining(rate);
       if (!admitted) retryAfterSeconds = window.retryAfterSeconds(at);
     }
-    if (admitted && this.shared !== null && !sharedActive) this.sharedFallbackAdmissions++;
+    if (admitted && shared !== null && !sharedActive) shared.fallbackAdmissions++;
     const neverFits = !admitted && units > capacity;
-    if (this.recorder !== null) {
+    if (this.tallies.counting) {
       const refused = admitted ? 0 : neverFits ? REJECTED : refusedCode(behaviour);
       const cause = known || state.isOverflow ? -1 : state.status;
       // A held charge (chargeUntilSettled) is tallied when the caller settles it; a refusal is final at once.
       if (refused === 0 && this.holding) this.held = { allowance, cause };
-      else this.tally(allowance, at, units, byMessage, refused, cause);
+      else this.tallies.count(allowance, at, units, byMessage, refused, cause);
     }
     this.vouch(state, known);
     const out = this.decided;
@@ -431,8 +419,8 @@ export class Governor {
     return held;
   }
 
-  /** Whether this state's next admits on the same slot may take the fast path (see TenantState.fastKey). */
-  private vouch(state: TenantState, known: boolean): void {
+  /** Whether this state's next admits on the same slot may take the fast path (see TenantMeter.fastKey). */
+  private vouch(state: TenantMeter, known: boolean): void {
     state.fastKey = this.fastKey >= 0 && known && state.confirmed && !state.isOverflow ? this.fastKey : -1;
   }
 
@@ -478,10 +466,10 @@ export class Governor {
       overflowInUse: this.overflowInUse,
       pendingLoads: this.cache.pendingLoads,
       loadFailures: this.cache.loadFailures,
-      recordFailures: this.recordFailures,
-      sharedFallbackActive: this.shared !== null && !this.sharedAvailable,
-      sharedFallbackAdmissions: this.sharedFallbackAdmissions,
-      sharedFailures: this.sharedFailures,
+      recordFailures: this.tallies.failures,
+      sharedFallbackActive: this.shared !== null && !this.shared.available,
+      sharedFallbackAdmissions: this.shared?.fallbackAdmissions ?? 0,
+      sharedFailures: this.shared?.failures ?? 0,
     };
   }
 
@@ -492,25 +480,17 @@ export class Governor {
 
   /** Resolves when no shared-budget reservation is on its way to or from Redis. */
   reservationsSettled(): Promise<void> {
-    if (this.reservationsInFlight === 0) return Promise.resolve();
-    return new Promise((resolve) => this.reservationWaiters.push(resolve));
+    return this.shared?.settled() ?? Promise.resolve();
   }
 
   /** Hands every tally, the current second included, to the Recorder and waits for it. */
-  async flush(): Promise<void> {
-    await this.record(true);
-    if (this.lastRecordError !== undefined) {
-      const error = this.lastRecordError;
-      this.lastRecordError = undefined;
-      throw error;
-    }
+  flush(): Promise<void> {
+    return this.tallies.flush();
   }
 
   /** Stops the timer and flushes; rejects if the Recorder could not take the last batch. */
-  async close(): Promise<void> {
-    this.closing = true;
-    clearTimeout(this.timer);
-    await this.flush();
+  close(): Promise<void> {
+    return this.tallies.close();
   }
 
   private readClock(): void {
@@ -523,186 +503,4 @@ export class Governor {
     }
     this.cache.refreshPlatformIfDue(this.clockMs);
   }
-
-  /**
-   * Ticks just after each boundary of the flush interval (wall clock), so a second's decisions go to the
-   * Recorder as soon as the second is over: a process killed outright (SIGKILL) loses at most the decisions of
-   * the interval under way and of a batch whose append had not committed yet.
-   */
-  private scheduleTick(): void {
-    if (this.closing) return;
-    const interval = this.flushIntervalMs;
-    this.timer = setTimeout(() => {
-      this.tick();
-      this.scheduleTick();
-    }, interval - (Date.now() % interval) + TICK_AFTER_BOUNDARY_MS);
-    this.timer.unref();
-  }
-
-  private tick(): void {
-    this.readClock();
-    this.names.sweepTrusted(this.clockMs, TRUSTED_SWEEP_PROBES);
-    // A slow Recorder is not queued behind: its windows keep merging until it is free again.
-    if (this.recording === null) void this.record(false);
-  }
-
-  private async record(includeCurrentSecond: boolean): Promise<void> {
-    while (this.recording !== null) await this.recording;
-    this.collect(includeCurrentSecond);
-    if (this.recorder === null) return;
-    if (this.batch.isEmpty && this.unacknowledged === null) return;
-    this.recording = this.deliver(this.recorder).finally(() => {
-      this.recording = null;
-    });
-    await this.recording;
-  }
-
-  /**
-   * Offers the batch the Recorder failed to take, if any, again under its id and unchanged, then the batch
-   * collected since. A failure may hide an append that did commit (the connection dropped before its
-   * acknowledgement): the same id lets the Recorder store it once. What is counted meanwhile merges into the
-   * next batch, so memory stays bounded by active keys however long the ledger is away.
-   */
-  private async deliver(recorder: Recorder): Promise<void> {
-    try {
-      if (this.unacknowledged !== null) {
-        const { batch, id } = this.unacknowledged;
-        await recorder.record([...batch.admissions.values()], [...batch.unresolved.values()], id);
-        this.unacknowledged = null;
-      }
-      if (!this.batch.isEmpty) {
-        const batch = this.batch;
-        this.batch = new AdmissionBatch();
-        this.unacknowledged = { batch, id: randomUUID() };
-        await recorder.record([...batch.admissions.values()], [...batch.unresolved.values()], this.unacknowledged.id);
-        this.unacknowledged = null;
-      }
-      this.lastRecordError = undefined;
-    } catch (error) {
-      // Part of the batch was stored before the failure: keep only the rest, under a new id (its events are
-      // new ones; the stored part's ids must not be reused for them).
-      if (error instanceof RecordedInPart && this.unacknowledged !== null) {
-        this.unacknowledged.batch.forget(error.admissions, error.unresolved);
-        this.unacknowledged = this.unacknowledged.batch.isEmpty ? null : { batch: this.unacknowledged.batch, id: randomUUID() };
-      }
-      this.recordFailures++;
-      this.lastRecordError = error;
-      this.onError(error, 'record');
-    }
-  }
-
-  private collect(includeCurrentSecond: boolean): void {
-    const nowSecond = Math.floor(this.now() / 1000);
-    let kept = 0;
-    for (const allowance of this.dirty) {
-      if (includeCurrentSecond || allowance.openSecond < nowSecond) allowance.closeOpenSecond();
-      const closed = allowance.closed;
-      if (closed !== null && closed.decisions > 0) {
-        this.batch.add(allowance, closed);
-        closed.clear();
-      }
-      if (allowance.openDecisions > 0) this.dirty[kept++] = allowance;
-      else allowance.dirty = false;
-    }
-    this.dirty.length = kept;
-  }
-
-  /** `refused`: an outcome code of AllowanceState.count (0 admitted, 1 shed, 2 rejected, 3 unauthenticated). */
-  private tally(allowance: AllowanceState, at: number, units: number, byMessage: boolean, refused: number, cause: number): void {
-    // A message admitted before decoding is counted by the readings charge that follows it.
-    if (byMessage && refused === 0) return;
-    const becameDirty = allowance.count(Math.floor(at / 1000), byMessage ? 0 : units, byMessage ? units : 1, refused, cause);
-    if (becameDirty) this.dirty.push(allowance);
-  }
-
-  private sharedOf(allowance: AllowanceState, byMessage: boolean): SharedAllowance {
-    if (byMessage) return (allowance.sharedMessages ??= new SharedAllowance(sharedKey(allowance, 'messages')));
-    return (allowance.sharedReadings ??= new SharedAllowance(sharedKey(allowance, 'readings')));
-  }
-
-  private takeShared(shared: SharedAllowance, slot: SlotSpec, units: number, at: number, rate: number, burst: number): boolean {
-    if (slot.kind === 'FIXED_WINDOW') {
-      const second = Math.floor(at / 1000);
-      if (second > shared.windowSecond) {
-        // Slices belong to one window: what is left of the last one is not carried over.
-        shared.windowSecond = second;
-        shared.granted = 0;
-        shared.debt = 0;
-        shared.warm = false;
-        shared.nextAskAtMs = Number.NEGATIVE_INFINITY;
-      }
-    }
-    const slice = Math.max(Math.ceil(rate / 100), units);
-    shared.offeredSinceAsk += units;
-    let admitted = false;
-    if (shared.granted >= units) {
-      shared.granted -= units;
-      admitted = true;
-    } else if (!shared.warm && shared.debt + units <= slice) {
-      shared.debt += units;
-      admitted = true;
-    }
-    const wantUnits = shared.wantUnits > slice ? shared.wantUnits : slice;
-    if (!shared.inFlight && shared.granted < wantUnits && at >= shared.nextAskAtMs) {
-      this.reserve(shared, slot, rate, burst, at, wantUnits);
-    }
-    return admitted;
-  }
-
-  private probeShared(
-    allowance: AllowanceState,
-    slot: SlotSpec,
-    byMessage: boolean,
-    rate: number,
-    burst: number,
-    at: number,
-    units: number,
-  ): void {
-    this.sharedRetryAtMs = this.now() + this.retryMs;
-    const shared = this.sharedOf(allowance, byMessage);
-    if (!shared.inFlight) this.reserve(shared, slot, rate, burst, at, Math.max(Math.ceil(rate / 100), units));
-  }
-
-  private reserve(shared: SharedAllowance, slot: SlotSpec, rate: number, burst: number, at: number, wantUnits: number): void {
-    shared.inFlight = true;
-    this.reservationsInFlight++;
-    const debtUnits = shared.debt;
-    const windowSecond = shared.windowSecond;
-    shared.offeredSinceAsk = 0;
-    this.shared!.reserve({ key: shared.key, kind: slot.kind, ratePerSecond: rate, burst, atMs: at, wantUnits, debtUnits })
-      .then(
-        (granted) => {
-          this.sharedAvailable = true;
-          shared.wantUnits = Math.min(Math.ceil(rate / 20), 2 * shared.offeredSinceAsk);
-          // A slice of a window that has passed is of no use any more.
-          if (slot.kind === 'FIXED_WINDOW' && shared.windowSecond !== windowSecond) return;
-          shared.debt -= debtUnits;
-          shared.warm = true;
-          shared.granted += granted;
-          if (granted < wantUnits) {
-            // Spent: ask again when the window turns, or when the shared bucket has refilled the shortfall.
-            shared.nextAskAtMs =
-              slot.kind === 'FIXED_WINDOW' ? (windowSecond + 1) * 1000 : at + Math.ceil(((wantUnits - granted) * 1000) / rate);
-          }
-        },
-        (error: unknown) => {
-          this.sharedFailures++;
-          if (this.sharedAvailable) {
-            this.sharedAvailable = false;
-            this.sharedRetryAtMs = this.now() + this.retryMs;
-          }
-          this.onError(error, 'shared');
-        },
-      )
-      .finally(() => {
-        shared.inFlight = false;
-        if (--this.reservationsInFlight === 0) for (const resolve of this.reservationWaiters.splice(0)) resolve();
-      });
-  }
 }
-
-function sharedKey(allowance: AllowanceState, charge: 'readings' | 'messages'): string {
-  // The tenant name goes last: the other parts contain no ':', so no two keys can collide.
-  return `${allowance.slot.dimension}:${allowance.slot.allowance ?? '-'}:${charge}:${allowance.tenantId}`;
-}
-

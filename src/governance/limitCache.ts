@@ -3,8 +3,8 @@
 // until an answer arrives a tenant is metered at the platform default. Values are refreshed after a TTL and
 // served stale while the refresh runs; a failed refresh keeps the last-known values.
 import { ResolvedLimits } from './resolvedLimits.ts';
-import { STATUS_KNOWN, STATUS_UNKNOWN_TENANT, STATUS_UNREACHABLE } from './tenantState.ts';
-import type { TenantState } from './tenantState.ts';
+import { STATUS_KNOWN, STATUS_UNKNOWN_TENANT, STATUS_UNREACHABLE } from './tenantMeter.ts';
+import type { TenantMeter } from './tenantMeter.ts';
 import type { Dimension, LimitSource } from './types.ts';
 
 export interface LimitCacheOptions {
@@ -16,7 +16,7 @@ export interface LimitCacheOptions {
   batchSize: number;
   maxConcurrentLoads: number;
   /** A tenant the source knows: the Governor confirms it. */
-  onKnown: (state: TenantState) => void;
+  onKnown: (state: TenantMeter) => void;
   /** The platform defaults changed: every tenant's limits are to be re-resolved. */
   onPlatformChanged: () => void;
   onError: (error: unknown) => void;
@@ -30,7 +30,7 @@ export class LimitCache {
   platformDueMs = 0;
   platformLoading = false;
   loadFailures = 0;
-  private readonly queue: TenantState[] = [];
+  private readonly queue: TenantMeter[] = [];
   private inFlight = 0;
   private scheduled = false;
   private readonly settledWaiters: (() => void)[] = [];
@@ -39,7 +39,7 @@ export class LimitCache {
   constructor(private readonly options: LimitCacheOptions) {}
 
   /** Current limits of a known tenant, re-resolved if the platform defaults changed since. */
-  limitsOf(state: TenantState): ResolvedLimits {
+  limitsOf(state: TenantMeter): ResolvedLimits {
     if (state.limitsVersion !== this.platformVersion || state.limits === null) {
       state.limits = ResolvedLimits.resolve(state.record!, this.platformDefaults, state.record!.apiOverLimitPolicy);
       state.limitsVersion = this.platformVersion;
@@ -48,7 +48,7 @@ export class LimitCache {
   }
 
   /** Called on every admit: starts a background read when the tenant's values are due. */
-  refreshIfDue(state: TenantState, nowMs: number): void {
+  refreshIfDue(state: TenantMeter, nowMs: number): void {
     if (nowMs >= state.refreshDueMs && !state.loading) {
       state.loading = true;
       this.queue.push(state);
@@ -117,7 +117,7 @@ export class LimitCache {
     }
   }
 
-  private async loadBatch(batch: TenantState[]): Promise<void> {
+  private async loadBatch(batch: TenantMeter[]): Promise<void> {
     try {
       const records = await this.options.limitSource.loadTenants(batch.map((state) => state.name));
       const refreshDueMs = this.options.now() + this.options.ttlMs;

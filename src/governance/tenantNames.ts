@@ -11,21 +11,21 @@
 // back, at most once per reading of the clock, so the cost per new name is bounded even when all places are busy. Unconfirmed names of trusted
 // senders (which the source may answer as unknown) are swept the same way in the background, idle ones first.
 import { AllowanceNumbers } from './allowanceNumbers.ts';
-import { TenantState } from './tenantState.ts';
+import { TenantMeter } from './tenantMeter.ts';
 
 export const OVERFLOW_TENANT_ID = '(overflow)';
 const EVICTION_PROBES = 4;
 
 export class TenantNames {
-  readonly states = new Map<string, TenantState>();
+  readonly states = new Map<string, TenantMeter>();
   /** The token-bucket numbers of every allowance of the states below. */
   readonly numbers = new AllowanceNumbers();
-  readonly overflow = new TenantState(OVERFLOW_TENANT_ID, this.numbers, true);
+  readonly overflow = new TenantMeter(OVERFLOW_TENANT_ID, this.numbers, true);
   overflowLastUsedMs = Number.NEGATIVE_INFINITY;
   confirmedCount = 0;
-  private readonly unconfirmedHttp = new Map<string, TenantState>();
+  private readonly unconfirmedHttp = new Map<string, TenantMeter>();
   private roomFailedAtMs = Number.NaN;
-  private readonly unconfirmedTrusted = new Map<string, TenantState>();
+  private readonly unconfirmedTrusted = new Map<string, TenantMeter>();
 
   constructor(
     private readonly maxUnconfirmed: number,
@@ -40,25 +40,25 @@ export class TenantNames {
    * State for a name seen on the HTTP allowance: its own, a freed place, or the shared overflow. `existing` is
    * what `states` holds for the name: the Governor looks it up itself on every admit (one lookup per call).
    */
-  forHttp(name: string, nowMs: number, existing = this.states.get(name)): TenantState {
+  forHttp(name: string, nowMs: number, existing = this.states.get(name)): TenantMeter {
     if (existing !== undefined) return existing;
     if (this.unconfirmedHttp.size >= this.maxUnconfirmed && !this.makeRoom(nowMs)) {
       this.overflowLastUsedMs = nowMs;
       return this.overflow;
     }
-    const state = new TenantState(name, this.numbers);
+    const state = new TenantMeter(name, this.numbers);
     this.states.set(name, state);
     this.unconfirmedHttp.set(name, state);
     return state;
   }
 
   /** State for a name seen on an authenticated or trusted allowance: always its own. */
-  forTrusted(name: string, existing = this.states.get(name)): TenantState {
+  forTrusted(name: string, existing = this.states.get(name)): TenantMeter {
     if (existing !== undefined) {
       if (!existing.trusted) this.markTrusted(existing);
       return existing;
     }
-    const state = new TenantState(name, this.numbers);
+    const state = new TenantMeter(name, this.numbers);
     state.trusted = true;
     this.states.set(name, state);
     this.unconfirmedTrusted.set(name, state);
@@ -66,10 +66,10 @@ export class TenantNames {
   }
 
   /** The control plane registered the name, or the LimitSource knows it: it keeps its own state. */
-  confirm(name: string): TenantState {
+  confirm(name: string): TenantMeter {
     let state = this.states.get(name);
     if (state === undefined) {
-      state = new TenantState(name, this.numbers);
+      state = new TenantMeter(name, this.numbers);
       this.states.set(name, state);
     }
     if (!state.confirmed) {
@@ -99,12 +99,12 @@ export class TenantNames {
     return false;
   }
 
-  private markTrusted(state: TenantState): void {
+  private markTrusted(state: TenantMeter): void {
     state.trusted = true;
     if (!state.confirmed && this.unconfirmedHttp.delete(state.name)) this.unconfirmedTrusted.set(state.name, state);
   }
 
-  private evictIdle(set: Map<string, TenantState>, nowMs: number, maxProbes: number): boolean {
+  private evictIdle(set: Map<string, TenantMeter>, nowMs: number, maxProbes: number): boolean {
     for (let probe = 0; probe < maxProbes; probe++) {
       const first = set.values().next();
       if (first.done) return false;

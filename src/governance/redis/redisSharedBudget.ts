@@ -2,7 +2,7 @@
 // down (no offline queue, a command timeout), so the Governor learns of an outage at once and meters at half
 // the limit; ioredis keeps reconnecting in the background and the Governor's next probe finds it back.
 import { Redis } from 'ioredis';
-import type { ReserveRequest, SharedBudget } from '../sharedAllowance.ts';
+import type { ReserveRequest, SharedBudget } from '../sharedCounting.ts';
 import { RESERVE_TOKENS, RESERVE_WINDOW } from './reserveScripts.ts';
 
 export interface RedisSharedBudgetOptions {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { AllowanceNumbers, DISCARD_CELL, LAST_MS, takeTokens, TOKENS } from '../../../src/governance/allowanceNumbers.ts';
+import { AllowanceNumbers, DISCARD_CELL } from '../../../src/governance/allowanceNumbers.ts';
+import { LAST_MS, takeTokens, TOKENS } from '../../../src/governance/tokenBucket.ts';
 
 describe('AllowanceNumbers', () => {
   it('never hands out the discard cell, grows past its first array and keeps what cells held', () => {

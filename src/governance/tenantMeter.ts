@@ -1,5 +1,6 @@
-// Per-tenant state the Governor keeps: what is known of the tenant's ceilings, and one AllowanceState per slot
-// in use. Created once per tenant (or allowance) and then updated in place.
+// The Governor's meter of one tenant (its per-tenant counting state; the control plane's record of a tenant is
+// another thing): what is known of the tenant's ceilings, and one AllowanceState per slot in use. Created once
+// per tenant (or allowance) and then updated in place.
 import { DISCARD_CELL, LAST_SEEN_MS, REFRESH_DUE_MS } from './allowanceNumbers.ts';
 import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import { AllowanceState } from './allowanceState.ts';
@@ -7,13 +8,14 @@ import type { ResolvedLimits } from './resolvedLimits.ts';
 import { SLOT_COUNT, SLOTS } from './slots.ts';
 import type { LimitSourceLevel, TenantGovernanceRecord } from './types.ts';
 
-// Status values double as the unresolved cause index of tally.ts while the ceilings are not known.
+// Status values double as the unresolved cause index (CAUSE_NAMES of allowanceState.ts) while the ceilings
+// are not known.
 export const STATUS_PENDING = 0;
 export const STATUS_UNREACHABLE = 1;
 export const STATUS_UNKNOWN_TENANT = 2;
 export const STATUS_KNOWN = 3;
 
-export class TenantState {
+export class TenantMeter {
   /**
    * The Governor's fast-path key (epoch and slot) this state was last checked eligible under, or -1. Equal to
    * the Governor's current key, it vouches that the allowance used last is this slot's, with current limits,

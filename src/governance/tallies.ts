@@ -1,0 +1,246 @@
+// The Governor's tallies on their way to the Recorder. Each decision is counted per second in its allowance's
+// own fields (AllowanceState.count); the allowances with counts are listed here, and a timer ticking just
+// after each boundary of the flush interval collects their closed seconds into an AdmissionBatch and hands
+// it to the Recorder. While a Recorder call is running or has failed, seconds merge into one span per key,
+// so memory is bounded by active keys and nothing is lost; `close()` flushes.
+import { randomUUID } from 'node:crypto';
+import { CAUSE_NAMES } from './allowanceState.ts';
+import type { AllowanceState, Tally } from './allowanceState.ts';
+import type { AdmissionSummary, Recorder, UnresolvedAdmissionSummary } from './types.ts';
+import { RecordedInPart } from './types.ts';
+
+export interface TalliesOptions {
+  /** Without one, decisions are not tallied at all (the timer still ticks for `onTick`). */
+  recorder: Recorder | null;
+  /** Wall clock (ms): which seconds are closed. */
+  now: () => number;
+  flushIntervalMs: number;
+  /** Runs on every tick, before the tallies are collected (the Governor reads its clock, sweeps idle names). */
+  onTick: () => void;
+  onError: (error: unknown) => void;
+}
+
+/** How long after a flush-interval boundary the timer ticks: the closing second's last admits land first. */
+const TICK_AFTER_BOUNDARY_MS = 20;
+
+export class Tallies {
+  failures = 0;
+  private readonly recorder: Recorder | null;
+  private readonly dirty: AllowanceState[] = [];
+  private batch = new AdmissionBatch();
+  /** A batch the Recorder failed to take, with the id it was offered under; offered again before anything newer. */
+  private unacknowledged: { batch: AdmissionBatch; id: string } | null = null;
+  private recording: Promise<void> | null = null;
+  private lastRecordError: unknown = undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private closing = false;
+
+  constructor(private readonly options: TalliesOptions) {
+    this.recorder = options.recorder;
+    this.scheduleTick();
+  }
+
+  /** Whether decisions are counted at all (there is a Recorder). */
+  get counting(): boolean {
+    return this.recorder !== null;
+  }
+
+  /**
+   * Counts one decision (nothing without a Recorder). `refused` is an outcome code of AllowanceState.count
+   * (0 admitted, 1 shed, 2 rejected, 3 unauthenticated); `cause` is the unresolved cause, -1 when the
+   * tenant's ceilings are known.
+   */
+  count(allowance: AllowanceState, at: number, units: number, byMessage: boolean, refused: number, cause: number): void {
+    // A message admitted before decoding is counted by the readings charge that follows it.
+    if (this.recorder === null || (byMessage && refused === 0)) return;
+    const becameDirty = allowance.count(Math.floor(at / 1000), byMessage ? 0 : units, byMessage ? units : 1, refused, cause);
+    if (becameDirty) this.dirty.push(allowance);
+  }
+
+  /** Hands every tally, the current second included, to the Recorder and waits for it. */
+  async flush(): Promise<void> {
+    await this.record(true);
+    if (this.lastRecordError !== undefined) {
+      const error = this.lastRecordError;
+      this.lastRecordError = undefined;
+      throw error;
+    }
+  }
+
+  /** Stops the timer and flushes; rejects if the Recorder could not take the last batch. */
+  async close(): Promise<void> {
+    this.closing = true;
+    clearTimeout(this.timer);
+    await this.flush();
+  }
+
+  /**
+   * Ticks just after each boundary of the flush interval (wall clock), so a second's decisions go to the
+   * Recorder as soon as the second is over: a process killed outright (SIGKILL) loses at most the decisions of
+   * the interval under way and of a batch whose append had not committed yet.
+   */
+  private scheduleTick(): void {
+    if (this.closing) return;
+    const interval = this.options.flushIntervalMs;
+    this.timer = setTimeout(() => {
+      this.tick();
+      this.scheduleTick();
+    }, interval - (Date.now() % interval) + TICK_AFTER_BOUNDARY_MS);
+    this.timer.unref();
+  }
+
+  private tick(): void {
+    this.options.onTick();
+    // A slow Recorder is not queued behind: its windows keep merging until it is free again.
+    if (this.recording === null) void this.record(false);
+  }
+
+  private async record(includeCurrentSecond: boolean): Promise<void> {
+    while (this.recording !== null) await this.recording;
+    this.collect(includeCurrentSecond);
+    if (this.recorder === null) return;
+    if (this.batch.isEmpty && this.unacknowledged === null) return;
+    this.recording = this.deliver(this.recorder).finally(() => {
+      this.recording = null;
+    });
+    await this.recording;
+  }
+
+  /**
+   * Offers the batch the Recorder failed to take, if any, again under its id and unchanged, then the batch
+   * collected since. A failure may hide an append that did commit (the connection dropped before its
+   * acknowledgement): the same id lets the Recorder store it once. What is counted meanwhile merges into the
+   * next batch, so memory stays bounded by active keys however long the ledger is away.
+   */
+  private async deliver(recorder: Recorder): Promise<void> {
+    try {
+      if (this.unacknowledged !== null) {
+        const { batch, id } = this.unacknowledged;
+        await recorder.record([...batch.admissions.values()], [...batch.unresolved.values()], id);
+        this.unacknowledged = null;
+      }
+      if (!this.batch.isEmpty) {
+        const batch = this.batch;
+        this.batch = new AdmissionBatch();
+        this.unacknowledged = { batch, id: randomUUID() };
+        await recorder.record([...batch.admissions.values()], [...batch.unresolved.values()], this.unacknowledged.id);
+        this.unacknowledged = null;
+      }
+      this.lastRecordError = undefined;
+    } catch (error) {
+      // Part of the batch was stored before the failure: keep only the rest, under a new id (its events are
+      // new ones; the stored part's ids must not be reused for them).
+      if (error instanceof RecordedInPart && this.unacknowledged !== null) {
+        this.unacknowledged.batch.forget(error.admissions, error.unresolved);
+        this.unacknowledged = this.unacknowledged.batch.isEmpty ? null : { batch: this.unacknowledged.batch, id: randomUUID() };
+      }
+      this.failures++;
+      this.lastRecordError = error;
+      this.options.onError(error);
+    }
+  }
+
+  private collect(includeCurrentSecond: boolean): void {
+    const nowSecond = Math.floor(this.options.now() / 1000);
+    let kept = 0;
+    for (const allowance of this.dirty) {
+      if (includeCurrentSecond || allowance.openSecond < nowSecond) allowance.closeOpenSecond();
+      const closed = allowance.closed;
+      if (closed !== null && closed.decisions > 0) {
+        this.batch.add(allowance, closed);
+        closed.clear();
+      }
+      if (allowance.openDecisions > 0) this.dirty[kept++] = allowance;
+      else allowance.dirty = false;
+    }
+    this.dirty.length = kept;
+  }
+}
+
+/**
+ * The closed tallies of one delivery. Entries are keyed by (tenant, dimension, allowance) or (tenant,
+ * dimension, cause); a batch the Recorder failed to take stays as it is, and what is counted meanwhile goes
+ * into the next one.
+ */
+
+export class AdmissionBatch {
+  readonly admissions = new Map<string, AdmissionSummary>();
+  readonly unresolved = new Map<string, UnresolvedAdmissionSummary>();
+
+  get isEmpty(): boolean {
+    return this.admissions.size === 0 && this.unresolved.size === 0;
+  }
+
+  /** Drops entries a Recorder stored before it failed (RecordedInPart), so the next try does not count them twice. */
+  forget(admissions: ReadonlySet<AdmissionSummary>, unresolved: ReadonlySet<UnresolvedAdmissionSummary>): void {
+    for (const [key, entry] of this.admissions) if (admissions.has(entry)) this.admissions.delete(key);
+    for (const [key, entry] of this.unresolved) if (unresolved.has(entry)) this.unresolved.delete(key);
+  }
+
+  add(allowance: AllowanceState, tally: Tally): void {
+    const { tenantId, slot } = allowance;
+    const key = `${tenantId}\u0000${slot.index}`;
+    const entry = this.admissions.get(key);
+    if (entry === undefined) {
+      this.admissions.set(key, {
+        tenantId,
+        dimension: slot.dimension,
+        allowance: slot.allowance,
+        fromSecond: tally.fromSecond,
+        seconds: tally.toSecond - tally.fromSecond + 1,
+        admittedUnits: tally.admittedUnits,
+        admittedMessages: tally.admittedMessages,
+        shedUnits: tally.shedUnits,
+        shedMessages: tally.shedMessages,
+        rejectedUnits: tally.rejectedUnits,
+        rejectedMessages: tally.rejectedMessages,
+        unauthenticatedUnits: tally.unauthenticatedUnits,
+        unauthenticatedMessages: tally.unauthenticatedMessages,
+        hitSeconds: tally.hitSeconds,
+      });
+    } else {
+      widen(entry, tally.fromSecond, tally.toSecond);
+      entry.admittedUnits += tally.admittedUnits;
+      entry.admittedMessages += tally.admittedMessages;
+      entry.shedUnits += tally.shedUnits;
+      entry.shedMessages += tally.shedMessages;
+      entry.rejectedUnits += tally.rejectedUnits;
+      entry.rejectedMessages += tally.rejectedMessages;
+      entry.unauthenticatedUnits = (entry.unauthenticatedUnits ?? 0) + tally.unauthenticatedUnits;
+      entry.unauthenticatedMessages = (entry.unauthenticatedMessages ?? 0) + tally.unauthenticatedMessages;
+      entry.hitSeconds += tally.hitSeconds;
+    }
+    for (let cause = 0; cause < CAUSE_NAMES.length; cause++) {
+      const messages = tally.unresolvedMessages[cause]!;
+      if (messages === 0) continue;
+      this.addUnresolved(tenantId, allowance, cause, tally, messages);
+    }
+  }
+
+  private addUnresolved(tenantId: string, allowance: AllowanceState, cause: number, tally: Tally, messages: number): void {
+    const key = `${tenantId}\u0000${allowance.slot.dimension}\u0000${cause}`;
+    const units = tally.unresolvedUnits[cause]!;
+    const entry = this.unresolved.get(key);
+    if (entry === undefined) {
+      this.unresolved.set(key, {
+        tenantId,
+        dimension: allowance.slot.dimension,
+        cause: CAUSE_NAMES[cause]!,
+        fromSecond: tally.fromSecond,
+        seconds: tally.toSecond - tally.fromSecond + 1,
+        units,
+        messages,
+      });
+    } else {
+      widen(entry, tally.fromSecond, tally.toSecond);
+      entry.units += units;
+      entry.messages += messages;
+    }
+  }
+}
+
+function widen(entry: { fromSecond: number; seconds: number }, fromSecond: number, toSecond: number): void {
+  const to = Math.max(entry.fromSecond + entry.seconds - 1, toSecond);
+  entry.fromSecond = Math.min(entry.fromSecond, fromSecond);
+  entry.seconds = to - entry.fromSecond + 1;
+}
