@@ -17,6 +17,13 @@ export default {
       to: { path: '^(src|projections)/', pathNot: '^src/governance/' },
     },
     {
+      name: 'governance-through-its-surface',
+      severity: 'error',
+      comment: 'Outside code imports src/governance/index.ts only: the other files there are the library\'s insides.',
+      from: { path: '^(src|projections)/', pathNot: '^src/governance/' },
+      to: { path: '^src/governance/', pathNot: '^src/governance/index\\.ts$' },
+    },
+    {
       name: 'ledger-knows-no-callers',
       severity: 'error',
       comment: 'The ledger is the core the other parts write to and read from: it imports governance types and db, nothing that uses it.',

@@ -14,7 +14,7 @@ import { mintToken } from '../src/api/auth/token.ts';
 import { createTokenVerifier } from '../src/api/auth/verifyToken.ts';
 import { createAdmissionRoutes } from '../src/doors/admissions/admissionRoutes.ts';
 import { createServiceCallers } from '../src/doors/admissions/serviceCallers.ts';
-import type { TenantGovernanceRecord } from '../src/governance/types.ts';
+import type { TenantGovernanceRecord } from '../src/governance/index.ts';
 import { createServer, listen } from '../src/http-server/server.ts';
 import { answerCpuQueries, governorOver, startBenchServer } from './support/benchServer.ts';
 import { alternateRounds, bestOf, leastOf, round2 } from './support/rounds.ts';

@@ -7,9 +7,8 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
-import { Governor } from '../src/governance/governor.ts';
-import { createRedisSharedBudget } from '../src/governance/redis/redisSharedBudget.ts';
-import type { LimitSource, TenantGovernanceRecord } from '../src/governance/types.ts';
+import { createRedisSharedBudget, Governor } from '../src/governance/index.ts';
+import type { LimitSource, TenantGovernanceRecord } from '../src/governance/index.ts';
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 20);

@@ -8,9 +8,8 @@
 // host shared with other work) and, as `...Wall`, per wall-clock second.
 // Last line: JSON {bench, ours, baseline, ratio, unit, ...}.
 import { RateLimiterMemory } from 'rate-limiter-flexible';
-import { Governor } from '../src/governance/governor.ts';
-import type { AdmitDecision } from '../src/governance/governor.ts';
-import type { AdmissionSummary, LimitSource, Recorder, TenantGovernanceRecord } from '../src/governance/types.ts';
+import { Governor } from '../src/governance/index.ts';
+import type { AdmissionSummary, AdmitDecision, LimitSource, Recorder, TenantGovernanceRecord } from '../src/governance/index.ts';
 
 const TENANTS = 10_000;
 const CALLS = Number(process.env.BENCH_CALLS ?? 10_000_000);

@@ -20,7 +20,7 @@ else await measure();
 async function serve(): Promise<void> {
   const { pino } = await import('pino');
   const { createLeaseRoutes } = await import('../src/doors/leases/leaseRoutes.ts');
-  const { Governor } = await import('../src/governance/governor.ts');
+  const { Governor } = await import('../src/governance/index.ts');
   const { createServer, listen } = await import('../src/http-server/server.ts');
   const huge = { EGRESS: { override: { ratePerSecond: 1_000_000, burst: 1_000_000 } } };
   const leaseGovernor = new Governor({

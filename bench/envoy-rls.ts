@@ -12,8 +12,8 @@ import { pino } from 'pino';
 import { readDescriptorMapping } from '../src/doors/envoy-rls/descriptorMapping.ts';
 import { createRateLimitDecider } from '../src/doors/envoy-rls/rateLimitService.ts';
 import { loadRlsService, startRlsServer } from '../src/doors/envoy-rls/rlsServer.ts';
-import { Governor } from '../src/governance/governor.ts';
-import type { LimitSource, TenantGovernanceRecord } from '../src/governance/types.ts';
+import { Governor } from '../src/governance/index.ts';
+import type { LimitSource, TenantGovernanceRecord } from '../src/governance/index.ts';
 import { answerCpuQueries, startBenchServer } from './support/benchServer.ts';
 import { alternateRounds, leastOf, round2 } from './support/rounds.ts';
 

@@ -12,7 +12,7 @@ import autocannon from 'autocannon';
 import { pino } from 'pino';
 import { openPglite } from '../src/db/pglite.ts';
 import { migrate } from '../src/db/migrate.ts';
-import type { TenantGovernanceRecord } from '../src/governance/types.ts';
+import type { TenantGovernanceRecord } from '../src/governance/index.ts';
 import { createCountingSink } from '../src/doors/pipeline/countingSink.ts';
 import { cachedCredentialLookup } from '../src/doors/pipeline/credentialCache.ts';
 import { findIngestCredential, registerIngestCredential } from '../src/doors/pipeline/credentials.ts';

@@ -35,7 +35,7 @@ import { pino } from 'pino';
 import { RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
 import { openPglite } from '../src/db/pglite.ts';
 import { migrate } from '../src/db/migrate.ts';
-import type { TenantGovernanceRecord } from '../src/governance/types.ts';
+import type { TenantGovernanceRecord } from '../src/governance/index.ts';
 import { authorizeSender } from '../src/doors/pipeline/authorizeSender.ts';
 import { createCountingSink } from '../src/doors/pipeline/countingSink.ts';
 import { cachedCredentialLookup } from '../src/doors/pipeline/credentialCache.ts';

@@ -14,9 +14,9 @@
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { admissionTrendsProjection } from '../projections/admissionTrends.ts';
-import { Governor } from '../src/governance/governor.ts';
+import { Governor } from '../src/governance/index.ts';
+import type { AdmissionSummary, LimitSource, Recorder, TenantGovernanceRecord, UnresolvedAdmissionSummary } from '../src/governance/index.ts';
 import { createLedgerRecorder } from '../src/ledger/ledgerRecorder.ts';
-import type { AdmissionSummary, LimitSource, Recorder, TenantGovernanceRecord, UnresolvedAdmissionSummary } from '../src/governance/types.ts';
 import type { Projection } from '../src/ledger/projection.ts';
 import { startProjections } from '../src/ledger/projectionSet.ts';
 import { withBenchLedger } from './support/benchSchema.ts';

@@ -2,8 +2,8 @@
 // counted as theirs. The child answers a 'cpu' message with its CPU time; the parent reads it before and after
 // each round to report the server's CPU per request.
 import { fork, type ChildProcess } from 'node:child_process';
-import { Governor } from '../../src/governance/governor.ts';
-import type { LimitSource, Recorder, TenantGovernanceRecord } from '../../src/governance/types.ts';
+import { Governor } from '../../src/governance/index.ts';
+import type { LimitSource, Recorder, TenantGovernanceRecord } from '../../src/governance/index.ts';
 
 export interface BenchServer<Ports> {
   child: ChildProcess;

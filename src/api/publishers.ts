@@ -1,7 +1,7 @@
 // Wraps the projections whose commits subscribers hear about: the limit history (limitChanged) and the
 // admission trends (sheds). Wrapping keeps the projections unaware of GraphQL; the runner calls afterCommit
 // once their transaction has committed.
-import type { Dimension } from '../governance/types.ts';
+import type { Dimension } from '../governance/index.ts';
 import type { AdmissionsRecordedData } from '../ledger/catalog/admissions.ts';
 import { formatPosition, type RecordedEvent } from '../ledger/eventStore.ts';
 import type { Projection } from '../ledger/projection.ts';

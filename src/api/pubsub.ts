@@ -2,7 +2,7 @@
 // afterCommit, so a subscriber is told only what is already committed and readable. One process only:
 // every replica runs its own projections and publishes what it applied.
 import { createPubSub } from 'graphql-yoga';
-import type { AdmissionSummary, Dimension } from '../governance/types.ts';
+import type { AdmissionSummary, Dimension } from '../governance/index.ts';
 
 /** A limit change the history read model just committed, and what it concerns. */
 export interface LimitChangeNotice {

@@ -2,8 +2,8 @@
 // owns the read model (control plane, commands); this file only adapts shapes, so a change there is absorbed
 // here and not in every type file.
 import type { Queryable } from '../db/db.ts';
-import { acceptLimit } from '../governance/cascade.ts';
-import { DIMENSIONS, type Dimension, type EffectiveLimit, type LimitValue } from '../governance/types.ts';
+import { acceptLimit, DIMENSIONS } from '../governance/index.ts';
+import type { Dimension, EffectiveLimit, LimitValue } from '../governance/index.ts';
 import type { EventStore } from '../ledger/eventStore.ts';
 import { effectiveLimitsAt as replayEffectiveLimits, type NotRegisteredAt } from '../control-plane/effectiveLimitsAt.ts';
 import { limitHistory as readLimitHistory, type LimitChange } from '../control-plane/limitHistory.ts';

@@ -4,7 +4,7 @@
 // makes anyway.
 import type { Queryable } from '../db/db.ts';
 import { loadEffectiveLimits, resolveTenantLimit } from '../control-plane/loadEffectiveLimits.ts';
-import type { LimitSourceLevel, LimitValue } from '../governance/types.ts';
+import type { LimitSourceLevel, LimitValue } from '../governance/index.ts';
 import type { CeilingSource, TenantCeiling } from './types.ts';
 
 function ceilingOf(tenantId: string, limit: { value: LimitValue; source: LimitSourceLevel }): TenantCeiling {

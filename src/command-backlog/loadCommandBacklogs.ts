@@ -2,7 +2,7 @@
 // ceiling the cascade gives each tenant now. Two queries however many tenants (the control plane's one
 // query for the limits, one here for the counts).
 import type { Queryable } from '../db/db.ts';
-import type { LimitSourceLevel } from '../governance/types.ts';
+import type { LimitSourceLevel } from '../governance/index.ts';
 import { loadEffectiveLimits } from '../control-plane/loadEffectiveLimits.ts';
 
 export interface TenantCommandBacklog {

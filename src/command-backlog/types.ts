@@ -1,7 +1,7 @@
 // The vocabulary of the undelivered-command ceiling: what callers send, what they get back, and the
 // ports this part needs. Expected outcomes are values; only faults (storage down) throw.
 import type { Queryable } from '../db/db.ts';
-import type { LimitSourceLevel } from '../governance/types.ts';
+import type { LimitSourceLevel } from '../governance/index.ts';
 import type { CommandRejectionReason, CommandSettlement } from '../ledger/catalog/commands.ts';
 
 /** Who asked: recorded on every event as `actor` (and `actorRole` when known, as the control plane does). */

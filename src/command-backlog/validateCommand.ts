@@ -2,7 +2,7 @@
 // would refuse (src/db/storableValues.ts) is refused here, so one bad enqueue never reaches the
 // transaction it would share with others.
 import { jsonProblem, textProblem } from '../db/storableValues.ts';
-import { ID_PATTERN } from '../governance/types.ts';
+import { ID_PATTERN } from '../governance/index.ts';
 import { commandFingerprint } from './commandFingerprint.ts';
 import type { CommandRef, EnqueueCommandInput, InputField, InvalidCommandInput } from './types.ts';
 

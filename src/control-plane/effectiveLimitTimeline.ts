@@ -3,8 +3,8 @@
 // limitHistory lists what each level recorded; this answers what the tenant felt. It replays the ledger (the
 // tenant's stream, the platform's, and the stream of every tier the tenant was ever on) and resolves the
 // cascade just before and at each event's instant, keeping only the events that moved the effective value.
-import { resolveEffectiveLimit } from '../governance/cascade.ts';
-import type { Dimension, LimitSourceLevel, LimitValue } from '../governance/types.ts';
+import { resolveEffectiveLimit } from '../governance/index.ts';
+import type { Dimension, LimitSourceLevel, LimitValue } from '../governance/index.ts';
 import { PLATFORM_STREAM, tenantStream, tierStream, type ControlPlaneEvent } from '../ledger/catalog/controlPlane.ts';
 import { formatPosition, type EventStore, type RecordedEvent } from '../ledger/eventStore.ts';
 import type { NotRegisteredAt } from './effectiveLimitsAt.ts';

@@ -2,8 +2,8 @@
 // The tenant's stream says which tier it was on and which overrides applied then (an override whose
 // expiresAt had passed did not); that tier's and the platform's streams say what they set then; the
 // governance library's cascade resolves them exactly as it resolves today's limits.
-import { resolveEffectiveLimits } from '../governance/cascade.ts';
-import { DIMENSIONS, type Dimension, type LimitLevels } from '../governance/types.ts';
+import { DIMENSIONS, resolveEffectiveLimits } from '../governance/index.ts';
+import type { Dimension, LimitLevels } from '../governance/index.ts';
 import { PLATFORM_STREAM, tenantStream, tierStream } from '../ledger/catalog/controlPlane.ts';
 import type { EventStore, RecordedEvent } from '../ledger/eventStore.ts';
 import type { TenantEffectiveLimits } from './loadEffectiveLimits.ts';

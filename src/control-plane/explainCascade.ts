@@ -4,9 +4,8 @@
 // (resolveEffectiveLimit); this file only reads each level the way the cascade does, so the explanation can
 // never disagree with the limit in force.
 import type { Queryable } from '../db/db.ts';
-import { acceptLimit, resolveEffectiveLimit } from '../governance/cascade.ts';
-import { DIMENSION_CATALOG } from '../governance/dimensions.ts';
-import { DIMENSIONS, type Dimension, type LimitSourceLevel, type LimitValue } from '../governance/types.ts';
+import { acceptLimit, DIMENSION_CATALOG, DIMENSIONS, resolveEffectiveLimit } from '../governance/index.ts';
+import type { Dimension, LimitSourceLevel, LimitValue } from '../governance/index.ts';
 import { loadTenantGovernance } from './loadTenantGovernance.ts';
 
 export interface CascadeLevelView {

@@ -2,7 +2,7 @@
 // position of the event it comes from; an override's lapse (OVERRIDE_EXPIRED) names the position of the
 // event that set the override, with ":expired" after it, and appears once its instant has passed.
 import type { Queryable } from '../db/db.ts';
-import type { Dimension, LimitValue, OverLimitPolicy } from '../governance/types.ts';
+import type { Dimension, LimitValue, OverLimitPolicy } from '../governance/index.ts';
 import type { LimitChangeKind } from './view.ts';
 import { pageSize, type Page } from './listTenants.ts';
 

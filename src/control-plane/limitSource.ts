@@ -2,7 +2,7 @@
 // one query; a tenant absent from the answer is unknown; a database fault rejects (the Governor then
 // treats the source as unreachable and keeps last-known values).
 import type { Db } from '../db/db.ts';
-import type { LimitSource } from '../governance/types.ts';
+import type { LimitSource } from '../governance/index.ts';
 import { loadPlatformDefaults } from './loadPlatformDefaults.ts';
 import { loadTenantGovernance } from './loadTenantGovernance.ts';
 

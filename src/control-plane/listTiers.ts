@@ -1,6 +1,6 @@
 // Every tier with its limits and default model, one query, in id order.
 import type { Queryable } from '../db/db.ts';
-import type { Dimension } from '../governance/types.ts';
+import type { Dimension } from '../governance/index.ts';
 
 export interface TierRecord {
   tierId: string;

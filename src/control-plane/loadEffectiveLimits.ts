@@ -1,8 +1,8 @@
 // The effective limits of many tenants: one query (loadTenantGovernance), then the governance library's
 // cascade, which also says which level won. Nothing here decides a limit on its own.
 import type { Queryable } from '../db/db.ts';
-import { resolveEffectiveLimits } from '../governance/cascade.ts';
-import type { Dimension, EffectiveLimit, LimitSourceLevel, LimitValue } from '../governance/types.ts';
+import { resolveEffectiveLimits } from '../governance/index.ts';
+import type { Dimension, EffectiveLimit, LimitSourceLevel, LimitValue } from '../governance/index.ts';
 import { loadTenantGovernance } from './loadTenantGovernance.ts';
 
 export interface TenantEffectiveLimits {

@@ -1,7 +1,7 @@
 // The overrides in force at `at` for many tenants, one query. An override whose expiresAt has passed is
 // not in force and is not returned (the limit history shows its lapse).
 import type { Queryable } from '../db/db.ts';
-import type { Dimension } from '../governance/types.ts';
+import type { Dimension } from '../governance/index.ts';
 
 export interface TenantOverride {
   tenantId: string;

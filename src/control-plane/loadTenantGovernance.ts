@@ -3,7 +3,7 @@
 // read time, so an override stops applying at its expiresAt whether or not anything was written since.
 import { prepared } from '../db/preparedStatements.ts';
 import type { Queryable } from '../db/db.ts';
-import type { Dimension, LimitLevels, OverLimitPolicy, TenantGovernanceRecord } from '../governance/types.ts';
+import type { Dimension, LimitLevels, OverLimitPolicy, TenantGovernanceRecord } from '../governance/index.ts';
 
 export interface TenantGovernance {
   tenants: Map<string, TenantGovernanceRecord>;

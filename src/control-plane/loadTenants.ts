@@ -1,6 +1,6 @@
 // Tenants by id, one query; unregistered ids are absent from the map.
 import type { Queryable } from '../db/db.ts';
-import type { OverLimitPolicy } from '../governance/types.ts';
+import type { OverLimitPolicy } from '../governance/index.ts';
 import type { Branding } from '../ledger/catalog/controlPlane.ts';
 
 export interface TenantRecord {

@@ -1,7 +1,7 @@
 // A tenant's branding through the governance cascade: its own, then the operator's branding.default
 // setting, then the shipped default (always accepted, so there is always an answer).
 import type { Queryable } from '../db/db.ts';
-import { resolveCascade } from '../governance/cascade.ts';
+import { resolveCascade } from '../governance/index.ts';
 import type { Branding } from '../ledger/catalog/controlPlane.ts';
 import { BRANDING_DEFAULT_KEY } from './view.ts';
 import { checkBranding, isCommandError } from './validation.ts';

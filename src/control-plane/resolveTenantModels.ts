@@ -1,7 +1,7 @@
 // A tenant's AI model through the governance cascade: its own assignment, then its tier's default model.
 // With neither, the tenant has no model entitlement (source NONE): nothing is invented.
 import type { Queryable } from '../db/db.ts';
-import { resolveCascade } from '../governance/cascade.ts';
+import { resolveCascade } from '../governance/index.ts';
 import { checkModel, isCommandError } from './validation.ts';
 
 export type ModelSource = 'TENANT_ASSIGNMENT' | 'TIER_DEFAULT';

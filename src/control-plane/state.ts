@@ -1,7 +1,7 @@
 // The state of each stream, folded from its events. Deciders decide on it; time travel folds the same
 // events up to an instant. One fold per stream kind, so "what the ledger says" has one definition.
 import type { Branding, ControlPlaneEvent, OverrideValue } from '../ledger/catalog/controlPlane.ts';
-import type { Dimension, LimitValue, OverLimitPolicy } from '../governance/types.ts';
+import type { Dimension, LimitValue, OverLimitPolicy } from '../governance/index.ts';
 
 export interface PlatformState {
   defaults: Partial<Record<Dimension, LimitValue>>;

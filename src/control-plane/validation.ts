@@ -2,8 +2,8 @@
 // checked value. Limit values are checked by the governance library's validateLimitValue, the same
 // definition of "valid" the cascade uses when it skips a stored level.
 import type { Branding } from '../ledger/catalog/controlPlane.ts';
-import { validateLimitValue } from '../governance/dimensions.ts';
-import { DIMENSIONS, ID_PATTERN, type Dimension, type LimitValue, type OverLimitPolicy } from '../governance/types.ts';
+import { DIMENSIONS, ID_PATTERN, validateLimitValue } from '../governance/index.ts';
+import type { Dimension, LimitValue, OverLimitPolicy } from '../governance/index.ts';
 import { commandError, type CommandError } from './commandResult.ts';
 import { textProblem } from '../db/storableValues.ts';
 

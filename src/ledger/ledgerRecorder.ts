@@ -16,7 +16,8 @@ import { ADMISSIONS_STREAM } from './catalog/admissions.ts';
 import type { AdmissionsRecordedData, UnresolvedAdmissionsRecordedData } from './catalog/admissions.ts';
 import { eventBytes, jsonBytes, MAX_APPEND_BYTES, maxEventDataBytes, splitBySize } from './appendSize.ts';
 import { WrongExpectedRevision, type EventStore, type ExpectedRevision, type NewEvent } from './eventStore.ts';
-import { RecordedInPart, type AdmissionSummary, type Recorder, type UnresolvedAdmissionSummary } from '../governance/types.ts';
+import { RecordedInPart } from '../governance/index.ts';
+import type { AdmissionSummary, Recorder, UnresolvedAdmissionSummary } from '../governance/index.ts';
 
 export interface LedgerRecorderOptions {
   /** Who the events name as actor (the enforcing service). */

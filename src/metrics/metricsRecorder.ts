@@ -6,7 +6,7 @@
 // next flush, with newer counts added into them (fanOutRecorder gives both recorders every attempt). So
 // this recorder counts only what each summary gained since it last saw it: a unit is counted once
 // however many times its batch is retried, and metrics keep counting through a ledger outage.
-import type { AdmissionSummary, Recorder, UnresolvedAdmissionSummary } from '../governance/types.ts';
+import type { AdmissionSummary, Recorder, UnresolvedAdmissionSummary } from '../governance/index.ts';
 import type { Metrics, TenantSeriesLabels, TenantUnits } from './metrics.ts';
 
 export function createMetricsRecorder(metrics: Metrics): Recorder {

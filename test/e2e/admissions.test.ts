@@ -6,7 +6,7 @@ import { mintToken } from '../../src/api/auth/token.ts';
 import { INFERENCE_SPEND_STREAM } from '../../src/ledger/catalog/inference.ts';
 import { shedTrend } from '../../src/metrics/trends/shedTrend.ts';
 import { topShedders } from '../../src/metrics/trends/topShedders.ts';
-import type { Dimension } from '../../src/governance/types.ts';
+import type { Dimension } from '../../src/governance/index.ts';
 import type { Service } from '../../src/service.ts';
 import { OPERATOR } from '../support/controlPlaneHarness.ts';
 import { serviceModes, startServiceIn, type RunningService } from '../support/serviceModes.ts';

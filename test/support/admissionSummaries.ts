@@ -1,6 +1,6 @@
 // An AdmissionSummary for tests: one second of acme's INGEST on the LIVE allowance with every count zero,
 // changed only where a test says so.
-import type { AdmissionSummary } from '../../src/governance/types.ts';
+import type { AdmissionSummary } from '../../src/governance/index.ts';
 
 export function admissionSummary(overrides: Partial<AdmissionSummary> & Pick<AdmissionSummary, 'fromSecond'>): AdmissionSummary {
   return {

@@ -1,9 +1,8 @@
 // What the console needs to lay the cascade out: the dimension catalog with its shipped defaults, the
 // platform defaults, and per tenant every level with the one that wins and why. None of it is tenant data
 // beyond Tenant.cascade, which the Tenant type's own scope guards.
-import { acceptLimit } from '../../governance/cascade.ts';
-import { DIMENSION_CATALOG, type DimensionSpec } from '../../governance/dimensions.ts';
-import { DIMENSIONS, type Dimension, type LimitValue } from '../../governance/types.ts';
+import { acceptLimit, DIMENSION_CATALOG, DIMENSIONS } from '../../governance/index.ts';
+import type { Dimension, DimensionSpec, LimitValue } from '../../governance/index.ts';
 import { explainCascade, type CascadeLevelView, type CascadeView } from '../../control-plane/explainCascade.ts';
 import { loadPlatformDefaults } from '../../control-plane/loadPlatformDefaults.ts';
 import { builder } from '../builder.ts';

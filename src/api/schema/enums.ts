@@ -1,4 +1,4 @@
-import { ALLOWANCES, DIMENSIONS } from '../../governance/types.ts';
+import { ALLOWANCES, DIMENSIONS } from '../../governance/index.ts';
 import { TREND_BUCKETS } from '../../metrics/trends/buckets.ts';
 import { builder } from '../builder.ts';
 

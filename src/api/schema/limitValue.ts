@@ -1,4 +1,4 @@
-import type { LimitValue } from '../../governance/types.ts';
+import type { LimitValue } from '../../governance/index.ts';
 import { builder } from '../builder.ts';
 
 export const LimitValueType = builder.objectRef<LimitValue>('LimitValue').implement({

@@ -1,7 +1,7 @@
 // Live notices over SSE, sent once the projection that records them has committed (see publishers.ts).
 // Tenant isolation is checked when the subscription opens: a tenant role cannot listen to another tenant.
 import { filter, pipe } from 'graphql-yoga';
-import type { AdmissionSummary } from '../../governance/types.ts';
+import type { AdmissionSummary } from '../../governance/index.ts';
 import { builder } from '../builder.ts';
 import type { ApiContext } from '../context.ts';
 import type { LimitChangeNotice } from '../pubsub.ts';

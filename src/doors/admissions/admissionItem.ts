@@ -1,9 +1,8 @@
 // One item of an admission batch, checked field by field before the Governor sees it. The Governor throws
 // InvalidAdmission on what it cannot meter (a programming fault in an in-process caller); a remote caller's
 // bad item is an answer instead: the field and the reason, and the other items of the batch are still decided.
-import { slotIndexOf, SLOTS } from '../../governance/slots.ts';
-import { ALLOWANCES, DIMENSIONS, ID_PATTERN, type Allowance, type Dimension } from '../../governance/types.ts';
-import type { AdmitRequest } from '../../governance/governor.ts';
+import { ALLOWANCES, DIMENSIONS, ID_PATTERN, slotIndexOf, SLOTS } from '../../governance/index.ts';
+import type { AdmitRequest, Allowance, Dimension } from '../../governance/index.ts';
 
 export interface ItemError {
   field: string;

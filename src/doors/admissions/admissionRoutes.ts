@@ -8,9 +8,9 @@
 // the platform's own authenticated services, often many behind one address, and each item is metered by the
 // Governor on its tenant's own limits; a batch is bounded (1,000 items, 1 MiB) instead.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { InvalidAdmission, type AdmitRequest, type Governor } from '../../governance/governor.ts';
+import { ID_PATTERN, InvalidAdmission } from '../../governance/index.ts';
+import type { AdmitRequest, Governor } from '../../governance/index.ts';
 import type { InferenceSpendMeter } from '../../metrics/inferenceSpendMeter.ts';
-import { ID_PATTERN } from '../../governance/types.ts';
 import type { Route, RouteHandler } from '../../http-server/route.ts';
 import { declaresTooLarge, readBodyCapped } from '../../http-server/readBody.ts';
 import { sendJson } from '../../http-server/respond.ts';

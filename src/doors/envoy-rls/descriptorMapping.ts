@@ -14,8 +14,8 @@
 // Malformed, answered INVALID_ARGUMENT (and nothing is admitted): no descriptors, a descriptor without
 // entries, an entry without a key, a dimension or allowance this service does not meter, a tenant value that
 // could never be a tenant ID, a caller value over 256 characters.
-import { slotIndexOf, SLOTS } from '../../governance/slots.ts';
-import { ALLOWANCES, DIMENSIONS, ID_PATTERN, type Allowance, type Dimension } from '../../governance/types.ts';
+import { ALLOWANCES, DIMENSIONS, ID_PATTERN, slotIndexOf, SLOTS } from '../../governance/index.ts';
+import type { Allowance, Dimension } from '../../governance/index.ts';
 
 /** Dimensions the Governor meters by admit (UNDELIVERED_COMMANDS is a count ceiling kept by the command backlog). */
 const ADMITTED_DIMENSIONS: readonly Dimension[] = DIMENSIONS.filter((dimension) => SLOTS.some((slot) => slot.dimension === dimension));

@@ -6,8 +6,8 @@
 //
 // Every descriptor is charged, in order, even after one is refused, as Envoy's reference service does: each
 // limit counts what was offered to it, and the ledger records each refusal under its own tenant.
-import type { AdmitDecision, AdmitRequest, Governor } from '../../governance/governor.ts';
-import { DIMENSION_CATALOG } from '../../governance/dimensions.ts';
+import { DIMENSION_CATALOG } from '../../governance/index.ts';
+import type { AdmitDecision, AdmitRequest, Governor } from '../../governance/index.ts';
 import { addRateLimitHeaders } from '../../http-server/rateLimitHeaders.ts';
 import { mapDescriptors, type DescriptorMapping, type RateLimitRequestMessage } from './descriptorMapping.ts';
 

@@ -3,7 +3,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { RequestTarget } from '../../http-server/route.ts';
-import type { AdmitDecision } from '../../governance/governor.ts';
+import type { AdmitDecision } from '../../governance/index.ts';
 import { resolveClientIp, type ClientIp } from '../../http-server/clientIp.ts';
 import type { FrontDoorDeps } from './frontDoorDeps.ts';
 import { addRateLimitHeaders, addTenantCors, type RateLimitVerdict } from '../../http-server/rateLimitHeaders.ts';

@@ -4,7 +4,7 @@
 // request itself when it refuses, and says so by returning null or false.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { chargeApiRequest, checkCredential, handToSink, type AcceptedBatch, type Destination, type IngestCredential, type SenderCheck } from '../pipeline/index.ts';
-import type { AdmitDecision } from '../../governance/governor.ts';
+import type { AdmitDecision } from '../../governance/index.ts';
 import { answer, answerRateLimited, tenantVerdict, type FrontDoorRequest } from './frontDoor.ts';
 import type { FrontDoorDeps } from './frontDoorDeps.ts';
 import { closeAfterRefusal, declaresTooLarge, readBodyCapped } from '../../http-server/readBody.ts';

@@ -8,10 +8,8 @@
 // and refused go to the service's Recorder, the same one the Governor hands its own tallies to, so the
 // ledger, trends and /metrics count client decisions like any other. SERVICE (or OPERATOR) token.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { DIMENSION_CATALOG } from '../../governance/dimensions.ts';
-import type { AdmitRequest, Governor } from '../../governance/governor.ts';
-import { slotIndexOf, SLOTS } from '../../governance/slots.ts';
-import { ID_PATTERN, type Allowance, type AdmissionSummary, type Dimension, type Recorder } from '../../governance/types.ts';
+import { DIMENSION_CATALOG, ID_PATTERN, slotIndexOf, SLOTS } from '../../governance/index.ts';
+import type { AdmissionSummary, AdmitRequest, Allowance, Dimension, Governor, Recorder } from '../../governance/index.ts';
 import { declaresTooLarge, readBodyCapped } from '../../http-server/readBody.ts';
 import { sendJson } from '../../http-server/respond.ts';
 import type { Route } from '../../http-server/route.ts';

@@ -4,7 +4,7 @@
 // list is answered 405 (with Allow) and is not listed per path.
 import { ADMITTED_DIMENSIONS, MAX_AT_AGE_MS, MAX_AT_AHEAD_MS, MAX_CALLER_KEY_LENGTH, MAX_UNITS } from '../admissions/admissionItem.ts';
 import { MAX_BATCH_BYTES, MAX_BATCH_ITEMS } from '../admissions/admissionRoutes.ts';
-import { ALLOWANCES } from '../../governance/types.ts';
+import { ALLOWANCES } from '../../governance/index.ts';
 
 export const OPENAPI_PATH = '/openapi.json';
 

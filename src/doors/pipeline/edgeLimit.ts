@@ -7,7 +7,7 @@
 // loses nothing (a new bucket is the same), otherwise it starts again with a full burst, which is counted.
 // (Evicting one entry at a time from the front of a Map would be quadratic: V8 leaves deleted entries as
 // holes that every walk from the front must skip.)
-import { TokenBucket } from '../../governance/tokenBucket.ts';
+import { TokenBucket } from '../../governance/index.ts';
 
 /** The instance-level per-client limit (not per tenant): one decision per request or message, keyed by client address. */
 export interface EdgeLimit {

@@ -3,7 +3,7 @@
 // a client has one edge allowance whichever door it uses, and accepted readings go to one place.
 import type { Settings } from '../../config.ts';
 import type { Db } from '../../db/db.ts';
-import type { Governor } from '../../governance/governor.ts';
+import type { Governor } from '../../governance/index.ts';
 import type { Logger } from '../../logger.ts';
 import { createCountingSink } from './countingSink.ts';
 import { cachedCredentialLookup } from './credentialCache.ts';

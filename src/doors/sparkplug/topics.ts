@@ -2,7 +2,7 @@
 // metrics) and DDATA (a device's behind it) carry telemetry the door charges; births, deaths, commands and
 // state are never subscribed, so never charged. The tenant is the group ID, or what SPARKPLUG_GROUP_TENANTS
 // maps it to.
-import { ID_PATTERN } from '../../governance/types.ts';
+import { ID_PATTERN } from '../../governance/index.ts';
 
 export const SPARKPLUG_NAMESPACE = 'spBv1.0';
 

@@ -1,6 +1,6 @@
 // Events the Governor's recorder appends: per-window summaries, so every admitted and shed unit is counted
 // without one event per decision.
-import type { AdmissionSummary, UnresolvedAdmissionSummary } from '../../governance/types.ts';
+import type { AdmissionSummary, UnresolvedAdmissionSummary } from '../../governance/index.ts';
 
 /** All admission summaries go to one stream; ordering within it is the recording order. */
 export const ADMISSIONS_STREAM = 'governance-admissions';

@@ -1,7 +1,7 @@
 // Events of the undelivered-command ceiling (src/command-backlog). Each tenant's commands go to one stream,
 // `commands-<tenantId>`: its events, in order, fold to the tenant's backlog (the EventStoreDB path appends
 // to it with an expected revision; projections/commandBacklog.ts folds the same events into a read model).
-import type { LimitSourceLevel } from '../../governance/types.ts';
+import type { LimitSourceLevel } from '../../governance/index.ts';
 
 export const COMMANDS_STREAM_PREFIX = 'commands-';
 

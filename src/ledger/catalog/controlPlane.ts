@@ -1,7 +1,7 @@
 // Events of the control plane: operator configuration kept in the ledger. Every event names what it changed
 // and carries the value before and after, so the history answers "from what to what" without replaying.
 // Who and why travel in the event's metadata (actor, reason, occurredAt), set from the caller's identity.
-import type { Dimension, LimitValue, OverLimitPolicy } from '../../governance/types.ts';
+import type { Dimension, LimitValue, OverLimitPolicy } from '../../governance/index.ts';
 
 /** One stream per tenant, one per tier, one for platform-wide settings. */
 export const PLATFORM_STREAM = 'platform';

@@ -3,7 +3,7 @@
 // included). `limited` is shed + rejected: what a client saw as 429s and drops, in units and in messages
 // (requests), so a refusal on the per-message charge shows even when it carried no units.
 import type { Queryable } from '../../db/db.ts';
-import type { Allowance, Dimension } from '../../governance/types.ts';
+import type { Allowance, Dimension } from '../../governance/index.ts';
 import { BUCKET_SECONDS, bucketTable, floorTo, type TrendBucket } from './buckets.ts';
 import { ADMISSION_TRENDS } from './rollupFamily.ts';
 import { checkBucket, checkDimension, checkText, rangeSeconds } from './trendQuery.ts';

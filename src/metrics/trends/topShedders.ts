@@ -2,7 +2,7 @@
 // then limited messages (a refusal on the per-message charge may carry no units), then tenant id so ties
 // answer the same way every time.
 import type { Queryable } from '../../db/db.ts';
-import type { Dimension } from '../../governance/types.ts';
+import type { Dimension } from '../../governance/index.ts';
 import { ADMISSION_TRENDS } from './rollupFamily.ts';
 import { segmentUnion } from './segmentUnion.ts';
 import { checkDimension, checkFirst, rangeSeconds } from './trendQuery.ts';

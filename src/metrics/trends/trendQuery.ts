@@ -1,6 +1,7 @@
 // Checks the time range of a trend read before any SQL runs. Bad input is the caller's mistake, told with
 // the field at fault, so the API can answer it as a typed error.
-import { DIMENSIONS, type Dimension } from '../../governance/types.ts';
+import { DIMENSIONS } from '../../governance/index.ts';
+import type { Dimension } from '../../governance/index.ts';
 import { BUCKET_SECONDS, TREND_BUCKETS, type TrendBucket } from './buckets.ts';
 
 export class InvalidTrendQuery extends Error {

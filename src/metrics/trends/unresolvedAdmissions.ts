@@ -1,7 +1,7 @@
 // How much traffic was admitted at the platform default over a range, by dimension and cause: `count` is
 // in the dimension's units (readings, actions, requests), `messages` in messages.
 import type { Queryable } from '../../db/db.ts';
-import type { Dimension, UnresolvedCause } from '../../governance/types.ts';
+import type { Dimension, UnresolvedCause } from '../../governance/index.ts';
 import { UNRESOLVED_ADMISSIONS } from './rollupFamily.ts';
 import { segmentUnion } from './segmentUnion.ts';
 import { rangeSeconds, type TimeRange } from './trendQuery.ts';

@@ -1,7 +1,7 @@
 // Command delivery against the backlog ceiling, and the trend queries over recorded admissions.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
-import type { AdmissionSummary } from '../../../src/governance/types.ts';
+import type { AdmissionSummary } from '../../../src/governance/index.ts';
 import { storageTargets } from '../../support/databases.ts';
 import { openApiHarness, type ApiHarness } from './apiHarness.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';

@@ -2,8 +2,8 @@
 // summaries collected by a Recorder whose totals the parent asks for over IPC. The parent may kill it.
 import { pino } from 'pino';
 import { createLeaseRoutes } from '../../../src/doors/leases/leaseRoutes.ts';
-import { Governor } from '../../../src/governance/governor.ts';
-import type { AdmissionSummary, LimitSource, TenantGovernanceRecord } from '../../../src/governance/types.ts';
+import { Governor } from '../../../src/governance/index.ts';
+import type { AdmissionSummary, LimitSource, TenantGovernanceRecord } from '../../../src/governance/index.ts';
 import { createServer, listen } from '../../../src/http-server/server.ts';
 
 const LIMIT = Number(process.env.LEASE_TEST_LIMIT ?? '300');

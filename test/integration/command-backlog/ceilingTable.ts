@@ -2,7 +2,7 @@
 // in: one row per known tenant; no row means an unknown tenant.
 import type { Queryable } from '../../../src/db/db.ts';
 import type { CeilingSource } from '../../../src/command-backlog/types.ts';
-import type { LimitSourceLevel } from '../../../src/governance/types.ts';
+import type { LimitSourceLevel } from '../../../src/governance/index.ts';
 
 export async function createCeilingTable(db: Queryable): Promise<void> {
   await db.query(`CREATE TABLE IF NOT EXISTS test_command_ceilings (

@@ -14,7 +14,7 @@ import { loadTenants } from '../../../src/control-plane/loadTenants.ts';
 import { resolveTenantBrandings } from '../../../src/control-plane/resolveTenantBrandings.ts';
 import { resolveTenantModels } from '../../../src/control-plane/resolveTenantModels.ts';
 import type { Queryable } from '../../../src/db/db.ts';
-import { Governor } from '../../../src/governance/governor.ts';
+import { Governor } from '../../../src/governance/index.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
 import { createTenantsProjection } from '../../../projections/tenants.ts';
 import { storageTargets } from '../../support/databases.ts';

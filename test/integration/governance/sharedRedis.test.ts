@@ -4,8 +4,7 @@
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Governor } from '../../../src/governance/governor.ts';
-import { createRedisSharedBudget } from '../../../src/governance/redis/redisSharedBudget.ts';
+import { createRedisSharedBudget, Governor } from '../../../src/governance/index.ts';
 import { MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
 
 const redisUrl = process.env.REDIS_URL;

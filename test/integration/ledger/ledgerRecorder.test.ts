@@ -6,7 +6,7 @@ import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
 import type { AdmissionsRecordedData, UnresolvedAdmissionsRecordedData } from '../../../src/ledger/catalog/admissions.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
-import { Governor } from '../../../src/governance/governor.ts';
+import { Governor } from '../../../src/governance/index.ts';
 import { MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
 
 const T0 = 1_800_000_000_000;

@@ -3,7 +3,7 @@ import type { NewEvent } from '../../../src/ledger/eventStore.ts';
 import { startProjections, type ProjectionSet } from '../../../src/ledger/projectionSet.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
 import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
-import type { AdmissionSummary, UnresolvedAdmissionSummary } from '../../../src/governance/types.ts';
+import type { AdmissionSummary, UnresolvedAdmissionSummary } from '../../../src/governance/index.ts';
 import { admissionTrendsProjection } from '../../../projections/admissionTrends.ts';
 import { unresolvedAdmissionsProjection } from '../../../projections/unresolvedAdmissions.ts';
 import { shedTrend } from '../../../src/metrics/trends/shedTrend.ts';

@@ -2,8 +2,8 @@
 // cascade share one definition of "valid", so nothing the control plane writes is silently skipped later.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { acceptLimit } from '../../../src/governance/cascade.ts';
-import { DIMENSIONS, type Dimension } from '../../../src/governance/types.ts';
+import { acceptLimit, DIMENSIONS } from '../../../src/governance/index.ts';
+import type { Dimension } from '../../../src/governance/index.ts';
 import { setTierLimit } from '../../../src/control-plane/tierCommands.ts';
 import { given, type GivenEvent } from '../../support/controlPlaneSpec.ts';
 

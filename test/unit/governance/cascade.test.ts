@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { acceptLimit, resolveCascade, resolveEffectiveLimit, resolveEffectiveLimits } from '../../../src/governance/cascade.ts';
-import { DIMENSION_CATALOG, LIMIT_MAX, LIMIT_MIN, validateLimitValue } from '../../../src/governance/dimensions.ts';
-import { DIMENSIONS } from '../../../src/governance/types.ts';
-import type { Dimension, LimitLevels, LimitSourceLevel } from '../../../src/governance/types.ts';
+import { acceptLimit, DIMENSION_CATALOG, DIMENSIONS, LIMIT_MAX, LIMIT_MIN, resolveCascade, resolveEffectiveLimit, resolveEffectiveLimits, validateLimitValue } from '../../../src/governance/index.ts';
+import type { Dimension, LimitLevels, LimitSourceLevel } from '../../../src/governance/index.ts';
 
 const number = fc.oneof(
   fc.integer({ min: LIMIT_MIN, max: LIMIT_MAX }),

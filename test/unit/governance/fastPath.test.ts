@@ -2,8 +2,8 @@
 // changes and load completions, answer every call the same and record the same counts.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { Governor } from '../../../src/governance/governor.ts';
-import type { AdmitRequest } from '../../../src/governance/governor.ts';
+import { Governor } from '../../../src/governance/index.ts';
+import type { AdmitRequest } from '../../../src/governance/index.ts';
 import { CollectingRecorder, MemoryLimitSource } from './memoryLimitSource.ts';
 
 const T0 = 1_800_000_000_000;

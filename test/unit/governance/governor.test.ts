@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { Governor, InvalidAdmission } from '../../../src/governance/governor.ts';
-import type { AdmitRequest, GovernorOptions } from '../../../src/governance/governor.ts';
+import { Governor, InvalidAdmission } from '../../../src/governance/index.ts';
+import type { AdmitRequest, GovernorOptions } from '../../../src/governance/index.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
 import type { AdmissionsRecordedData } from '../../../src/ledger/catalog/admissions.ts';
 import { eventBytes } from '../../../src/ledger/appendSize.ts';

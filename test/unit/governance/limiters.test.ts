@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { stableCallerFraction } from '../../../src/governance/callerHash.ts';
+import { stableCallerFraction, TokenBucket } from '../../../src/governance/index.ts';
 import { FixedWindow } from '../../../src/governance/fixedWindow.ts';
-import { TokenBucket } from '../../../src/governance/tokenBucket.ts';
 
 describe('TokenBucket', () => {
   it('starts full, takes weighted costs all or nothing, refills by the given time', () => {

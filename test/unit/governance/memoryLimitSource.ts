@@ -1,13 +1,6 @@
 // An in-memory LimitSource for Governor tests: the control plane's read model is the real one; this holds
 // records in a Map, counts calls, and can be switched unreachable or held until released.
-import type {
-  AdmissionSummary,
-  Dimension,
-  LimitSource,
-  Recorder,
-  TenantGovernanceRecord,
-  UnresolvedAdmissionSummary,
-} from '../../../src/governance/types.ts';
+import type { AdmissionSummary, Dimension, LimitSource, Recorder, TenantGovernanceRecord, UnresolvedAdmissionSummary } from '../../../src/governance/index.ts';
 
 export class MemoryLimitSource implements LimitSource {
   readonly records = new Map<string, TenantGovernanceRecord>();

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { fanOutRecorder } from '../../../src/governance/recorders.ts';
+import { fanOutRecorder } from '../../../src/governance/index.ts';
+import type { AdmissionSummary } from '../../../src/governance/index.ts';
 import { CollectingRecorder } from './memoryLimitSource.ts';
-import type { AdmissionSummary } from '../../../src/governance/types.ts';
 
 const entry: AdmissionSummary = {
   tenantId: 'acme',

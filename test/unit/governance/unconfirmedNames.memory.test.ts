@@ -3,7 +3,7 @@
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Governor } from '../../../src/governance/governor.ts';
+import { Governor } from '../../../src/governance/index.ts';
 import { CollectingRecorder, MemoryLimitSource } from './memoryLimitSource.ts';
 
 const NAMES = 1_000_000;

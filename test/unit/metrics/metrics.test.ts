@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createMetrics, metricPrefix } from '../../../src/metrics/metrics.ts';
 import { createMetricsRecorder } from '../../../src/metrics/metricsRecorder.ts';
-import type { AdmissionSummary } from '../../../src/governance/types.ts';
+import type { AdmissionSummary } from '../../../src/governance/index.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
 
 function admission(overrides: Partial<AdmissionSummary>): AdmissionSummary {

@@ -1,9 +1,8 @@
 // The Governor keeps a batch the ledger refused and hands the same summaries again, grown, at the next
 // flush; fanOutRecorder hands every attempt to the metrics recorder too. Each unit is counted once.
 import { describe, expect, it } from 'vitest';
-import { Governor } from '../../../src/governance/governor.ts';
-import { fanOutRecorder } from '../../../src/governance/recorders.ts';
-import type { Recorder } from '../../../src/governance/types.ts';
+import { fanOutRecorder, Governor } from '../../../src/governance/index.ts';
+import type { Recorder } from '../../../src/governance/index.ts';
 import { createMetrics } from '../../../src/metrics/metrics.ts';
 import { createMetricsRecorder } from '../../../src/metrics/metricsRecorder.ts';
 import { MemoryLimitSource } from '../governance/memoryLimitSource.ts';

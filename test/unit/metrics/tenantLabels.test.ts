@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createMetrics } from '../../../src/metrics/metrics.ts';
 import { createMetricsRecorder } from '../../../src/metrics/metricsRecorder.ts';
 import { SpaceSavingSketch } from '../../../src/metrics/spaceSaving.ts';
-import type { AdmissionSummary } from '../../../src/governance/types.ts';
+import type { AdmissionSummary } from '../../../src/governance/index.ts';
 
 function admission(tenantId: string, admittedUnits: number, shedUnits = 0): AdmissionSummary {
   return {

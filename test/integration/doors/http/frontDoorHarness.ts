@@ -4,14 +4,8 @@
 import type { Server } from 'node:http';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { Governor, type GovernorOptions } from '../../../../src/governance/governor.ts';
-import type {
-  AdmissionSummary,
-  Dimension,
-  LimitSource,
-  Recorder,
-  TenantGovernanceRecord,
-} from '../../../../src/governance/types.ts';
+import { Governor } from '../../../../src/governance/index.ts';
+import type { AdmissionSummary, Dimension, GovernorOptions, LimitSource, Recorder, TenantGovernanceRecord } from '../../../../src/governance/index.ts';
 import { createCountingSink, type CountingSink } from '../../../../src/doors/pipeline/countingSink.ts';
 import { cachedCredentialLookup } from '../../../../src/doors/pipeline/credentialCache.ts';
 import { findIngestCredential, registerIngestCredential, type IngestCredential } from '../../../../src/doors/pipeline/credentials.ts';

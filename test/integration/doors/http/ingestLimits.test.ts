@@ -1,7 +1,7 @@
 // Limits at the front door over real HTTP: the edge per-IP limit behind trusted and untrusted proxies, the
 // integrations route's 202 drop, the API_REQUESTS policies, the overflow allowance of unconfirmed names.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { stableCallerFraction } from '../../../../src/governance/callerHash.ts';
+import { stableCallerFraction } from '../../../../src/governance/index.ts';
 import type { CountingSink } from '../../../../src/doors/pipeline/countingSink.ts';
 import { createEdgeLimit } from '../../../../src/doors/pipeline/edgeLimit.ts';
 import { storageTargets, type TestDb } from '../../../support/databases.ts';

@@ -11,7 +11,7 @@ import { runInNewContext } from 'node:vm';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { pino } from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { Governor } from '../../../../src/governance/governor.ts';
+import { Governor } from '../../../../src/governance/index.ts';
 import { createCountingSink } from '../../../../src/doors/pipeline/countingSink.ts';
 import { createEdgeLimit } from '../../../../src/doors/pipeline/edgeLimit.ts';
 import type { FrontDoorDeps } from '../../../../src/doors/http/frontDoorDeps.ts';

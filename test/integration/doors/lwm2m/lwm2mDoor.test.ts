@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { encode } from 'cborg';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Governor } from '../../../../src/governance/governor.ts';
+import { Governor } from '../../../../src/governance/index.ts';
 import { createCountingSink, type CountingSink } from '../../../../src/doors/pipeline/countingSink.ts';
 import { cachedCredentialLookup } from '../../../../src/doors/pipeline/credentialCache.ts';
 import { findIngestCredential, registerIngestCredential } from '../../../../src/doors/pipeline/credentials.ts';

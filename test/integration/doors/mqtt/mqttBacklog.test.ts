@@ -4,7 +4,7 @@
 // allowance.
 import mqtt, { type MqttClient } from 'mqtt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Governor } from '../../../../src/governance/governor.ts';
+import { Governor } from '../../../../src/governance/index.ts';
 import { createCountingSink, type CountingSink } from '../../../../src/doors/pipeline/countingSink.ts';
 import { mosquittoReachable, mqttUrl, uniqueNames } from '../../../support/mosquitto.ts';
 import { waitFor } from '../../../support/waitFor.ts';

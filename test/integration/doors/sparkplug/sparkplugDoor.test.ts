@@ -5,7 +5,7 @@ import sparkplug from 'sparkplug-payload';
 import mqtt, { type MqttClient } from 'mqtt';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Governor } from '../../../../src/governance/governor.ts';
+import { Governor } from '../../../../src/governance/index.ts';
 import { createCountingSink, type CountingSink } from '../../../../src/doors/pipeline/countingSink.ts';
 import { startMqttConsumer, type MqttConsumer } from '../../../../src/doors/pipeline/brokerConsumer.ts';
 import { createSparkplugHandler } from '../../../../src/doors/sparkplug/sparkplugDoor.ts';

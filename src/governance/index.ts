@@ -1,0 +1,27 @@
+// The governance library's surface: everything the doors, the control plane, the ledger, the metrics and the
+// service use of it. Code outside src/governance imports this file only (npm run deps checks it); the other
+// files here are the library's insides and may change shape without notice.
+
+// The vocabulary: dimensions, allowances, limit values, the LimitSource and Recorder ports.
+export * from './types.ts';
+// What each dimension is and how its limits are validated and resolved through the cascade.
+export * from './dimensions.ts';
+export * from './cascade.ts';
+
+// Deciding admissions.
+export { Governor, InvalidAdmission } from './governor.ts';
+export type { AdmitBehaviour, AdmitDecision, AdmitRequest, GovernorOptions, GovernorStats } from './governor.ts';
+export { OVERFLOW_TENANT_ID } from './tenantNames.ts';
+/** The (dimension, allowance) pairs the Governor meters: doors that map their own names onto them use these. */
+export { SLOTS, slotIndexOf } from './slots.ts';
+export type { SlotSpec } from './slots.ts';
+
+// Recording decisions and sharing counters across replicas.
+export { fanOutRecorder } from './recorders.ts';
+export type { ReserveRequest, SharedBudget } from './sharedCounting.ts';
+export { createRedisSharedBudget } from './redis/redisSharedBudget.ts';
+export type { RedisSharedBudget, RedisSharedBudgetOptions } from './redis/redisSharedBudget.ts';
+
+// Limiters for use outside the Governor (the edge limit per client address).
+export { TokenBucket } from './tokenBucket.ts';
+export { stableCallerFraction } from './callerHash.ts';
