@@ -140,6 +140,8 @@ export class Governor {
   /** Without a shared budget, null: each replica meters alone. */
   private readonly shared: SharedCounting | null;
   private readonly tallies: Tallies;
+  /** Whether decisions are tallied (there is a Recorder): checked before anything is computed for a tally. */
+  private readonly counting: boolean;
   // The (dimension, allowance) pair of the call before and its slot: callers repeat pairs in runs.
   private lastDimension: Dimension | null = null;
   private lastAllowance: Allowance | null | undefined = null;
@@ -200,6 +202,7 @@ export class Governor {
       ? new SharedCounting(options.sharedBudget, { now: this.now, retryMs, onError: (error) => onError(error, 'shared') })
       : null;
     this.cache.loadPlatformDefaults();
+    this.counting = options.recorder !== undefined;
     this.tallies = new Tallies({
       recorder: options.recorder ?? null,
       now: this.now,
@@ -254,7 +257,7 @@ export class Governor {
     const neverFits = !admitted && units > burst;
     // A vouched state's slot is the one used last.
     const refusal = admitted ? null : SLOTS[this.lastSlotIndex]!.overLimit;
-    this.tallies.count(state.lastAllowance!, at, units, false, refusal === null ? 0 : neverFits ? REJECTED : refusedCode(refusal), -1);
+    if (this.counting) this.tallies.count(state.lastAllowance!, at, units, false, refusal === null ? 0 : neverFits ? REJECTED : refusedCode(refusal), -1);
     const out = this.decided;
     out.admitted = admitted;
     out.behaviour = refusal ?? 'ADMIT';
@@ -369,7 +372,7 @@ export class Governor {
     }
     if (admitted && shared !== null && !sharedActive) shared.fallbackAdmissions++;
     const neverFits = !admitted && units > capacity;
-    if (this.tallies.counting) {
+    if (this.counting) {
       const refused = admitted ? 0 : neverFits ? REJECTED : refusedCode(behaviour);
       const cause = known || state.isOverflow ? -1 : state.status;
       // A held charge (chargeUntilSettled) is tallied when the caller settles it; a refusal is final at once.

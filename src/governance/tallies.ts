@@ -40,11 +40,6 @@ export class Tallies {
     this.scheduleTick();
   }
 
-  /** Whether decisions are counted at all (there is a Recorder). */
-  get counting(): boolean {
-    return this.recorder !== null;
-  }
-
   /**
    * Counts one decision (nothing without a Recorder). `refused` is an outcome code of AllowanceState.count
    * (0 admitted, 1 shed, 2 rejected, 3 unauthenticated); `cause` is the unresolved cause, -1 when the
