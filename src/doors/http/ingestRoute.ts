@@ -23,7 +23,7 @@ import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { admitApiRequest, answerNeverFits, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';
 import { decodeReadings } from '../pipeline/readings.ts';
 import { chargeMessage, holdReadingsCharge, type Metering } from '../pipeline/index.ts';
-import type { ChargeOutcome } from '../../governance/heldCharge.ts';
+import type { ChargeOutcome } from '../../governance/index.ts';
 
 export const INGEST_PREFIX = '/v1/ingest/';
 const INGEST_PATH = { prefix: INGEST_PREFIX, count: 1, help: 'the path must be /v1/ingest/<tenant> with a valid tenant ID' };

@@ -12,10 +12,8 @@
 //                   tallies to the Recorder (the ledger and the metrics) in batches.
 // Each step returns its outcome as a value; the door turns a refusal into its transport's answer (an HTTP
 // 429, an MQTT PUBACK reason code, a CoAP 4.29). The steps never answer and never throw for a refusal.
-import type { AdmitDecision, Governor } from '../../governance/governor.ts';
-import type { HeldCharge } from '../../governance/heldCharge.ts';
-import type { Allowance } from '../../governance/types.ts';
-import { ID_PATTERN } from '../../governance/types.ts';
+import { ID_PATTERN } from '../../governance/index.ts';
+import type { AdmitDecision, Allowance, Governor, HeldCharge } from '../../governance/index.ts';
 import { authorizeSender, type Destination, type SenderCheck } from './authorizeSender.ts';
 import type { CredentialLookup } from './credentialCache.ts';
 import type { IngestCredential } from './credentials.ts';
