@@ -1,6 +1,6 @@
 // The Sparkplug B door on the machine's Mosquitto: NDATA and DDATA made with sparkplug-payload's encoder are
 // charged on SPARKPLUG, one reading per metric with a value, for the tenant the group maps to; births are not
-// charged, garbage is dropped, and a message over the limit is shed.
+// charged, garbage is dropped, and a message larger than the burst is refused as rejected (it can never fit).
 import sparkplug from 'sparkplug-payload';
 import mqtt, { type MqttClient } from 'mqtt';
 import { pino } from 'pino';
@@ -96,14 +96,16 @@ describe.skipIf(!reachable)('Sparkplug B door', () => {
     expect(consumer.stats().received).toBe(3);
   });
 
-  it('drops a payload that is not Sparkplug B and sheds a message over the limit', async () => {
+  it('drops a payload that is not Sparkplug B and counts a message larger than the burst as rejected', async () => {
     await publisher.publishAsync(`spBv1.0/${mappedGroup}/NDATA/edge-1`, Buffer.from('not protobuf at all \u00ff'), { qos: 1 });
     await waitFor(() => dropped.get('malformed') === 1, { description: 'the garbage counted as malformed' });
     const many = Array.from({ length: 50 }, (_, i) => ({ name: `m${i}`, type: 'Int32', value: i }));
     await publisher.publishAsync(`spBv1.0/${mappedGroup}/DDATA/edge-1/pump-7`, payload(many), { qos: 1 });
     await waitFor(() => consumer.stats().acknowledged === 5, { description: 'the oversized message settled' });
     await governor.flush();
-    expect(recorder.sum('plant', 'SPARKPLUG', 'shedUnits')).toBe(50);
+    // 50 readings against a burst of 10: no wait admits it, so it is rejected, not shed (as the HTTP door's 413).
+    expect(recorder.sum('plant', 'SPARKPLUG', 'rejectedUnits')).toBe(50);
+    expect(recorder.sum('plant', 'SPARKPLUG', 'shedUnits')).toBe(0);
     expect(sink.unitsByTenant.get('plant')).toBe(5);
   });
 });
