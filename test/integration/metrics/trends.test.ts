@@ -1,40 +1,32 @@
+// The trend read models rebuilt from the ledger: replayed, page by page, into exactly the rows the running
+// projections built. What the projections and the trend queries make of the events is
+// test/integration/projections/admissionTrends.test.ts, which needs no ledger.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { NewEvent } from '../../../src/ledger/eventStore.ts';
 import { startProjections, type ProjectionSet } from '../../../src/ledger/projectionSet.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
 import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
-import type { AdmissionSummary, UnresolvedAdmissionSummary } from '../../../src/governance/index.ts';
+import type { AdmissionSummary } from '../../../src/governance/index.ts';
 import { admissionTrendsProjection } from '../../../projections/admissionTrends.ts';
 import { unresolvedAdmissionsProjection } from '../../../projections/unresolvedAdmissions.ts';
-import { shedTrend } from '../../../src/metrics/trends/shedTrend.ts';
-import { topShedders } from '../../../src/metrics/trends/topShedders.ts';
-import { unresolvedAdmissions } from '../../../src/metrics/trends/unresolvedAdmissions.ts';
-import { pruneTrends } from '../../../src/metrics/trends/pruneTrends.ts';
-import { InvalidTrendQuery } from '../../../src/metrics/trends/trendQuery.ts';
 import { storageTargets } from '../../support/databases.ts';
 import { useFileLedger } from '../../support/fileLedger.ts';
 import { waitForProjected } from './waitForProjected.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
 
 // Each test records into its own 30-day window of one shared database (opening one per test costs more
-// than the tests), each window starting two minutes before a day boundary so roll-ups cross an hour and a
-// day. The pruning test owns the earliest window, so it never removes another test's rows.
+// than the tests), each window starting two minutes before a day boundary so roll-ups cross an hour and a day.
 const EPOCH = Date.UTC(2026, 0, 1, 23, 58, 0) / 1000;
 let windowIndex = 0;
 let T0 = EPOCH;
-const at = (second: number) => new Date(second * 1000);
 
 function admission(overrides: Partial<AdmissionSummary>): AdmissionSummary {
   return admissionSummary({ fromSecond: T0, ...overrides });
 }
 
-function unresolved(overrides: Partial<UnresolvedAdmissionSummary>): UnresolvedAdmissionSummary {
-  return { tenantId: 'acme', dimension: 'INGEST', cause: 'unreachable', fromSecond: T0, seconds: 1, units: 0, messages: 0, ...overrides };
-}
-
 const PROJECTIONS = [admissionTrendsProjection, unresolvedAdmissionsProjection];
 
-describe.each(storageTargets)('trend read models on $name', (target) => {
+describe.each(storageTargets)('trend read models rebuilt from the ledger on $name', (target) => {
   const ledger = useFileLedger(target);
   let projections: ProjectionSet;
 
@@ -51,112 +43,18 @@ describe.each(storageTargets)('trend read models on $name', (target) => {
     await projections.close();
   });
 
-  async function record(entries: AdmissionSummary[], unresolvedEntries: UnresolvedAdmissionSummary[] = []) {
+  async function record(entries: AdmissionSummary[]) {
     const events: NewEvent[] = [{ type: 'AdmissionsRecorded', data: { entries } }];
-    if (unresolvedEntries.length > 0) events.push({ type: 'UnresolvedAdmissionsRecorded', data: { entries: unresolvedEntries } });
     const { position } = await ledger.store.append(ADMISSIONS_STREAM, events);
     await waitForProjected(ledger.db, projections, position);
     return position;
   }
 
-  it('prunes each bucket size by its own retention', async () => {
-    const now = at(T0);
-    await record([
-      admission({ fromSecond: T0 - 8 * 86_400, admittedUnits: 1 }),
-      admission({ fromSecond: T0 - 3600, admittedUnits: 2 }),
-    ]);
-    await pruneTrends(ledger.db, { MINUTE: 7, HOUR: 90, DAY: 730 }, now);
-    const minutes = await shedTrend(ledger.db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0 - 10 * 86_400), to: now, bucket: 'MINUTE' });
-    expect(minutes.map((point) => point.admitted)).toEqual([2]);
-    const hours = await shedTrend(ledger.db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0 - 10 * 86_400), to: now, bucket: 'HOUR' });
-    expect(hours.map((point) => point.admitted)).toEqual([1, 2]);
-    await pruneTrends(ledger.db, { MINUTE: 1, HOUR: 1, DAY: 1 }, now);
-    const days = await shedTrend(ledger.db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0 - 10 * 86_400), to: now, bucket: 'DAY' });
-    expect(days.map((point) => point.admitted)).toEqual([2]);
-  });
-
-  it('counts per minute summed over allowances, and rolls up to hours and days', async () => {
-    await record([
-      admission({ allowance: 'LIVE', admittedUnits: 100, shedUnits: 20, hitSeconds: 1 }),
-      admission({ allowance: 'HTTP', fromSecond: T0 + 5, admittedUnits: 10, rejectedUnits: 3, hitSeconds: 1 }),
-      admission({ allowance: 'LIVE', fromSecond: T0 + 60, admittedUnits: 50 }),
-      admission({ tenantId: 'other-tenant', admittedUnits: 999, shedUnits: 999 }),
-      admission({ dimension: 'EGRESS', allowance: 'DETECTION', admittedUnits: 7, shedUnits: 7 }),
-    ]);
-    // Recorded later, same minute: adds to what is there.
-    await record([admission({ allowance: 'LIVE', fromSecond: T0 + 30, admittedUnits: 1, shedUnits: 1, hitSeconds: 1 })]);
-
-    const query = { tenantId: 'acme', dimension: 'INGEST' as const, from: at(T0), to: at(T0 + 3 * 3600) };
-    expect(await shedTrend(ledger.db, { ...query, bucket: 'MINUTE' })).toMatchObject([
-      { start: at(T0), admitted: 111, shed: 21, rejected: 3, hits: 3 },
-      { start: at(T0 + 60), admitted: 50, shed: 0, rejected: 0, hits: 0 },
-    ]);
-    expect(await shedTrend(ledger.db, { ...query, bucket: 'HOUR' })).toMatchObject([{ start: at(T0 - 58 * 60), admitted: 161, shed: 21, rejected: 3, hits: 3 }]);
-    expect(await shedTrend(ledger.db, { ...query, from: at(T0 - 86_400), bucket: 'DAY' })).toMatchObject([
-      { start: at(T0 - (23 * 3600 + 58 * 60)), admitted: 161, shed: 21, rejected: 3, hits: 3 },
-    ]);
-  });
-
-  it('splits a merged summary that crosses minute, hour and day boundaries by its seconds in each', async () => {
-    // 240 s from 23:58:30: 30 s, 60 s, 60 s, 60 s, 30 s across five minutes; 480 units at 2 per second.
-    await record([admission({ fromSecond: T0 + 30, seconds: 240, admittedUnits: 480, shedUnits: 240, hitSeconds: 120 })]);
-    const minutes = await shedTrend(ledger.db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0), to: at(T0 + 600), bucket: 'MINUTE' });
-    expect(minutes.map((point) => [point.start.getTime() / 1000 - T0, point.admitted, point.shed, point.hits])).toEqual([
-      [0, 60, 30, 15],
-      [60, 120, 60, 30],
-      [120, 120, 60, 30],
-      [180, 120, 60, 30],
-      [240, 60, 30, 15],
-    ]);
-    const days = await shedTrend(ledger.db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0 - 86_400), to: at(T0 + 86_400), bucket: 'DAY' });
-    expect(days.map((point) => point.admitted)).toEqual([180, 300]);
-  });
-
-  it('ranks the tenants that shed and were refused the most, over any range, optionally for one dimension', async () => {
-    await record([
-      admission({ tenantId: 'a', shedUnits: 10, hitSeconds: 1 }),
-      admission({ tenantId: 'b', shedUnits: 30, rejectedUnits: 5, hitSeconds: 1 }),
-      admission({ tenantId: 'c', dimension: 'AI_INFERENCE', allowance: null, rejectedUnits: 20, hitSeconds: 1 }),
-      admission({ tenantId: 'quiet', admittedUnits: 1000 }),
-      // Three days earlier: inside a long range only.
-      admission({ tenantId: 'a', fromSecond: T0 - 3 * 86_400, shedUnits: 100 }),
-    ]);
-    const day = { from: at(T0 - 3600), to: at(T0 + 3600) };
-    expect(await topShedders(ledger.db, { ...day, first: 10 })).toMatchObject([
-      { tenantId: 'b', shed: 30, rejected: 5, hits: 1 },
-      { tenantId: 'c', shed: 0, rejected: 20, hits: 1 },
-      { tenantId: 'a', shed: 10, rejected: 0, hits: 1 },
-    ]);
-    expect(await topShedders(ledger.db, { ...day, dimension: 'AI_INFERENCE', first: 10 })).toMatchObject([{ tenantId: 'c', shed: 0, rejected: 20, hits: 1 }]);
-    expect(await topShedders(ledger.db, { ...day, first: 1 })).toMatchObject([{ tenantId: 'b', shed: 30, rejected: 5, hits: 1 }]);
-    // A week-long range answers from days, hours and minutes and still finds every unit.
-    const week = await topShedders(ledger.db, { from: at(T0 - 7 * 86_400 + 17), to: at(T0 + 600), first: 10 });
-    expect(week[0]).toMatchObject({ tenantId: 'a', shed: 110, rejected: 0, hits: 1 });
-  });
-
-  it('counts unresolved admissions by dimension and cause', async () => {
-    await record(
-      [],
-      [
-        unresolved({ units: 5, messages: 1 }),
-        unresolved({ tenantId: 'b', units: 7, messages: 2 }),
-        unresolved({ cause: 'pending', units: 3, messages: 3 }),
-        unresolved({ dimension: 'EGRESS', cause: 'unknown-tenant', units: 1, messages: 1 }),
-        unresolved({ fromSecond: T0 - 86_400, units: 1000, messages: 1 }),
-      ],
-    );
-    expect(await unresolvedAdmissions(ledger.db, { from: at(T0 - 3600), to: at(T0 + 3600) })).toEqual([
-      { dimension: 'EGRESS', cause: 'unknown-tenant', count: 1, messages: 1 },
-      { dimension: 'INGEST', cause: 'pending', count: 3, messages: 3 },
-      { dimension: 'INGEST', cause: 'unreachable', count: 12, messages: 3 },
-    ]);
-  });
-
   it('rebuilds from the ledger into the same rows', async () => {
     await record([admission({ fromSecond: T0 + 30, seconds: 90, admittedUnits: 91, shedUnits: 13, hitSeconds: 7 })]);
     const last = await record([admission({ tenantId: 'b', allowance: 'HTTP', admittedUnits: 4 })]);
     const dump = async () =>
-      // This test's window only: the pruning test removed rows that a rebuild rightly brings back.
+      // This test's window only.
       (await ledger.db.query('SELECT * FROM gl_admission_trends_minute WHERE bucket_start >= to_timestamp($1) ORDER BY 1, 2, 3, 4', [T0 - 86_400])).rows.concat(
         (await ledger.db.query('SELECT * FROM gl_admission_trends_day WHERE bucket_start >= to_timestamp($1) ORDER BY 1, 2, 3, 4', [T0 - 86_400])).rows,
       );
@@ -211,15 +109,5 @@ describe.each(storageTargets)('trend read models on $name', (target) => {
     projections = await startProjections(ledger.db, ledger.store, PROJECTIONS);
     await waitForProjected(ledger.db, projections, last);
     expect(await dump()).toEqual(incremental);
-  });
-
-  it('refuses a malformed query with the field at fault', async () => {
-    const base = { tenantId: 'acme', dimension: 'INGEST' as const, from: at(T0), to: at(T0 + 60), bucket: 'MINUTE' as const };
-    await expect(shedTrend(ledger.db, { ...base, to: at(T0 - 1) })).rejects.toMatchObject({ name: 'InvalidTrendQuery', field: 'to' });
-    await expect(shedTrend(ledger.db, { ...base, from: new Date('nope') })).rejects.toBeInstanceOf(InvalidTrendQuery);
-    await expect(shedTrend(ledger.db, { ...base, bucket: 'WEEK' as never })).rejects.toMatchObject({ field: 'bucket' });
-    await expect(shedTrend(ledger.db, { ...base, dimension: 'NOPE' as never })).rejects.toMatchObject({ field: 'dimension' });
-    await expect(shedTrend(ledger.db, { ...base, to: at(T0 + 365 * 86_400) })).rejects.toMatchObject({ field: 'bucket' });
-    await expect(topShedders(ledger.db, { from: at(T0), to: at(T0 + 60), first: 0 })).rejects.toMatchObject({ field: 'first' });
   });
 });

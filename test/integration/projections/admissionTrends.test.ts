@@ -1,0 +1,177 @@
+// The trend read models from the events alone: what the admission-trends and unresolved-admissions projections
+// make of AdmissionsRecorded and UnresolvedAdmissionsRecorded, and what the trend queries (src/metrics/trends)
+// answer from it. Rebuilding them from the ledger is test/integration/metrics/trends.test.ts.
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { AdmissionSummary, UnresolvedAdmissionSummary } from '../../../src/governance/index.ts';
+import { admissionTrendsProjection } from '../../../projections/admissionTrends.ts';
+import { unresolvedAdmissionsProjection } from '../../../projections/unresolvedAdmissions.ts';
+import { shedTrend } from '../../../src/metrics/trends/shedTrend.ts';
+import { topShedders } from '../../../src/metrics/trends/topShedders.ts';
+import { unresolvedAdmissions } from '../../../src/metrics/trends/unresolvedAdmissions.ts';
+import { pruneTrends } from '../../../src/metrics/trends/pruneTrends.ts';
+import { InvalidTrendQuery } from '../../../src/metrics/trends/trendQuery.ts';
+import { storageTargets } from '../../support/databases.ts';
+import { useProjectionSpec } from '../../support/projectionSpec.ts';
+import { admissionSummary } from '../../support/admissionSummaries.ts';
+
+// Each test records into its own 30-day window of one shared database (opening one per test costs more
+// than the tests), each window starting two minutes before a day boundary so roll-ups cross an hour and a
+// day. The pruning test owns the earliest window, so it never removes another test's rows.
+const EPOCH = Date.UTC(2026, 0, 1, 23, 58, 0) / 1000;
+let windowIndex = 0;
+let T0 = EPOCH;
+const at = (second: number) => new Date(second * 1000);
+
+function admission(overrides: Partial<AdmissionSummary>): AdmissionSummary {
+  return admissionSummary({ fromSecond: T0, ...overrides });
+}
+
+function unresolved(overrides: Partial<UnresolvedAdmissionSummary>): UnresolvedAdmissionSummary {
+  return { tenantId: 'acme', dimension: 'INGEST', cause: 'unreachable', fromSecond: T0, seconds: 1, units: 0, messages: 0, ...overrides };
+}
+
+describe.each(storageTargets)('trend read models from their events on $name', (target) => {
+  const spec = useProjectionSpec(target, admissionTrendsProjection, unresolvedAdmissionsProjection);
+
+  beforeEach(() => {
+    T0 = EPOCH + 30 * 86_400 * windowIndex++;
+  });
+
+  async function record(entries: AdmissionSummary[], unresolvedEntries: UnresolvedAdmissionSummary[] = []) {
+    await spec.given(
+      { type: 'AdmissionsRecorded', data: { entries } },
+      ...(unresolvedEntries.length > 0 ? [{ type: 'UnresolvedAdmissionsRecorded', data: { entries: unresolvedEntries } }] : []),
+    );
+  }
+
+  it('prunes each bucket size by its own retention', async () => {
+    const now = at(T0);
+    await record([
+      admission({ fromSecond: T0 - 8 * 86_400, admittedUnits: 1 }),
+      admission({ fromSecond: T0 - 3600, admittedUnits: 2 }),
+    ]);
+    await pruneTrends(spec.db, { MINUTE: 7, HOUR: 90, DAY: 730 }, now);
+    const minutes = await shedTrend(spec.db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0 - 10 * 86_400), to: now, bucket: 'MINUTE' });
+    expect(minutes.map((point) => point.admitted)).toEqual([2]);
+    const hours = await shedTrend(spec.db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0 - 10 * 86_400), to: now, bucket: 'HOUR' });
+    expect(hours.map((point) => point.admitted)).toEqual([1, 2]);
+    await pruneTrends(spec.db, { MINUTE: 1, HOUR: 1, DAY: 1 }, now);
+    const days = await shedTrend(spec.db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0 - 10 * 86_400), to: now, bucket: 'DAY' });
+    expect(days.map((point) => point.admitted)).toEqual([2]);
+  });
+
+  it('counts per minute summed over allowances, and rolls up to hours and days', async () => {
+    await record([
+      admission({ allowance: 'LIVE', admittedUnits: 100, shedUnits: 20, hitSeconds: 1 }),
+      admission({ allowance: 'HTTP', fromSecond: T0 + 5, admittedUnits: 10, rejectedUnits: 3, hitSeconds: 1 }),
+      admission({ allowance: 'LIVE', fromSecond: T0 + 60, admittedUnits: 50 }),
+      admission({ tenantId: 'other-tenant', admittedUnits: 999, shedUnits: 999 }),
+      admission({ dimension: 'EGRESS', allowance: 'DETECTION', admittedUnits: 7, shedUnits: 7 }),
+    ]);
+    // Recorded later, same minute: adds to what is there.
+    await record([admission({ allowance: 'LIVE', fromSecond: T0 + 30, admittedUnits: 1, shedUnits: 1, hitSeconds: 1 })]);
+
+    const query = { tenantId: 'acme', dimension: 'INGEST' as const, from: at(T0), to: at(T0 + 3 * 3600) };
+    expect(await shedTrend(spec.db, { ...query, bucket: 'MINUTE' })).toMatchObject([
+      { start: at(T0), admitted: 111, shed: 21, rejected: 3, hits: 3 },
+      { start: at(T0 + 60), admitted: 50, shed: 0, rejected: 0, hits: 0 },
+    ]);
+    expect(await shedTrend(spec.db, { ...query, bucket: 'HOUR' })).toMatchObject([{ start: at(T0 - 58 * 60), admitted: 161, shed: 21, rejected: 3, hits: 3 }]);
+    expect(await shedTrend(spec.db, { ...query, from: at(T0 - 86_400), bucket: 'DAY' })).toMatchObject([
+      { start: at(T0 - (23 * 3600 + 58 * 60)), admitted: 161, shed: 21, rejected: 3, hits: 3 },
+    ]);
+  });
+
+  it('splits a merged summary that crosses minute, hour and day boundaries by its seconds in each', async () => {
+    // 240 s from 23:58:30: 30 s, 60 s, 60 s, 60 s, 30 s across five minutes; 480 units at 2 per second.
+    await record([admission({ fromSecond: T0 + 30, seconds: 240, admittedUnits: 480, shedUnits: 240, hitSeconds: 120 })]);
+    const minutes = await shedTrend(spec.db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0), to: at(T0 + 600), bucket: 'MINUTE' });
+    expect(minutes.map((point) => [point.start.getTime() / 1000 - T0, point.admitted, point.shed, point.hits])).toEqual([
+      [0, 60, 30, 15],
+      [60, 120, 60, 30],
+      [120, 120, 60, 30],
+      [180, 120, 60, 30],
+      [240, 60, 30, 15],
+    ]);
+    const days = await shedTrend(spec.db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0 - 86_400), to: at(T0 + 86_400), bucket: 'DAY' });
+    expect(days.map((point) => point.admitted)).toEqual([180, 300]);
+  });
+
+  it('ranks the tenants that shed and were refused the most, over any range, optionally for one dimension', async () => {
+    await record([
+      admission({ tenantId: 'a', shedUnits: 10, hitSeconds: 1 }),
+      admission({ tenantId: 'b', shedUnits: 30, rejectedUnits: 5, hitSeconds: 1 }),
+      admission({ tenantId: 'c', dimension: 'AI_INFERENCE', allowance: null, rejectedUnits: 20, hitSeconds: 1 }),
+      admission({ tenantId: 'quiet', admittedUnits: 1000 }),
+      // Three days earlier: inside a long range only.
+      admission({ tenantId: 'a', fromSecond: T0 - 3 * 86_400, shedUnits: 100 }),
+    ]);
+    const day = { from: at(T0 - 3600), to: at(T0 + 3600) };
+    expect(await topShedders(spec.db, { ...day, first: 10 })).toMatchObject([
+      { tenantId: 'b', shed: 30, rejected: 5, hits: 1 },
+      { tenantId: 'c', shed: 0, rejected: 20, hits: 1 },
+      { tenantId: 'a', shed: 10, rejected: 0, hits: 1 },
+    ]);
+    expect(await topShedders(spec.db, { ...day, dimension: 'AI_INFERENCE', first: 10 })).toMatchObject([{ tenantId: 'c', shed: 0, rejected: 20, hits: 1 }]);
+    expect(await topShedders(spec.db, { ...day, first: 1 })).toMatchObject([{ tenantId: 'b', shed: 30, rejected: 5, hits: 1 }]);
+    // A week-long range answers from days, hours and minutes and still finds every unit.
+    const week = await topShedders(spec.db, { from: at(T0 - 7 * 86_400 + 17), to: at(T0 + 600), first: 10 });
+    expect(week[0]).toMatchObject({ tenantId: 'a', shed: 110, rejected: 0, hits: 1 });
+  });
+
+  it('counts unresolved admissions by dimension and cause', async () => {
+    await record(
+      [],
+      [
+        unresolved({ units: 5, messages: 1 }),
+        unresolved({ tenantId: 'b', units: 7, messages: 2 }),
+        unresolved({ cause: 'pending', units: 3, messages: 3 }),
+        unresolved({ dimension: 'EGRESS', cause: 'unknown-tenant', units: 1, messages: 1 }),
+        unresolved({ fromSecond: T0 - 86_400, units: 1000, messages: 1 }),
+      ],
+    );
+    expect(await unresolvedAdmissions(spec.db, { from: at(T0 - 3600), to: at(T0 + 3600) })).toEqual([
+      { dimension: 'EGRESS', cause: 'unknown-tenant', count: 1, messages: 1 },
+      { dimension: 'INGEST', cause: 'pending', count: 3, messages: 3 },
+      { dimension: 'INGEST', cause: 'unreachable', count: 12, messages: 3 },
+    ]);
+  });
+
+  it('refuses a malformed query with the field at fault', async () => {
+    const base = { tenantId: 'acme', dimension: 'INGEST' as const, from: at(T0), to: at(T0 + 60), bucket: 'MINUTE' as const };
+    await expect(shedTrend(spec.db, { ...base, to: at(T0 - 1) })).rejects.toMatchObject({ name: 'InvalidTrendQuery', field: 'to' });
+    await expect(shedTrend(spec.db, { ...base, from: new Date('nope') })).rejects.toBeInstanceOf(InvalidTrendQuery);
+    await expect(shedTrend(spec.db, { ...base, bucket: 'WEEK' as never })).rejects.toMatchObject({ field: 'bucket' });
+    await expect(shedTrend(spec.db, { ...base, dimension: 'NOPE' as never })).rejects.toMatchObject({ field: 'dimension' });
+    await expect(shedTrend(spec.db, { ...base, to: at(T0 + 365 * 86_400) })).rejects.toMatchObject({ field: 'bucket' });
+    await expect(topShedders(spec.db, { from: at(T0), to: at(T0 + 60), first: 0 })).rejects.toMatchObject({ field: 'first' });
+  });
+
+  it('writes the same rows whether a page of summaries is merged at once or applied summary by summary', async () => {
+    // Summaries that touch the same rows (tenants, allowances, minutes), some crossing minute and hour boundaries.
+    const summaries = Array.from({ length: 12 }, (_, i) =>
+      admission({
+        tenantId: i % 3 === 0 ? 'acme' : 'b',
+        allowance: i % 2 === 0 ? 'LIVE' : 'HTTP',
+        fromSecond: T0 + 20 * i,
+        seconds: i % 4 === 0 ? 75 : 1,
+        admittedUnits: 3 * i + 1,
+        shedUnits: i % 4,
+        hitSeconds: i % 3,
+      }),
+    );
+    const dump = async () => {
+      const rows: unknown[] = [];
+      for (const table of ['gl_admission_trends_minute', 'gl_admission_trends_hour', 'gl_admission_trends_day']) {
+        rows.push(table, ...(await spec.rows(`SELECT * FROM ${table} WHERE bucket_start >= to_timestamp($1) ORDER BY 1, 2, 3, 4`, [T0 - 86_400])));
+      }
+      return rows;
+    };
+    await spec.givenOneByOne(...summaries.map((entry) => ({ type: 'AdmissionsRecorded', data: { entries: [entry] } })));
+    const oneByOne = await dump();
+    expect(oneByOne.length).toBeGreaterThan(3 + 2 * 3);
+    await spec.reset();
+    await spec.given(...summaries.map((entry) => ({ type: 'AdmissionsRecorded', data: { entries: [entry] } })));
+    expect(await dump()).toEqual(oneByOne);
+  });
+});
