@@ -15,7 +15,7 @@ import type { SharedBudget } from './sharedCounting.ts';
 import { SLOT_COUNT, slotIndexOf, SLOTS } from './slots.ts';
 import { Tallies } from './tallies.ts';
 import { TenantNames } from './tenantNames.ts';
-import { STATUS_KNOWN } from './tenantMeter.ts';
+import { STATUS_KNOWN, STATUS_PENDING } from './tenantMeter.ts';
 import type { TenantMeter } from './tenantMeter.ts';
 import { remainingTokens, takeTokens, TokenBucket, tokensRetryAfterSeconds } from './tokenBucket.ts';
 import type { Allowance, Dimension, LimitSource, LimitSourceLevel, OverLimitBehaviour, Recorder } from './types.ts';
@@ -327,8 +327,13 @@ export class Governor {
     const capacity = slot.kind === 'FIXED_WINDOW' ? (downsample ? 2 * rate : rate) : burst;
 
     const shared = this.shared;
-    const sharedActive = shared !== null && shared.available;
-    if (shared !== null && !sharedActive) {
+    // Until its ceilings arrive a tenant is metered here alone, at the platform default: the other replicas
+    // charge the shared counter under the tenant's own limit, and a window counted (and reserved) against a
+    // larger limit would look spent to a replica measuring it against the default, refusing the tenant's
+    // traffic for the rest of the window. The first answer, usually within a round trip, joins it to them.
+    const sharesCounter = shared !== null && state.status !== STATUS_PENDING;
+    const sharedActive = sharesCounter && shared.available;
+    if (sharesCounter && !sharedActive) {
       shared.probeIfDue(nowMs, allowance, byMessage, units, at, rate, burst);
       rate = fallbackRate(slot.kind, rate);
       burst = fallbackBurst(burst);
@@ -370,7 +375,7 @@ export class Governor {
       remaining = window.remaining(rate);
       if (!admitted) retryAfterSeconds = window.retryAfterSeconds(at);
     }
-    if (admitted && shared !== null && !sharedActive) shared.fallbackAdmissions++;
+    if (admitted && sharesCounter && !sharedActive) shared.fallbackAdmissions++;
     const neverFits = !admitted && units > capacity;
     if (this.counting) {
       const refused = admitted ? 0 : neverFits ? REJECTED : refusedCode(behaviour);

@@ -3,15 +3,17 @@
 // from the slice it holds. Until the first slice of a key (or of a new window) arrives, a replica may admit
 // up to one slice on credit; the credit is debited in Redis with the next reservation.
 //
-// A reservation asks for twice what the replica was offered during the previous round trip (as Doorman sizes
+// A replica holds up to a level of twice what it was offered during the previous round trip (as Doorman sizes
 // leases by demand), at least the minimum slice S = max(ceil(limit / 100), units of the request) and at most
-// ceil(limit / 20), so a busy replica is not starved by Redis latency and an idle one holds little.
+// ceil(limit / 20), so a busy replica is not starved by Redis latency and an idle one holds little. It tops up
+// to the level, asking for the shortfall only, once what it holds falls below half of it (or below the request
+// at hand), so what it holds never exceeds the level.
 //
 // Accuracy bound, per key, with N replicas:
 // - admitted <= limit + N x S per window (fixed window), or burst + rate x T + N x S (token bucket): grants
 //   never exceed the shared count, only the credit taken before a first reply can;
 // - under sustained demand on every replica, admitted >= limit - what replicas hold when the window ends,
-//   which is at most 2 x N x limit / 20 and in practice twice the demand of one round trip per replica.
+//   which is at most N x limit / 20 (each one's level) and in practice twice the demand of one round trip per replica.
 //   With two replicas on one host that measured within [0.95, 1.02] x limit (test/integration/governance).
 // When a reservation fails the Governor falls back to local metering at half the limit (OpenRUM) and probes
 // Redis again every `retryMs`; the first answer returns it to shared counting.
@@ -148,6 +150,8 @@ export class SharedAllowance {
   private offeredSinceAsk = 0;
   /** What to ask for next, from the demand of the last round trip. */
   private wantUnits = 0;
+  /** The limit the last reservation was made under. */
+  private askedRate = 0;
 
   constructor(
     readonly key: string,
@@ -173,6 +177,8 @@ export class SharedAllowance {
         this.nextAskAtMs = Number.NEGATIVE_INFINITY;
       }
     }
+    // Spent under one limit is not spent under a larger one (an override raised, a cache refreshed): ask again.
+    if (rate !== this.askedRate && this.nextAskAtMs > at) this.nextAskAtMs = Number.NEGATIVE_INFINITY;
     const slice = minimumSlice(rate, units);
     this.offeredSinceAsk += units;
     let admitted = false;
@@ -183,8 +189,12 @@ export class SharedAllowance {
       this.debt += units;
       admitted = true;
     }
-    const wantUnits = this.wantUnits > slice ? this.wantUnits : slice;
-    if (!this.inFlight && this.granted < wantUnits && at >= this.nextAskAtMs) this.ask(rate, burst, at, wantUnits);
+    // The level to hold: what one round trip wants. Topped up by the shortfall alone once what is held falls
+    // below half of it (or below this request): asking for a whole level on top of what is held let a replica
+    // hold nearly two levels, which moved admissions from one window into the next.
+    const level = this.wantUnits > slice ? this.wantUnits : slice;
+    const held = this.granted;
+    if (!this.inFlight && (held < units || 2 * held < level) && at >= this.nextAskAtMs) this.ask(rate, burst, at, level - held);
     return admitted;
   }
 
@@ -195,6 +205,7 @@ export class SharedAllowance {
 
   private ask(rate: number, burst: number, at: number, wantUnits: number): void {
     this.inFlight = true;
+    this.askedRate = rate;
     const debtUnits = this.debt;
     const windowSecond = this.windowSecond;
     this.offeredSinceAsk = 0;
