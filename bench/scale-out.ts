@@ -1,0 +1,197 @@
+// Scale-out: admitted ingest requests per second through HAProxy with one replica and with three, in the same
+// run. Three compiled replicas (`node bin/governance.js serve`, npm run build) on one PostgreSQL schema and one
+// Redis key prefix, as test/e2e/replicas.test.ts runs them (test/support/replicas.ts); two proxies from the
+// same generated configuration (test/support/haproxy.ts): one with the first replica alone, one with all
+// three. Rounds alternate between the two (bench/support/rounds.ts); each keeps its best round.
+//
+// Load: autocannon in this process, 32 connections, POST /v1/ingest/bench with 8 readings and a device key,
+// the tenant's limits far above the load (every answer 202). The edge per-IP limit is lifted: every request
+// comes from one address here, and the bench measures the door and the ledger, not the edge.
+//
+// The factor is bounded by the cores: every process (the replicas, the proxy, the load generator, PostgreSQL
+// and Redis) shares this machine's cores. Each round reports the CPU each replica, the proxy and the load
+// generator used (Linux /proc), per request and as cores, so the factor can be read against the cores used.
+// BENCH_QUICK=1 for a short run on a loaded machine.
+// Last line: {"bench":"scale-out","ours":<3 replicas req/s>,"baseline":<1 replica req/s>,"ratio":..,...}
+import { availableParallelism } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import autocannon from 'autocannon';
+import { mintToken } from '../src/api/auth/token.ts';
+import { migrate } from '../src/db/migrate.ts';
+import { openPostgres, quoteIdent } from '../src/db/postgres.ts';
+import { registerIngestCredential } from '../src/doors/pipeline/credentials.ts';
+import { haproxyBinary, startHaproxy, type RunningHaproxy } from '../test/support/haproxy.ts';
+import { freePort } from '../test/support/privateServers.ts';
+import { compiledServiceMissing, processCpuMicros, startReplica, tcpAnswers, type Replica } from '../test/support/replicas.ts';
+import { waitFor } from '../test/support/waitFor.ts';
+import { alternateRounds, round2 } from './support/rounds.ts';
+
+const QUICK = process.env.BENCH_QUICK === '1';
+const ROUNDS = QUICK ? 2 : 3;
+const SECONDS_PER_ROUND = QUICK ? 4 : 8;
+const CONNECTIONS = 32;
+const HIGH = 1_000_000;
+const JWT_SECRET = 'scale-out-bench-secret-0123456789abcdef0123';
+const BODY = JSON.stringify({
+  readings: Array.from({ length: 8 }, (_, i) => ({ deviceId: 'pump-7', measurements: { [`m${i}`]: i * 1.5 } })),
+});
+
+const databaseUrl = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+interface Round {
+  requestsPerSecond: number;
+  /** CPU-µs per request of each replica that served, by name. */
+  replicaCpuUsPerRequest: Record<string, number>;
+  /** Cores each replica used during the round. */
+  replicaCores: Record<string, number>;
+  proxyCores: number;
+  loadGeneratorCores: number;
+  /** Everything measured here: replicas, proxy and load generator (PostgreSQL and Redis are not). */
+  coresUsed: number;
+}
+
+async function main(): Promise<void> {
+  const missing = [
+    haproxyBinary() ? undefined : 'haproxy is not installed',
+    compiledServiceMissing(),
+    (await tcpAnswers(databaseUrl, 5432)) ? undefined : `PostgreSQL does not answer at ${databaseUrl}`,
+    (await tcpAnswers(redisUrl, 6379)) ? undefined : `Redis does not answer at ${redisUrl}`,
+  ].filter((reason) => reason !== undefined);
+  if (missing.length > 0) throw new Error(`scale-out bench cannot run: ${missing.join('; ')}`);
+
+  const schema = `bench_${randomBytes(5).toString('hex')}`;
+  const admin = openPostgres({ connectionString: databaseUrl, max: 1 });
+  await admin.query(`CREATE SCHEMA ${quoteIdent(schema)}`);
+  const replicas: Replica[] = [];
+  const proxies: RunningHaproxy[] = [];
+  try {
+    const db = openPostgres({ connectionString: databaseUrl, schema, max: 1 });
+    await migrate(db);
+    const registered = await registerIngestCredential(db, { tenantId: 'bench', kind: 'device', subject: 'pump-7' });
+    await db.close();
+    if (registered.status !== 'registered') throw new Error(registered.message);
+
+    const env = {
+      DATABASE_URL: databaseUrl,
+      GOVERNANCE_DB_SCHEMA: schema,
+      REDIS_URL: redisUrl,
+      GOVERNANCE_REDIS_KEY_PREFIX: `gl-bench-${randomBytes(5).toString('hex')}:`,
+      NATS_URL: '',
+      MQTT_URL: '',
+      EVENTSTORE_URL: '',
+      GOVERNANCE_JWT_SECRET: JWT_SECRET,
+      TRUSTED_PROXY_CIDRS: '127.0.0.1/32',
+      EDGE_IP_RATE_PER_SECOND: String(HIGH),
+      LOG_LEVEL: 'warn',
+    };
+    for (const name of ['r1', 'r2', 'r3']) {
+      // One after another: three starts at once on two busy cores take longer than three in a row.
+      replicas.push(await startReplica({ name, port: await freePort(), grpcPort: await freePort(), env: { ...env, LOG_LEVEL: 'info' } }));
+    }
+    await waitFor(async () => (await Promise.all(replicas.map((replica) => replica.ready()))).every(Boolean), {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+      description: 'every replica ready',
+    });
+    const token = await mintToken({ secret: JWT_SECRET, role: 'OPERATOR', sub: 'scale-out-bench', ttl: '1h' });
+    const mutate = async (field: string, input: Record<string, unknown>) => {
+      const type = `${field[0]!.toUpperCase()}${field.slice(1)}Input`;
+      const response = await fetch(`${replicas[0]!.baseUrl}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify({ query: `mutation ($input: ${type}!) { ${field}(input: $input) { __typename } }`, variables: { input } }),
+      });
+      const answer = (await response.json()) as { data?: Record<string, { __typename: string }> };
+      if (answer.data?.[field]?.__typename !== 'Applied') throw new Error(`${field}: ${JSON.stringify(answer)}`);
+    };
+    await mutate('registerTenant', { tenantId: 'bench' });
+    await mutate('setTenantOverride', { tenantId: 'bench', dimension: 'INGEST', ratePerSecond: HIGH, burst: HIGH, reason: 'scale-out bench' });
+    await mutate('setTenantOverride', { tenantId: 'bench', dimension: 'API_REQUESTS', ratePerSecond: HIGH, reason: 'scale-out bench' });
+
+    const one = await startHaproxy({ port: await freePort(), servers: [{ name: 'r1', port: replicas[0]!.port }] });
+    proxies.push(one);
+    const three = await startHaproxy({ port: await freePort(), servers: replicas.map(({ name, port }) => ({ name, port })) });
+    proxies.push(three);
+    for (const proxy of proxies) {
+      await waitFor(async () => [...(await proxy.serverStates()).values()].every((state) => state === 'UP'), {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+        description: 'the proxy to hold its replicas up',
+      });
+    }
+
+    const measure = async (proxy: RunningHaproxy, serving: readonly Replica[], seconds: number): Promise<Round> => {
+      const replicaBefore = serving.map((replica) => replica.cpuMicros());
+      const proxyBefore = processCpuMicros(proxy.child.pid!);
+      const selfBefore = process.cpuUsage();
+      const startedAt = performance.now();
+      const result = await autocannon({
+        url: `${proxy.baseUrl}/v1/ingest/bench`,
+        method: 'POST',
+        connections: CONNECTIONS,
+        duration: seconds,
+        headers: { 'content-type': 'application/json', 'x-device-key': registered.key },
+        body: BODY,
+      });
+      const wallMicros = (performance.now() - startedAt) * 1000;
+      const self = process.cpuUsage(selfBefore);
+      const statuses = result.statusCodeStats as Record<string, { count: number }> | undefined;
+      const other = Object.entries(statuses ?? {}).filter(([code]) => code !== '202');
+      if (other.length > 0 || result.errors > 0 || result.non2xx > 0) {
+        throw new Error(`expected every answer 202, got ${JSON.stringify(statuses ?? {})} and ${result.errors} errors`);
+      }
+      const replicaCpu = serving.map((replica, i) => replica.cpuMicros() - replicaBefore[i]!);
+      const proxyCpu = processCpuMicros(proxy.child.pid!) - proxyBefore;
+      const selfCpu = self.user + self.system;
+      return {
+        requestsPerSecond: result.requests.average,
+        replicaCpuUsPerRequest: Object.fromEntries(serving.map((replica, i) => [replica.name, round2(replicaCpu[i]! / result.requests.total)])),
+        replicaCores: Object.fromEntries(serving.map((replica, i) => [replica.name, round2(replicaCpu[i]! / wallMicros)])),
+        proxyCores: round2(proxyCpu / wallMicros),
+        loadGeneratorCores: round2(selfCpu / wallMicros),
+        coresUsed: round2((replicaCpu.reduce((sum, each) => sum + each, 0) + proxyCpu + selfCpu) / wallMicros),
+      };
+    };
+
+    // Warm-up: every replica learns the tenant's limits and its key, and V8 compiles the hot path.
+    await measure(three, replicas, 2);
+    const samples = await alternateRounds(ROUNDS, {
+      one: () => measure(one, replicas.slice(0, 1), SECONDS_PER_ROUND),
+      three: () => measure(three, replicas, SECONDS_PER_ROUND),
+    });
+    console.log(`samples: ${JSON.stringify(samples)}`);
+    const best = (rounds: Round[]) => rounds.reduce((top, each) => (each.requestsPerSecond > top.requestsPerSecond ? each : top));
+    const bestOne = best(samples.one);
+    const bestThree = best(samples.three);
+    console.log(`1 replica : ${JSON.stringify(bestOne)}`);
+    console.log(`3 replicas: ${JSON.stringify(bestThree)}`);
+    console.log(
+      JSON.stringify({
+        bench: 'scale-out',
+        ours: round2(bestThree.requestsPerSecond),
+        baseline: round2(bestOne.requestsPerSecond),
+        ratio: round2(bestThree.requestsPerSecond / bestOne.requestsPerSecond),
+        unit: 'admitted requests/s through HAProxy, 3 replicas vs 1',
+        cores: availableParallelism(),
+        coresUsedOne: bestOne.coresUsed,
+        coresUsedThree: bestThree.coresUsed,
+        replicaCpuUsPerRequestOne: bestOne.replicaCpuUsPerRequest,
+        replicaCpuUsPerRequestThree: bestThree.replicaCpuUsPerRequest,
+        replicaCoresOne: bestOne.replicaCores,
+        replicaCoresThree: bestThree.replicaCores,
+        proxyCoresOne: bestOne.proxyCores,
+        proxyCoresThree: bestThree.proxyCores,
+        loadGeneratorCoresOne: bestOne.loadGeneratorCores,
+        loadGeneratorCoresThree: bestThree.loadGeneratorCores,
+      }),
+    );
+  } finally {
+    await Promise.all(proxies.map((proxy) => proxy.stop()));
+    await Promise.all(replicas.map((replica) => replica.dispose()));
+    await admin.query(`DROP SCHEMA ${quoteIdent(schema)} CASCADE`).catch(() => {});
+    await admin.close();
+  }
+}
+
+await main();
