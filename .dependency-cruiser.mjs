@@ -24,6 +24,20 @@ export default {
       to: { path: '^src/governance/', pathNot: '^src/governance/index\\.ts$' },
     },
     {
+      name: 'control-plane-through-its-surface',
+      severity: 'error',
+      comment: 'Outside code imports src/control-plane/index.ts only: the other files there are the control plane\'s insides.',
+      from: { path: '^(src|projections)/', pathNot: '^src/control-plane/' },
+      to: { path: '^src/control-plane/', pathNot: '^src/control-plane/index\\.ts$' },
+    },
+    {
+      name: 'command-backlog-through-its-surface',
+      severity: 'error',
+      comment: 'Outside code imports src/command-backlog/index.ts only: the other files there are the backlog\'s insides.',
+      from: { path: '^(src|projections)/', pathNot: '^src/command-backlog/' },
+      to: { path: '^src/command-backlog/', pathNot: '^src/command-backlog/index\\.ts$' },
+    },
+    {
       name: 'ledger-knows-no-callers',
       severity: 'error',
       comment: 'The ledger is the core the other parts write to and read from: it imports governance types and db, nothing that uses it.',

@@ -2,7 +2,7 @@
 // the cascade) against the obvious baseline of one query per tenant (resolveTenantLimit-style N+1), on the
 // same read-model tables in the same run. PGlite in memory, or PostgreSQL when DATABASE_URL is set.
 // Last line: JSON {bench, ours, baseline, ratio, unit, ...}.
-import { loadEffectiveLimits } from '../src/control-plane/loadEffectiveLimits.ts';
+import { loadEffectiveLimits } from '../src/control-plane/effectiveLimits.ts';
 import type { Db } from '../src/db/db.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openPglite } from '../src/db/pglite.ts';

@@ -14,7 +14,7 @@ import { createPostgresEventStore } from '../src/ledger/postgres/postgresEventSt
 import { startProjections } from '../src/ledger/projectionSet.ts';
 import { createControlPlane } from '../src/control-plane/controlPlane.ts';
 import { createCommandBacklog } from '../src/command-backlog/createCommandBacklog.ts';
-import { controlPlaneCeilings } from '../src/command-backlog/controlPlaneCeilings.ts';
+import { controlPlaneCeilings } from '../src/command-backlog/ceilings.ts';
 import { allProjections } from '../projections/index.ts';
 import { createApiPubSub } from '../src/api/pubsub.ts';
 import { withApiPublishers } from '../src/api/publishers.ts';

@@ -5,7 +5,7 @@ import type { Tx } from '../src/db/db.ts';
 import type { Projection } from '../src/ledger/projection.ts';
 import type { RecordedEvent } from '../src/ledger/eventStore.ts';
 import { COMMAND_EVENT_TYPES, type CommandEnqueuedData, type CommandFailedData, type CommandRejectedData } from '../src/ledger/catalog/commands.ts';
-import { occurredAt } from '../src/control-plane/view.ts';
+import { occurredAt } from '../src/control-plane/index.ts';
 
 const SETTLED_STATUS: Record<string, string> = {
   CommandDelivered: 'delivered',

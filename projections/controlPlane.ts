@@ -5,7 +5,7 @@ import { platformSettingsProjection } from './platformSettings.ts';
 import { tenantOverridesProjection } from './tenantOverrides.ts';
 import { createTenantsProjection } from './tenants.ts';
 import { tiersProjection } from './tiers.ts';
-import type { TenantNameConfirmer } from '../src/control-plane/controlPlane.ts';
+import type { TenantNameConfirmer } from '../src/control-plane/index.ts';
 
 export function controlPlaneProjections(governor?: TenantNameConfirmer): Projection[] {
   return [tiersProjection, createTenantsProjection(governor), tenantOverridesProjection, platformSettingsProjection, limitHistoryProjection];

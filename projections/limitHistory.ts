@@ -7,7 +7,7 @@
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent } from '../src/ledger/eventStore.ts';
 import type { Projection } from '../src/ledger/projection.ts';
-import { asControlPlaneEvent, occurredAt, OVERRIDE_EXPIRY_ACTOR, OVERRIDE_EXPIRY_REASON, type LimitChangeKind } from '../src/control-plane/view.ts';
+import { asControlPlaneEvent, occurredAt, OVERRIDE_EXPIRY_ACTOR, OVERRIDE_EXPIRY_REASON, type LimitChangeKind } from '../src/control-plane/index.ts';
 
 interface HistoryRow {
   seq?: 0 | 1;

@@ -2,7 +2,7 @@
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent } from '../src/ledger/eventStore.ts';
 import type { Projection } from '../src/ledger/projection.ts';
-import { asControlPlaneEvent, BRANDING_DEFAULT_KEY } from '../src/control-plane/view.ts';
+import { asControlPlaneEvent, BRANDING_DEFAULT_KEY } from '../src/control-plane/index.ts';
 
 export const platformSettingsProjection: Projection = {
   name: 'control-plane-platform',

@@ -4,8 +4,8 @@
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent } from '../src/ledger/eventStore.ts';
 import type { Projection } from '../src/ledger/projection.ts';
-import type { TenantNameConfirmer } from '../src/control-plane/controlPlane.ts';
-import { asControlPlaneEvent, occurredAt } from '../src/control-plane/view.ts';
+import type { TenantNameConfirmer } from '../src/control-plane/index.ts';
+import { asControlPlaneEvent, occurredAt } from '../src/control-plane/index.ts';
 
 export function createTenantsProjection(governor?: TenantNameConfirmer): Projection {
   return {

@@ -2,7 +2,7 @@
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent } from '../src/ledger/eventStore.ts';
 import type { Projection } from '../src/ledger/projection.ts';
-import { asControlPlaneEvent, occurredAt } from '../src/control-plane/view.ts';
+import { asControlPlaneEvent, occurredAt } from '../src/control-plane/index.ts';
 
 export const tiersProjection: Projection = {
   name: 'control-plane-tiers',

@@ -257,7 +257,7 @@ async function ingestKey(args: string[]): Promise<void> {
     import('./db/migrate.ts'),
     import('./doors/pipeline/credentials.ts'),
     import('./ledger/openEventStore.ts'),
-    import('./control-plane/tenantRegistered.ts'),
+    import('./control-plane/index.ts'),
   ]);
   const settings = readSettings();
   const db = await openDb(settings);

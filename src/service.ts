@@ -1,53 +1,51 @@
 // The composition root: opens storage, builds every part, and hands the server its routes. Each part lives
 // in its own folder; this file only wires them.
 import type { Settings } from './config.ts';
-import type { Db } from './db/db.ts';
-import { openDb } from './db/open.ts';
-import { storageUnavailableIn } from './db/storageUnavailable.ts';
-import { migrate } from './db/migrate.ts';
 import { createLogger, type Logger } from './logger.ts';
-import type { EventStore } from './ledger/eventStore.ts';
-import { openEventStore } from './ledger/openEventStore.ts';
-import { startProjections, type ProjectionSet } from './ledger/projectionSet.ts';
-import { projectionReadiness } from './ledger/projectionReadiness.ts';
+import { migrate, openDb, storageUnavailableIn, type Db } from './db/index.ts';
+import {
+  createLedgerRecorder,
+  openEventStore,
+  projectionReadiness,
+  startLedgerRetention,
+  startProjections,
+  type EventStore,
+  type ProjectionSet,
+} from './ledger/index.ts';
 import { createRedisSharedBudget, fanOutRecorder, Governor } from './governance/index.ts';
-import { createLedgerRecorder } from './ledger/ledgerRecorder.ts';
-import { createReadModelLimitSource } from './control-plane/limitSource.ts';
-import { feedConfirmedTenants } from './control-plane/feedConfirmedTenants.ts';
-import { createControlPlane, type ControlPlane } from './control-plane/controlPlane.ts';
-import { createCommandBacklog } from './command-backlog/createCommandBacklog.ts';
-import { controlPlaneCeilings } from './command-backlog/controlPlaneCeilings.ts';
-import { startCommandExpiry } from './command-backlog/startCommandExpiry.ts';
-import type { CommandBacklog } from './command-backlog/types.ts';
+import { createControlPlane, createReadModelLimitSource, feedConfirmedTenants, type ControlPlane } from './control-plane/index.ts';
+import { controlPlaneCeilings, createCommandBacklog, startCommandExpiry, type CommandBacklog } from './command-backlog/index.ts';
 import { allProjections } from '../projections/index.ts';
-import { createMetrics, type Metrics } from './metrics/metrics.ts';
-import { createMetricsRecorder } from './metrics/metricsRecorder.ts';
-import { countCommandRejections } from './metrics/countCommandRejections.ts';
-import { instrumentEventStore } from './metrics/instrumentEventStore.ts';
-import { metricsRoute } from './metrics/metricsRoute.ts';
-import { readMetricsSettings } from './metrics/metricsSettings.ts';
-import { commandBacklogSource } from './metrics/commandBacklogSource.ts';
-import { createInferenceSpendMeter, type InferenceSpendMeter } from './metrics/inferenceSpendMeter.ts';
-import { startTrendPruning } from './metrics/trends/pruneTrends.ts';
-import { startLedgerRetention } from './ledger/retention/startLedgerRetention.ts';
-import type { ReadinessCheck } from './http-server/health.ts';
-import { startIngest } from './doors/http/startIngest.ts';
-import { startDoorParts } from './doors/pipeline/startDoorParts.ts';
-import { startMqttDoor } from './doors/mqtt/startMqttDoor.ts';
-import { startSparkplugDoor } from './doors/sparkplug/startSparkplugDoor.ts';
-import { startLwm2mDoor } from './doors/lwm2m/startLwm2mDoor.ts';
-import type { Route } from './http-server/route.ts';
-import { createApiPubSub } from './api/pubsub.ts';
-import { withApiPublishers } from './api/publishers.ts';
-import { createGraphQLRoute, tokenVerifierFor } from './api/createGraphQLRoute.ts';
-import { createAdmissionRoutes } from './doors/admissions/admissionRoutes.ts';
-import { createLeaseRoutes } from './doors/leases/leaseRoutes.ts';
-import { createServiceCallers } from './doors/admissions/serviceCallers.ts';
-import { openapiRoute } from './doors/openapi/openapiRoute.ts';
-import { readDescriptorMapping } from './doors/envoy-rls/descriptorMapping.ts';
-import { createRateLimitDecider, type RateLimitDecider } from './doors/envoy-rls/rateLimitService.ts';
-import { consoleRoute } from './console/consoleRoute.ts';
-
+import {
+  commandBacklogSource,
+  countCommandRejections,
+  createInferenceSpendMeter,
+  createMetrics,
+  createMetricsRecorder,
+  instrumentEventStore,
+  metricsRoute,
+  readMetricsSettings,
+  startTrendPruning,
+  type InferenceSpendMeter,
+  type Metrics,
+} from './metrics/index.ts';
+import type { ReadinessCheck, Route } from './http-server/index.ts';
+import {
+  createAdmissionRoutes,
+  createLeaseRoutes,
+  createRateLimitDecider,
+  createServiceCallers,
+  openapiRoute,
+  readDescriptorMapping,
+  startDoorParts,
+  startIngest,
+  startLwm2mDoor,
+  startMqttDoor,
+  startSparkplugDoor,
+  type RateLimitDecider,
+} from './doors/index.ts';
+import { createApiPubSub, createGraphQLRoute, tokenVerifierFor, withApiPublishers } from './api/index.ts';
+import { consoleRoute } from './console/index.ts';
 
 export interface Service {
   settings: Settings;

@@ -1,10 +1,9 @@
 // What every resolver sees: who is asking (from the verified token) and the parts of the service it reads
 // and commands. A fresh context per request also scopes the dataloaders' caches to that request.
-import type { Actor } from '../control-plane/actor.ts';
+import type { Caller, ControlPlane } from '../control-plane/index.ts';
 import type { Queryable } from '../db/db.ts';
 import type { EventStore } from '../ledger/eventStore.ts';
-import type { CommandBacklog } from '../command-backlog/types.ts';
-import type { ControlPlane } from '../control-plane/controlPlane.ts';
+import type { CommandBacklog } from '../command-backlog/index.ts';
 import type { ApiPubSub } from './pubsub.ts';
 import type { EffectiveLimitsCache } from './effectiveLimitsCache.ts';
 
@@ -18,7 +17,7 @@ export interface ApiDependencies {
 }
 
 export interface ApiContext extends ApiDependencies {
-  actor: Actor;
+  actor: Caller;
   /** Shared by every request of one server. */
   effectiveLimits: EffectiveLimitsCache;
 }

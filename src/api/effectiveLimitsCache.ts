@@ -3,11 +3,11 @@
 // projection commits (each of their read models feeds the cascade), and an entry lives at most maxAgeMs,
 // which bounds how late an override's lapse shows: a lapse is a moment passing, and no event announces it.
 import type { Queryable } from '../db/db.ts';
-import { loadEffectiveLimits, type TenantLimit } from './readModels.ts';
+import { loadTenantLimits, type TenantLimit } from './readModels.ts';
 import type { ApiPubSub } from './pubsub.ts';
 
 export interface EffectiveLimitsCache {
-  /** Like readModels.loadEffectiveLimits: an unregistered tenant is absent from the map. */
+  /** Like readModels.loadTenantLimits: an unregistered tenant is absent from the map. */
   load(q: Queryable, tenantIds: readonly string[]): Promise<Map<string, TenantLimit[]>>;
   invalidate(): void;
 }
@@ -35,7 +35,7 @@ export function createEffectiveLimitsCache({ maxAgeMs = 1_000, maxEntries = 10_0
       }
       if (missing.length === 0) return result;
       const readInGeneration = generation;
-      const loaded = await loadEffectiveLimits(q, missing);
+      const loaded = await loadTenantLimits(q, missing);
       // A commit while we read may have changed what we read: answer with it, but keep it only if none did.
       const keep = readInGeneration === generation;
       if (keep && entries.size + missing.length > maxEntries) entries.clear();

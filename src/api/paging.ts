@@ -3,8 +3,8 @@
 import { GraphQLError } from './graphql.ts';
 import { textProblem } from '../db/storableValues.ts';
 
-export { MAX_PAGE_SIZE } from '../control-plane/listTenants.ts';
-import { MAX_PAGE_SIZE } from '../control-plane/listTenants.ts';
+export { MAX_PAGE_SIZE } from '../control-plane/index.ts';
+import { MAX_PAGE_SIZE } from '../control-plane/index.ts';
 export const DEFAULT_PAGE_SIZE = 50;
 
 export function pageSize(first: number | null | undefined): number {

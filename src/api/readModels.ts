@@ -1,22 +1,13 @@
-// The read side the API serves, in the shapes its types resolve. Every function delegates to the part that
-// owns the read model (control plane, commands); this file only adapts shapes, so a change there is absorbed
-// here and not in every type file.
-import type { Queryable } from '../db/db.ts';
+// Where the API's types need another shape than the part that owns the read model gives, the adapter is here:
+// stored limits as the cascade accepts them, each effective limit with its tenant's tier, a limit change found
+// by its position. Everything the API reads as it is stored, it imports from its owner (src/control-plane,
+// src/command-backlog) under the owner's name.
+import type { Queryable } from '../db/index.ts';
 import { acceptLimit, DIMENSIONS } from '../governance/index.ts';
 import type { Dimension, EffectiveLimit, LimitValue } from '../governance/index.ts';
-import type { EventStore } from '../ledger/eventStore.ts';
-import { effectiveLimitsAt as replayEffectiveLimits, type NotRegisteredAt } from '../control-plane/effectiveLimitsAt.ts';
-import { limitHistory as readLimitHistory, type LimitChange } from '../control-plane/limitHistory.ts';
-import { listTenants as readTenantPage, type Page } from '../control-plane/listTenants.ts';
-import { listTiers as readTiers } from '../control-plane/listTiers.ts';
-import { loadEffectiveLimits as readEffectiveLimits, type TenantEffectiveLimits } from '../control-plane/loadEffectiveLimits.ts';
-import { loadOverrides as readOverrides } from '../control-plane/loadOverrides.ts';
-import { loadTenants as readTenants, type TenantRecord } from '../control-plane/loadTenants.ts';
-import { loadCommandBacklogs as readCommandBacklogs, type TenantCommandBacklog } from '../command-backlog/loadCommandBacklogs.ts';
-import { resolveTenantModels, type TenantModel } from '../control-plane/resolveTenantModels.ts';
-import { resolveTenantBrandings, type TenantBranding } from '../control-plane/resolveTenantBrandings.ts';
-
-export type { Page, TenantRecord, LimitChange as LimitChangeRecord, TenantCommandBacklog as BacklogRecord, TenantModel, TenantBranding };
+import type { EventStore } from '../ledger/index.ts';
+import { effectiveLimitsAt, limitHistory, listTiers, loadEffectiveLimits, loadOverrides } from '../control-plane/index.ts';
+import type { LimitChange, NotRegisteredAt, TenantEffectiveLimits } from '../control-plane/index.ts';
 
 export interface TierRecord {
   tierId: string;
@@ -39,12 +30,8 @@ function withTier({ tierId, limits }: TenantEffectiveLimits): TenantLimit[] {
   return limits.map((limit) => ({ ...limit, tierId }));
 }
 
-export const loadTenants = readTenants;
-
-export const listTenants = (q: Queryable, page: { first: number; after?: string; search?: string | null }): Promise<Page<TenantRecord>> => readTenantPage(q, page);
-
 /** Stored values are shown as the cascade would use them: a malformed one (never accepted as input) is left out. */
-function tierRecord(tier: Awaited<ReturnType<typeof readTiers>>[number]): TierRecord {
+function tierRecord(tier: Awaited<ReturnType<typeof listTiers>>[number]): TierRecord {
   const limits = DIMENSIONS.flatMap((dimension) => {
     const value = acceptLimit(dimension, tier.limits[dimension]);
     return value ? [{ dimension, value }] : [];
@@ -52,16 +39,16 @@ function tierRecord(tier: Awaited<ReturnType<typeof readTiers>>[number]): TierRe
   return { tierId: tier.tierId, name: tier.name, limits };
 }
 
-export async function listTiers(q: Queryable): Promise<TierRecord[]> {
-  return (await readTiers(q)).map(tierRecord);
+export async function listTierRecords(q: Queryable): Promise<TierRecord[]> {
+  return (await listTiers(q)).map(tierRecord);
 }
 
-export async function loadTiers(q: Queryable, tierIds: readonly string[]): Promise<Map<string, TierRecord>> {
-  return new Map((await readTiers(q, tierIds)).map((tier) => [tier.tierId, tierRecord(tier)]));
+export async function loadTierRecords(q: Queryable, tierIds: readonly string[]): Promise<Map<string, TierRecord>> {
+  return new Map((await listTiers(q, tierIds)).map((tier) => [tier.tierId, tierRecord(tier)]));
 }
 
-export async function loadOverrides(q: Queryable, tenantIds: readonly string[]): Promise<Map<string, OverrideRecord[]>> {
-  const byTenant = await readOverrides(q, tenantIds);
+export async function loadOverrideRecords(q: Queryable, tenantIds: readonly string[]): Promise<Map<string, OverrideRecord[]>> {
+  const byTenant = await loadOverrides(q, tenantIds);
   return new Map(
     [...byTenant].map(([tenantId, overrides]) => [
       tenantId,
@@ -73,36 +60,16 @@ export async function loadOverrides(q: Queryable, tenantIds: readonly string[]):
   );
 }
 
-export async function loadEffectiveLimits(q: Queryable, tenantIds: readonly string[]): Promise<Map<string, TenantLimit[]>> {
-  const byTenant = await readEffectiveLimits(q, tenantIds);
+export async function loadTenantLimits(q: Queryable, tenantIds: readonly string[]): Promise<Map<string, TenantLimit[]>> {
+  const byTenant = await loadEffectiveLimits(q, tenantIds);
   return new Map([...byTenant].map(([tenantId, limits]) => [tenantId, withTier(limits)]));
 }
 
 /** NotRegisteredAt: the tenant was not registered at that instant (it was later, or never). */
-export async function effectiveLimitsAt(sources: { store: EventStore }, tenantId: string, at: Date): Promise<TenantLimit[] | NotRegisteredAt> {
-  const limits = await replayEffectiveLimits(sources.store, tenantId, at);
+export async function tenantLimitsAt(sources: { store: EventStore }, tenantId: string, at: Date): Promise<TenantLimit[] | NotRegisteredAt> {
+  const limits = await effectiveLimitsAt(sources.store, tenantId, at);
   return 'notRegistered' in limits ? limits : withTier(limits);
 }
-
-export const loadCommandBacklogs = readCommandBacklogs;
-
-/** Each tenant's AI model through the cascade (its own, then its tier's default); one query. */
-export const loadTenantModels = resolveTenantModels;
-
-/** Each tenant's branding through the cascade (its own, branding.default, shipped); one query. */
-export const loadTenantBrandings = resolveTenantBrandings;
-
-export interface HistoryFilter {
-  tenantId?: string;
-  tierId?: string;
-  dimension?: Dimension;
-  first: number;
-  /** Position text of the last change already seen. */
-  after?: string;
-}
-
-/** Newest first. */
-export const limitHistory = (q: Queryable, filter: HistoryFilter): Promise<Page<LimitChange>> => readLimitHistory(q, filter);
 
 /**
  * One change the history just recorded, found by its position among the newest changes to the same tenant,
@@ -114,7 +81,7 @@ export async function limitChangeAt(
 ): Promise<LimitChange | null> {
   let after: string | undefined;
   for (;;) {
-    const page = await readLimitHistory(q, {
+    const page = await limitHistory(q, {
       tenantId: notice.tenantId,
       tierId: notice.tierId,
       dimension: notice.dimension,

@@ -2,13 +2,13 @@
 // so an anonymous caller learns nothing about the schema. The GraphiQL page itself is static HTML and is
 // rendered by yoga before this hook runs; its requests carry the token the user types into its headers.
 import type { Plugin } from 'graphql-yoga';
-import type { Actor } from '../control-plane/actor.ts';
+import type { Caller } from '../control-plane/index.ts';
 import { isRefusal, type TokenVerifier } from './auth/verifyToken.ts';
 
 const unauthenticated = (message: string) => JSON.stringify({ errors: [{ message, extensions: { code: 'UNAUTHENTICATED' } }] });
 
-export function useAuth(verify: TokenVerifier): Plugin<{ actor: Actor }> {
-  const actors = new WeakMap<Request, Actor>();
+export function useAuth(verify: TokenVerifier): Plugin<{ actor: Caller }> {
+  const actors = new WeakMap<Request, Caller>();
   return {
     async onRequest({ request, endResponse, fetchAPI }) {
       const token = /^Bearer\s+(\S+)$/i.exec(request.headers.get('authorization') ?? '')?.[1];

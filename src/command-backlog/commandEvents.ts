@@ -2,14 +2,14 @@
 // streams) record exactly the same facts.
 import type { EventMetadata, NewEvent } from '../ledger/eventStore.ts';
 import type { CommandEventMap, CommandEventType } from '../ledger/catalog/commands.ts';
-import type { CommandActor } from './types.ts';
+import type { BacklogActor } from './types.ts';
 
 export type CommandEvent = { [Type in CommandEventType]: NewEvent<Type, CommandEventMap[Type]> }[CommandEventType];
 
 export function commandEvent<Type extends CommandEventType>(
   type: Type,
   data: CommandEventMap[Type],
-  actor: CommandActor,
+  actor: BacklogActor,
   occurredAt: Date,
   reason?: string,
 ): NewEvent<Type, CommandEventMap[Type]> {
@@ -18,3 +18,6 @@ export function commandEvent<Type extends CommandEventType>(
   if (reason !== undefined) metadata.reason = reason;
   return { type, data, metadata };
 }
+
+/** Expiry is the service's own doing, not a caller's: its events name this actor. */
+export const EXPIRY_ACTOR: BacklogActor = { id: 'system:command-expiry' };

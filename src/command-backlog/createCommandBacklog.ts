@@ -3,7 +3,7 @@
 // appended with an expected revision (createStreamCommandBacklog).
 import type { Db } from '../db/db.ts';
 import type { EventStore } from '../ledger/eventStore.ts';
-import { DEFAULT_COMMAND_TTL_MS } from './backlogOptions.ts';
+import { DEFAULT_COMMAND_TTL_MS } from './types.ts';
 import { createDatabaseCommandBacklog } from './postgres/createDatabaseCommandBacklog.ts';
 import { createStreamCommandBacklog } from './stream/createStreamCommandBacklog.ts';
 import type { CeilingSource, CommandBacklog } from './types.ts';

@@ -5,7 +5,7 @@ import type { LimitSourceLevel } from '../governance/index.ts';
 import type { CommandRejectionReason, CommandSettlement } from '../ledger/catalog/commands.ts';
 
 /** Who asked: recorded on every event as `actor` (and `actorRole` when known, as the control plane does). */
-export interface CommandActor {
+export interface BacklogActor {
   id: string;
   role?: string;
 }
@@ -122,10 +122,19 @@ export interface CeilingSource {
 }
 
 export interface CommandBacklog {
-  enqueue(actor: CommandActor, input: EnqueueCommandInput): Promise<EnqueueOutcome>;
-  markDelivered(actor: CommandActor, command: CommandRef): Promise<SettleOutcome>;
-  markFailed(actor: CommandActor, command: CommandRef & { error?: string }): Promise<SettleOutcome>;
-  cancel(actor: CommandActor, command: CommandRef & { reason: string }): Promise<SettleOutcome>;
+  enqueue(actor: BacklogActor, input: EnqueueCommandInput): Promise<EnqueueOutcome>;
+  markDelivered(actor: BacklogActor, command: CommandRef): Promise<SettleOutcome>;
+  markFailed(actor: BacklogActor, command: CommandRef & { error?: string }): Promise<SettleOutcome>;
+  cancel(actor: BacklogActor, command: CommandRef & { reason: string }): Promise<SettleOutcome>;
   /** Settles as expired every command queued longer than the TTL; run periodically. */
   expireOlderThanTtl(): Promise<ExpiryResult>;
+}
+
+/** A command older than this is expired: a stale actuation is worse than none (configurable per service). */
+export const DEFAULT_COMMAND_TTL_MS = 60 * 60 * 1_000;
+
+export interface BacklogOptions {
+  ceilings: CeilingSource;
+  commandTtlMs: number;
+  now: () => Date;
 }

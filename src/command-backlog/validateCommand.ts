@@ -3,8 +3,9 @@
 // transaction it would share with others.
 import { jsonProblem, textProblem } from '../db/storableValues.ts';
 import { ID_PATTERN } from '../governance/index.ts';
-import { commandFingerprint } from './commandFingerprint.ts';
-import type { CommandRef, EnqueueCommandInput, InputField, InvalidCommandInput } from './types.ts';
+import { commandFingerprint } from './answers.ts';
+import type { CommandRef, EnqueueCommandInput, InputField, InvalidCommandInput, BacklogActor, CommandBacklog, SettleOutcome } from './types.ts';
+import type { CommandSettlement } from '../ledger/catalog/commands.ts';
 
 export const MAX_ID_LENGTH = 256;
 export const MAX_PAYLOAD_BYTES = 64 * 1024;
@@ -12,7 +13,7 @@ export const MAX_TEXT_LENGTH = 1_000;
 
 export interface ValidCommand extends EnqueueCommandInput {
   status: 'valid';
-  /** What makes a repeat of this commandId the same command (commandFingerprint.ts). */
+  /** What makes a repeat of this commandId the same command (commandFingerprint in answers.ts). */
   fingerprint: string;
 }
 
@@ -64,4 +65,30 @@ function checkPayload(payload: unknown): InvalidCommandInput | undefined {
 
 function invalid(field: InputField, message: string): InvalidCommandInput {
   return { status: 'invalid', field, message };
+}
+
+// markDelivered, markFailed and cancel check their input the same way whichever store keeps the backlog
+// (database rows or the ledger stream); only how a settlement is decided and recorded differs.
+/** Decides and records one settlement of a command whose input is already checked. */
+export type SettleCommand = (
+  actor: BacklogActor,
+  ref: CommandRef,
+  settlement: Exclude<CommandSettlement, 'expired'>,
+  detail: { error?: string | null; reason?: string },
+) => Promise<SettleOutcome>;
+
+export function settlementMethods(settle: SettleCommand): Pick<CommandBacklog, 'markDelivered' | 'markFailed' | 'cancel'> {
+  return {
+    async markDelivered(actor, ref) {
+      return validateRef(ref) ?? settle(actor, ref, 'delivered', {});
+    },
+
+    async markFailed(actor, ref) {
+      return validateRef(ref) ?? checkText('error', ref.error, false) ?? settle(actor, ref, 'failed', { error: ref.error ?? null });
+    },
+
+    async cancel(actor, ref) {
+      return validateRef(ref) ?? checkText('reason', ref.reason, true) ?? settle(actor, ref, 'cancelled', { reason: ref.reason });
+    },
+  };
 }

@@ -6,10 +6,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../db/db.ts';
 import { WrongExpectedRevision, type EventStore, type ExpectedRevision, type RecordedEvent } from '../ledger/eventStore.ts';
-import type { Actor } from './actor.ts';
-import { authorize } from './authorize.ts';
-import type { CommandDefinition } from './command.ts';
-import { commandError, type CommandResult } from './commandResult.ts';
+import type { Caller, ControlPlaneCommand } from './controlPlaneCommand.ts';
+import { authorize, controlPlaneError, type ControlPlaneResult } from './controlPlaneCommand.ts';
 import { setBrandingDefault, setPlatformDefault } from './platformCommands.ts';
 import {
   assignTenantModel,
@@ -21,7 +19,7 @@ import {
   setTenantOverride,
 } from './tenantCommands.ts';
 import { clearTierLimit, defineTier, setTierDefaultModel, setTierLimit } from './tierCommands.ts';
-import { isCommandError } from './validation.ts';
+import { isControlPlaneError } from './validation.ts';
 import { occurredAt, viewOf } from './view.ts';
 
 /** What the control plane tells the Governor: a registered tenant's name is confirmed. */
@@ -55,17 +53,17 @@ export const CONTROL_PLANE_COMMANDS = {
 };
 
 type Commands = typeof CONTROL_PLANE_COMMANDS;
-type InputOf<Definition> = Definition extends CommandDefinition<infer Input> ? Input : never;
+type InputOf<Definition> = Definition extends ControlPlaneCommand<infer Input> ? Input : never;
 
 export type ControlPlane = {
-  [Name in keyof Commands]: (actor: Actor, input: InputOf<Commands[Name]>) => Promise<CommandResult>;
+  [Name in keyof Commands]: (actor: Caller, input: InputOf<Commands[Name]>) => Promise<ControlPlaneResult>;
 };
 
 export function createControlPlane({ store, governor, now = () => new Date(), maxAttempts = 50 }: ControlPlaneOptions): ControlPlane {
-  async function run<Input>(definition: CommandDefinition<Input>, actor: Actor, input: Input): Promise<CommandResult> {
+  async function run<Input>(definition: ControlPlaneCommand<Input>, actor: Caller, input: Input): Promise<ControlPlaneResult> {
     const plan = definition.plan(input);
-    if (isCommandError(plan)) return { status: 'failed', error: plan };
-    const forbidden = authorize(actor, definition as CommandDefinition<never>, plan);
+    if (isControlPlaneError(plan)) return { status: 'failed', error: plan };
+    const forbidden = authorize(actor, definition as ControlPlaneCommand<never>, plan);
     if (forbidden) return { status: 'failed', error: forbidden };
 
     for (let attempt = 1; attempt <= maxAttempts; attempt++) {
@@ -76,7 +74,7 @@ export function createControlPlane({ store, governor, now = () => new Date(), ma
       // occurredAt never goes back within a stream, so time travel can fold each stream as a prefix.
       const decidedAt = new Date(Math.max(now().getTime(), last ? occurredAt(last).getTime() : 0));
       const decided = definition.decide(input, viewOf(streams), decidedAt);
-      if (isCommandError(decided)) return { status: 'failed', error: decided };
+      if (isControlPlaneError(decided)) return { status: 'failed', error: decided };
 
       const expectedRevision: ExpectedRevision = last ? last.revision : 'no_stream';
       const metadata = { actor: actor.id, actorRole: actor.role, occurredAt: decidedAt.toISOString(), ...(decided.reason ? { reason: decided.reason } : {}) };
@@ -92,13 +90,13 @@ export function createControlPlane({ store, governor, now = () => new Date(), ma
     }
     return {
       status: 'failed',
-      error: commandError('ConcurrentEdit', `${plan.target} kept changing under ${maxAttempts} attempts; nothing was appended, try again`),
+      error: controlPlaneError('ConcurrentEdit', `${plan.target} kept changing under ${maxAttempts} attempts; nothing was appended, try again`),
     };
   }
 
-  const commands = {} as Record<string, (actor: Actor, input: unknown) => Promise<CommandResult>>;
+  const commands = {} as Record<string, (actor: Caller, input: unknown) => Promise<ControlPlaneResult>>;
   for (const [name, definition] of Object.entries(CONTROL_PLANE_COMMANDS)) {
-    commands[name] = (actor, input) => run(definition as CommandDefinition<unknown>, actor, input);
+    commands[name] = (actor, input) => run(definition as ControlPlaneCommand<unknown>, actor, input);
   }
   return commands as ControlPlane;
 }

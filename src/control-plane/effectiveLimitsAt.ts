@@ -6,7 +6,7 @@ import { DIMENSIONS, resolveEffectiveLimits } from '../governance/index.ts';
 import type { Dimension, LimitLevels } from '../governance/index.ts';
 import { PLATFORM_STREAM, tenantStream, tierStream } from '../ledger/catalog/controlPlane.ts';
 import type { EventStore, RecordedEvent } from '../ledger/eventStore.ts';
-import type { TenantEffectiveLimits } from './loadEffectiveLimits.ts';
+import type { TenantEffectiveLimits } from './effectiveLimits.ts';
 import { overrideApplies } from './state.ts';
 import { occurredAt, viewOf } from './view.ts';
 

@@ -6,7 +6,7 @@
 import type { Queryable } from '../db/db.ts';
 import { acceptLimit, DIMENSION_CATALOG, DIMENSIONS, resolveEffectiveLimit } from '../governance/index.ts';
 import type { Dimension, LimitSourceLevel, LimitValue } from '../governance/index.ts';
-import { loadTenantGovernance } from './loadTenantGovernance.ts';
+import { loadTenantGovernance } from './effectiveLimits.ts';
 
 export interface CascadeLevelView {
   source: LimitSourceLevel;

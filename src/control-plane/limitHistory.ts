@@ -4,7 +4,7 @@
 import type { Queryable } from '../db/db.ts';
 import type { Dimension, LimitValue, OverLimitPolicy } from '../governance/index.ts';
 import type { LimitChangeKind } from './view.ts';
-import { pageSize, type Page } from './listTenants.ts';
+import { pageSize, type Page } from './tenantRecords.ts';
 
 export interface LimitChange {
   /** Also the pagination cursor. */

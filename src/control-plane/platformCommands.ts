@@ -1,8 +1,8 @@
 // Commands on the platform stream: the operator-set platform default per dimension, and branding.default.
 import type { Branding } from '../ledger/catalog/controlPlane.ts';
 import { PLATFORM_STREAM } from '../ledger/catalog/controlPlane.ts';
-import type { CommandDefinition } from './command.ts';
-import { checkBranding, checkLimitChange, checkReason, isCommandError, type LimitInput } from './validation.ts';
+import type { ControlPlaneCommand } from './controlPlaneCommand.ts';
+import { checkBranding, checkLimitChange, checkReason, isControlPlaneError, type LimitInput } from './validation.ts';
 
 export interface SetPlatformDefaultInput extends LimitInput {
   dimension: string;
@@ -16,26 +16,26 @@ export interface SetBrandingDefaultInput {
 
 const platformPlan = () => ({ target: PLATFORM_STREAM, reads: [] });
 
-export const setPlatformDefault: CommandDefinition<SetPlatformDefaultInput> = {
+export const setPlatformDefault: ControlPlaneCommand<SetPlatformDefaultInput> = {
   alsoAllowed: 'nobody',
   plan: platformPlan,
   decide(input, view) {
     const change = checkLimitChange(input, false);
-    if (isCommandError(change)) return change;
+    if (isControlPlaneError(change)) return change;
     const { dimension, value, reason } = change;
     const previous = view.platform.defaults[dimension] ?? null;
     return { event: { type: 'PlatformDefaultSet', data: { dimension, previous, value } }, reason };
   },
 };
 
-export const setBrandingDefault: CommandDefinition<SetBrandingDefaultInput> = {
+export const setBrandingDefault: ControlPlaneCommand<SetBrandingDefaultInput> = {
   alsoAllowed: 'nobody',
   plan: platformPlan,
   decide(input, view) {
     const branding = checkBranding(input.branding);
-    if (isCommandError(branding)) return branding;
+    if (isControlPlaneError(branding)) return branding;
     const reason = checkReason(input.reason, false);
-    if (isCommandError(reason)) return reason;
+    if (isControlPlaneError(reason)) return reason;
     return { event: { type: 'BrandingDefaultSet', data: { previous: view.platform.brandingDefault, branding } }, reason };
   },
 };

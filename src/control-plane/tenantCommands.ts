@@ -2,8 +2,8 @@
 // audited override, assign its AI model and branding, and choose its API_REQUESTS over-limit policy.
 import type { Branding } from '../ledger/catalog/controlPlane.ts';
 import { tenantStream, tierStream } from '../ledger/catalog/controlPlane.ts';
-import type { CommandDefinition, StreamPlan } from './command.ts';
-import { commandError, type CommandError } from './commandResult.ts';
+import type { ControlPlaneCommand, StreamPlan } from './controlPlaneCommand.ts';
+import { controlPlaneError, type ControlPlaneError } from './controlPlaneCommand.ts';
 import { overrideApplies, type TenantState } from './state.ts';
 import {
   checkBranding,
@@ -15,7 +15,7 @@ import {
   checkModel,
   checkOverLimitPolicy,
   checkReason,
-  isCommandError,
+  isControlPlaneError,
   type LimitInput,
 } from './validation.ts';
 
@@ -67,39 +67,39 @@ export interface SetTenantOverLimitPolicyInput {
   reason?: string | null;
 }
 
-function tenantPlan(input: { tenantId: string }, tierId?: string | null): StreamPlan | CommandError {
+function tenantPlan(input: { tenantId: string }, tierId?: string | null): StreamPlan | ControlPlaneError {
   const badTenant = checkId('tenantId', input.tenantId);
   if (badTenant) return badTenant;
   if (tierId === undefined || tierId === null) return { target: tenantStream(input.tenantId), reads: [], tenantId: input.tenantId };
   return checkId('tierId', tierId) ?? { target: tenantStream(input.tenantId), reads: [tierStream(tierId)], tenantId: input.tenantId };
 }
 
-function existingTenant(tenant: TenantState | undefined, tenantId: string): TenantState | CommandError {
-  return tenant ?? commandError('UnknownTenant', `no tenant ${tenantId} is registered`, 'tenantId');
+function existingTenant(tenant: TenantState | undefined, tenantId: string): TenantState | ControlPlaneError {
+  return tenant ?? controlPlaneError('UnknownTenant', `no tenant ${tenantId} is registered`, 'tenantId');
 }
 
-export const registerTenant: CommandDefinition<RegisterTenantInput> = {
+export const registerTenant: ControlPlaneCommand<RegisterTenantInput> = {
   alsoAllowed: 'nobody',
   plan: (input) => tenantPlan(input, input.tierId),
   decide(input, view) {
     if (view.tenant(input.tenantId)) {
-      return commandError('TenantAlreadyRegistered', `tenant ${input.tenantId} is already registered`, 'tenantId');
+      return controlPlaneError('TenantAlreadyRegistered', `tenant ${input.tenantId} is already registered`, 'tenantId');
     }
     const tierId = input.tierId ?? null;
-    if (tierId !== null && !view.tier(tierId)) return commandError('UnknownTier', `no tier ${tierId} is defined`, 'tierId');
+    if (tierId !== null && !view.tier(tierId)) return controlPlaneError('UnknownTier', `no tier ${tierId} is defined`, 'tierId');
     return { event: { type: 'TenantRegistered', data: { tenantId: input.tenantId, tierId } } };
   },
 };
 
-export const assignTenantTier: CommandDefinition<AssignTenantTierInput> = {
+export const assignTenantTier: ControlPlaneCommand<AssignTenantTierInput> = {
   alsoAllowed: 'nobody',
   plan: (input) => tenantPlan(input, input.tierId),
   decide(input, view) {
     const tenant = existingTenant(view.tenant(input.tenantId), input.tenantId);
-    if (isCommandError(tenant)) return tenant;
-    if (!view.tier(input.tierId)) return commandError('UnknownTier', `no tier ${input.tierId} is defined`, 'tierId');
+    if (isControlPlaneError(tenant)) return tenant;
+    if (!view.tier(input.tierId)) return controlPlaneError('UnknownTier', `no tier ${input.tierId} is defined`, 'tierId');
     const reason = checkReason(input.reason, false);
-    if (isCommandError(reason)) return reason;
+    if (isControlPlaneError(reason)) return reason;
     return {
       event: { type: 'TenantTierAssigned', data: { tenantId: tenant.tenantId, previousTierId: tenant.tierId, tierId: input.tierId } },
       reason,
@@ -107,17 +107,17 @@ export const assignTenantTier: CommandDefinition<AssignTenantTierInput> = {
   },
 };
 
-export const setTenantOverride: CommandDefinition<SetTenantOverrideInput> = {
+export const setTenantOverride: ControlPlaneCommand<SetTenantOverrideInput> = {
   alsoAllowed: 'nobody',
   plan: (input) => tenantPlan(input),
   decide(input, view, now) {
     const tenant = existingTenant(view.tenant(input.tenantId), input.tenantId);
-    if (isCommandError(tenant)) return tenant;
+    if (isControlPlaneError(tenant)) return tenant;
     const change = checkLimitChange(input, true);
-    if (isCommandError(change)) return change;
+    if (isControlPlaneError(change)) return change;
     const { dimension, value, reason } = change;
     const expiresAt = checkExpiresAt(input.expiresAt, now);
-    if (isCommandError(expiresAt)) return expiresAt;
+    if (isControlPlaneError(expiresAt)) return expiresAt;
     const current = tenant.overrides[dimension];
     const previous = overrideApplies(current, now) ? current : null;
     return {
@@ -127,66 +127,66 @@ export const setTenantOverride: CommandDefinition<SetTenantOverrideInput> = {
   },
 };
 
-export const clearTenantOverride: CommandDefinition<ClearTenantOverrideInput> = {
+export const clearTenantOverride: ControlPlaneCommand<ClearTenantOverrideInput> = {
   alsoAllowed: 'nobody',
   plan: (input) => tenantPlan(input),
   decide(input, view, now) {
     const tenant = existingTenant(view.tenant(input.tenantId), input.tenantId);
-    if (isCommandError(tenant)) return tenant;
+    if (isControlPlaneError(tenant)) return tenant;
     const clearing = checkLimitClearing(input, true);
-    if (isCommandError(clearing)) return clearing;
+    if (isControlPlaneError(clearing)) return clearing;
     const { dimension, reason } = clearing;
     const current = tenant.overrides[dimension];
     if (!overrideApplies(current, now)) {
-      return commandError('InvalidInput', `tenant ${tenant.tenantId} has no ${dimension} override in force to clear`, 'dimension');
+      return controlPlaneError('InvalidInput', `tenant ${tenant.tenantId} has no ${dimension} override in force to clear`, 'dimension');
     }
     return { event: { type: 'TenantOverrideCleared', data: { tenantId: tenant.tenantId, dimension, previous: current } }, reason };
   },
 };
 
-export const assignTenantModel: CommandDefinition<AssignTenantModelInput> = {
+export const assignTenantModel: ControlPlaneCommand<AssignTenantModelInput> = {
   alsoAllowed: 'nobody',
   plan: (input) => tenantPlan(input),
   decide(input, view) {
     const tenant = existingTenant(view.tenant(input.tenantId), input.tenantId);
-    if (isCommandError(tenant)) return tenant;
+    if (isControlPlaneError(tenant)) return tenant;
     const model = checkModel(input.model);
-    if (isCommandError(model)) return model;
+    if (isControlPlaneError(model)) return model;
     const reason = checkReason(input.reason, false);
-    if (isCommandError(reason)) return reason;
+    if (isControlPlaneError(reason)) return reason;
     return { event: { type: 'TenantModelAssigned', data: { tenantId: tenant.tenantId, previous: tenant.model, model } }, reason };
   },
 };
 
-export const setTenantBranding: CommandDefinition<SetTenantBrandingInput> = {
+export const setTenantBranding: ControlPlaneCommand<SetTenantBrandingInput> = {
   alsoAllowed: 'tenant-admin',
   plan: (input) => tenantPlan(input),
   decide(input, view) {
     const tenant = existingTenant(view.tenant(input.tenantId), input.tenantId);
-    if (isCommandError(tenant)) return tenant;
+    if (isControlPlaneError(tenant)) return tenant;
     const branding = input.branding === null ? null : checkBranding(input.branding);
-    if (isCommandError(branding)) return branding;
+    if (isControlPlaneError(branding)) return branding;
     const reason = checkReason(input.reason, false);
-    if (isCommandError(reason)) return reason;
+    if (isControlPlaneError(reason)) return reason;
     return { event: { type: 'TenantBrandingSet', data: { tenantId: tenant.tenantId, previous: tenant.branding, branding } }, reason };
   },
 };
 
-export const setTenantOverLimitPolicy: CommandDefinition<SetTenantOverLimitPolicyInput> = {
+export const setTenantOverLimitPolicy: ControlPlaneCommand<SetTenantOverLimitPolicyInput> = {
   alsoAllowed: 'tenant-admin',
   plan: (input) => tenantPlan(input),
   decide(input, view) {
     const tenant = existingTenant(view.tenant(input.tenantId), input.tenantId);
-    if (isCommandError(tenant)) return tenant;
+    if (isControlPlaneError(tenant)) return tenant;
     const dimension = checkDimension(input.dimension ?? 'API_REQUESTS');
-    if (isCommandError(dimension)) return dimension;
+    if (isControlPlaneError(dimension)) return dimension;
     if (dimension !== 'API_REQUESTS') {
-      return commandError('InvalidInput', `only API_REQUESTS has a choice of over-limit policy, not ${dimension}`, 'dimension');
+      return controlPlaneError('InvalidInput', `only API_REQUESTS has a choice of over-limit policy, not ${dimension}`, 'dimension');
     }
     const policy = checkOverLimitPolicy(input.policy);
-    if (isCommandError(policy)) return policy;
+    if (isControlPlaneError(policy)) return policy;
     const reason = checkReason(input.reason, false);
-    if (isCommandError(reason)) return reason;
+    if (isControlPlaneError(reason)) return reason;
     return {
       event: {
         type: 'TenantOverLimitPolicySet',

@@ -1,10 +1,10 @@
 // Commands on a tier's stream: define it, set or clear its limit per dimension, name its default AI model.
 import { tierStream } from '../ledger/catalog/controlPlane.ts';
-import type { CommandDefinition, StreamPlan } from './command.ts';
-import { commandError, type CommandError } from './commandResult.ts';
+import type { ControlPlaneCommand, StreamPlan } from './controlPlaneCommand.ts';
+import { controlPlaneError, type ControlPlaneError } from './controlPlaneCommand.ts';
 import type { TierState } from './state.ts';
 import { textProblem } from '../db/storableValues.ts';
-import { checkId, checkLimitChange, checkLimitClearing, checkModel, checkReason, isCommandError, type LimitInput } from './validation.ts';
+import { checkId, checkLimitChange, checkLimitClearing, checkModel, checkReason, isControlPlaneError, type LimitInput } from './validation.ts';
 
 const TIER_NAME_MAX_CHARS = 200;
 
@@ -32,68 +32,68 @@ export interface SetTierDefaultModelInput {
   reason?: string | null;
 }
 
-function tierPlan(input: { tierId: string }): StreamPlan | CommandError {
+function tierPlan(input: { tierId: string }): StreamPlan | ControlPlaneError {
   return checkId('tierId', input.tierId) ?? { target: tierStream(input.tierId), reads: [] };
 }
 
-function existingTier(tier: TierState | undefined, tierId: string): TierState | CommandError {
-  return tier ?? commandError('UnknownTier', `no tier ${tierId} is defined`, 'tierId');
+function existingTier(tier: TierState | undefined, tierId: string): TierState | ControlPlaneError {
+  return tier ?? controlPlaneError('UnknownTier', `no tier ${tierId} is defined`, 'tierId');
 }
 
-export const defineTier: CommandDefinition<DefineTierInput> = {
+export const defineTier: ControlPlaneCommand<DefineTierInput> = {
   alsoAllowed: 'nobody',
   plan: tierPlan,
   decide(input, view) {
-    if (view.tier(input.tierId)) return commandError('TierAlreadyDefined', `tier ${input.tierId} is already defined`, 'tierId');
+    if (view.tier(input.tierId)) return controlPlaneError('TierAlreadyDefined', `tier ${input.tierId} is already defined`, 'tierId');
     const name = typeof input.name === 'string' ? input.name.trim() : '';
     if (name === '' || name.length > TIER_NAME_MAX_CHARS) {
-      return commandError('InvalidInput', `a tier's name is 1 to ${TIER_NAME_MAX_CHARS} characters`, 'name');
+      return controlPlaneError('InvalidInput', `a tier's name is 1 to ${TIER_NAME_MAX_CHARS} characters`, 'name');
     }
     const unstorable = textProblem(name, "the tier's name");
-    if (unstorable) return commandError('InvalidInput', unstorable, 'name');
+    if (unstorable) return controlPlaneError('InvalidInput', unstorable, 'name');
     return { event: { type: 'TierDefined', data: { tierId: input.tierId, name } } };
   },
 };
 
-export const setTierLimit: CommandDefinition<SetTierLimitInput> = {
+export const setTierLimit: ControlPlaneCommand<SetTierLimitInput> = {
   alsoAllowed: 'nobody',
   plan: tierPlan,
   decide(input, view) {
     const tier = existingTier(view.tier(input.tierId), input.tierId);
-    if (isCommandError(tier)) return tier;
+    if (isControlPlaneError(tier)) return tier;
     const change = checkLimitChange(input, false);
-    if (isCommandError(change)) return change;
+    if (isControlPlaneError(change)) return change;
     const { dimension, value, reason } = change;
     const previous = tier.limits[dimension] ?? null;
     return { event: { type: 'TierLimitSet', data: { tierId: tier.tierId, dimension, previous, value } }, reason };
   },
 };
 
-export const clearTierLimit: CommandDefinition<ClearTierLimitInput> = {
+export const clearTierLimit: ControlPlaneCommand<ClearTierLimitInput> = {
   alsoAllowed: 'nobody',
   plan: tierPlan,
   decide(input, view) {
     const tier = existingTier(view.tier(input.tierId), input.tierId);
-    if (isCommandError(tier)) return tier;
+    if (isControlPlaneError(tier)) return tier;
     const clearing = checkLimitClearing(input, false);
-    if (isCommandError(clearing)) return clearing;
+    if (isControlPlaneError(clearing)) return clearing;
     const { dimension, reason } = clearing;
     const previous = tier.limits[dimension];
-    if (!previous) return commandError('InvalidInput', `tier ${tier.tierId} sets no ${dimension} limit to clear`, 'dimension');
+    if (!previous) return controlPlaneError('InvalidInput', `tier ${tier.tierId} sets no ${dimension} limit to clear`, 'dimension');
     return { event: { type: 'TierLimitCleared', data: { tierId: tier.tierId, dimension, previous } }, reason };
   },
 };
 
-export const setTierDefaultModel: CommandDefinition<SetTierDefaultModelInput> = {
+export const setTierDefaultModel: ControlPlaneCommand<SetTierDefaultModelInput> = {
   alsoAllowed: 'nobody',
   plan: tierPlan,
   decide(input, view) {
     const tier = existingTier(view.tier(input.tierId), input.tierId);
-    if (isCommandError(tier)) return tier;
+    if (isControlPlaneError(tier)) return tier;
     const model = checkModel(input.model);
-    if (isCommandError(model)) return model;
+    if (isControlPlaneError(model)) return model;
     const reason = checkReason(input.reason, false);
-    if (isCommandError(reason)) return reason;
+    if (isControlPlaneError(reason)) return reason;
     return { event: { type: 'TierDefaultModelSet', data: { tierId: tier.tierId, previous: tier.defaultModel, model } }, reason };
   },
 };

@@ -1,10 +1,10 @@
-// Input checks shared by every command. Each returns a CommandError (a value, nothing is appended) or the
+// Input checks shared by every command. Each returns a ControlPlaneError (a value, nothing is appended) or the
 // checked value. Limit values are checked by the governance library's validateLimitValue, the same
 // definition of "valid" the cascade uses when it skips a stored level.
 import type { Branding } from '../ledger/catalog/controlPlane.ts';
 import { DIMENSIONS, ID_PATTERN, validateLimitValue } from '../governance/index.ts';
 import type { Dimension, LimitValue, OverLimitPolicy } from '../governance/index.ts';
-import { commandError, type CommandError } from './commandResult.ts';
+import { controlPlaneError, type ControlPlaneError } from './controlPlaneCommand.ts';
 import { textProblem } from '../db/storableValues.ts';
 
 export const REASON_MAX_CHARS = 2_000;
@@ -21,37 +21,37 @@ export interface LimitInput {
   ceiling?: number | null;
 }
 
-export function isCommandError(value: unknown): value is CommandError {
-  return typeof value === 'object' && value !== null && typeof (value as CommandError).kind === 'string' && 'message' in value;
+export function isControlPlaneError(value: unknown): value is ControlPlaneError {
+  return typeof value === 'object' && value !== null && typeof (value as ControlPlaneError).kind === 'string' && 'message' in value;
 }
 
 /** Tenant and tier ids name streams and URLs: a short, plain identifier. */
-export function checkId(field: 'tenantId' | 'tierId', value: unknown): CommandError | undefined {
+export function checkId(field: 'tenantId' | 'tierId', value: unknown): ControlPlaneError | undefined {
   if (typeof value === 'string' && ID_PATTERN.test(value)) return undefined;
-  return commandError('InvalidInput', `${field} must be 1 to 64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit`, field);
+  return controlPlaneError('InvalidInput', `${field} must be 1 to 64 letters, digits, '_', '.', ':' or '-', starting with a letter or digit`, field);
 }
 
-export function checkDimension(value: unknown): Dimension | CommandError {
+export function checkDimension(value: unknown): Dimension | ControlPlaneError {
   if (typeof value === 'string' && (DIMENSIONS as readonly string[]).includes(value)) return value as Dimension;
-  return commandError('UnknownDimension', `unknown dimension ${JSON.stringify(value)}; known: ${DIMENSIONS.join(', ')}`, 'dimension');
+  return controlPlaneError('UnknownDimension', `unknown dimension ${JSON.stringify(value)}; known: ${DIMENSIONS.join(', ')}`, 'dimension');
 }
 
-export function checkLimit(dimension: Dimension, input: LimitInput): LimitValue | CommandError {
+export function checkLimit(dimension: Dimension, input: LimitInput): LimitValue | ControlPlaneError {
   const checked = validateLimitValue(dimension, { ratePerSecond: input.ratePerSecond, burst: input.burst, ceiling: input.ceiling });
-  return checked.ok ? checked.value : commandError('InvalidLimit', checked.message, checked.field);
+  return checked.ok ? checked.value : controlPlaneError('InvalidLimit', checked.message, checked.field);
 }
 
 /** A reason, trimmed; undefined when an optional one is not given. */
-export function checkReason(value: unknown, required: boolean): string | undefined | CommandError {
+export function checkReason(value: unknown, required: boolean): string | undefined | ControlPlaneError {
   if (value === undefined || value === null || (typeof value === 'string' && value.trim() === '')) {
-    return required ? commandError('InvalidInput', 'a reason is required', 'reason') : undefined;
+    return required ? controlPlaneError('InvalidInput', 'a reason is required', 'reason') : undefined;
   }
-  if (typeof value !== 'string') return commandError('InvalidInput', 'the reason must be text', 'reason');
+  if (typeof value !== 'string') return controlPlaneError('InvalidInput', 'the reason must be text', 'reason');
   const unstorable = textProblem(value, 'the reason');
-  if (unstorable) return commandError('InvalidInput', unstorable, 'reason');
+  if (unstorable) return controlPlaneError('InvalidInput', unstorable, 'reason');
   const reason = value.trim();
   if (reason.length > REASON_MAX_CHARS) {
-    return commandError('InvalidInput', `the reason is ${reason.length} characters; at most ${REASON_MAX_CHARS} are kept`, 'reason');
+    return controlPlaneError('InvalidInput', `the reason is ${reason.length} characters; at most ${REASON_MAX_CHARS} are kept`, 'reason');
   }
   return reason;
 }
@@ -60,13 +60,13 @@ export function checkReason(value: unknown, required: boolean): string | undefin
 export function checkLimitChange(
   input: LimitInput & { dimension: unknown; reason?: unknown },
   reasonRequired: boolean,
-): { dimension: Dimension; value: LimitValue; reason: string | undefined } | CommandError {
+): { dimension: Dimension; value: LimitValue; reason: string | undefined } | ControlPlaneError {
   const dimension = checkDimension(input.dimension);
-  if (isCommandError(dimension)) return dimension;
+  if (isControlPlaneError(dimension)) return dimension;
   const value = checkLimit(dimension, input);
-  if (isCommandError(value)) return value;
+  if (isControlPlaneError(value)) return value;
   const reason = checkReason(input.reason, reasonRequired);
-  if (isCommandError(reason)) return reason;
+  if (isControlPlaneError(reason)) return reason;
   return { dimension, value, reason };
 }
 
@@ -74,64 +74,64 @@ export function checkLimitChange(
 export function checkLimitClearing(
   input: { dimension: unknown; reason?: unknown },
   reasonRequired: boolean,
-): { dimension: Dimension; reason: string | undefined } | CommandError {
+): { dimension: Dimension; reason: string | undefined } | ControlPlaneError {
   const dimension = checkDimension(input.dimension);
-  if (isCommandError(dimension)) return dimension;
+  if (isControlPlaneError(dimension)) return dimension;
   const reason = checkReason(input.reason, reasonRequired);
-  if (isCommandError(reason)) return reason;
+  if (isControlPlaneError(reason)) return reason;
   return { dimension, reason };
 }
 
 /** An optional instant after which an override stops applying; it must lie in the future. */
-export function checkExpiresAt(value: unknown, now: Date): string | null | CommandError {
+export function checkExpiresAt(value: unknown, now: Date): string | null | ControlPlaneError {
   if (value === undefined || value === null) return null;
   const instant = value instanceof Date ? value : typeof value === 'string' ? new Date(value) : undefined;
   if (!instant || Number.isNaN(instant.getTime())) {
-    return commandError('InvalidInput', 'expiresAt must be an ISO 8601 date-time', 'expiresAt');
+    return controlPlaneError('InvalidInput', 'expiresAt must be an ISO 8601 date-time', 'expiresAt');
   }
   if (instant.getTime() <= now.getTime()) {
-    return commandError('InvalidInput', `expiresAt ${instant.toISOString()} is not in the future (now ${now.toISOString()})`, 'expiresAt');
+    return controlPlaneError('InvalidInput', `expiresAt ${instant.toISOString()} is not in the future (now ${now.toISOString()})`, 'expiresAt');
   }
   return instant.toISOString();
 }
 
 /** An AI model name, or null to clear an assignment. */
-export function checkModel(value: unknown): string | null | CommandError {
+export function checkModel(value: unknown): string | null | ControlPlaneError {
   if (value === null || value === undefined) return null;
   if (typeof value === 'string' && MODEL_PATTERN.test(value)) return value;
-  return commandError('InvalidInput', "model must be 1 to 128 letters, digits or '._:/@-', starting with a letter or digit", 'model');
+  return controlPlaneError('InvalidInput', "model must be 1 to 128 letters, digits or '._:/@-', starting with a letter or digit", 'model');
 }
 
-export function checkOverLimitPolicy(value: unknown): OverLimitPolicy | CommandError {
+export function checkOverLimitPolicy(value: unknown): OverLimitPolicy | ControlPlaneError {
   if (typeof value === 'string' && (OVER_LIMIT_POLICIES as readonly string[]).includes(value)) return value as OverLimitPolicy;
-  return commandError('InvalidInput', `policy must be one of ${OVER_LIMIT_POLICIES.join(', ')}`, 'policy');
+  return controlPlaneError('InvalidInput', `policy must be one of ${OVER_LIMIT_POLICIES.join(', ')}`, 'policy');
 }
 
-export function checkBranding(value: unknown): Branding | CommandError {
+export function checkBranding(value: unknown): Branding | ControlPlaneError {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return commandError('InvalidInput', 'branding must be an object', 'branding');
+    return controlPlaneError('InvalidInput', 'branding must be an object', 'branding');
   }
   const given = value as Record<string, unknown>;
   const known = ['productName', 'logoUrl', 'primaryColor'];
   const unknownField = Object.keys(given).find((key) => !known.includes(key) && given[key] !== undefined && given[key] !== null);
-  if (unknownField) return commandError('InvalidInput', `branding has no field ${unknownField}`, `branding.${unknownField}`);
+  if (unknownField) return controlPlaneError('InvalidInput', `branding has no field ${unknownField}`, `branding.${unknownField}`);
   const { productName, logoUrl, primaryColor } = given;
   if (typeof productName !== 'string' || productName.trim() === '' || productName.length > PRODUCT_NAME_MAX_CHARS) {
-    return commandError('InvalidInput', `productName must be 1 to ${PRODUCT_NAME_MAX_CHARS} characters`, 'branding.productName');
+    return controlPlaneError('InvalidInput', `productName must be 1 to ${PRODUCT_NAME_MAX_CHARS} characters`, 'branding.productName');
   }
   const unstorable = textProblem(productName, 'productName');
-  if (unstorable) return commandError('InvalidInput', unstorable, 'branding.productName');
+  if (unstorable) return controlPlaneError('InvalidInput', unstorable, 'branding.productName');
   const branding: Branding = { productName: productName.trim() };
   if (logoUrl !== undefined && logoUrl !== null) {
     const normalised = typeof logoUrl === 'string' && logoUrl.length <= URL_MAX_CHARS ? normalisedLogoUrl(logoUrl) : undefined;
     if (normalised === undefined) {
-      return commandError('InvalidInput', 'logoUrl must be an https URL without credentials, at most 2048 characters', 'branding.logoUrl');
+      return controlPlaneError('InvalidInput', 'logoUrl must be an https URL without credentials, at most 2048 characters', 'branding.logoUrl');
     }
     branding.logoUrl = normalised;
   }
   if (primaryColor !== undefined && primaryColor !== null) {
     if (typeof primaryColor !== 'string' || !COLOR_PATTERN.test(primaryColor)) {
-      return commandError('InvalidInput', 'primaryColor must be #rrggbb', 'branding.primaryColor');
+      return controlPlaneError('InvalidInput', 'primaryColor must be #rrggbb', 'branding.primaryColor');
     }
     branding.primaryColor = primaryColor.toLowerCase();
   }

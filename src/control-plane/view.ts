@@ -3,7 +3,7 @@
 // "as of an instant" is a prefix of each stream.
 import { CONTROL_PLANE_EVENT_TYPES, PLATFORM_STREAM, type ControlPlaneEvent } from '../ledger/catalog/controlPlane.ts';
 import type { RecordedEvent } from '../ledger/eventStore.ts';
-import type { ControlPlaneView } from './command.ts';
+import type { ControlPlaneView } from './controlPlaneCommand.ts';
 import { EMPTY_PLATFORM, evolvePlatform, evolveTenant, evolveTier, type PlatformState, type TenantState, type TierState } from './state.ts';
 
 /** The kinds of limit change the limit-history read model holds (projections/limitHistory.ts). */

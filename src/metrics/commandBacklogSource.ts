@@ -2,7 +2,7 @@
 // loadCommandBacklogs, and the rest summed into one "other" sample. Two small queries per scrape whatever
 // the number of tenants (the guard table's count is the authoritative one; src/command-backlog owns it).
 import type { Queryable } from '../db/db.ts';
-import { loadCommandBacklogs } from '../command-backlog/loadCommandBacklogs.ts';
+import { loadCommandBacklogs } from '../command-backlog/index.ts';
 import { OTHER_TENANTS } from './tenantLabels.ts';
 import type { CommandBacklogSample } from './sources.ts';
 

@@ -1,6 +1,6 @@
 // Ceiling refusals were only in the ledger: this wraps the command backlog so every refused enqueue is also
 // counted on ..._governance_command_rejections_total{tenant,reason}, where an alert can see it.
-import type { CommandBacklog } from '../command-backlog/types.ts';
+import type { CommandBacklog } from '../command-backlog/index.ts';
 import type { Metrics } from './metrics.ts';
 
 export function countCommandRejections(backlog: CommandBacklog, metrics: Pick<Metrics, 'addCommandRejection'>): CommandBacklog {

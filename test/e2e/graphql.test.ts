@@ -7,7 +7,7 @@ import { ClientError, GraphQLClient } from 'graphql-request';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../../src/api/auth/token.ts';
 import { JWT_SECRET_FILE } from '../../src/api/auth/jwtSecret.ts';
-import type { Role } from '../../src/control-plane/actor.ts';
+import type { Role } from '../../src/control-plane/controlPlaneCommand.ts';
 import { serviceModes, startServiceIn, type RunningService } from '../support/serviceModes.ts';
 
 const modes = serviceModes('e2e_graphql');

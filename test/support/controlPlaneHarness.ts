@@ -1,6 +1,6 @@
 // A control plane on a real ledger for integration tests: an isolated migrated database, the PostgreSQL
 // event store, a clock the test moves, and (on request) the control-plane projections running.
-import type { Actor } from '../../src/control-plane/actor.ts';
+import type { Caller } from '../../src/control-plane/controlPlaneCommand.ts';
 import { createControlPlane, type ControlPlane, type TenantNameConfirmer } from '../../src/control-plane/controlPlane.ts';
 import { controlPlaneProjections } from '../../projections/controlPlane.ts';
 import type { Db } from '../../src/db/db.ts';
@@ -10,7 +10,7 @@ import { startProjections, type ProjectionSet } from '../../src/ledger/projectio
 import type { StorageTarget, TestDb } from './databases.ts';
 import { waitFor } from './waitFor.ts';
 
-export const OPERATOR: Actor = { id: 'alice@ops', role: 'OPERATOR' };
+export const OPERATOR: Caller = { id: 'alice@ops', role: 'OPERATOR' };
 
 /** Opening an embedded database compiles PGlite's WebAssembly: seconds alone, far longer on a busy machine. */
 export const SETUP_TIMEOUT_MS = 180_000;

@@ -4,7 +4,7 @@ import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { mintToken } from '../../src/api/auth/token.ts';
 import { JWT_SECRET_FILE } from '../../src/api/auth/jwtSecret.ts';
-import type { Role } from '../../src/control-plane/actor.ts';
+import type { Role } from '../../src/control-plane/controlPlaneCommand.ts';
 import type { RunningService } from './serviceModes.ts';
 
 export interface HttpAnswer<Data = Record<string, unknown>> {

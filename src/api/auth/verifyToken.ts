@@ -1,4 +1,4 @@
-// Turns a bearer token into the Actor that every resolver and command handler sees. Only the signature and
+// Turns a bearer token into the Caller that every resolver and command handler sees. Only the signature and
 // the registered claims decide: alg=none, a wrong key, an expired or malformed token, a token from another
 // issuer or for another audience (when GOVERNANCE_JWT_ISSUER / GOVERNANCE_JWT_AUDIENCE are set), one that
 // lives longer than the maximum lifetime (GOVERNANCE_JWT_MAX_TTL, exp - iat; a token without iat has no
@@ -6,7 +6,7 @@
 // the request is answered 401 before any resolver runs. The refusal says why in words a client can act on
 // (above all when the token expired), never anything about the key.
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose';
-import type { Actor } from '../../control-plane/actor.ts';
+import type { Caller } from '../../control-plane/index.ts';
 import { textProblem } from '../../db/storableValues.ts';
 import { isRole, isTenantRole } from './roles.ts';
 import { secretKey } from './token.ts';
@@ -16,9 +16,9 @@ export interface TokenRefusal {
   refused: string;
 }
 
-export type TokenVerifier = (token: string) => Promise<Actor | TokenRefusal>;
+export type TokenVerifier = (token: string) => Promise<Caller | TokenRefusal>;
 
-export function isRefusal(value: Actor | TokenRefusal): value is TokenRefusal {
+export function isRefusal(value: Caller | TokenRefusal): value is TokenRefusal {
   return 'refused' in value;
 }
 
@@ -80,7 +80,7 @@ function verifierFor(settings: TokenKeySettings): (token: string) => Promise<JWT
   return async (token) => (await jwtVerify(token, key, { ...options, algorithms: HMAC_ALGORITHMS })).payload;
 }
 
-function actorFromClaims(claims: JWTPayload): Actor | null {
+function actorFromClaims(claims: JWTPayload): Caller | null {
   const { sub, role, tenant } = claims;
   // The subject is recorded as the actor of every event the token causes: it must be storable text.
   if (typeof sub !== 'string' || sub === '' || textProblem(sub, 'sub') || !isRole(role)) return null;

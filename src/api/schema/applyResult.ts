@@ -1,7 +1,7 @@
 // A control-plane command answers failures as values; at the GraphQL boundary each kind becomes the typed
 // error of the mutation's payload union. Throwing is only the errors plugin's mechanism for picking the
 // union member: nothing is thrown past the field, and the command has appended nothing.
-import type { CommandError, CommandResult } from '../../control-plane/commandResult.ts';
+import type { ControlPlaneError, ControlPlaneResult } from '../../control-plane/index.ts';
 import { formatPosition } from '../../ledger/eventStore.ts';
 import {
   ConcurrentEdit,
@@ -18,12 +18,12 @@ export interface Applied {
   position: string;
 }
 
-export function applied(result: CommandResult): Applied {
+export function applied(result: ControlPlaneResult): Applied {
   if (result.status === 'applied') return { position: formatPosition(result.position) };
   throw typedError(result.error);
 }
 
-function typedError({ kind, field, message }: CommandError): Error {
+function typedError({ kind, field, message }: ControlPlaneError): Error {
   const at = field ?? null;
   switch (kind) {
     case 'Forbidden':

@@ -3,8 +3,7 @@
 // beyond Tenant.cascade, which the Tenant type's own scope guards.
 import { acceptLimit, DIMENSION_CATALOG, DIMENSIONS } from '../../governance/index.ts';
 import type { Dimension, DimensionSpec, LimitValue } from '../../governance/index.ts';
-import { explainCascade, type CascadeLevelView, type CascadeView } from '../../control-plane/explainCascade.ts';
-import { loadPlatformDefaults } from '../../control-plane/loadPlatformDefaults.ts';
+import { explainCascade, type CascadeLevelView, type CascadeView, loadPlatformDefaults } from '../../control-plane/index.ts';
 import { builder } from '../builder.ts';
 import { AllowanceEnum, DimensionEnum, LimitSourceEnum } from './enums.ts';
 import { LimitValueType } from './limitValue.ts';

@@ -1,10 +1,10 @@
 import { builder } from '../builder.ts';
 import type { ApiContext } from '../context.ts';
-import { loadCommandBacklogs, type BacklogRecord } from '../readModels.ts';
+import { loadCommandBacklogs, type TenantCommandBacklog } from '../../command-backlog/index.ts';
 import { UnknownTenantError } from '../queryErrors.ts';
 import { LimitSourceEnum } from './enums.ts';
 
-export const CommandBacklogType = builder.objectRef<BacklogRecord>('CommandBacklog').implement({
+export const CommandBacklogType = builder.objectRef<TenantCommandBacklog>('CommandBacklog').implement({
   description: 'Commands accepted for a tenant and not yet delivered, against its UNDELIVERED_COMMANDS ceiling.',
   authScopes: (backlog) => ({ readTenant: backlog.tenantId }),
   fields: (t) => ({
@@ -15,7 +15,7 @@ export const CommandBacklogType = builder.objectRef<BacklogRecord>('CommandBackl
   }),
 });
 
-export async function loadCommandBacklogsBatch(tenantIds: readonly string[], context: ApiContext): Promise<Array<BacklogRecord | Error>> {
+export async function loadCommandBacklogsBatch(tenantIds: readonly string[], context: ApiContext): Promise<Array<TenantCommandBacklog | Error>> {
   const byTenant = await loadCommandBacklogs(context.db, tenantIds);
   return tenantIds.map((tenantId) => byTenant.get(tenantId) ?? new UnknownTenantError(tenantId));
 }

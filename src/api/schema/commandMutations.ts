@@ -1,7 +1,7 @@
 // Command delivery: enqueue against the tenant's undelivered-command ceiling, and settle one as delivered,
 // failed or cancelled.
 // A refusal at the ceiling is an expected, retryable outcome (CommandRejected), never an error.
-import type { CommandAccepted, CommandRejected, CommandSettled, SettleOutcome } from '../../command-backlog/types.ts';
+import type { CommandAccepted, CommandRejected, CommandSettled, SettleOutcome } from '../../command-backlog/index.ts';
 import { canDeliverCommands } from '../auth/roles.ts';
 import { builder } from '../builder.ts';
 import { CommandAlreadySettled, CommandIdConflict, Forbidden, InvalidInput, UnknownCommand } from './errorClasses.ts';

@@ -1,5 +1,5 @@
 import { builder } from '../builder.ts';
-import { effectiveLimitsAt, type TenantLimit } from '../readModels.ts';
+import { tenantLimitsAt, type TenantLimit } from '../readModels.ts';
 import { NotRegisteredAtError, UnknownTenantError } from '../queryErrors.ts';
 import type { ApiContext } from '../context.ts';
 import { DimensionEnum, LimitSourceEnum } from './enums.ts';
@@ -37,7 +37,7 @@ builder.queryFields((t) => ({
     args: { tenantId: t.arg.id({ required: true }), at: t.arg({ type: 'DateTime', required: true }) },
     authScopes: (_root, { tenantId }) => ({ auditTenant: tenantId }),
     resolve: async (_root, { tenantId, at }, context) => {
-      const limits = await effectiveLimitsAt(context, tenantId, at);
+      const limits = await tenantLimitsAt(context, tenantId, at);
       if ('notRegistered' in limits) throw new NotRegisteredAtError(tenantId, at, limits.registeredAt);
       return limits;
     },

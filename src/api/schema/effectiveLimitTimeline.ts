@@ -2,7 +2,7 @@
 import { builder } from '../builder.ts';
 import { GraphQLError } from '../graphql.ts';
 import { UnknownTenantError } from '../queryErrors.ts';
-import { effectiveLimitTimeline, type EffectiveLimitChange } from '../../control-plane/effectiveLimitTimeline.ts';
+import { effectiveLimitTimeline, type EffectiveLimitChange } from '../../control-plane/index.ts';
 import { DimensionEnum, LimitSourceEnum } from './enums.ts';
 import { LimitValueType } from './limitValue.ts';
 

@@ -3,7 +3,7 @@
 // show only a prefix of its hash. Operators manage every tenant's keys, a TENANT_ADMIN its own tenant's; a
 // key is only issued for a tenant the ledger has registered.
 import { builder } from '../builder.ts';
-import { tenantIsRegistered } from '../../control-plane/tenantRegistered.ts';
+import { tenantIsRegistered } from '../../control-plane/index.ts';
 import {
   describeIngestKey,
   listIngestKeys,

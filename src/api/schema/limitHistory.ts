@@ -1,13 +1,12 @@
 import { builder } from '../builder.ts';
-import { isLimitHistoryPosition } from '../../control-plane/limitHistory.ts';
-import { limitHistory, type LimitChangeRecord } from '../readModels.ts';
+import { isLimitHistoryPosition, limitHistory, type LimitChange } from '../../control-plane/index.ts';
 import { decodeCursor, pageSize, toConnection } from '../paging.ts';
 import { Forbidden } from './errorClasses.ts';
 import { canAuditTenant, canReadEverything } from '../auth/roles.ts';
 import { DimensionEnum } from './enums.ts';
 import { LimitValueType } from './limitValue.ts';
 
-export const LimitChangeType = builder.objectRef<LimitChangeRecord>('LimitChange').implement({
+export const LimitChangeType = builder.objectRef<LimitChange>('LimitChange').implement({
   description: 'One change to a limit or to what a tenant inherits, as the ledger recorded it.',
   fields: (t) => ({
     position: t.exposeString('position', { description: 'The ledger position of the event (commit:prepare; a lapse adds :expired).' }),

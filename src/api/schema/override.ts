@@ -1,6 +1,6 @@
 import { builder } from '../builder.ts';
 import type { ApiContext } from '../context.ts';
-import { loadOverrides, type OverrideRecord } from '../readModels.ts';
+import { loadOverrideRecords, type OverrideRecord } from '../readModels.ts';
 import { DimensionEnum } from './enums.ts';
 import { LimitValueType } from './limitValue.ts';
 
@@ -14,6 +14,6 @@ export const TenantOverrideType = builder.objectRef<OverrideRecord>('TenantOverr
 });
 
 export async function loadOverridesBatch(tenantIds: readonly string[], context: ApiContext): Promise<OverrideRecord[][]> {
-  const byTenant = await loadOverrides(context.db, tenantIds);
+  const byTenant = await loadOverrideRecords(context.db, tenantIds);
   return tenantIds.map((tenantId) => byTenant.get(tenantId) ?? []);
 }

@@ -5,13 +5,14 @@ import type { AdmissionSummary } from '../../governance/index.ts';
 import { builder } from '../builder.ts';
 import type { ApiContext } from '../context.ts';
 import type { LimitChangeNotice } from '../pubsub.ts';
-import { limitChangeAt, loadTenants, type LimitChangeRecord } from '../readModels.ts';
+import { limitChangeAt } from '../readModels.ts';
+import { loadTenants, type LimitChange } from '../../control-plane/index.ts';
 import { AllowanceEnum, DimensionEnum } from './enums.ts';
 import { LimitChangeType } from './limitHistory.ts';
 
 interface LimitChanged {
   tenantId: string;
-  change: LimitChangeRecord;
+  change: LimitChange;
 }
 
 const LimitChangedType = builder.objectRef<LimitChanged>('LimitChanged').implement({

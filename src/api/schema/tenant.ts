@@ -1,5 +1,5 @@
 import { builder } from '../builder.ts';
-import { listTenants, loadTenants, type TenantRecord } from '../readModels.ts';
+import { listTenants, loadTenants, type TenantRecord } from '../../control-plane/index.ts';
 import { UnknownTenantError } from '../queryErrors.ts';
 import { decodeCursor, pageSize, toConnection } from '../paging.ts';
 import { EffectiveLimitType, loadEffectiveLimitsBatch } from './effectiveLimit.ts';

@@ -3,7 +3,7 @@
 // query each however many tenants a page holds), the policy comes with the tenant record itself.
 import { builder } from '../builder.ts';
 import type { ApiContext } from '../context.ts';
-import { loadTenantBrandings, loadTenantModels, type TenantBranding, type TenantModel } from '../readModels.ts';
+import { resolveTenantBrandings, resolveTenantModels, type TenantBranding, type TenantModel } from '../../control-plane/index.ts';
 import { UnknownTenantError } from '../queryErrors.ts';
 import { BrandingSourceEnum, ModelSourceEnum, OverLimitPolicyEnum } from './settingEnums.ts';
 import { TenantType } from './tenant.ts';
@@ -46,12 +46,12 @@ builder.objectFields(TenantType, (t) => ({
   }),
   model: t.loadable({
     type: TenantModelType,
-    load: (tenantIds: string[], context) => batch(tenantIds, context, loadTenantModels),
+    load: (tenantIds: string[], context) => batch(tenantIds, context, resolveTenantModels),
     resolve: (tenant) => tenant.tenantId,
   }),
   branding: t.loadable({
     type: TenantBrandingType,
-    load: (tenantIds: string[], context) => batch(tenantIds, context, loadTenantBrandings),
+    load: (tenantIds: string[], context) => batch(tenantIds, context, resolveTenantBrandings),
     resolve: (tenant) => tenant.tenantId,
   }),
 }));

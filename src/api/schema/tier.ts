@@ -1,5 +1,5 @@
 import { builder } from '../builder.ts';
-import { listTiers, loadTiers, type TierRecord } from '../readModels.ts';
+import { listTierRecords, loadTierRecords, type TierRecord } from '../readModels.ts';
 import { DimensionEnum } from './enums.ts';
 import { LimitValueType } from './limitValue.ts';
 
@@ -15,7 +15,7 @@ const TierLimitType = builder.objectRef<TierLimit>('TierLimit').implement({
 export const TierType = builder.loadableObject('Tier', {
   description: 'Operator-defined packaging: the default ceilings a class of tenants inherits.',
   load: async (tierIds: string[], context): Promise<Array<TierRecord | Error>> => {
-    const byId = await loadTiers(context.db, tierIds);
+    const byId = await loadTierRecords(context.db, tierIds);
     return tierIds.map((tierId) => byId.get(tierId) ?? new Error(`tier ${tierId} is not defined`));
   },
   fields: (t) => ({
@@ -30,6 +30,6 @@ builder.queryFields((t) => ({
     type: [TierType],
     description: 'Every tier, in id order.',
     authScopes: { readEverything: true },
-    resolve: (_root, _args, context) => listTiers(context.db),
+    resolve: (_root, _args, context) => listTierRecords(context.db),
   }),
 }));

@@ -1,10 +1,10 @@
-import type { Actor } from '../../control-plane/actor.ts';
+import type { Caller } from '../../control-plane/index.ts';
 import { builder } from '../builder.ts';
 import { ROLES } from '../auth/roles.ts';
 
 const RoleEnum = builder.enumType('Role', { values: ROLES });
 
-const ViewerType = builder.objectRef<Actor>('Viewer').implement({
+const ViewerType = builder.objectRef<Caller>('Viewer').implement({
   description: 'Who the bearer token names.',
   fields: (t) => ({
     id: t.exposeID('id'),

@@ -6,7 +6,7 @@
 // the stream's lock (the appends pass `lockedByCaller`). A transaction that takes several
 // tenants' guard rows (an enqueue batch of several tenants, an expiry pass) takes them in tenant id order,
 // so no two of them can deadlock.
-import type { Db } from '../../db/db.ts';
+import type { Db, Tx } from '../../db/db.ts';
 import { StorageUnavailable } from '../../db/storageUnavailable.ts';
 import type { NewEvent } from '../../ledger/eventStore.ts';
 import { MAX_APPEND_BYTES } from '../../ledger/appendSize.ts';
@@ -14,16 +14,11 @@ import { appendInTransaction, appendStreamsInTransaction, type StreamAppend } fr
 import { commandsStream, SETTLEMENT_EVENT_TYPES } from '../../ledger/catalog/commands.ts';
 import { commandEvent } from '../commandEvents.ts';
 import { retryAfterSeconds } from '../retryAfter.ts';
-import { unknownTenant } from '../unknownTenant.ts';
-import { conflictMessage, repeatOutcome } from '../repeatedCommand.ts';
-import { retryTransaction } from '../retryTransaction.ts';
-import type { BacklogOptions } from '../backlogOptions.ts';
-import { settleOutcome } from '../settleOutcome.ts';
-import { settlementMethods, type SettleCommand } from '../settlementMethods.ts';
-import { validateEnqueue, type ValidCommand } from '../validateCommand.ts';
+import { unknownTenant, conflictMessage, repeatOutcome, settleOutcome } from '../answers.ts';
+import type { BacklogOptions, BacklogActor, CommandBacklog, CommandRejected, EnqueueOutcome, TenantCeiling } from '../types.ts';
+import { settlementMethods, type SettleCommand, validateEnqueue, type ValidCommand } from '../validateCommand.ts';
 import { createGroupBatcher, type KeyGroup } from '../keyedBatcher.ts';
-import { readCeilings } from '../readCeilings.ts';
-import type { CommandActor, CommandBacklog, CommandRejected, EnqueueOutcome, TenantCeiling } from '../types.ts';
+import { readCeilings } from '../ceilings.ts';
 import { expireQueuedCommands, expiryAppends } from './expireQueuedCommands.ts';
 import { settleQueuedCommand } from './settleQueuedCommand.ts';
 import { takeBacklogSlots, type SlotDecision, type SlotRequest } from './takeBacklogSlots.ts';
@@ -43,7 +38,7 @@ const MAX_TENANTS_PER_BATCH = 8;
 const MAX_RUNNING_BATCHES = 2;
 
 interface EnqueueCall {
-  actor: CommandActor;
+  actor: BacklogActor;
   command: ValidCommand;
 }
 
@@ -238,4 +233,24 @@ function decideTenant(
 /** A fixed order of tenant ids (by UTF-16 code units), the same in every process. */
 function compareIds(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
+}
+
+const UNIQUE_VIOLATION = '23505';
+const DEADLOCK_DETECTED = '40P01';
+const MAX_ATTEMPTS = 8;
+
+/**
+ * Runs `work` in a transaction and runs it again, from the start, when PostgreSQL refuses it for a reason
+ * a fresh attempt resolves: a unique violation (a concurrent enqueue of the same commandId won; the retry
+ * finds it and answers as a duplicate) or a deadlock (two expiry passes locking tenants in different order).
+ */
+export async function retryTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await db.transaction(work);
+    } catch (error) {
+      const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+      if (attempt >= MAX_ATTEMPTS || (code !== UNIQUE_VIOLATION && code !== DEADLOCK_DETECTED)) throw error;
+    }
+  }
 }

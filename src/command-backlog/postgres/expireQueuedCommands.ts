@@ -2,8 +2,7 @@ import type { Tx } from '../../db/db.ts';
 import { eventBytes, splitBySize } from '../../ledger/appendSize.ts';
 import { commandsStream } from '../../ledger/catalog/commands.ts';
 import type { StreamAppend } from '../../ledger/postgres/appendInTransaction.ts';
-import { commandEvent, type CommandEvent } from '../commandEvents.ts';
-import { EXPIRY_ACTOR } from '../expiryActor.ts';
+import { commandEvent, type CommandEvent, EXPIRY_ACTOR } from '../commandEvents.ts';
 
 export interface ExpiredCommand {
   tenantId: string;

@@ -2,7 +2,7 @@ import { prepared } from '../../db/preparedStatements.ts';
 import type { Tx } from '../../db/db.ts';
 import type { CommandSettlement } from '../../ledger/catalog/commands.ts';
 import { DELIVERY_INTERVAL_EWMA_WEIGHT } from '../retryAfter.ts';
-import type { SettleDecision } from '../settleOutcome.ts';
+import type { SettleDecision } from '../answers.ts';
 
 
 // Settling and giving the slot back are one statement: the guard is decremented only when this very

@@ -1,7 +1,7 @@
 import type { Tx } from '../../db/db.ts';
 import { prepared } from '../../db/preparedStatements.ts';
 import type { DeliveryPace } from '../retryAfter.ts';
-import { decideRepeat, type RepeatDecision } from '../repeatedCommand.ts';
+import { decideRepeat, type RepeatDecision } from '../answers.ts';
 import type { AcceptedCommandStatus } from '../types.ts';
 
 export type SlotDecision =

@@ -15,7 +15,7 @@ interface StoredState {
   undelivered: number;
   lastDeliveredAt: number | null;
   deliveryIntervalMsEwma: number | null;
-  // deviceId and fingerprint were added later: a snapshot taken before has neither (see repeatedCommand.ts).
+  // deviceId and fingerprint were added later: a snapshot taken before has neither (see decideRepeat in answers.ts).
   commands: Array<
     [commandId: string, status: AcceptedCommand['status'], enqueuedAtMs: number, undeliveredAtEnqueue: number, ceilingAtEnqueue: number, deviceId?: string | null, fingerprint?: string | null]
   >;

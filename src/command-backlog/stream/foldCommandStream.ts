@@ -3,8 +3,8 @@
 import type { RecordedEvent } from '../../ledger/eventStore.ts';
 import type { CommandEventMap, CommandEventType } from '../../ledger/catalog/commands.ts';
 import { nextDeliveryIntervalEwma, type DeliveryPace } from '../retryAfter.ts';
-import { commandFingerprint } from '../commandFingerprint.ts';
-import type { EarlierCommand } from '../repeatedCommand.ts';
+import { commandFingerprint } from '../answers.ts';
+import type { EarlierCommand } from '../answers.ts';
 
 export interface AcceptedCommand extends EarlierCommand {
   enqueuedAt: Date;

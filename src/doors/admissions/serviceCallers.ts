@@ -4,10 +4,10 @@
 // rotation on the JWKS side takes effect within a minute). A token that failed is not remembered: it costs
 // the caller a verification each time, never a place in the cache.
 import { decodeJwt } from 'jose';
-import type { Actor } from '../../control-plane/actor.ts';
+import type { Caller } from '../../control-plane/index.ts';
 import { isRefusal, type TokenVerifier } from '../../api/auth/verifyToken.ts';
 
-export type CallerCheck = { status: 'ok'; actor: Actor } | { status: 'unauthenticated' } | { status: 'forbidden'; actor: Actor };
+export type CallerCheck = { status: 'ok'; actor: Caller } | { status: 'unauthenticated' } | { status: 'forbidden'; actor: Caller };
 
 export interface ServiceCallers {
   check(authorization: string | undefined): CallerCheck | Promise<CallerCheck>;
@@ -17,8 +17,8 @@ const MAX_REMEMBERED_MS = 60_000;
 const MAX_REMEMBERED_TOKENS = 1024;
 
 export function createServiceCallers(verify: TokenVerifier, now: () => number = Date.now): ServiceCallers {
-  const remembered = new Map<string, { actor: Actor; untilMs: number }>();
-  const decide = (actor: Actor | null): CallerCheck => {
+  const remembered = new Map<string, { actor: Caller; untilMs: number }>();
+  const decide = (actor: Caller | null): CallerCheck => {
     if (actor === null) return { status: 'unauthenticated' };
     return actor.role === 'SERVICE' || actor.role === 'OPERATOR' ? { status: 'ok', actor } : { status: 'forbidden', actor };
   };

@@ -6,12 +6,12 @@ import { startProjections, type ProjectionSet } from '../../../src/ledger/projec
 import { createControlPlane, type ControlPlane } from '../../../src/control-plane/controlPlane.ts';
 import { controlPlaneProjections } from '../../../projections/controlPlane.ts';
 import { createCommandBacklog } from '../../../src/command-backlog/createCommandBacklog.ts';
-import { controlPlaneCeilings } from '../../../src/command-backlog/controlPlaneCeilings.ts';
+import { controlPlaneCeilings } from '../../../src/command-backlog/ceilings.ts';
 import { commandBacklogProjection } from '../../../projections/commandBacklog.ts';
 import { admissionTrendsProjection } from '../../../projections/admissionTrends.ts';
 import { unresolvedAdmissionsProjection } from '../../../projections/unresolvedAdmissions.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
-import type { Role } from '../../../src/control-plane/actor.ts';
+import type { Role } from '../../../src/control-plane/controlPlaneCommand.ts';
 import { createApiPubSub, type ApiPubSub } from '../../../src/api/pubsub.ts';
 import { withApiPublishers } from '../../../src/api/publishers.ts';
 import { createGraphQLServer, type GraphQLServer } from '../../../src/api/createGraphQLServer.ts';

@@ -8,10 +8,9 @@ import { startProjections, type ProjectionSet } from '../../../src/ledger/projec
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
 import { createControlPlane } from '../../../src/control-plane/controlPlane.ts';
 import { controlPlaneProjections } from '../../../projections/controlPlane.ts';
-import type { Actor } from '../../../src/control-plane/actor.ts';
+import type { Caller } from '../../../src/control-plane/controlPlaneCommand.ts';
 import { createCommandBacklog } from '../../../src/command-backlog/createCommandBacklog.ts';
-import { controlPlaneCeilings } from '../../../src/command-backlog/controlPlaneCeilings.ts';
-import { loadCommandBacklogs } from '../../../src/command-backlog/loadCommandBacklogs.ts';
+import { controlPlaneCeilings, loadCommandBacklogs } from '../../../src/command-backlog/ceilings.ts';
 import type { CommandBacklog } from '../../../src/command-backlog/types.ts';
 import { commandBacklogProjection } from '../../../projections/commandBacklog.ts';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
@@ -19,8 +18,8 @@ import { storageTargets, type TestDb } from '../../support/databases.ts';
 // Opening a migrated database (PGlite above all) is the slow step on a busy two-core machine.
 const OPEN_TIMEOUT_MS = 180_000;
 
-const operator: Actor = { id: 'ops@example.com', role: 'OPERATOR' };
-const delivery: Actor = { id: 'svc:command-delivery', role: 'SERVICE' };
+const operator: Caller = { id: 'ops@example.com', role: 'OPERATOR' };
+const delivery: Caller = { id: 'svc:command-delivery', role: 'SERVICE' };
 
 async function readModel(db: Db) {
   const { rows } = await db.query<{ tenant_id: string; undelivered: number }>('SELECT tenant_id, undelivered FROM gl_command_backlog_view ORDER BY tenant_id');

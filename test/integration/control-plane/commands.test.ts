@@ -1,7 +1,7 @@
 // Given/when/then on the real ledger: the command appends exactly the one event the decider chose, with
 // the caller's identity, reason and time in its metadata, or a typed error and nothing at all.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CommandResult } from '../../../src/control-plane/commandResult.ts';
+import type { ControlPlaneResult } from '../../../src/control-plane/controlPlaneCommand.ts';
 import { storageTargets } from '../../support/databases.ts';
 import { OPERATOR, openControlPlane, type ControlPlaneHarness, SETUP_TIMEOUT_MS } from '../../support/controlPlaneHarness.ts';
 
@@ -40,7 +40,7 @@ describe.each(storageTargets)('control-plane commands on $name', (target) => {
     ['a tenant registered twice', 'registerTenant', { tenantId: 'acme' }, 'TenantAlreadyRegistered'],
   ] as const)('when given %s, then a typed error and nothing is appended', async (_name, command, input, kind) => {
     const before = await eventCount();
-    const run = h.controlPlane[command] as (actor: typeof OPERATOR, input: unknown) => Promise<CommandResult>;
+    const run = h.controlPlane[command] as (actor: typeof OPERATOR, input: unknown) => Promise<ControlPlaneResult>;
     const result = await run(OPERATOR, input);
     expect(result).toMatchObject({ status: 'failed', error: { kind } });
     expect(await eventCount()).toBe(before);
@@ -71,6 +71,6 @@ describe.each(storageTargets)('control-plane commands on $name', (target) => {
   });
 });
 
-function expectApplied(result: CommandResult): void {
+function expectApplied(result: ControlPlaneResult): void {
   expect(result.status === 'failed' ? result.error : 'applied').toBe('applied');
 }

@@ -4,7 +4,7 @@
 // before it wrote as its previous value.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createControlPlane, type ControlPlane } from '../../../src/control-plane/controlPlane.ts';
-import type { CommandResult } from '../../../src/control-plane/commandResult.ts';
+import type { ControlPlaneResult } from '../../../src/control-plane/controlPlaneCommand.ts';
 import type { Db } from '../../../src/db/db.ts';
 import type { TierLimitSetData } from '../../../src/ledger/catalog/controlPlane.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
@@ -56,7 +56,7 @@ describe.each(storageTargets)('concurrent control-plane edits on $name', (target
   });
 
   it('reports ConcurrentEdit, appending nothing, when retries run out; no applied edit is lost', async () => {
-    const results: CommandResult[] = await Promise.all(
+    const results: ControlPlaneResult[] = await Promise.all(
       controlPlanes(1).map((cp, i) => cp.setTierLimit(OPERATOR, { tierId: 'busy', dimension: 'EGRESS', ratePerSecond: 101 + i })),
     );
     const appliedValues = results.flatMap((result, i) => (result.status === 'applied' ? [101 + i] : []));

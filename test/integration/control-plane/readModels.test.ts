@@ -2,17 +2,11 @@
 // (one query however many tenants), expiry honoured at read time, the audit history with lapses, models and
 // branding through the cascade, and a LimitSource the real Governor enforces.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CommandResult } from '../../../src/control-plane/commandResult.ts';
-import { feedConfirmedTenants } from '../../../src/control-plane/feedConfirmedTenants.ts';
-import { createReadModelLimitSource } from '../../../src/control-plane/limitSource.ts';
+import type { ControlPlaneResult } from '../../../src/control-plane/controlPlaneCommand.ts';
+import { feedConfirmedTenants, listTenants, loadOverrides, loadTenants, resolveTenantBrandings, resolveTenantModels } from '../../../src/control-plane/tenantRecords.ts';
+import { createReadModelLimitSource, loadEffectiveLimits, resolveTenantLimit } from '../../../src/control-plane/effectiveLimits.ts';
 import { limitHistory, type LimitChange } from '../../../src/control-plane/limitHistory.ts';
-import { listTenants } from '../../../src/control-plane/listTenants.ts';
 import { listTiers } from '../../../src/control-plane/listTiers.ts';
-import { loadEffectiveLimits, resolveTenantLimit } from '../../../src/control-plane/loadEffectiveLimits.ts';
-import { loadOverrides } from '../../../src/control-plane/loadOverrides.ts';
-import { loadTenants } from '../../../src/control-plane/loadTenants.ts';
-import { resolveTenantBrandings } from '../../../src/control-plane/resolveTenantBrandings.ts';
-import { resolveTenantModels } from '../../../src/control-plane/resolveTenantModels.ts';
 import type { Queryable } from '../../../src/db/db.ts';
 import { Governor } from '../../../src/governance/index.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
@@ -200,7 +194,7 @@ describe.each(storageTargets)('control-plane read models on $name', (target) => 
   });
 });
 
-function applied(result: CommandResult): void {
+function applied(result: ControlPlaneResult): void {
   expect(result.status === 'failed' ? result.error : 'applied').toBe('applied');
 }
 

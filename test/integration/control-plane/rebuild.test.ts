@@ -1,6 +1,6 @@
 // Every control-plane read model rebuilt from the ledger comes out identical to the one kept live.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CommandResult } from '../../../src/control-plane/commandResult.ts';
+import type { ControlPlaneResult } from '../../../src/control-plane/controlPlaneCommand.ts';
 import { controlPlaneProjections } from '../../../projections/controlPlane.ts';
 import type { Queryable } from '../../../src/db/db.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
@@ -65,6 +65,6 @@ async function snapshot(q: Queryable, tables: readonly string[]): Promise<Record
   return result;
 }
 
-function applied(result: CommandResult): void {
+function applied(result: ControlPlaneResult): void {
   expect(result.status === 'failed' ? result.error : 'applied').toBe('applied');
 }

@@ -2,9 +2,9 @@
 // with probes between them: a tier change, an override that lapses by itself, a tier reassignment, a tier
 // limit cleared back to the platform default, an override set and cleared.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CommandResult } from '../../../src/control-plane/commandResult.ts';
+import type { ControlPlaneResult } from '../../../src/control-plane/controlPlaneCommand.ts';
 import { effectiveLimitsAt } from '../../../src/control-plane/effectiveLimitsAt.ts';
-import { loadEffectiveLimits } from '../../../src/control-plane/loadEffectiveLimits.ts';
+import { loadEffectiveLimits } from '../../../src/control-plane/effectiveLimits.ts';
 import { storageTargets } from '../../support/databases.ts';
 import { OPERATOR, openControlPlane, type ControlPlaneHarness, SETUP_TIMEOUT_MS } from '../../support/controlPlaneHarness.ts';
 
@@ -88,6 +88,6 @@ describe.each(storageTargets)('effectiveLimitsAt on $name', (target) => {
   });
 });
 
-function applied(result: CommandResult): void {
+function applied(result: ControlPlaneResult): void {
   expect(result.status === 'failed' ? result.error : 'applied').toBe('applied');
 }

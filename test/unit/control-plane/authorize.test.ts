@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { authorize } from '../../../src/control-plane/authorize.ts';
-import type { CommandDefinition } from '../../../src/control-plane/command.ts';
+import { authorize } from '../../../src/control-plane/controlPlaneCommand.ts';
+import type { ControlPlaneCommand } from '../../../src/control-plane/controlPlaneCommand.ts';
 import { setTenantBranding, setTenantOverride } from '../../../src/control-plane/tenantCommands.ts';
 
-const branding = setTenantBranding as CommandDefinition<never>;
-const override = setTenantOverride as CommandDefinition<never>;
+const branding = setTenantBranding as ControlPlaneCommand<never>;
+const override = setTenantOverride as ControlPlaneCommand<never>;
 const onAcme = { target: 'tenant-acme', reads: [], tenantId: 'acme' };
 
 describe('authorize', () => {

@@ -1,0 +1,2 @@
+// The console's surface: the route that serves the built operator console.
+export * from './consoleRoute.ts';

@@ -1,0 +1,13 @@
+// The doors' surface for the service: how each way in starts (HTTP ingest, MQTT, Sparkplug B, LwM2M, the
+// admission API, leases, Envoy RLS), the parts they share (startDoorParts), and the OpenAPI route.
+export * from './pipeline/startDoorParts.ts';
+export * from './http/startIngest.ts';
+export * from './mqtt/startMqttDoor.ts';
+export * from './sparkplug/startSparkplugDoor.ts';
+export * from './lwm2m/startLwm2mDoor.ts';
+export * from './admissions/admissionRoutes.ts';
+export * from './admissions/serviceCallers.ts';
+export * from './leases/leaseRoutes.ts';
+export * from './openapi/openapiRoute.ts';
+export * from './envoy-rls/descriptorMapping.ts';
+export * from './envoy-rls/rateLimitService.ts';

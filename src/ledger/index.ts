@@ -1,0 +1,21 @@
+// The ledger's surface: the EventStore port and how to open it, the event catalog, the Recorder that writes
+// governance decisions, the projection machinery (runner, set, rebuild, readiness) and retention.
+export * from './eventStore.ts';
+export * from './openEventStore.ts';
+export * from './openSubscriptions.ts';
+export * from './appendSize.ts';
+export * from './catalog/index.ts';
+export * from './catalog/admissions.ts';
+export * from './catalog/commands.ts';
+export * from './catalog/controlPlane.ts';
+export * from './catalog/inference.ts';
+export * from './ledgerRecorder.ts';
+export * from './projection.ts';
+export * from './projectionSet.ts';
+export * from './projectionReadiness.ts';
+export * from './rebuild.ts';
+export * from './rebuildProgress.ts';
+export * from './checkpoints.ts';
+export { createPostgresEventStore } from './postgres/postgresEventStore.ts';
+export { createEventStoreDbEventStore } from './eventstoredb/index.ts';
+export * from './retention/startLedgerRetention.ts';

@@ -1,0 +1,11 @@
+// Metrics' surface: the registry and its /metrics route, the recorder the Governor reports to, the sources
+// scraped at collection, the AI inference spend meter, and the trend read models' queries and pruning.
+export * from './metrics.ts';
+export * from './metricsRecorder.ts';
+export * from './metricsRoute.ts';
+export * from './metricsSettings.ts';
+export * from './countCommandRejections.ts';
+export * from './instrumentEventStore.ts';
+export * from './commandBacklogSource.ts';
+export * from './inferenceSpendMeter.ts';
+export * from './trends/pruneTrends.ts';
