@@ -1,5 +1,5 @@
 // Read model: AI inference tokens per tenant per minute, with hour and day roll-ups, so an operator can
-// see which tenant spends (beyond the spec, which counts spend only instance-wide).
+// see which tenant spends (beyond the instance-wide counters; docs/governance-model.md, "Observing it").
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent } from '../src/ledger/eventStore.ts';
 import type { Projection } from '../src/ledger/projection.ts';

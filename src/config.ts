@@ -1,4 +1,4 @@
-// Settings come from the environment only; names are fixed by ARCHITECTURE.md.
+// Settings come from the environment only; the names are a contract (docs/governance-model.md) and README.md lists them.
 import { hostname } from 'node:os';
 
 export interface Settings {

@@ -1,4 +1,4 @@
-// The dimension catalog as data (ARCHITECTURE.md, "Dimensions"). Adding a dimension is one entry here plus
+// The dimension catalog as data (docs/governance-model.md, "Dimensions"). Adding a dimension is one entry here plus
 // its name in types.ts; the cascade, validation and the Governor read everything else from this table.
 import type { Allowance, Dimension, LimitValue, OverLimitBehaviour } from './types.ts';
 
@@ -19,7 +19,7 @@ export interface DimensionSpec {
   overLimitByAllowance: Partial<Record<Allowance, OverLimitBehaviour>>;
 }
 
-/** Every stored rate and ceiling is an integer in this range (ARCHITECTURE.md, the fail-safe rule). */
+/** Every stored rate and ceiling is an integer in this range (docs/governance-model.md, the fail-safe rule). */
 export const LIMIT_MIN = 1;
 export const LIMIT_MAX = 1_000_000;
 

@@ -399,7 +399,7 @@ export class Governor {
 
   /**
    * A readings charge whose fate the caller learns only later: the HTTP ingest door charges readings before
-   * it checks the credential and hands them to the sink (the spec's order). Decided as admit decides; a
+   * it checks the credential and hands them to the sink (docs/governance-model.md, the order of a door's checks). Decided as admit decides; a
    * refusal is tallied at once, an admission only when the caller settles it (HeldCharge.settle): admitted,
    * unauthenticated (a 401 after the charge: counted apart, never as admitted), or withdrawn (the service
    * failed to take them, a 503, or another limit refused the request: not counted). The tokens stay spent

@@ -1,6 +1,6 @@
 // A readings charge decided now and tallied once its caller knows what became of the request
 // (Governor.chargeUntilSettled): the HTTP ingest door charges readings before it checks the credential and
-// before the sink takes them, as the spec orders, and only then knows whether they were taken.
+// before the sink takes them (docs/governance-model.md, the order of a door's checks), and only then knows whether they were taken.
 import type { AllowanceState } from './allowanceState.ts';
 import { OUTCOME_ADMITTED, OUTCOME_UNAUTHENTICATED } from './allowanceState.ts';
 

@@ -1,5 +1,5 @@
 // Shared vocabulary of governance. Every enforcement point, the control plane, the ledger catalog and the
-// API speak these names; they match ../shared/design/API.md and must not be renamed.
+// API speak these names; they are a contract (docs/governance-model.md) and must not be renamed.
 
 export const DIMENSIONS = [
   'INGEST',
@@ -102,7 +102,7 @@ export interface AdmissionSummary {
   rejectedMessages: number;
   /**
    * Charged, then refused because the sender's credential failed (the ingest door charges readings before it
-   * checks the key, as the spec orders): neither admitted nor a limit hit. Absent in summaries recorded before
+   * checks the key; docs/governance-model.md): neither admitted nor a limit hit. Absent in summaries recorded before
    * it was counted, and from recorders that never see a credential (leasing clients): read as 0.
    */
   unauthenticatedUnits?: number;

@@ -1,4 +1,4 @@
-// The 429 contract (API.md): Retry-After in whole seconds (at least 1) from the limiter, X-RateLimit-Scope,
+// The 429 contract (docs/governance-model.md): Retry-After in whole seconds (at least 1) from the limiter, X-RateLimit-Scope,
 // X-RateLimit-Limit, and the IETF fields in the structured-field form of draft-ietf-httpapi-ratelimit-headers-10
 // (the form the draft has kept since -08):
 //   RateLimit-Policy: "tenant-readings";q=1000;w=1

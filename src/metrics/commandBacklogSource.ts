@@ -1,6 +1,7 @@
 // The command backlog gauge's source: the `named` largest backlogs by tenant, with their ceilings from
-// loadCommandBacklogs, and the rest summed into one "other" sample. Two small queries per scrape whatever
-// the number of tenants (the guard table's count is the authoritative one; src/command-backlog owns it).
+// loadCommandBacklogs, and the rest summed into one tenant="_other" sample (OTHER_TENANTS). Two small queries
+// per scrape whatever the number of tenants (the guard table's count is the authoritative one;
+// src/command-backlog owns it).
 import type { Queryable } from '../db/db.ts';
 import { loadCommandBacklogs } from '../command-backlog/index.ts';
 import { OTHER_TENANTS } from './tenantLabels.ts';

@@ -1,4 +1,4 @@
-// Counts the tokens the AI inference provider reports: at once on the instance-wide counters (the spec),
+// Counts the tokens the AI inference provider reports: at once on the instance-wide counters (docs/governance-model.md, "Observing it"),
 // and per tenant in the ledger (InferenceSpendRecorded), summed in memory and appended in batches so a
 // busy tenant costs one entry per flush rather than one event per request.
 //

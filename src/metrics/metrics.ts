@@ -1,5 +1,5 @@
 // The service's Prometheus metrics, on a registry of their own (nothing leaks into prom-client's global
-// one), all named devicechain_<service>_... as the spec names governance_unresolved_admissions_total.
+// one), all named devicechain_<service>_... (docs/governance-model.md, "Observing it").
 // Pushed metrics are fed in batches (createMetricsRecorder, the inference meter); pulled ones ask the
 // sources the service supplies, at scrape time.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -64,7 +64,7 @@ export function createMetrics(options: MetricsOptions) {
     }),
     admittedUnits: new Counter({
       name: `${prefix}governance_admitted_units_total`,
-      help: 'Units admitted within the limit, by dimension, allowance and tenant (the busiest tenants by name, the rest as other).',
+      help: 'Units admitted within the limit, by dimension, allowance and tenant (the busiest registered tenants by name, the rest as _other).',
       labelNames: byTenant,
       registers,
     }),
@@ -82,7 +82,7 @@ export function createMetrics(options: MetricsOptions) {
     }),
     unauthenticatedUnits: new Counter({
       name: `${prefix}governance_unauthenticated_units_total`,
-      help: 'Units charged (the spec charges readings before the credential) of requests then refused for their credential (ingest 401); never counted as admitted. By dimension, allowance and tenant (unregistered names as other).',
+      help: 'Units charged (readings are charged before the credential is checked) of requests then refused for their credential (ingest 401); never counted as admitted. By dimension, allowance and tenant (unregistered names as _other).',
       labelNames: byTenant,
       registers,
     }),
@@ -110,7 +110,7 @@ export function createMetrics(options: MetricsOptions) {
     }),
     commandBacklog: new Gauge({
       name: `${prefix}governance_command_backlog`,
-      help: 'Undelivered commands waiting, by tenant (the largest backlogs by name, the rest summed as other).',
+      help: 'Undelivered commands waiting, by tenant (the largest backlogs by name, the rest summed as _other).',
       labelNames: ['tenant'] as const,
       registers,
       collect() {
@@ -206,8 +206,8 @@ export function createMetrics(options: MetricsOptions) {
     },
   };
 
-  // A demoted tenant's series are removed: its units count under "other" from now on, and the set of
-  // series stays at most (named + 1) per dimension and allowance.
+  // A demoted tenant's series are removed: its units count under tenant="_other" (OTHER_TENANTS) from now
+  // on, and the set of series stays at most (named + 1) per dimension and allowance.
   tenants.onDemoted = (demoted) => {
     for (const tenant of demoted) {
       for (const labels of tenantSeries.get(tenant)?.values() ?? []) {

@@ -1,6 +1,6 @@
 // The GraphQL API in the whole service, over real HTTP with a GraphQL client library: startService with no
 // secret configured (so it creates one in the data directory), the listener on a free port, and every query
-// and mutation of API.md.
+// and mutation of the API contract (docs/governance-model.md).
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ClientError, GraphQLClient } from 'graphql-request';
@@ -43,7 +43,7 @@ describe.each(modes)('GraphQL over HTTP in the service ($name)', (mode) => {
     expect(page.headers.get('content-type')).toContain('text/html');
   });
 
-  it('runs every mutation and query of API.md', async () => {
+  it('runs every mutation and query of the API contract', async () => {
     const operator = await client('OPERATOR');
     const applied = '{ __typename ... on Applied { position } ... on Error { message } }';
     const run = async (mutation: string) => {

@@ -10,7 +10,7 @@ import { TenantType } from './tenant.ts';
 
 const LIMITED = 'shed + rejected: units a client lost, whether answered 429 (rejected) or dropped (shed).';
 const UNAUTHENTICATED =
-  'Units charged and then refused because the sender’s key failed (ingest answers 401; the spec charges readings before the credential): never in admitted, not a limit hit.';
+  'Units charged and then refused because the sender’s key failed (ingest answers 401; readings are charged before the credential is checked): never in admitted, not a limit hit.';
 const LIMITED_MESSAGES = 'shed + rejected messages (requests): one per 429 answered or batch dropped; matches the 429s a client counted.';
 
 const TrendPointType = builder.objectRef<TrendPoint>('TrendPoint').implement({

@@ -4,12 +4,12 @@
 //   POST /rd/<id>[?lt=<s>]  update;  DELETE /rd/<id>  de-registration (from the address that registered)
 //   POST /dp[?k=<key>&ep=<device>]                   Send, SenML JSON (110) or SenML CBOR (112)
 //
-// Every request first passes the edge per-address limit (4.29). A Send, in the spec's order: the device (its registration's address, or the key it carries; 4.01), one
+// Every request first passes the edge per-address limit (4.29). A Send, in the order of docs/governance-model.md: the device (its registration's address, or the key it carries; 4.01), one
 // charge for the message before decoding on LWM2M (4.29), the size cap (4.13), the content format (4.15) and
 // the decode (4.00), each record with a value charged as one reading on LWM2M (4.29), then the sink (2.04;
 // 5.03 when it fails). 4.29 and 5.03 carry Max-Age, the seconds to wait before trying again. The key comes
 // first because the tenant is the key's: LwM2M traffic is authenticated, so each tenant gets an allowance of
-// its own (the spec). Keys are the ingest credentials X-Device-Key uses: a device key (for its own device) or
+// its own (docs/governance-model.md). Keys are the ingest credentials X-Device-Key uses: a device key (for its own device) or
 // a tenant key (naming the device in `ep`).
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, OutgoingMessage } from 'coap';

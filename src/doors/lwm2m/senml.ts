@@ -1,6 +1,6 @@
 // SenML (RFC 8428) as LwM2M 1.1 Send carries it: SenML JSON (Content-Format 110) and SenML CBOR (112, integer
 // labels, decoded with cborg). Base fields (bn, bt, bu) are resolved into each record; each record that
-// carries a value (v, vs, vb or vd; a sum s also counts) is one reading (the spec's "one stored value").
+// carries a value (v, vs, vb or vd; a sum s also counts) is one reading ("one stored value", docs/governance-model.md).
 // Records are passed on as plain JSON: {deviceId, name, at?, unit?, value | stringValue | boolValue | dataValue}.
 import { decode as decodeCbor } from 'cborg';
 import type { Decoded } from '../pipeline/index.ts';

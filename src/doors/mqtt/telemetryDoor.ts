@@ -1,5 +1,5 @@
 // The MQTT door for device telemetry (LIVE, and BACKLOG for what the broker stored): for each message on
-// `<root>/<tenant>/<device>/telemetry`, in the spec's order,
+// `<root>/<tenant>/<device>/telemetry`, in the order of docs/governance-model.md,
 //   1. the tenant and device from the topic (the broker authenticated the device; a topic that names none is dropped);
 //   2. which allowance pays: BACKLOG at the send time when the `sent-at` user property is older than the
 //      backlog threshold, else LIVE at arrival (sendTime.ts);

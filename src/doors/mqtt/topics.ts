@@ -1,6 +1,6 @@
 // The MQTT telemetry topic scheme: `<root>/<tenant>/<device>/telemetry` (root `devicechain` unless
 // MQTT_TOPIC_ROOT says otherwise). The platform broker authenticates each device on its own topic, so the
-// tenant and device named here are believed (the spec); the door only checks that they could be IDs at all.
+// tenant and device named here are believed (docs/governance-model.md); the door only checks that they could be IDs at all.
 import { ID_PATTERN } from '../../governance/index.ts';
 
 export type TelemetryTopic = { status: 'parsed'; tenantId: string; deviceId: string } | { status: 'invalid'; message: string };

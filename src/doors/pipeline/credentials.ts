@@ -1,5 +1,5 @@
 // Ingest credentials: the keys a device, an integration or a whole tenant presents in X-Device-Key. The
-// front door checks them only after a request is admitted (the spec's order), so every check it makes
+// front door checks them only after a request is admitted (docs/governance-model.md, the order of a door's checks), so every check it makes
 // has already been paid for out of the tenant's allowance.
 import { createHash, randomBytes } from 'node:crypto';
 import type { Queryable } from '../../db/db.ts';

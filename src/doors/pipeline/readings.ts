@@ -1,4 +1,4 @@
-// The HTTP ingest body and how it is counted. A reading is one stored value (the spec): one key of a
+// The HTTP ingest body and how it is counted. A reading is one stored value (docs/governance-model.md): one key of a
 // measurement entry, one location or one alert. The body is
 //
 //   {"readings": [

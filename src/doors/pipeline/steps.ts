@@ -1,4 +1,4 @@
-// The steps every door takes, in the order the spec gives for ingest (README.md here says more):
+// The steps every door takes, in the order docs/governance-model.md gives (README.md here says more):
 //   1. edge check   the instance-level per-client limit, before anything is known of the tenant;
 //   2. name         the tenant named by the transport (path, topic, CoAP endpoint), refused when it could never
 //                   be a tenant ID, so an invented name costs the Governor no state;

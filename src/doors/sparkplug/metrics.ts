@@ -1,5 +1,5 @@
 // Sparkplug B payloads (protobuf) decoded with sparkplug-payload, and counted: each metric that carries a
-// value is one reading (the spec's "one stored value"); a metric marked null or without a value is not.
+// value is one reading ("one stored value", docs/governance-model.md); a metric marked null or without a value is not.
 // Metrics are passed on as JSON-safe entries: 64-bit integers as numbers when exact, else decimal strings;
 // bytes as base64.
 import sparkplug from 'sparkplug-payload';

@@ -22,7 +22,7 @@ export interface TrendPoint {
   limitedMessages: number;
   /**
    * Charged and then refused for the sender's credential (ingest answered 401): not in `admitted`, not a
-   * limit hit. The ingest door charges readings before it checks the key, as the spec orders.
+   * limit hit. The ingest door charges readings before it checks the key (docs/governance-model.md).
    */
   unauthenticated: number;
   unauthenticatedMessages: number;

@@ -11,7 +11,7 @@ describe('schema/schema.graphql', () => {
     }
   });
 
-  it('keeps every query and mutation name of API.md', () => {
+  it('keeps every query and mutation name of the API contract (docs/governance-model.md)', () => {
     const schema = printedSchema();
     const queries = ['effectiveLimits', 'effectiveLimitsAt', 'tenant', 'tenants', 'tiers', 'limitHistory', 'shedTrend', 'topShedders', 'commandBacklog', 'unresolvedAdmissions'];
     const mutations = ['setPlatformDefault', 'defineTier', 'setTierLimit', 'clearTierLimit', 'registerTenant', 'assignTenantTier', 'setTenantOverride', 'clearTenantOverride', 'enqueueCommand', 'markCommandDelivered'];
@@ -19,7 +19,7 @@ describe('schema/schema.graphql', () => {
     for (const type of ['enum Dimension', 'enum Allowance', 'enum LimitSource', 'enum TrendBucket', 'type LimitValue', 'type EffectiveLimit', 'type LimitChange', 'type TrendPoint', 'type CommandBacklog']) {
       expect(schema).toContain(type);
     }
-    // API.md's two outcomes of an enqueue; later members (conflicts, typed errors) sort between and after them.
+    // The contract's two outcomes of an enqueue; later members (conflicts, typed errors) sort between and after them.
     expect(schema).toMatch(/^union EnqueueCommandResult = CommandAccepted \|.* CommandRejected\b/m);
   });
 });

@@ -40,7 +40,7 @@ describe('bounded tenant labels', () => {
     }
     const text = await metrics.render();
     const series = seriesWithTenant(text);
-    // admitted, shed and hit seconds for at most 20 named tenants plus "other".
+    // admitted, shed and hit seconds for at most 20 named tenants plus "_other".
     expect(series.length).toBeLessThanOrEqual(3 * 21);
     for (const tenant of heavy) expect(text).toContain(`devicechain_governance_governance_shed_units_total{dimension="INGEST",allowance="LIVE",tenant="${tenant}"}`);
     expect(text).toMatch(/admitted_units_total\{dimension="INGEST",allowance="LIVE",tenant="_other"\} \d+/);

@@ -1,4 +1,4 @@
-// The ingest front door over real HTTP: every status code and header of the contract, in the spec's order.
+// The ingest front door over real HTTP: every status code and header of the contract, in the order of docs/governance-model.md.
 import { connect } from 'node:net';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { CountingSink } from '../../../../src/doors/pipeline/countingSink.ts';
@@ -54,7 +54,7 @@ describe('HTTP ingest front door', () => {
     clockMs += 60_000;
   });
 
-  it('202: accepts readings, counts them as the spec defines, and hands them to the sink', async () => {
+  it('202: accepts readings, counts them as docs/governance-model.md defines, and hands them to the sink', async () => {
     const sink = door.sink as CountingSink;
     const before = sink.unitsByTenant.get('acme') ?? 0;
     const body = JSON.stringify({
@@ -104,7 +104,7 @@ describe('HTTP ingest front door', () => {
       expect(response.status).toBe(401);
       expect(response.headers.get('www-authenticate')).toContain('DeviceKey');
     }
-    // The readings were charged before the credential was checked (the spec's order).
+    // The readings were charged before the credential was checked (docs/governance-model.md).
     await door.governor.flush();
     expect(door.recorder.sum('acme', 'HTTP', 'admittedUnits')).toBeGreaterThanOrEqual(4);
   });

@@ -87,7 +87,7 @@ const PUBLISHER = fileURLToPath(new URL('./publisher.child.ts', import.meta.url)
 
 /**
  * Has the Governor read the tenants' ceilings before traffic arrives: until it has, it meters a tenant at the
- * platform default (the spec), which a test about the tenant's own limit must not measure.
+ * platform default (docs/governance-model.md), which a test about the tenant's own limit must not measure.
  */
 export async function knowCeilings(governor: Governor, tenants: readonly string[]): Promise<void> {
   for (const tenant of tenants) governor.admit({ tenant, dimension: 'API_REQUESTS', units: 0, at: Date.now() });
