@@ -172,9 +172,10 @@ export class Governor {
     source: 'SHIPPED_DEFAULT',
   };
   private readonly numbers: AllowanceNumbers;
-  /** Set while chargeUntilSettled decides: an admitted charge is held (in `held`), not tallied. */
+  /** Set while chargeUntilSettled decides: an admitted charge is held (in `heldAllowance`, `heldCause`), not tallied. */
   private holding = false;
-  private held: { allowance: AllowanceState; cause: number } | null = null;
+  private heldAllowance: AllowanceState | null = null;
+  private heldCause = -1;
   private readonly tallyHeld: HeldTally = (allowance, at, units, outcome, cause) => this.tallies.count(allowance, at, units, false, outcome, cause);
 
   constructor(options: GovernorOptions) {
@@ -381,7 +382,10 @@ export class Governor {
       const refused = admitted ? 0 : neverFits ? REJECTED : refusedCode(behaviour);
       const cause = known || state.isOverflow ? -1 : state.status;
       // A held charge (chargeUntilSettled) is tallied when the caller settles it; a refusal is final at once.
-      if (refused === 0 && this.holding) this.held = { allowance, cause };
+      if (refused === 0 && this.holding) {
+        this.heldAllowance = allowance;
+        this.heldCause = cause;
+      }
       else this.tallies.count(allowance, at, units, byMessage, refused, cause);
     }
     this.vouch(state, known);
@@ -404,27 +408,39 @@ export class Governor {
    * unauthenticated (a 401 after the charge: counted apart, never as admitted), or withdrawn (the service
    * failed to take them, a 503, or another limit refused the request: not counted). The tokens stay spent
    * either way, so a flood of unauthenticated or retried requests is still bounded by the allowance.
-   * Not the hot path: it allocates the held charge.
+   * Allocates the held charge and its decision, nothing else (the HTTP ingest door calls it per request).
    */
   chargeUntilSettled(request: AdmitRequest): HeldCharge<AdmitDecision> {
     if (request.charge === 'message') throw new InvalidAdmission('only a readings charge is held until settled');
     if (++this.admitsSinceClockRead >= this.clockReadEveryAdmits) this.readClock();
     this.holding = true;
-    this.held = null;
+    this.heldAllowance = null;
     try {
       this.admitFully(request.tenant, request.dimension, request.allowance, request.units, request.at, request.callerKey, request.charge);
     } finally {
       this.holding = false;
     }
-    // (Read through a method: the compiler would keep `held` narrowed to the null set above.)
-    const held = this.takeHeld();
-    return new HeldCharge({ ...this.decided }, held === null ? null : { ...held, at: request.at, units: request.units, tally: this.tallyHeld });
+    // (Read through a method: the compiler would keep `heldAllowance` narrowed to the null set above.)
+    const allowance = this.takeHeldAllowance();
+    const out = this.decided;
+    const decision: AdmitDecision = {
+      admitted: out.admitted,
+      behaviour: out.behaviour,
+      limit: out.limit,
+      remaining: out.remaining,
+      retryAfterSeconds: out.retryAfterSeconds,
+      burst: out.burst,
+      neverFits: out.neverFits,
+      scope: out.scope,
+      source: out.source,
+    };
+    return new HeldCharge(decision, allowance, this.heldCause, request.at, request.units, this.tallyHeld);
   }
 
-  private takeHeld(): { allowance: AllowanceState; cause: number } | null {
-    const held = this.held;
-    this.held = null;
-    return held;
+  private takeHeldAllowance(): AllowanceState | null {
+    const allowance = this.heldAllowance;
+    this.heldAllowance = null;
+    return allowance;
   }
 
   /** Whether this state's next admits on the same slot may take the fast path (see TenantMeter.fastKey). */

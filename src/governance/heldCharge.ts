@@ -14,38 +14,36 @@ export type ChargeOutcome = 'admitted' | 'unauthenticated' | 'withdrawn';
 
 export type HeldTally = (allowance: AllowanceState, at: number, units: number, outcome: number, cause: number) => void;
 
-interface Held {
-  allowance: AllowanceState;
-  cause: number;
-  at: number;
-  units: number;
-  tally: HeldTally;
-}
-
 /** `Decision` is the Governor's AdmitDecision (a parameter here, so this file does not import the Governor). */
 export class HeldCharge<Decision> {
-  private held: Held | null;
+  // The held admission's tally arguments, as fields rather than an object of their own: the HTTP ingest door
+  // holds one charge per request.
+  private allowance: AllowanceState | null;
 
-  /** `held` is null when the charge was refused (already tallied) or nothing is tallied (no Recorder). */
+  /** `allowance` is null when the charge was refused (already tallied) or nothing is tallied (no Recorder). */
   constructor(
     readonly decision: Decision,
-    held: Held | null,
+    allowance: AllowanceState | null,
+    private readonly cause: number,
+    private readonly at: number,
+    private readonly units: number,
+    private readonly tally: HeldTally,
   ) {
-    this.held = held;
+    this.allowance = allowance;
   }
 
   /** Tallies the admitted charge as `outcome`. Only the first call counts; a refused charge has nothing to settle. */
   settle(outcome: ChargeOutcome): void {
-    const held = this.held;
-    if (held === null) return;
-    this.held = null;
+    const allowance = this.allowance;
+    if (allowance === null) return;
+    this.allowance = null;
     if (outcome === 'withdrawn') return;
     const code = outcome === 'admitted' ? OUTCOME_ADMITTED : OUTCOME_UNAUTHENTICATED;
     // The unresolved cause describes admissions at the platform default; unauthenticated units are not admitted.
-    held.tally(held.allowance, held.at, held.units, code, outcome === 'admitted' ? held.cause : -1);
+    this.tally(allowance, this.at, this.units, code, outcome === 'admitted' ? this.cause : -1);
   }
 
   get settled(): boolean {
-    return this.held === null;
+    return this.allowance === null;
   }
 }

@@ -7,7 +7,15 @@ export interface RequestTarget {
   readonly pathname: string;
 }
 
-export type RouteHandler = (req: IncomingMessage, res: ServerResponse, target: RequestTarget) => void | Promise<void>;
+/**
+ * Answers a fault a handler met in a callback of its own, after it returned (a 500, or a 503 when the database
+ * is away; the log gets the error): a handler that answers from the request's events rather than from a
+ * promise it returns hands its faults here, so none ends the process. One function for the whole server.
+ */
+export type RouteFault = (res: ServerResponse, error: unknown) => void;
+
+/** A rejection of the promise a handler returns, or a throw while it runs, is answered as `fault` answers. */
+export type RouteHandler = (req: IncomingMessage, res: ServerResponse, target: RequestTarget, fault: RouteFault) => void | Promise<void>;
 
 export interface Route {
   /** Path prefix ('/graphql', '/v1/ingest/') or exact path ('/metrics'). */

@@ -8,7 +8,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { storageUnavailableIn } from '../db/storageUnavailable.ts';
 import type { Logger } from '../logger.ts';
 import { handleHealthz, handleReadyz, type ReadinessCheck } from './health.ts';
-import type { RequestTarget, Route } from './route.ts';
+import type { RequestTarget, Route, RouteFault } from './route.ts';
 import { DRAINING_REASON, isDraining, registerShutdownState, shutdownAwareResponses } from './shutdown.ts';
 
 /** Needs only a logger and the readiness checks, so a door can be served without a whole service. */
@@ -20,7 +20,7 @@ export function createServer(service: { logger: Logger; readiness: readonly Read
     { path: '/readyz', handle: (_req, res) => handleReadyz([draining, ...service.readiness], res) },
     ...routes,
   ];
-  const failed = (res: ServerResponse, error: unknown, path: string | undefined) => {
+  const failed = (res: ServerResponse, error: unknown, path: string | undefined = pathOf(res)) => {
     const unavailable = storageUnavailableIn(error);
     if (unavailable) service.logger.warn({ err: error, path }, 'request failed: the database is unavailable');
     else service.logger.error({ err: error, path }, 'request failed');
@@ -33,6 +33,8 @@ export function createServer(service: { logger: Logger; readiness: readonly Read
     if (unavailable) sendError(res, 503, 'the database is unavailable; retry', { 'retry-after': String(unavailable.retryAfterSeconds) });
     else sendError(res, 500, 'internal error');
   };
+  // Handed to every route: a handler's callbacks report faults through it (the path comes from the request).
+  const fault: RouteFault = (res, error) => failed(res, error);
   const { state, Response } = shutdownAwareResponses();
   const server = createHttpServer({ ServerResponse: Response }, (req, res) => {
     let path: string | undefined;
@@ -43,12 +45,14 @@ export function createServer(service: { logger: Logger; readiness: readonly Read
         return;
       }
       path = target.pathname;
-      const route = table.find((each) => (each.prefix ? target.pathname.startsWith(each.path) : target.pathname === each.path));
+      const route = routeFor(table, path);
       if (!route) {
         sendError(res, 404, 'not found');
         return;
       }
-      Promise.resolve(route.handle(req, res, target)).catch((error: unknown) => failed(res, error, path));
+      const handled = route.handle(req, res, target, fault);
+      // A handler that answers from callbacks returns nothing, and costs no promise here.
+      if (handled !== undefined) Promise.resolve(handled).catch((error: unknown) => failed(res, error, target.pathname));
     } catch (error) {
       failed(res, error, path);
     }
@@ -56,6 +60,21 @@ export function createServer(service: { logger: Logger; readiness: readonly Read
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => answerClientError(error, socket));
   registerShutdownState(server, state);
   return server;
+}
+
+function routeFor(table: readonly Route[], pathname: string): Route | undefined {
+  for (const route of table) {
+    if (route.prefix ? pathname.startsWith(route.path) : pathname === route.path) return route;
+  }
+  return undefined;
+}
+
+/** The path a failed request named, for the log (without the query). */
+function pathOf(res: ServerResponse): string | undefined {
+  const url = res.req?.url;
+  if (url === undefined) return undefined;
+  const query = url.indexOf('?');
+  return query < 0 ? url : url.slice(0, query);
 }
 
 /** Listens and resolves once the port is bound (port 0 picks a free one). */

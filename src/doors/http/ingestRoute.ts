@@ -16,14 +16,19 @@
 // own policy (EXACT_REJECT or STABLE_DOWNSAMPLE), and the Governor keeps state of its own for every name it
 // meters outside the HTTP allowance, so charging it before authentication would let invented names grow
 // that state without bound. OpenRUM also charges its project limit after the DSN check.
+//
+// Every request takes this route, so it goes on from the request's own events (IngestExchange) instead of
+// awaiting: the body is decided on in its 'end' event, a cached key is checked at once, and only the sink's
+// answer is a promise. Faults in those callbacks go to the server's fault answer (RouteFault).
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RequestTarget, RouteHandler } from '../../http-server/route.ts';
-import { answer, answerRateLimited, enterTenantPath, tenantVerdict, type ClientResolver } from './frontDoor.ts';
+import type { RequestTarget, RouteFault, RouteHandler } from '../../http-server/route.ts';
+import { declaresTooLarge, readBodyInto, type BodyReceiver } from '../../http-server/readBody.ts';
+import { answer, answerRateLimited, enterTenantPath, tenantVerdict, type ClientResolver, type FrontDoorRequest } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
-import { admitApiRequest, answerNeverFits, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';
+import { admitApiRequest, answerNeverFits, answerSinkOutcome, answerTooLarge, authorizedCredential } from './ingestSteps.ts';
 import { decodeReadings } from '../pipeline/readings.ts';
-import { chargeMessage, holdReadingsCharge, type Metering } from '../pipeline/index.ts';
-import type { ChargeOutcome } from '../../governance/index.ts';
+import { chargeMessage, handToSinkThen, holdReadingsCharge, type AcceptedBatch, type IngestCredential, type Metering, type SinkOutcome, type SinkReceiver } from '../pipeline/index.ts';
+import type { AdmitDecision, ChargeOutcome, HeldCharge } from '../../governance/index.ts';
 
 export const INGEST_PREFIX = '/v1/ingest/';
 const INGEST_PATH = { prefix: INGEST_PREFIX, count: 1, help: 'the path must be /v1/ingest/<tenant> with a valid tenant ID' };
@@ -32,55 +37,139 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
   const maxBodyBytes = deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const now = deps.now ?? Date.now;
 
-  return async (req: IncomingMessage, res: ServerResponse, target: RequestTarget) => {
+  return (req: IncomingMessage, res: ServerResponse, target: RequestTarget, fault: RouteFault) => {
     const entered = enterTenantPath(req, res, target, deps, clients, now, INGEST_PATH);
     if (entered === null) return;
-    const { entry, names } = entered;
-    const { requestId, client, atMs } = entry;
-    const tenantId = names[0]!;
+    const entry = entered.entry;
+    const tenantId = entered.names[0]!;
 
-    const metering: Metering = { tenantId, allowance: 'HTTP', atMs, clientKey: client.limitKey };
+    const metering: Metering = { tenantId, allowance: 'HTTP', atMs: entry.atMs, clientKey: entry.client.limitKey };
     const message = chargeMessage(deps, metering);
     if (!message.admitted) {
-      return answerRateLimited(res, deps, entry, tenantId, tenantVerdict(message, 'messages'));
+      answerRateLimited(res, deps, entry, tenantId, tenantVerdict(message, 'messages'));
+      return;
     }
-
-    const body = await readBodyWithinCap(req, res, deps, entry, tenantId, maxBodyBytes);
-    if (body === null) return;
-    const decoded = decodeReadings(body);
-    if (decoded.status === 'invalid') return answer(res, deps, entry, tenantId, 400, { error: decoded.message });
-
-    const charge = holdReadingsCharge(deps, metering, decoded.readingCount);
-    const readings = charge.decision;
-    if (!readings.admitted) {
-      if (readings.neverFits) return answerNeverFits(res, deps, entry, tenantId, readings, decoded.readingCount, 'readings');
-      return answerRateLimited(res, deps, entry, tenantId, tenantVerdict(readings, 'readings'));
+    // A declared length over the cap is refused before a byte is read; a chunked one as soon as it passes the cap.
+    if (declaresTooLarge(req, maxBodyBytes)) {
+      answerTooLarge(req, res, deps, entry, tenantId, maxBodyBytes);
+      return;
     }
-
-    let outcome: ChargeOutcome = 'withdrawn';
-    try {
-      const checked = authorizedCredential(req, res, deps, entry, { route: 'http', tenantId, entries: decoded.entries });
-      // A cached key is checked at once: no turn of the event loop for nearly every request.
-      const credential = checked instanceof Promise ? await checked : checked;
-      if (credential === null) {
-        outcome = 'unauthenticated';
-        return;
-      }
-      if (!admitApiRequest(res, deps, entry, tenantId, credential)) return;
-
-      const taken = await publishAccepted(res, deps, entry, {
-        tenantId,
-        route: 'http',
-        credential: { kind: credential.kind, subject: credential.subject },
-        requestId,
-        receivedAtMs: atMs,
-        units: decoded.readingCount,
-        items: decoded.entries,
-      });
-      if (taken) outcome = 'admitted';
-    } finally {
-      charge.settle(outcome);
-    }
+    readBodyInto(req, maxBodyBytes, new IngestExchange(req, res, deps, entry, metering, maxBodyBytes, fault));
   };
 }
 
+/** One request from its body on: steps 4 to 7, each answering the request itself when it refuses. */
+class IngestExchange implements BodyReceiver, SinkReceiver {
+  /** The readings charge, held from the moment it is decided until settle (see the top of this file). */
+  private charge: HeldCharge<AdmitDecision> | null = null;
+  private entries: readonly Record<string, unknown>[] = [];
+  private readingCount = 0;
+  private batch: AcceptedBatch | null = null;
+
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly res: ServerResponse,
+    private readonly deps: FrontDoorDeps,
+    private readonly entry: FrontDoorRequest,
+    private readonly metering: Metering,
+    private readonly maxBodyBytes: number,
+    private readonly fault: RouteFault,
+  ) {}
+
+  bodyRead(body: Buffer): void {
+    try {
+      this.decide(body);
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  bodyTooLarge(): void {
+    try {
+      answerTooLarge(this.req, this.res, this.deps, this.entry, this.metering.tenantId, this.maxBodyBytes);
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  bodyFailed(error: Error): void {
+    this.fail(error);
+  }
+
+  sunk(outcome: SinkOutcome): void {
+    try {
+      const taken = answerSinkOutcome(this.res, this.deps, this.entry, this.batch!, outcome);
+      this.settle(taken ? 'admitted' : 'withdrawn');
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  private decide(body: Buffer): void {
+    const { res, deps, entry, metering } = this;
+    const tenantId = metering.tenantId;
+    const decoded = decodeReadings(body);
+    if (decoded.status === 'invalid') {
+      answer(res, deps, entry, tenantId, 400, { error: decoded.message });
+      return;
+    }
+    const charge = holdReadingsCharge(deps, metering, decoded.readingCount);
+    const readings = charge.decision;
+    if (!readings.admitted) {
+      if (readings.neverFits) answerNeverFits(res, deps, entry, tenantId, readings, decoded.readingCount, 'readings');
+      else answerRateLimited(res, deps, entry, tenantId, tenantVerdict(readings, 'readings'));
+      return;
+    }
+    this.charge = charge;
+    this.entries = decoded.entries;
+    this.readingCount = decoded.readingCount;
+    const checked = authorizedCredential(this.req, res, deps, entry, { route: 'http', tenantId, entries: decoded.entries });
+    // A cached key is checked at once: no turn of the event loop for nearly every request.
+    if (checked instanceof Promise) {
+      checked.then(
+        (credential) => this.authenticated(credential),
+        (error: unknown) => this.fail(error),
+      );
+      return;
+    }
+    this.authenticated(checked);
+  }
+
+  private authenticated(credential: IngestCredential | null): void {
+    try {
+      if (credential === null) {
+        this.settle('unauthenticated');
+        return;
+      }
+      const { deps, entry, metering } = this;
+      if (!admitApiRequest(this.res, deps, entry, metering.tenantId, credential)) {
+        this.settle('withdrawn');
+        return;
+      }
+      const batch: AcceptedBatch = {
+        tenantId: metering.tenantId,
+        route: 'http',
+        credential: { kind: credential.kind, subject: credential.subject },
+        requestId: entry.requestId,
+        receivedAtMs: entry.atMs,
+        units: this.readingCount,
+        items: this.entries,
+      };
+      this.batch = batch;
+      handToSinkThen(deps, batch, this);
+    } catch (error) {
+      this.fail(error);
+    }
+  }
+
+  /** Counts the held readings charge as what became of the request; only the first call counts. */
+  private settle(outcome: ChargeOutcome): void {
+    this.charge?.settle(outcome);
+  }
+
+  /** A fault: the charge is withdrawn uncounted (the client's retry is counted) and the server answers it. */
+  private fail(error: unknown): void {
+    this.settle('withdrawn');
+    this.fault(this.res, error);
+  }
+}

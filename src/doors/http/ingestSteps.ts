@@ -3,7 +3,16 @@
 // when it fails): the door pipeline's steps (../pipeline/steps.ts) with their HTTP answers. Each answers the
 // request itself when it refuses, and says so by returning null or false.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { chargeApiRequest, checkCredential, handToSink, type AcceptedBatch, type Destination, type IngestCredential, type SenderCheck } from '../pipeline/index.ts';
+import {
+  chargeApiRequest,
+  checkCredential,
+  handToSink,
+  type AcceptedBatch,
+  type Destination,
+  type IngestCredential,
+  type SenderCheck,
+  type SinkOutcome,
+} from '../pipeline/index.ts';
 import type { AdmitDecision } from '../../governance/index.ts';
 import { answer, answerRateLimited, tenantVerdict, type FrontDoorRequest } from './frontDoor.ts';
 import type { FrontDoorDeps } from './frontDoorDeps.ts';
@@ -21,9 +30,21 @@ export async function readBodyWithinCap(
   // A declared length over the cap is refused before a byte is read; a chunked one as soon as it passes the cap.
   const read = declaresTooLarge(req, maxBodyBytes) ? undefined : await readBodyCapped(req, maxBodyBytes);
   if (read?.status === 'read') return read.body;
+  answerTooLarge(req, res, deps, entry, tenantId, maxBodyBytes);
+  return null;
+}
+
+/** 413 for a body over the cap: the rest of it is discarded and the connection closed (closeAfterRefusal). */
+export function answerTooLarge(
+  req: IncomingMessage,
+  res: ServerResponse,
+  deps: FrontDoorDeps,
+  entry: FrontDoorRequest,
+  tenantId: string,
+  maxBodyBytes: number,
+): void {
   closeAfterRefusal(req, res, entry.headers);
   answer(res, deps, entry, tenantId, 413, { error: `the body is larger than ${maxBodyBytes} bytes` });
-  return null;
 }
 
 /**
@@ -76,7 +97,11 @@ export function admitApiRequest(
  * sink fails (false).
  */
 export async function publishAccepted(res: ServerResponse, deps: FrontDoorDeps, entry: FrontDoorRequest, batch: AcceptedBatch): Promise<boolean> {
-  const outcome = await handToSink(deps, batch);
+  return answerSinkOutcome(res, deps, entry, batch, await handToSink(deps, batch));
+}
+
+/** 202 with the units accepted when the sink took the batch (true), else 503 with Retry-After (false). */
+export function answerSinkOutcome(res: ServerResponse, deps: FrontDoorDeps, entry: FrontDoorRequest, batch: AcceptedBatch, outcome: SinkOutcome): boolean {
   if (outcome.status === 'unavailable') {
     const failure = batch.route === 'http' ? 'ingest sink failed' : 'integration sink failed';
     deps.logger.error({ err: outcome.error, requestId: entry.requestId, tenantId: batch.tenantId }, failure);

@@ -1,7 +1,7 @@
 // The ingest front door's routes for the service's one listener. Browsers may post (CORS): a preflight is
 // answered here without charging anything, since it carries no readings.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { RequestTarget, Route, RouteHandler } from '../../http-server/route.ts';
+import type { RequestTarget, Route, RouteFault, RouteHandler } from '../../http-server/route.ts';
 import { createClientResolver } from './frontDoor.ts';
 import type { FrontDoorDeps } from './frontDoorDeps.ts';
 import { createIngestHandler, INGEST_PREFIX } from './ingestRoute.ts';
@@ -18,8 +18,8 @@ export function createIngestRoutes(deps: FrontDoorDeps): Route[] {
 }
 
 function postOnly(handle: RouteHandler): RouteHandler {
-  return (req: IncomingMessage, res: ServerResponse, target: RequestTarget) => {
-    if (req.method === 'POST') return handle(req, res, target);
+  return (req: IncomingMessage, res: ServerResponse, target: RequestTarget, fault: RouteFault) => {
+    if (req.method === 'POST') return handle(req, res, target, fault);
     if (req.method === 'OPTIONS') {
       res
         .writeHead(204, {

@@ -8,12 +8,14 @@ export {
   checkCredential,
   checkEdge,
   handToSink,
+  handToSinkThen,
   holdReadingsCharge,
   isAcceptableName,
   type DoorParts,
   type EdgeDecision,
   type Metering,
   type SinkOutcome,
+  type SinkReceiver,
 } from './steps.ts';
 export { startDoorParts, type SharedDoorParts } from './startDoorParts.ts';
 export { authorizeSender, type Destination, type SenderCheck } from './authorizeSender.ts';

@@ -146,4 +146,27 @@ export async function handToSink(parts: Pick<DoorParts, 'sink'>, batch: Accepted
   }
 }
 
+/** Takes the sink's outcome in handToSinkThen. It must not throw: it runs in a promise's reaction. */
+export interface SinkReceiver {
+  sunk(outcome: SinkOutcome): void;
+}
+
+/**
+ * Step 7 for a door that goes on from a callback rather than awaiting: the same outcomes as handToSink, handed
+ * to `receiver` once the sink answers, without an async function of its own.
+ */
+export function handToSinkThen(parts: Pick<DoorParts, 'sink'>, batch: AcceptedBatch, receiver: SinkReceiver): void {
+  let published: Promise<void>;
+  try {
+    published = parts.sink.publish(batch);
+  } catch (error) {
+    receiver.sunk({ status: 'unavailable', error });
+    return;
+  }
+  published.then(
+    () => receiver.sunk(ACCEPTED),
+    (error: unknown) => receiver.sunk({ status: 'unavailable', error }),
+  );
+}
+
 const ACCEPTED: SinkOutcome = { status: 'accepted' };

@@ -49,6 +49,11 @@ class InProcessResponse {
   end(): void {}
 }
 
+/** What the server would answer 500: here a fault fails the test where it happens. */
+const failOnFault = (_res: ServerResponse, error: unknown) => {
+  throw error;
+};
+
 describe('invented tenant names', () => {
   const limits = new TableLimitSource();
   for (const tenant of CONFIRMED) limits.tenant(tenant, {});
@@ -84,7 +89,7 @@ describe('invented tenant names', () => {
     for (let i = 0; i < 1_000_000; i++) {
       res.statusCode = 0;
       const url = { pathname: `/v1/ingest/invented-${i}` } as URL;
-      const handled = ingest.handle(req as unknown as IncomingMessage, res as unknown as ServerResponse, url);
+      const handled = ingest.handle(req as unknown as IncomingMessage, res as unknown as ServerResponse, url, failOnFault);
       req.emit('data', BODY);
       req.emit('end');
       await handled;
