@@ -1,7 +1,7 @@
 import type { Queryable } from '../../db/db.ts';
 import { prepared } from '../../db/preparedStatements.ts';
 import { WrongExpectedRevision, type AppendResult, type ExpectedRevision } from '../eventStore.ts';
-import { LEDGER_CHANNEL_SQL } from './ledgerChannel.ts';
+import { LEDGER_CHANNEL_SQL } from './appendSignal.ts';
 import type { PreparedBatch } from './prepareBatch.ts';
 
 /** One stream's part of an append statement. */

@@ -1,5 +1,4 @@
-import type { Db } from '../../db/db.ts';
-import { ledgerChannel } from './ledgerChannel.ts';
+import type { Db, Queryable } from '../../db/db.ts';
 
 /** Wakes subscribers when an append commits, through one LISTEN shared by every subscriber of a store. */
 export interface AppendSignal {
@@ -36,4 +35,16 @@ export function createAppendSignal(db: Db): AppendSignal {
       await unlisten?.();
     },
   };
+}
+
+/**
+ * The NOTIFY channel that announces appends, as an SQL expression. It names the schema, so ledgers in
+ * different schemas of one server (isolated test schemas) do not wake each other's subscribers.
+ * PostgreSQL truncates channel names to 63 bytes; so do we, on both sides.
+ */
+export const LEDGER_CHANNEL_SQL = `left('gl_events_' || current_schema(), 63)`;
+
+export async function ledgerChannel(db: Queryable): Promise<string> {
+  const { rows } = await db.query<{ channel: string }>(`SELECT ${LEDGER_CHANNEL_SQL} AS channel`);
+  return rows[0]!.channel;
 }

@@ -3,9 +3,7 @@ import type { EventStore } from '../eventStore.ts';
 import { createOpenSubscriptions } from '../openSubscriptions.ts';
 import { appendToStream } from './appendToStream.ts';
 import { createAppendSignal } from './appendSignal.ts';
-import { firstPending, readAll, readAllPage } from './readAll.ts';
-import { readHeadPosition } from './readHeadPosition.ts';
-import { readStream } from './readStream.ts';
+import { firstPending, readAll, readAllPage, readHeadPosition, readStream } from './read.ts';
 import { subscribe, type SubscribeTiming } from './subscribe.ts';
 
 export type PostgresEventStoreOptions = Partial<SubscribeTiming>;

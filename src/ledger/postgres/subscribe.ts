@@ -1,8 +1,7 @@
 import type { Queryable } from '../../db/db.ts';
 import type { Checkpoint, RecordedEvent, Subscription } from '../eventStore.ts';
 import type { AppendSignal } from './appendSignal.ts';
-import { hasUnreadEvents } from './hasUnreadEvents.ts';
-import { readAll } from './readAll.ts';
+import { hasUnreadEvents, readAll } from './read.ts';
 
 export interface SubscribeTiming {
   /** Events read per catch-up query. */

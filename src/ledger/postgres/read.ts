@@ -1,6 +1,63 @@
+// Reading the PostgreSQL ledger: the row every read selects and how it becomes a RecordedEvent, one stream in
+// revision order, the global order below every open transaction (readAll), the head, and whether events wait
+// unread after a checkpoint.
+import { laterCheckpoint } from '../eventStore.ts';
+import type { Checkpoint, EventMetadata, Position, ReadAllPage, ReadStreamOptions, RecordedEvent } from '../eventStore.ts';
 import type { Queryable } from '../../db/db.ts';
-import { laterCheckpoint, type Checkpoint, type ReadAllPage, type RecordedEvent } from '../eventStore.ts';
-import { EVENT_COLUMNS, toRecordedEvent, type EventRow } from './eventRow.ts';
+
+/** The columns every read selects, and how a row becomes a RecordedEvent. */
+export const EVENT_COLUMNS = 'global_position, tx_id, event_id, stream, revision, type, data, metadata, recorded_at';
+
+export interface EventRow {
+  global_position: bigint;
+  tx_id: bigint;
+  event_id: string;
+  stream: string;
+  revision: bigint;
+  type: string;
+  data: unknown;
+  metadata: EventMetadata;
+  recorded_at: Date;
+}
+
+export function toRecordedEvent(row: EventRow): RecordedEvent {
+  return {
+    id: row.event_id,
+    stream: row.stream,
+    revision: row.revision,
+    position: { commit: row.tx_id, prepare: row.global_position },
+    type: row.type,
+    data: row.data,
+    metadata: row.metadata,
+    recordedAt: row.recorded_at,
+  };
+}
+
+/**
+ * Events of one stream in revision order. Forwards starts at `fromRevision` (default the start), backwards
+ * at `fromRevision` (default the end), both inclusive; an absent stream reads as empty. Revisions within a
+ * stream are assigned under the stream's lock, so committed revisions have no gaps and need no snapshot
+ * filtering.
+ */
+export async function readStream(db: Queryable, stream: string, options: ReadStreamOptions = {}): Promise<RecordedEvent[]> {
+  const direction = options.direction ?? 'forwards';
+  const from = options.fromRevision ?? (direction === 'forwards' ? 'start' : 'end');
+  const maxCount = options.maxCount ?? null;
+  if (maxCount !== null && (!Number.isInteger(maxCount) || maxCount < 0)) {
+    throw new RangeError(`maxCount must be a whole number >= 0, got ${maxCount}`);
+  }
+  // Forwards from the end, or backwards from the start, is past the last event by definition.
+  if ((direction === 'forwards' && from === 'end') || (direction === 'backwards' && from === 'start')) return [];
+  const bound = typeof from === 'bigint' ? from.toString() : null;
+  const sql =
+    direction === 'forwards'
+      ? `SELECT ${EVENT_COLUMNS} FROM gl_events WHERE stream = $1 AND ($2::bigint IS NULL OR revision >= $2::bigint)
+         ORDER BY revision LIMIT $3`
+      : `SELECT ${EVENT_COLUMNS} FROM gl_events WHERE stream = $1 AND ($2::bigint IS NULL OR revision <= $2::bigint)
+         ORDER BY revision DESC LIMIT $3`;
+  const { rows } = await db.query<EventRow>(sql, [stream, bound, maxCount]);
+  return rows.map(toRecordedEvent);
+}
 
 // Why not simply ORDER BY global_position: the bigserial is drawn when a row is inserted, not when its
 // transaction commits. Transaction A draws 10, B draws 11, B commits first; a reader that then reads 11
@@ -116,4 +173,41 @@ function positionParams(after: Checkpoint): [string, string] {
 
 function typeParams(types: readonly string[] | undefined): [string[]] | [] {
   return types ? [[...types]] : [];
+}
+
+/**
+ * The greatest (tx_id, global_position) among committed events. Not limited to below the snapshot's xmin
+ * like readAll: a transaction still open has no rows here yet, and anything committed later that sorts
+ * before this head (an older transaction) is read before the head is, so a reader that reaches the head
+ * has seen every event committed before this call.
+ */
+export async function readHeadPosition(db: Queryable): Promise<Position | undefined> {
+  const { rows } = await db.query<{ tx_id: bigint; global_position: bigint }>(
+    'SELECT tx_id, global_position FROM gl_events ORDER BY tx_id DESC, global_position DESC LIMIT 1',
+  );
+  const head = rows[0];
+  return head ? { commit: head.tx_id, prepare: head.global_position } : undefined;
+}
+
+/**
+ * True when committed events (of `types`, if given) exist after `after`. A subscriber asks this after a
+ * short readAll page: such events are either held back behind an older open transaction, whose end sends
+ * no NOTIFY if it appended nothing, or became readable since that page, so it must read again soon
+ * rather than sleep until the next NOTIFY.
+ *
+ * It deliberately does not ask "held back right now": that would be a second snapshot, and an older
+ * transaction that ends between the page and this check would make the answer "no" while the events it
+ * held back are readable and unread; the subscriber would then sleep on them for a whole poll interval.
+ */
+export async function hasUnreadEvents(db: Queryable, after: Checkpoint, types?: readonly string[]): Promise<boolean> {
+  const [commit, prepare] = after === 'start' ? ['0', '0'] : [after.commit.toString(), after.prepare.toString()];
+  const { rows } = await db.query<{ unread: boolean }>(
+    `SELECT EXISTS (
+       SELECT 1 FROM gl_events
+       WHERE (tx_id, global_position) > ($1::xid8, $2::bigint)
+         AND ($3::text[] IS NULL OR type = ANY($3::text[]))
+     ) AS unread`,
+    [commit, prepare, types ? [...types] : null],
+  );
+  return rows[0]!.unread;
 }
