@@ -9,7 +9,7 @@ import { storageUnavailableIn } from '../db/storageUnavailable.ts';
 import type { Logger } from '../logger.ts';
 import { handleHealthz, handleReadyz, type ReadinessCheck } from './health.ts';
 import type { RequestTarget, Route, RouteFault } from './route.ts';
-import { DRAINING_REASON, isDraining, registerShutdownState, shutdownAwareResponses } from './shutdown.ts';
+import { DRAINING_REASON, isDraining, registerShutdownState } from './shutdown.ts';
 
 /** Needs only a logger and the readiness checks, so a door can be served without a whole service. */
 export function createServer(service: { logger: Logger; readiness: readonly ReadinessCheck[] }, routes: readonly Route[]): Server {
@@ -35,8 +35,7 @@ export function createServer(service: { logger: Logger; readiness: readonly Read
   };
   // Handed to every route: a handler's callbacks report faults through it (the path comes from the request).
   const fault: RouteFault = (res, error) => failed(res, error);
-  const { state, Response } = shutdownAwareResponses();
-  const server = createHttpServer({ ServerResponse: Response }, (req, res) => {
+  const server = createHttpServer((req, res) => {
     let path: string | undefined;
     try {
       const target = requestTarget(req);
@@ -58,7 +57,7 @@ export function createServer(service: { logger: Logger; readiness: readonly Read
     }
   });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => answerClientError(error, socket));
-  registerShutdownState(server, state);
+  registerShutdownState(server);
   return server;
 }
 
