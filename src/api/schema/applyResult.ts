@@ -50,7 +50,7 @@ function typedError({ kind, field, message }: ControlPlaneError): Error {
 const ALWAYS = [Forbidden, InvalidInput, ConcurrentEdit];
 
 /** The errors each mutation may answer with, as the control plane's deciders return them. */
-export const COMMAND_ERRORS = {
+export const CONTROL_PLANE_ERRORS = {
   setPlatformDefault: [...ALWAYS, InvalidLimit],
   defineTier: [...ALWAYS, TierAlreadyDefined],
   setTierLimit: [...ALWAYS, InvalidLimit, UnknownTier],

@@ -4,7 +4,7 @@
 // pass the caller's identity along.
 import { builder } from '../builder.ts';
 import type { ApiContext } from '../context.ts';
-import { applied, COMMAND_ERRORS, type Applied } from './applyResult.ts';
+import { applied, CONTROL_PLANE_ERRORS, type Applied } from './applyResult.ts';
 import { DimensionEnum } from './enums.ts';
 import { REFUSAL_RULE } from './errors.ts';
 
@@ -74,16 +74,16 @@ const ClearTenantOverrideInput = builder.inputType('ClearTenantOverrideInput', {
   }),
 });
 
-type Command = keyof typeof COMMAND_ERRORS;
+type ControlPlaneCommandName = keyof typeof CONTROL_PLANE_ERRORS;
 
-/** One mutation per command: same name, `input` passed through, result mapped to the payload union. */
-export function commandMutation<Name extends Command>(name: Name, input: Parameters<typeof builder.inputType>[0] | object) {
+/** One mutation per control-plane command: same name, `input` passed through, result mapped to the payload union. */
+export function controlPlaneMutation<Name extends ControlPlaneCommandName>(name: Name, input: Parameters<typeof builder.inputType>[0] | object) {
   builder.mutationField(name, (t) =>
     t.field({
       type: AppliedType,
       args: { input: t.arg({ type: input as never, required: true }) },
       errors: {
-        types: COMMAND_ERRORS[name],
+        types: CONTROL_PLANE_ERRORS[name],
         directResult: true,
         union: { name: `${name[0]!.toUpperCase()}${name.slice(1)}Payload` },
       },
@@ -96,11 +96,11 @@ export function commandMutation<Name extends Command>(name: Name, input: Paramet
 }
 
 builder.mutationType({ description: REFUSAL_RULE });
-commandMutation('setPlatformDefault', SetPlatformDefaultInput);
-commandMutation('defineTier', DefineTierInput);
-commandMutation('setTierLimit', SetTierLimitInput);
-commandMutation('clearTierLimit', ClearTierLimitInput);
-commandMutation('registerTenant', RegisterTenantInput);
-commandMutation('assignTenantTier', AssignTenantTierInput);
-commandMutation('setTenantOverride', SetTenantOverrideInput);
-commandMutation('clearTenantOverride', ClearTenantOverrideInput);
+controlPlaneMutation('setPlatformDefault', SetPlatformDefaultInput);
+controlPlaneMutation('defineTier', DefineTierInput);
+controlPlaneMutation('setTierLimit', SetTierLimitInput);
+controlPlaneMutation('clearTierLimit', ClearTierLimitInput);
+controlPlaneMutation('registerTenant', RegisterTenantInput);
+controlPlaneMutation('assignTenantTier', AssignTenantTierInput);
+controlPlaneMutation('setTenantOverride', SetTenantOverrideInput);
+controlPlaneMutation('clearTenantOverride', ClearTenantOverrideInput);

@@ -4,7 +4,7 @@
 // plane decides who may (tenant admins may set their own tenant's branding and over-limit policy).
 import { builder } from '../builder.ts';
 import { DimensionEnum } from './enums.ts';
-import { commandMutation } from './limitMutations.ts';
+import { controlPlaneMutation } from './limitMutations.ts';
 import { OverLimitPolicyEnum } from './settingEnums.ts';
 
 const BrandingInput = builder.inputType('BrandingInput', {
@@ -52,8 +52,8 @@ const SetTenantOverLimitPolicyInput = builder.inputType('SetTenantOverLimitPolic
   }),
 });
 
-commandMutation('setTierDefaultModel', SetTierDefaultModelInput);
-commandMutation('assignTenantModel', AssignTenantModelInput);
-commandMutation('setTenantBranding', SetTenantBrandingInput);
-commandMutation('setBrandingDefault', SetBrandingDefaultInput);
-commandMutation('setTenantOverLimitPolicy', SetTenantOverLimitPolicyInput);
+controlPlaneMutation('setTierDefaultModel', SetTierDefaultModelInput);
+controlPlaneMutation('assignTenantModel', AssignTenantModelInput);
+controlPlaneMutation('setTenantBranding', SetTenantBrandingInput);
+controlPlaneMutation('setBrandingDefault', SetBrandingDefaultInput);
+controlPlaneMutation('setTenantOverLimitPolicy', SetTenantOverLimitPolicyInput);
