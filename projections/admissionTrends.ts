@@ -2,13 +2,8 @@
 // allowance, per minute, with hour and day roll-ups. A summary covering several seconds is split across the
 // minutes it crosses in proportion to its seconds in each (splitAcrossMinutes).
 import type { Tx } from '../src/db/db.ts';
-import type { RecordedEvent } from '../src/ledger/eventStore.ts';
-import type { Projection } from '../src/ledger/projection.ts';
-import type { AdmissionsRecordedData } from '../src/ledger/catalog/admissions.ts';
-import { ADMISSION_TRENDS, familyTables } from '../src/metrics/trends/rollupFamily.ts';
-import { splitAcrossMinutes } from '../src/metrics/trends/splitAcrossMinutes.ts';
-import { upsertRollups, type RollupIncrement } from '../src/metrics/trends/upsertRollups.ts';
-import { wholeCount } from '../src/metrics/trends/wholeCount.ts';
+import type { RecordedEvent, Projection, AdmissionsRecordedData } from '../src/ledger/index.ts';
+import { ADMISSION_TRENDS, familyTables, splitAcrossMinutes, upsertRollups, type RollupIncrement, wholeCount } from '../src/metrics/index.ts';
 
 export const admissionTrendsProjection: Projection = {
   name: 'admission-trends',

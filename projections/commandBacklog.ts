@@ -2,9 +2,8 @@
 // events, so once caught up its `undelivered` must equal the guard row's count (src/command-backlog) for every
 // tenant; a rebuild from the ledger must reproduce it exactly.
 import type { Tx } from '../src/db/db.ts';
-import type { Projection } from '../src/ledger/projection.ts';
-import type { RecordedEvent } from '../src/ledger/eventStore.ts';
-import { COMMAND_EVENT_TYPES, type CommandEventType } from '../src/ledger/catalog/commands.ts';
+import type { Projection, RecordedEvent } from '../src/ledger/index.ts';
+import { COMMAND_EVENT_TYPES, type CommandEventType } from '../src/ledger/index.ts';
 
 const CHANGE: Record<CommandEventType, { undelivered: number; accepted: number; rejected: number; settled: number }> = {
   CommandEnqueued: { undelivered: 1, accepted: 1, rejected: 0, settled: 0 },

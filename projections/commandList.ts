@@ -2,9 +2,8 @@
 // and refusals per tenant, reason and minute (Query.commandRejectionTrend). Built from the commands streams,
 // so they read the same on PostgreSQL, PGlite and EventStoreDB ledgers, and a rebuild reproduces them.
 import type { Tx } from '../src/db/db.ts';
-import type { Projection } from '../src/ledger/projection.ts';
-import type { RecordedEvent } from '../src/ledger/eventStore.ts';
-import { COMMAND_EVENT_TYPES, type CommandEnqueuedData, type CommandFailedData, type CommandRejectedData } from '../src/ledger/catalog/commands.ts';
+import type { Projection, RecordedEvent } from '../src/ledger/index.ts';
+import { COMMAND_EVENT_TYPES, type CommandEnqueuedData, type CommandFailedData, type CommandRejectedData } from '../src/ledger/index.ts';
 import { occurredAt } from '../src/control-plane/index.ts';
 
 const SETTLED_STATUS: Record<string, string> = {

@@ -1,5 +1,5 @@
 // Every control-plane read model, for the service's projection workers and for rebuilds.
-import type { Projection } from '../src/ledger/projection.ts';
+import type { Projection } from '../src/ledger/index.ts';
 import { limitHistoryProjection } from './limitHistory.ts';
 import { platformSettingsProjection } from './platformSettings.ts';
 import { tenantOverridesProjection } from './tenantOverrides.ts';

@@ -1,5 +1,5 @@
 // Every read model the service keeps, for the projection workers and for `governance projections rebuild`.
-import type { Projection } from '../src/ledger/projection.ts';
+import type { Projection } from '../src/ledger/index.ts';
 import type { TenantNameConfirmer } from '../src/control-plane/index.ts';
 import { controlPlaneProjections } from './controlPlane.ts';
 import { commandBacklogProjection } from './commandBacklog.ts';

@@ -1,13 +1,8 @@
 // Read model: AI inference tokens per tenant per minute, with hour and day roll-ups, so an operator can
 // see which tenant spends (beyond the instance-wide counters; docs/governance-model.md, "Observing it").
 import type { Tx } from '../src/db/db.ts';
-import type { RecordedEvent } from '../src/ledger/eventStore.ts';
-import type { Projection } from '../src/ledger/projection.ts';
-import type { InferenceSpendRecordedData } from '../src/ledger/catalog/inference.ts';
-import { INFERENCE_SPEND, familyTables } from '../src/metrics/trends/rollupFamily.ts';
-import { splitAcrossMinutes } from '../src/metrics/trends/splitAcrossMinutes.ts';
-import { upsertRollups, type RollupIncrement } from '../src/metrics/trends/upsertRollups.ts';
-import { wholeCount } from '../src/metrics/trends/wholeCount.ts';
+import type { RecordedEvent, Projection, InferenceSpendRecordedData } from '../src/ledger/index.ts';
+import { INFERENCE_SPEND, familyTables, splitAcrossMinutes, upsertRollups, type RollupIncrement, wholeCount } from '../src/metrics/index.ts';
 
 export const inferenceSpendProjection: Projection = {
   name: 'inference-spend',

@@ -5,8 +5,7 @@
 // to the ledger, and a rebuild from the ledger reproduces it exactly. The lapse is the system's doing, not the
 // operator's who set the override: it names OVERRIDE_EXPIRY_ACTOR with reason "expired".
 import type { Tx } from '../src/db/db.ts';
-import type { RecordedEvent } from '../src/ledger/eventStore.ts';
-import type { Projection } from '../src/ledger/projection.ts';
+import type { RecordedEvent, Projection } from '../src/ledger/index.ts';
 import { asControlPlaneEvent, occurredAt, OVERRIDE_EXPIRY_ACTOR, OVERRIDE_EXPIRY_REASON, type LimitChangeKind } from '../src/control-plane/index.ts';
 
 interface HistoryRow {

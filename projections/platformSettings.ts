@@ -1,7 +1,6 @@
 // Read model: the operator-set platform default per dimension, and platform settings (branding.default).
 import type { Tx } from '../src/db/db.ts';
-import type { RecordedEvent } from '../src/ledger/eventStore.ts';
-import type { Projection } from '../src/ledger/projection.ts';
+import type { RecordedEvent, Projection } from '../src/ledger/index.ts';
 import { asControlPlaneEvent, BRANDING_DEFAULT_KEY } from '../src/control-plane/index.ts';
 
 export const platformSettingsProjection: Projection = {

@@ -1,8 +1,7 @@
 // Read model: the override last set per tenant and dimension, with when it lapses. Expiry is not applied
 // here (a projection only moves when events arrive); readers compare expires_at with the instant they ask.
 import type { Tx } from '../src/db/db.ts';
-import type { RecordedEvent } from '../src/ledger/eventStore.ts';
-import type { Projection } from '../src/ledger/projection.ts';
+import type { RecordedEvent, Projection } from '../src/ledger/index.ts';
 import { asControlPlaneEvent, occurredAt } from '../src/control-plane/index.ts';
 
 export const tenantOverridesProjection: Projection = {

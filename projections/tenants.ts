@@ -2,8 +2,7 @@
 // policy. After each committed batch it confirms newly registered names to the Governor, so a name the
 // control plane registered (in any process) gets an allowance of its own in this one.
 import type { Tx } from '../src/db/db.ts';
-import type { RecordedEvent } from '../src/ledger/eventStore.ts';
-import type { Projection } from '../src/ledger/projection.ts';
+import type { RecordedEvent, Projection } from '../src/ledger/index.ts';
 import type { TenantNameConfirmer } from '../src/control-plane/index.ts';
 import { asControlPlaneEvent, occurredAt } from '../src/control-plane/index.ts';
 

@@ -1,7 +1,6 @@
 // Read model: every defined tier, its limits per dimension and its default AI model.
 import type { Tx } from '../src/db/db.ts';
-import type { RecordedEvent } from '../src/ledger/eventStore.ts';
-import type { Projection } from '../src/ledger/projection.ts';
+import type { RecordedEvent, Projection } from '../src/ledger/index.ts';
 import { asControlPlaneEvent, occurredAt } from '../src/control-plane/index.ts';
 
 export const tiersProjection: Projection = {

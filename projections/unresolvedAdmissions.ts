@@ -1,13 +1,8 @@
 // Read model: units and messages admitted at the platform default because a tenant's ceilings were not
 // known, per tenant, dimension and cause, per minute, with hour and day roll-ups.
 import type { Tx } from '../src/db/db.ts';
-import type { RecordedEvent } from '../src/ledger/eventStore.ts';
-import type { Projection } from '../src/ledger/projection.ts';
-import type { UnresolvedAdmissionsRecordedData } from '../src/ledger/catalog/admissions.ts';
-import { UNRESOLVED_ADMISSIONS, familyTables } from '../src/metrics/trends/rollupFamily.ts';
-import { splitAcrossMinutes } from '../src/metrics/trends/splitAcrossMinutes.ts';
-import { upsertRollups, type RollupIncrement } from '../src/metrics/trends/upsertRollups.ts';
-import { wholeCount } from '../src/metrics/trends/wholeCount.ts';
+import type { RecordedEvent, Projection, UnresolvedAdmissionsRecordedData } from '../src/ledger/index.ts';
+import { UNRESOLVED_ADMISSIONS, familyTables, splitAcrossMinutes, upsertRollups, type RollupIncrement, wholeCount } from '../src/metrics/index.ts';
 
 export const unresolvedAdmissionsProjection: Projection = {
   name: 'unresolved-admissions',

@@ -2,7 +2,7 @@
 // and commands. A fresh context per request also scopes the dataloaders' caches to that request.
 import type { Caller, ControlPlane } from '../control-plane/index.ts';
 import type { Queryable } from '../db/db.ts';
-import type { EventStore } from '../ledger/eventStore.ts';
+import type { EventStore } from '../ledger/index.ts';
 import type { CommandBacklog } from '../command-backlog/index.ts';
 import type { ApiPubSub } from './pubsub.ts';
 import type { EffectiveLimitsCache } from './effectiveLimitsCache.ts';

@@ -7,7 +7,7 @@ import type { Logger } from '../logger.ts';
 import { loadOrCreateJwtSecret } from './auth/jwtSecret.ts';
 import { createTokenVerifier, type TokenVerifier } from './auth/verifyToken.ts';
 import type { Queryable } from '../db/db.ts';
-import type { EventStore } from '../ledger/eventStore.ts';
+import type { EventStore } from '../ledger/index.ts';
 import type { ControlPlane } from '../control-plane/index.ts';
 import type { CommandBacklog } from '../command-backlog/index.ts';
 import type { ApiPubSub } from './pubsub.ts';

@@ -5,7 +5,7 @@ import { createYoga, maskError, type YogaServerInstance } from 'graphql-yoga';
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { storageUnavailableIn } from '../db/storageUnavailable.ts';
 import { GraphQLError } from './graphql.ts';
-import { withConsoleToken } from '../console/graphiqlWithConsoleToken.ts';
+import { withConsoleToken } from '../console/index.ts';
 import type { Logger } from '../logger.ts';
 import type { ApiDependencies } from './context.ts';
 import { schema } from './schema/index.ts';

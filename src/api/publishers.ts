@@ -2,9 +2,8 @@
 // admission trends (sheds). Wrapping keeps the projections unaware of GraphQL; the runner calls afterCommit
 // once their transaction has committed.
 import type { Dimension } from '../governance/index.ts';
-import type { AdmissionsRecordedData } from '../ledger/catalog/admissions.ts';
-import { formatPosition, type RecordedEvent } from '../ledger/eventStore.ts';
-import type { Projection } from '../ledger/projection.ts';
+import type { AdmissionsRecordedData, Projection } from '../ledger/index.ts';
+import { formatPosition, type RecordedEvent } from '../ledger/index.ts';
 import { limitHistoryProjection } from '../../projections/limitHistory.ts';
 import { controlPlaneProjections } from '../../projections/controlPlane.ts';
 import { admissionTrendsProjection } from '../../projections/admissionTrends.ts';

@@ -1,7 +1,6 @@
 // Builds the ledger events of the command backlog, so both ledgers (PostgreSQL in-transaction, EventStoreDB
 // streams) record exactly the same facts.
-import type { EventMetadata, NewEvent } from '../ledger/eventStore.ts';
-import type { CommandEventMap, CommandEventType } from '../ledger/catalog/commands.ts';
+import type { EventMetadata, NewEvent, CommandEventMap, CommandEventType } from '../ledger/index.ts';
 import type { BacklogActor } from './types.ts';
 
 export type CommandEvent = { [Type in CommandEventType]: NewEvent<Type, CommandEventMap[Type]> }[CommandEventType];

@@ -2,7 +2,7 @@
 // commit in one transaction. EventStoreDB (EVENTSTORE_URL): the tenant's commands stream is the guard,
 // appended with an expected revision (createStreamCommandBacklog).
 import type { Db } from '../db/db.ts';
-import type { EventStore } from '../ledger/eventStore.ts';
+import type { EventStore } from '../ledger/index.ts';
 import { DEFAULT_COMMAND_TTL_MS } from './types.ts';
 import { createDatabaseCommandBacklog } from './postgres/createDatabaseCommandBacklog.ts';
 import { createStreamCommandBacklog } from './stream/createStreamCommandBacklog.ts';

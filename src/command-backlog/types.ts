@@ -2,7 +2,7 @@
 // ports this part needs. Expected outcomes are values; only faults (storage down) throw.
 import type { Queryable } from '../db/db.ts';
 import type { LimitSourceLevel } from '../governance/index.ts';
-import type { CommandRejectionReason, CommandSettlement } from '../ledger/catalog/commands.ts';
+import type { CommandRejectionReason, CommandSettlement } from '../ledger/index.ts';
 
 /** Who asked: recorded on every event as `actor` (and `actorRole` when known, as the control plane does). */
 export interface BacklogActor {

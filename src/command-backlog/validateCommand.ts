@@ -5,7 +5,7 @@ import { jsonProblem, textProblem } from '../db/storableValues.ts';
 import { ID_PATTERN } from '../governance/index.ts';
 import { commandFingerprint } from './answers.ts';
 import type { CommandRef, EnqueueCommandInput, InputField, InvalidCommandInput, BacklogActor, CommandBacklog, SettleOutcome } from './types.ts';
-import type { CommandSettlement } from '../ledger/catalog/commands.ts';
+import type { CommandSettlement } from '../ledger/index.ts';
 
 export const MAX_ID_LENGTH = 256;
 export const MAX_PAYLOAD_BYTES = 64 * 1024;

@@ -1,2 +1,3 @@
 // The console's surface: the route that serves the built operator console.
 export * from './consoleRoute.ts';
+export * from './graphiqlWithConsoleToken.ts';

@@ -5,7 +5,7 @@
 // concurrent edit from being lost: the retried event's `previous` is the value the winner just wrote.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../db/db.ts';
-import { WrongExpectedRevision, type EventStore, type ExpectedRevision, type RecordedEvent } from '../ledger/eventStore.ts';
+import { WrongExpectedRevision, type EventStore, type ExpectedRevision, type RecordedEvent } from '../ledger/index.ts';
 import type { Caller, ControlPlaneCommand } from './controlPlaneCommand.ts';
 import { authorize, controlPlaneError, type ControlPlaneResult } from './controlPlaneCommand.ts';
 import { setBrandingDefault, setPlatformDefault } from './platformCommands.ts';

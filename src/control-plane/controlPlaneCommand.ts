@@ -1,9 +1,8 @@
 // What a control-plane command is (a change to tiers, tenants or platform settings, as opposed to a command
 // for a device, which src/command-backlog queues): who calls it, the pure plan and decide it is made of, who may
 // run it, and what it returns.
-import type { ControlPlaneEvent } from '../ledger/catalog/controlPlane.ts';
+import type { ControlPlaneEvent, Position } from '../ledger/index.ts';
 import type { PlatformState, TenantState, TierState } from './state.ts';
-import type { Position } from '../ledger/eventStore.ts';
 
 // Who is calling: the authenticated identity (the API's token) a control-plane command runs for, never taken
 // from a command's input; every event a command appends names it as its actor. The API's resolvers read with

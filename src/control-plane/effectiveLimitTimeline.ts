@@ -5,12 +5,10 @@
 // cascade just before and at each event's instant, keeping only the events that moved the effective value.
 import { resolveEffectiveLimit } from '../governance/index.ts';
 import type { Dimension, LimitSourceLevel, LimitValue } from '../governance/index.ts';
-import { PLATFORM_STREAM, tenantStream, tierStream, type ControlPlaneEvent } from '../ledger/catalog/controlPlane.ts';
-import { formatPosition, type EventStore, type RecordedEvent } from '../ledger/eventStore.ts';
+import { PLATFORM_STREAM, tenantStream, tierStream, type ControlPlaneEvent, formatPosition, type EventStore, type RecordedEvent } from '../ledger/index.ts';
 import type { NotRegisteredAt } from './effectiveLimitsAt.ts';
 import { overrideApplies } from './state.ts';
-import { asControlPlaneEvent, occurredAt, viewOf } from './view.ts';
-import { OVERRIDE_EXPIRY_ACTOR, OVERRIDE_EXPIRY_REASON } from './view.ts';
+import { asControlPlaneEvent, occurredAt, viewOf, OVERRIDE_EXPIRY_ACTOR, OVERRIDE_EXPIRY_REASON } from './view.ts';
 
 export type TimelineCause =
   | 'TENANT_REGISTERED'

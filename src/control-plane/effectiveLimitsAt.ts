@@ -4,8 +4,8 @@
 // governance library's cascade resolves them exactly as it resolves today's limits.
 import { DIMENSIONS, resolveEffectiveLimits } from '../governance/index.ts';
 import type { Dimension, LimitLevels } from '../governance/index.ts';
-import { PLATFORM_STREAM, tenantStream, tierStream } from '../ledger/catalog/controlPlane.ts';
-import type { EventStore, RecordedEvent } from '../ledger/eventStore.ts';
+import { PLATFORM_STREAM, tenantStream, tierStream } from '../ledger/index.ts';
+import type { EventStore, RecordedEvent } from '../ledger/index.ts';
 import type { TenantEffectiveLimits } from './effectiveLimits.ts';
 import { overrideApplies } from './state.ts';
 import { occurredAt, viewOf } from './view.ts';

@@ -1,6 +1,6 @@
 // Commands on the platform stream: the operator-set platform default per dimension, and branding.default.
-import type { Branding } from '../ledger/catalog/controlPlane.ts';
-import { PLATFORM_STREAM } from '../ledger/catalog/controlPlane.ts';
+import type { Branding } from '../ledger/index.ts';
+import { PLATFORM_STREAM } from '../ledger/index.ts';
 import type { ControlPlaneCommand } from './controlPlaneCommand.ts';
 import { checkBranding, checkLimitChange, checkReason, isControlPlaneError, type LimitInput } from './validation.ts';
 

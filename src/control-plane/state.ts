@@ -1,6 +1,6 @@
 // The state of each stream, folded from its events. Deciders decide on it; time travel folds the same
 // events up to an instant. One fold per stream kind, so "what the ledger says" has one definition.
-import type { Branding, ControlPlaneEvent, OverrideValue } from '../ledger/catalog/controlPlane.ts';
+import type { Branding, ControlPlaneEvent, OverrideValue } from '../ledger/index.ts';
 import type { Dimension, LimitValue, OverLimitPolicy } from '../governance/index.ts';
 
 export interface PlatformState {

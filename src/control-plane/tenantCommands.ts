@@ -1,7 +1,7 @@
 // Commands on a tenant's stream: register it (which confirms its name), move it to a tier, set or clear an
 // audited override, assign its AI model and branding, and choose its API_REQUESTS over-limit policy.
-import type { Branding } from '../ledger/catalog/controlPlane.ts';
-import { tenantStream, tierStream } from '../ledger/catalog/controlPlane.ts';
+import type { Branding } from '../ledger/index.ts';
+import { tenantStream, tierStream } from '../ledger/index.ts';
 import type { ControlPlaneCommand, StreamPlan } from './controlPlaneCommand.ts';
 import { controlPlaneError, type ControlPlaneError } from './controlPlaneCommand.ts';
 import { overrideApplies, type TenantState } from './state.ts';

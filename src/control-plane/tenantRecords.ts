@@ -3,11 +3,11 @@
 // names confirmed to the Governor at start.
 import type { Queryable } from '../db/db.ts';
 import { type OverLimitPolicy, type Dimension, resolveCascade } from '../governance/index.ts';
-import { type Branding, tenantStream } from '../ledger/catalog/controlPlane.ts';
+import { type Branding, tenantStream } from '../ledger/index.ts';
 import { checkModel, isControlPlaneError, checkBranding } from './validation.ts';
 import { BRANDING_DEFAULT_KEY } from './view.ts';
 import type { TenantNameConfirmer } from './controlPlane.ts';
-import type { EventStore } from '../ledger/eventStore.ts';
+import type { EventStore } from '../ledger/index.ts';
 
 // Tenants by id, one query; unregistered ids are absent from the map.
 export interface TenantRecord {

@@ -1,5 +1,5 @@
 // Commands on a tier's stream: define it, set or clear its limit per dimension, name its default AI model.
-import { tierStream } from '../ledger/catalog/controlPlane.ts';
+import { tierStream } from '../ledger/index.ts';
 import type { ControlPlaneCommand, StreamPlan } from './controlPlaneCommand.ts';
 import { controlPlaneError, type ControlPlaneError } from './controlPlaneCommand.ts';
 import type { TierState } from './state.ts';

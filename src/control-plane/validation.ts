@@ -1,7 +1,7 @@
 // Input checks shared by every command. Each returns a ControlPlaneError (a value, nothing is appended) or the
 // checked value. Limit values are checked by the governance library's validateLimitValue, the same
 // definition of "valid" the cascade uses when it skips a stored level.
-import type { Branding } from '../ledger/catalog/controlPlane.ts';
+import type { Branding } from '../ledger/index.ts';
 import { DIMENSIONS, ID_PATTERN, validateLimitValue } from '../governance/index.ts';
 import type { Dimension, LimitValue, OverLimitPolicy } from '../governance/index.ts';
 import { controlPlaneError, type ControlPlaneError } from './controlPlaneCommand.ts';

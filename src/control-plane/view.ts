@@ -1,8 +1,8 @@
 // Folds loaded streams into the view deciders and time travel read. An event counts as of its occurredAt
 // (the control plane's clock when it decided; the runner keeps it non-decreasing within a stream), so
 // "as of an instant" is a prefix of each stream.
-import { CONTROL_PLANE_EVENT_TYPES, PLATFORM_STREAM, type ControlPlaneEvent } from '../ledger/catalog/controlPlane.ts';
-import type { RecordedEvent } from '../ledger/eventStore.ts';
+import { CONTROL_PLANE_EVENT_TYPES, PLATFORM_STREAM, type ControlPlaneEvent } from '../ledger/index.ts';
+import type { RecordedEvent } from '../ledger/index.ts';
 import type { ControlPlaneView } from './controlPlaneCommand.ts';
 import { EMPTY_PLATFORM, evolvePlatform, evolveTenant, evolveTier, type PlatformState, type TenantState, type TierState } from './state.ts';
 

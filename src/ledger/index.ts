@@ -19,3 +19,4 @@ export * from './checkpoints.ts';
 export { createPostgresEventStore } from './postgres/postgresEventStore.ts';
 export { createEventStoreDbEventStore } from './eventstoredb/index.ts';
 export * from './retention/startLedgerRetention.ts';
+export { appendInTransaction, appendStreamsInTransaction, type StreamAppend } from './postgres/appendInTransaction.ts';

@@ -10,9 +10,7 @@
 // the ledger reported. A flush of many tenants is split into appends of at most MAX_APPEND_BYTES, each owed
 // in turn. Meanwhile new spend keeps summing per tenant, so memory grows with tenants, not with time.
 import { randomUUID } from 'node:crypto';
-import { jsonBytes, MAX_APPEND_BYTES, maxEventDataBytes, splitBySize } from '../ledger/appendSize.ts';
-import { WrongExpectedRevision, type EventStore, type ExpectedRevision, type NewEvent } from '../ledger/eventStore.ts';
-import { INFERENCE_SPEND_STREAM, type InferenceSpendRecordedData, type InferenceSpendSummary } from '../ledger/catalog/inference.ts';
+import { jsonBytes, MAX_APPEND_BYTES, maxEventDataBytes, splitBySize, WrongExpectedRevision, type EventStore, type ExpectedRevision, type NewEvent, INFERENCE_SPEND_STREAM, type InferenceSpendRecordedData, type InferenceSpendSummary } from '../ledger/index.ts';
 import type { Metrics } from './metrics.ts';
 
 export type SpendOutcome = { status: 'recorded' } | { status: 'invalid'; field: 'tenantId' | 'inputTokens' | 'outputTokens'; message: string };

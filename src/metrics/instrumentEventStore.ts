@@ -1,6 +1,6 @@
 // Times every ledger append on ledger_append_duration_seconds. The other methods pass straight through;
 // they are delegated one by one (not spread) so an adapter written as a class keeps working.
-import type { EventStore } from '../ledger/eventStore.ts';
+import type { EventStore } from '../ledger/index.ts';
 import type { Metrics } from './metrics.ts';
 
 export function instrumentEventStore(store: EventStore, metrics: Metrics): EventStore {

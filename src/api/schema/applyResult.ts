@@ -2,7 +2,7 @@
 // error of the mutation's payload union. Throwing is only the errors plugin's mechanism for picking the
 // union member: nothing is thrown past the field, and the command has appended nothing.
 import type { ControlPlaneError, ControlPlaneResult } from '../../control-plane/index.ts';
-import { formatPosition } from '../../ledger/eventStore.ts';
+import { formatPosition } from '../../ledger/index.ts';
 import {
   ConcurrentEdit,
   Forbidden,

@@ -4,7 +4,7 @@
 import { builder } from '../builder.ts';
 import { GraphQLError } from '../graphql.ts';
 import { decodeCursor, pageSize, toConnection } from '../paging.ts';
-import { BUCKET_SECONDS, floorTo, type TrendBucket } from '../../metrics/trends/buckets.ts';
+import { BUCKET_SECONDS, floorTo, type TrendBucket } from '../../metrics/index.ts';
 import { TrendBucketEnum } from './enums.ts';
 
 const COMMAND_STATUSES = ['QUEUED', 'DELIVERED', 'FAILED', 'CANCELLED', 'EXPIRED'] as const;

@@ -1,5 +1,5 @@
 import { ALLOWANCES, DIMENSIONS } from '../../governance/index.ts';
-import { TREND_BUCKETS } from '../../metrics/trends/buckets.ts';
+import { TREND_BUCKETS } from '../../metrics/index.ts';
 import { builder } from '../builder.ts';
 
 export const DimensionEnum = builder.enumType('Dimension', { values: DIMENSIONS });

@@ -1,7 +1,4 @@
-import { shedTrend, type TrendPoint } from '../../metrics/trends/shedTrend.ts';
-import { topShedders, type TenantShed } from '../../metrics/trends/topShedders.ts';
-import { unresolvedAdmissions, type UnresolvedAdmissionCount } from '../../metrics/trends/unresolvedAdmissions.ts';
-import { InvalidTrendQuery } from '../../metrics/trends/trendQuery.ts';
+import { shedTrend, type TrendPoint, topShedders, type TenantShed, unresolvedAdmissions, type UnresolvedAdmissionCount, InvalidTrendQuery } from '../../metrics/index.ts';
 import { builder } from '../builder.ts';
 import { badInput } from '../queryErrors.ts';
 import { pageSize } from '../paging.ts';

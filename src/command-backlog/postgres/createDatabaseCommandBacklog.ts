@@ -8,10 +8,8 @@
 // so no two of them can deadlock.
 import type { Db, Tx } from '../../db/db.ts';
 import { StorageUnavailable } from '../../db/storageUnavailable.ts';
-import type { NewEvent } from '../../ledger/eventStore.ts';
-import { MAX_APPEND_BYTES } from '../../ledger/appendSize.ts';
-import { appendInTransaction, appendStreamsInTransaction, type StreamAppend } from '../../ledger/postgres/appendInTransaction.ts';
-import { commandsStream, SETTLEMENT_EVENT_TYPES } from '../../ledger/catalog/commands.ts';
+import type { NewEvent } from '../../ledger/index.ts';
+import { MAX_APPEND_BYTES, appendInTransaction, appendStreamsInTransaction, type StreamAppend, commandsStream, SETTLEMENT_EVENT_TYPES } from '../../ledger/index.ts';
 import { commandEvent } from '../commandEvents.ts';
 import { retryAfterSeconds } from '../retryAfter.ts';
 import { unknownTenant, conflictMessage, repeatOutcome, settleOutcome } from '../answers.ts';

@@ -1,7 +1,6 @@
 import type { Tx } from '../../db/db.ts';
-import { eventBytes, splitBySize } from '../../ledger/appendSize.ts';
-import { commandsStream } from '../../ledger/catalog/commands.ts';
-import type { StreamAppend } from '../../ledger/postgres/appendInTransaction.ts';
+import { eventBytes, splitBySize, commandsStream } from '../../ledger/index.ts';
+import type { StreamAppend } from '../../ledger/index.ts';
 import { commandEvent, type CommandEvent, EXPIRY_ACTOR } from '../commandEvents.ts';
 
 export interface ExpiredCommand {

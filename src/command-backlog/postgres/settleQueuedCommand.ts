@@ -1,6 +1,6 @@
 import { prepared } from '../../db/preparedStatements.ts';
 import type { Tx } from '../../db/db.ts';
-import type { CommandSettlement } from '../../ledger/catalog/commands.ts';
+import type { CommandSettlement } from '../../ledger/index.ts';
 import { DELIVERY_INTERVAL_EWMA_WEIGHT } from '../retryAfter.ts';
 import type { SettleDecision } from '../answers.ts';
 

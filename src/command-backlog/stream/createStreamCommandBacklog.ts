@@ -13,9 +13,7 @@
 // writing a tenant's whole command map costs a bounded amount per event however many commands it holds.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Db } from '../../db/db.ts';
-import { MAX_APPEND_BYTES, splitAppend } from '../../ledger/appendSize.ts';
-import { WrongExpectedRevision, type EventStore, type NewEvent } from '../../ledger/eventStore.ts';
-import { commandsStream, SETTLEMENT_EVENT_TYPES } from '../../ledger/catalog/commands.ts';
+import { MAX_APPEND_BYTES, splitAppend, WrongExpectedRevision, type EventStore, type NewEvent, commandsStream, SETTLEMENT_EVENT_TYPES } from '../../ledger/index.ts';
 import type { BacklogOptions, CommandBacklog, EnqueueOutcome } from '../types.ts';
 import { commandEvent, EXPIRY_ACTOR } from '../commandEvents.ts';
 import { retryAfterSeconds } from '../retryAfter.ts';

@@ -1,7 +1,6 @@
 // A tenant's backlog as its commands stream tells it: the state the stream-revision path decides on.
 // Pure: the same events always fold to the same state.
-import type { RecordedEvent } from '../../ledger/eventStore.ts';
-import type { CommandEventMap, CommandEventType } from '../../ledger/catalog/commands.ts';
+import type { RecordedEvent, CommandEventMap, CommandEventType } from '../../ledger/index.ts';
 import { nextDeliveryIntervalEwma, type DeliveryPace } from '../retryAfter.ts';
 import { commandFingerprint } from '../answers.ts';
 import type { EarlierCommand } from '../answers.ts';

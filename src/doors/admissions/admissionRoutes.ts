@@ -10,7 +10,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ID_PATTERN, InvalidAdmission } from '../../governance/index.ts';
 import type { AdmitRequest, Governor } from '../../governance/index.ts';
-import type { InferenceSpendMeter } from '../../metrics/inferenceSpendMeter.ts';
+import type { InferenceSpendMeter } from '../../metrics/index.ts';
 import type { Route, RouteHandler } from '../../http-server/route.ts';
 import { declaresTooLarge, readBodyCapped } from '../../http-server/readBody.ts';
 import { sendJson } from '../../http-server/respond.ts';
