@@ -33,6 +33,7 @@ export function addTenantCors(headers: HeaderPairs): void {
 
 export function addRateLimitHeaders(headers: HeaderPairs, verdict: RateLimitVerdict): void {
   const retryAfterSeconds = Math.max(1, Math.ceil(verdict.retryAfterSeconds));
+  const remaining = Math.max(0, Math.floor(verdict.remaining));
   headers.push(
     'Retry-After',
     String(retryAfterSeconds),
@@ -41,8 +42,29 @@ export function addRateLimitHeaders(headers: HeaderPairs, verdict: RateLimitVerd
     'X-RateLimit-Limit',
     String(verdict.limit),
     'RateLimit-Policy',
-    `"${verdict.policy}";q=${verdict.limit};w=1`,
+    policyField(verdict.policy, verdict.limit),
     'RateLimit',
-    `"${verdict.policy}";r=${Math.max(0, Math.floor(verdict.remaining))};t=${retryAfterSeconds}`,
+    rateLimitField(verdict.policy, remaining, retryAfterSeconds),
   );
+}
+
+// The fields last written, kept: refusals come in floods that name the same policy, limit and wait again and
+// again, and each field built anew is a string joined from pieces.
+let lastPolicy = { policy: '', limit: Number.NaN, field: '' };
+let lastRateLimit = { policy: '', remaining: Number.NaN, retryAfterSeconds: Number.NaN, field: '' };
+
+function policyField(policy: string, limit: number): string {
+  const last = lastPolicy;
+  if (last.policy === policy && last.limit === limit) return last.field;
+  const field = `"${policy}";q=${limit};w=1`;
+  lastPolicy = { policy, limit, field };
+  return field;
+}
+
+function rateLimitField(policy: string, remaining: number, retryAfterSeconds: number): string {
+  const last = lastRateLimit;
+  if (last.policy === policy && last.remaining === remaining && last.retryAfterSeconds === retryAfterSeconds) return last.field;
+  const field = `"${policy}";r=${remaining};t=${retryAfterSeconds}`;
+  lastRateLimit = { policy, remaining, retryAfterSeconds, field };
+  return field;
 }

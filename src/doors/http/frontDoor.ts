@@ -115,12 +115,16 @@ function sendRateLimited(res: ServerResponse, request: FrontDoorRequest, verdict
 export function tenantVerdict(decision: AdmitDecision, charge: 'messages' | 'readings' | 'requests'): RateLimitVerdict {
   return {
     scope: 'tenant',
-    policy: `${decision.scope === 'overflow' ? 'overflow' : 'tenant'}-${charge}`,
+    policy: (decision.scope === 'overflow' ? OVERFLOW_POLICIES : TENANT_POLICIES)[charge],
     limit: decision.limit,
     remaining: decision.remaining,
     retryAfterSeconds: decision.retryAfterSeconds,
   };
 }
+
+// The policy names, made once rather than per refusal.
+const TENANT_POLICIES = { messages: 'tenant-messages', readings: 'tenant-readings', requests: 'tenant-requests' } as const;
+const OVERFLOW_POLICIES = { messages: 'overflow-messages', readings: 'overflow-readings', requests: 'overflow-requests' } as const;
 
 export interface ClientResolver {
   of(req: IncomingMessage): ClientIp;

@@ -15,8 +15,13 @@ export function authorizeSender(credential: IngestCredential | null, destination
     if (credential.kind === 'integration') return { status: 'unauthorized', message: 'an integration key cannot post device readings' };
     if (credential.kind === 'device') {
       // A device key speaks for one device only: it cannot post readings in another device's name.
-      const foreign = destination.entries.findIndex((entry) => entry.deviceId !== undefined && entry.deviceId !== credential.subject);
-      if (foreign >= 0) return { status: 'unauthorized', message: `readings[${foreign}] names a device this key does not belong to` };
+      const entries = destination.entries;
+      for (let i = 0; i < entries.length; i++) {
+        const deviceId = entries[i]!.deviceId;
+        if (deviceId !== undefined && deviceId !== credential.subject) {
+          return { status: 'unauthorized', message: `readings[${i}] names a device this key does not belong to` };
+        }
+      }
     }
     return { status: 'authorized', credential };
   }

@@ -47,7 +47,7 @@ function costOf(entry: Record<string, unknown>, where: string): number | string 
   let cost = 0;
   if (measurements !== undefined) {
     if (!isObject(measurements)) return `${where}.measurements must be an object of name to value`;
-    cost += Object.keys(measurements).length;
+    cost += ownKeyCount(measurements);
   }
   if (location !== undefined) {
     if (!isObject(location)) return `${where}.location must be an object`;
@@ -59,6 +59,13 @@ function costOf(entry: Record<string, unknown>, where: string): number | string 
   }
   if (cost === 0) return `${where} carries no reading: give measurements (at least one), a location or an alert`;
   return cost;
+}
+
+/** Object.keys(object).length without the array: every entry of every request is counted. */
+function ownKeyCount(object: Record<string, unknown>): number {
+  let count = 0;
+  for (const key in object) if (Object.hasOwn(object, key)) count++;
+  return count;
 }
 
 export function parseJson(body: Buffer): { status: 'parsed'; value: unknown } | { status: 'invalid'; message: string } {
