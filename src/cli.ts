@@ -155,7 +155,7 @@ async function rebuildProjections(name: string | undefined): Promise<void> {
     throw new UsageError(`no projection named ${name}; known: ${known.join(', ')}`);
   }
   const db = await openDb(settings);
-  const store = openEventStore(db, settings.eventStoreUrl);
+  const store = await openEventStore(db, settings.eventStoreUrl);
   try {
     await migrate(db);
     for (const projection of projections) {
@@ -261,7 +261,7 @@ async function ingestKey(args: string[]): Promise<void> {
   ]);
   const settings = readSettings();
   const db = await openDb(settings);
-  const store = openEventStore(db, settings.eventStoreUrl);
+  const store = await openEventStore(db, settings.eventStoreUrl);
   try {
     await migrate(db);
     if (!(await tenantIsRegistered(store, values.tenant))) throw new Error(`no tenant ${values.tenant} is registered: register it before issuing its keys`);

@@ -39,9 +39,9 @@ import {
   readDescriptorMapping,
   startDoorParts,
   startIngest,
-  startLwm2mDoor,
-  startMqttDoor,
-  startSparkplugDoor,
+  loadLwm2mDoor,
+  loadMqttDoor,
+  loadSparkplugDoor,
   type RateLimitDecider,
 } from './doors/index.ts';
 import { createApiPubSub, createGraphQLRoute, tokenVerifierFor, withApiPublishers } from './api/index.ts';
@@ -78,7 +78,7 @@ export async function startService(settings: Settings, logger: Logger = createLo
   // Read before anything is opened: a bad mapping stops the start, naming the variable.
   const rlsMapping = readDescriptorMapping();
   const metrics = createMetrics({ service: settings.service, namedTenants: metricsSettings.namedTenants });
-  const store = instrumentEventStore(openEventStore(db, settings.eventStoreUrl), metrics);
+  const store = instrumentEventStore(await openEventStore(db, settings.eventStoreUrl), metrics);
 
   // REDIS_URL: ceilings hold across replicas. Start-up waits briefly for Redis but never blocks on it: a Redis
   // that is down means local metering at half the limit until it answers.
@@ -166,8 +166,10 @@ export async function startService(settings: Settings, logger: Logger = createLo
   const door = await startDoorParts({ settings, db, governor, logger });
   closers.push(() => door.close());
   const ingest = startIngest({ settings, logger, door });
-  // The device doors take the same parts; each is closed before them (closers run in reverse).
+  // The device doors take the same parts; each is closed before them (closers run in reverse). Each is loaded
+  // only when it is configured: its broker and codec libraries would otherwise cost every start.
   if (settings.mqttUrl) {
+    const [{ startMqttDoor }, { startSparkplugDoor }] = await Promise.all([loadMqttDoor(), loadSparkplugDoor()]);
     const doorSettings = { ...settings, mqttUrl: settings.mqttUrl };
     const mqttDoor = await startMqttDoor({
       settings: doorSettings,
@@ -185,6 +187,7 @@ export async function startService(settings: Settings, logger: Logger = createLo
     closers.push(() => sparkplugDoor.close());
   }
   if (settings.lwm2mEnabled) {
+    const { startLwm2mDoor } = await loadLwm2mDoor();
     const lwm2mDoor = await startLwm2mDoor({
       port: settings.lwm2mPort,
       host: settings.host,

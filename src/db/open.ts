@@ -1,6 +1,5 @@
 import type { Db } from './db.ts';
 import { openPostgres } from './postgres.ts';
-import { openPglite } from './pglite.ts';
 import { lockDataDir } from './dataDirLock.ts';
 import { mkdir } from 'node:fs/promises';
 
@@ -23,6 +22,8 @@ export async function openDb(settings: StorageSettings, options: OpenDbOptions =
   await mkdir(settings.dataDir, { recursive: true });
   const unlock = await lockDataDir(settings.dataDir);
   try {
+    // Loaded here: a service on PostgreSQL never needs the embedded database's library.
+    const { openPglite } = await import('./pglite.ts');
     const db = await openPglite(settings.dataDir);
     return {
       ...db,

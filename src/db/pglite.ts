@@ -2,6 +2,7 @@ import { PGlite } from '@electric-sql/pglite';
 import type { Db, QueryResult, Tx } from './db.ts';
 import { INT8_OID, XID8_OID, parseBigint } from './types.ts';
 import { quoteIdent } from './postgres.ts';
+import { pgliteSeedFor } from './pgliteSeed.ts';
 
 /**
  * Embedded PostgreSQL (PGlite). `dataDir` undefined keeps everything in memory (tests).
@@ -9,8 +10,11 @@ import { quoteIdent } from './postgres.ts';
  * single embedded process wants.
  */
 export async function openPglite(dataDir?: string): Promise<Db> {
+  // A new database in a directory starts from the build's seed when there is one (see pgliteSeed.ts).
+  const loadDataDir = dataDir === undefined ? undefined : pgliteSeedFor(dataDir);
   const db = await PGlite.create(dataDir, {
     parsers: { [INT8_OID]: parseBigint, [XID8_OID]: parseBigint },
+    ...(loadDataDir ? { loadDataDir } : {}),
   });
 
   // PGlite reports affectedRows 0 for a SELECT; a statement that returns columns counts its rows, like pg.

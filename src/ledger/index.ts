@@ -17,6 +17,6 @@ export * from './rebuild.ts';
 export * from './rebuildProgress.ts';
 export * from './checkpoints.ts';
 export { createPostgresEventStore } from './postgres/postgresEventStore.ts';
-export { createEventStoreDbEventStore } from './eventstoredb/index.ts';
+// The EventStoreDB adapter is reached through openEventStore, which loads its client only when EVENTSTORE_URL is set.
 export * from './retention/startLedgerRetention.ts';
 export { appendInTransaction, appendStreamsInTransaction, type StreamAppend } from './postgres/appendInTransaction.ts';

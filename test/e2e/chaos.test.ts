@@ -167,7 +167,7 @@ describe.skipIf(missing.length > 0)('chaos: the service under traffic while its 
     expect(told.ingest.acceptedReadings).toBeGreaterThan(0);
 
     const db = await openDb(settings);
-    const store = openEventStore(db, undefined);
+    const store = await openEventStore(db, undefined);
     try {
       const ledger = await readWholeLedger(store);
       const admitted = ledger

@@ -167,7 +167,7 @@ function ingestInTwoParts(port: number, key: string, agent: http.Agent | false, 
 /** Units the ledger records as admitted for acme at the HTTP ingest door. */
 async function ledgerAdmitted(env: Record<string, string>): Promise<number> {
   const db = await openDb(readSettings(env));
-  const store = openEventStore(db, undefined);
+  const store = await openEventStore(db, undefined);
   try {
     return (await readWholeLedger(store))
       .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')

@@ -103,7 +103,7 @@ describe.skipIf(missing.length > 0)('three replicas behind HAProxy', () => {
     watchdog.unref();
 
     storage = await postgresOnly!.open({ max: 4 });
-    store = openEventStore(storage.db, undefined);
+    store = await openEventStore(storage.db, undefined);
     for (const tenantId of ['metered', 'open', 'ceiling', 'crash', 'rolling']) {
       const registered = await registerIngestCredential(storage.db, { tenantId, kind: 'tenant', subject: null });
       if (registered.status !== 'registered') throw new Error(registered.message);

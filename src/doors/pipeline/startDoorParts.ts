@@ -9,7 +9,6 @@ import { createCountingSink } from './countingSink.ts';
 import { cachedCredentialLookup } from './credentialCache.ts';
 import { findIngestCredential } from './credentials.ts';
 import { createEdgeLimit } from './edgeLimit.ts';
-import { createNatsSink, DEFAULT_INGEST_STREAM } from './natsSink.ts';
 import type { DoorParts } from './steps.ts';
 
 export interface SharedDoorParts extends DoorParts {
@@ -19,9 +18,9 @@ export interface SharedDoorParts extends DoorParts {
 
 export async function startDoorParts(parts: { settings: Settings; db: Db; governor: Governor; logger: Logger }): Promise<SharedDoorParts> {
   const { settings, db, governor, logger } = parts;
-  const sink = settings.natsUrl
-    ? await createNatsSink({ url: settings.natsUrl, ...DEFAULT_INGEST_STREAM })
-    : createCountingSink();
+  // The NATS client is loaded only when NATS_URL is set: it would otherwise cost every start.
+  const nats = settings.natsUrl ? await import('./natsSink.ts') : undefined;
+  const sink = nats && settings.natsUrl ? await nats.createNatsSink({ url: settings.natsUrl, ...nats.DEFAULT_INGEST_STREAM }) : createCountingSink();
   logger.info({ sink: settings.natsUrl ? 'nats-jetstream' : 'counting' }, 'door sink ready');
   return {
     governor,
