@@ -10,7 +10,8 @@
 //
 // The factor is bounded by the cores: every process (the replicas, the proxy, the load generator, PostgreSQL
 // and Redis) shares this machine's cores. Each round reports the CPU each replica, the proxy and the load
-// generator used (Linux /proc), per request and as cores, so the factor can be read against the cores used.
+// generator used (Linux /proc) as cores, and the replicas' CPU per request, so the factor can be read against
+// the cores used.
 // BENCH_QUICK=1 for a short run on a loaded machine.
 // Last line: {"bench":"scale-out","ours":<3 replicas req/s>,"baseline":<1 replica req/s>,"ratio":..,...}
 import { availableParallelism } from 'node:os';
@@ -41,8 +42,8 @@ const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 interface Round {
   requestsPerSecond: number;
-  /** CPU-µs per request of each replica that served, by name. */
-  replicaCpuUsPerRequest: Record<string, number>;
+  /** The serving replicas' CPU-µs, all together, per request (each request is served by one of them). */
+  replicasCpuUsPerRequest: number;
   /** Cores each replica used during the round. */
   replicaCores: Record<string, number>;
   proxyCores: number;
@@ -146,7 +147,7 @@ async function main(): Promise<void> {
       const selfCpu = self.user + self.system;
       return {
         requestsPerSecond: result.requests.average,
-        replicaCpuUsPerRequest: Object.fromEntries(serving.map((replica, i) => [replica.name, round2(replicaCpu[i]! / result.requests.total)])),
+        replicasCpuUsPerRequest: round2(replicaCpu.reduce((sum, each) => sum + each, 0) / result.requests.total),
         replicaCores: Object.fromEntries(serving.map((replica, i) => [replica.name, round2(replicaCpu[i]! / wallMicros)])),
         proxyCores: round2(proxyCpu / wallMicros),
         loadGeneratorCores: round2(selfCpu / wallMicros),
@@ -176,8 +177,8 @@ async function main(): Promise<void> {
         cores: availableParallelism(),
         coresUsedOne: bestOne.coresUsed,
         coresUsedThree: bestThree.coresUsed,
-        replicaCpuUsPerRequestOne: bestOne.replicaCpuUsPerRequest,
-        replicaCpuUsPerRequestThree: bestThree.replicaCpuUsPerRequest,
+        replicasCpuUsPerRequestOne: bestOne.replicasCpuUsPerRequest,
+        replicasCpuUsPerRequestThree: bestThree.replicasCpuUsPerRequest,
         replicaCoresOne: bestOne.replicaCores,
         replicaCoresThree: bestThree.replicaCores,
         proxyCoresOne: bestOne.proxyCores,
