@@ -1,5 +1,5 @@
 // Steps every front-door route shares: the request ID, the client address, the edge per-IP limit (step 1
-// of the spec's order, before anything is known of the tenant), and the 429 answer.
+// of the order in docs/governance-model.md, before anything is known of the tenant), and the 429 answer.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { RequestTarget } from '../../http-server/route.ts';

@@ -1,4 +1,4 @@
-// POST /v1/ingest/:tenant: the door pipeline's steps (../pipeline/steps.ts) in the spec's order:
+// POST /v1/ingest/:tenant: the door pipeline's steps (../pipeline/steps.ts) in the order docs/governance-model.md gives:
 //   1. edge per-IP limit (frontDoor.ts);
 //   2. the tenant name from the path on the HTTP allowance (the Governor's confirmed / 1024 / overflow rule)
 //   3. charged once per message before decoding, then the size cap (413 without reading the body whole);

@@ -1,5 +1,6 @@
-// The inbound-integrations body: one uplink object, or an array of N uplinks that costs N (the spec). An
-// uplink is passed on as the integration sent it (LoRaWAN network server, webhook); only its shape is checked.
+// The inbound-integrations body: one uplink object, or an array of N uplinks that costs N
+// (docs/governance-model.md, Allowances). An uplink is passed on as the integration sent it (LoRaWAN network
+// server, webhook); only its shape is checked.
 import { isObject, parseJson } from '../pipeline/readings.ts';
 
 export type DecodedUplinks =

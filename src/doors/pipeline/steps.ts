@@ -13,7 +13,7 @@
 // Each step returns its outcome as a value; the door turns a refusal into its transport's answer (an HTTP
 // 429, an MQTT PUBACK reason code, a CoAP 4.29). The steps never answer and never throw for a refusal.
 import { ID_PATTERN } from '../../governance/index.ts';
-import type { AdmitDecision, Allowance, Governor, HeldCharge } from '../../governance/index.ts';
+import type { AdmitDecision, AdmitRequest, Allowance, Governor, HeldCharge } from '../../governance/index.ts';
 import { authorizeSender, type Destination, type SenderCheck } from './authorizeSender.ts';
 import type { CredentialLookup } from './credentialCache.ts';
 import type { IngestCredential } from './credentials.ts';
@@ -64,14 +64,12 @@ export function chargeMessage(parts: Pick<DoorParts, 'governor'>, metering: Mete
 
 /** Step 5: the decoded readings (or uplinks), on the same allowance. */
 export function chargeReadings(parts: Pick<DoorParts, 'governor'>, metering: Metering, units: number): AdmitDecision {
-  return parts.governor.admit({
-    tenant: metering.tenantId,
-    dimension: 'INGEST',
-    allowance: metering.allowance,
-    units,
-    at: metering.atMs,
-    callerKey: metering.clientKey,
-  });
+  return parts.governor.admit(readingsRequest(metering, units));
+}
+
+/** The readings charge's request, whether it is decided at once or held (the same charge either way). */
+function readingsRequest(metering: Metering, units: number): AdmitRequest {
+  return { tenant: metering.tenantId, dimension: 'INGEST', allowance: metering.allowance, units, at: metering.atMs, callerKey: metering.clientKey };
 }
 
 /**
@@ -81,14 +79,7 @@ export function chargeReadings(parts: Pick<DoorParts, 'governor'>, metering: Met
  * then is it counted. A refusal is counted at once.
  */
 export function holdReadingsCharge(parts: Pick<DoorParts, 'governor'>, metering: Metering, units: number): HeldCharge<AdmitDecision> {
-  return parts.governor.chargeUntilSettled({
-    tenant: metering.tenantId,
-    dimension: 'INGEST',
-    allowance: metering.allowance,
-    units,
-    at: metering.atMs,
-    callerKey: metering.clientKey,
-  });
+  return parts.governor.chargeUntilSettled(readingsRequest(metering, units));
 }
 
 /**
