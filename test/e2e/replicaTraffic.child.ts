@@ -9,6 +9,7 @@
 // and kept. Prints `progress <answers>` as it goes; on a line "stop" on stdin it finishes the requests under
 // way and prints one JSON line (TrafficReport).
 import http from 'node:http';
+import { postAnswer } from '../support/postAnswer.ts';
 
 const BASE = new URL(process.env.BASE_URL!);
 const TENANT = process.env.TENANT!;
@@ -48,37 +49,8 @@ const report: TrafficReport = {
 let answers = 0;
 let stopping = false;
 
-interface Answer {
-  status: number;
-  servedBy: string;
-  body: string;
-}
-
-function post(agent: http.Agent, path: string, headers: Record<string, string>, body: string): Promise<Answer> {
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      {
-        host: BASE.hostname,
-        port: BASE.port,
-        path,
-        method: 'POST',
-        agent,
-        timeout: ANSWER_WITHIN_MS,
-        headers: { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
-      },
-      (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => (text += chunk));
-        response.on('end', () => resolve({ status: response.statusCode!, servedBy: String(response.headers['x-served-by'] ?? '-'), body: text }));
-        response.on('error', reject);
-      },
-    );
-    request.on('timeout', () => request.destroy(new Error(`no answer within ${ANSWER_WITHIN_MS} ms`)));
-    request.on('error', reject);
-    request.end(body);
-  });
-}
+const post = (agent: http.Agent, path: string, headers: Record<string, string>, body: string) =>
+  postAnswer(BASE, path, headers, body, { agent, timeoutMs: ANSWER_WITHIN_MS });
 
 const answered = (servedBy: string) => {
   report.servedBy[servedBy] = (report.servedBy[servedBy] ?? 0) + 1;

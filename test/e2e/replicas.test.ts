@@ -27,6 +27,7 @@ import { ADMISSIONS_STREAM, type AdmissionsRecordedData } from '../../src/ledger
 import { commandsStream } from '../../src/ledger/catalog/commands.ts';
 import type { EventStore, RecordedEvent } from '../../src/ledger/eventStore.ts';
 import { openEventStore } from '../../src/ledger/openEventStore.ts';
+import { postAnswer } from '../support/postAnswer.ts';
 import { postgresOnly, type TestDb } from '../support/databases.ts';
 import { haproxyBinary, startHaproxy, type RunningHaproxy } from '../support/haproxy.ts';
 import { freePort } from '../support/privateServers.ts';
@@ -427,38 +428,8 @@ interface GraphQLAnswer {
   errors?: Array<{ message: string; extensions?: Record<string, unknown> }>;
 }
 
-interface Posted {
-  status: number;
-  servedBy: string;
-  body: string;
-}
-
-function post(baseUrl: string, path: string, headers: Record<string, string>, body: string, agent?: http.Agent): Promise<Posted> {
-  const url = new URL(baseUrl);
-  return new Promise((resolve, reject) => {
-    const request = http.request(
-      {
-        host: url.hostname,
-        port: url.port,
-        path,
-        method: 'POST',
-        agent: agent ?? false,
-        timeout: 20_000,
-        headers: { ...headers, 'content-type': 'application/json', accept: 'application/json', 'content-length': Buffer.byteLength(body) },
-      },
-      (response) => {
-        let text = '';
-        response.setEncoding('utf8');
-        response.on('data', (chunk: string) => (text += chunk));
-        response.on('end', () => resolve({ status: response.statusCode!, servedBy: String(response.headers['x-served-by'] ?? '-'), body: text }));
-        response.on('error', reject);
-      },
-    );
-    request.on('timeout', () => request.destroy(new Error(`${path}: no answer within 20 s`)));
-    request.on('error', reject);
-    request.end(body);
-  });
-}
+const post = (baseUrl: string, path: string, headers: Record<string, string>, body: string, agent?: http.Agent) =>
+  postAnswer(baseUrl, path, headers, body, { agent: agent ?? false });
 
 interface Window {
   /** Unix seconds: [from, to). */
