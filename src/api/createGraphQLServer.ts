@@ -2,7 +2,7 @@
 // behind bearer-token auth and query-shape limits. Tests call `yoga.fetch` on it in-process; the service
 // mounts it at /graphql through createGraphQLRoute.
 import { createYoga, maskError, type YogaServerInstance } from 'graphql-yoga';
-import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
+import type { renderGraphiQL as RenderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { storageUnavailableIn } from '../db/storageUnavailable.ts';
 import { GraphQLError } from './graphql.ts';
 import { withConsoleToken } from '../console/index.ts';
@@ -34,7 +34,7 @@ export function createGraphQLServer({ verify, development = false, logger, ...de
     graphiql: { title: 'governance-ledger' },
     // GraphiQL's code, styles and editor workers come inlined from the package, not from a CDN: the page works
     // on a network without the internet. Opened from the console, it starts with the console's token.
-    renderGraphiQL: withConsoleToken(renderGraphiQL),
+    renderGraphiQL: renderGraphiQLWhenAsked,
     landingPage: false,
     // Outside development a fault answers "Unexpected error." and is logged; typed errors and GraphQLErrors
     // (FORBIDDEN, UNKNOWN_TENANT, BAD_USER_INPUT) are meant for the client and pass unchanged. The database
@@ -70,4 +70,18 @@ function serviceUnavailable(error: unknown): GraphQLError | undefined {
       http: { status: 503, headers: { 'Retry-After': retryAfter } },
     },
   });
+}
+
+// GraphiQL's page comes in a module of about 9 MB: loaded at the first request for the page, not at every start,
+// where reading and compiling it was about a tenth of the service's start-up on PostgreSQL.
+let graphiqlPage: Promise<typeof RenderGraphiQL> | undefined;
+async function renderGraphiQLWhenAsked(options: Parameters<typeof RenderGraphiQL>[0]): Promise<string> {
+  graphiqlPage ??= import('@graphql-yoga/render-graphiql').then(
+    ({ renderGraphiQL }) => withConsoleToken(renderGraphiQL),
+    (error: unknown) => {
+      graphiqlPage = undefined; // the next request tries again
+      throw error;
+    },
+  );
+  return (await graphiqlPage)(options);
 }
