@@ -128,13 +128,8 @@ export function callerKeyOf(credential: IngestCredential, clientKey: string): st
 export type SinkOutcome = { status: 'accepted' } | { status: 'unavailable'; error: unknown };
 
 /** Step 7: the batch handed to the sink. A sink fault is an outcome (the door answers "retry"), never a crash. */
-export async function handToSink(parts: Pick<DoorParts, 'sink'>, batch: AcceptedBatch): Promise<SinkOutcome> {
-  try {
-    await parts.sink.publish(batch);
-    return ACCEPTED;
-  } catch (error) {
-    return { status: 'unavailable', error };
-  }
+export function handToSink(parts: Pick<DoorParts, 'sink'>, batch: AcceptedBatch): Promise<SinkOutcome> {
+  return new Promise((resolve) => handToSinkThen(parts, batch, { sunk: resolve }));
 }
 
 /** Takes the sink's outcome in handToSinkThen. It must not throw: it runs in a promise's reaction. */
@@ -143,8 +138,8 @@ export interface SinkReceiver {
 }
 
 /**
- * Step 7 for a door that goes on from a callback rather than awaiting: the same outcomes as handToSink, handed
- * to `receiver` once the sink answers, without an async function of its own.
+ * Step 7 for a door that goes on from a callback rather than awaiting (handToSink is this as a promise): the
+ * outcome is handed to `receiver` once the sink answers, without an async function of its own.
  */
 export function handToSinkThen(parts: Pick<DoorParts, 'sink'>, batch: AcceptedBatch, receiver: SinkReceiver): void {
   let published: Promise<void>;
