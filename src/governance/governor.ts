@@ -222,7 +222,7 @@ export class Governor {
     const at = request.at;
     // The fast path: a readings charge on a token bucket, same (dimension, allowance) as the call before, for a
     // tenant whose state vouches (fastKey) that nothing else needs doing. admit is kept small so V8 inlines it
-    // into the caller; both paths fill `decided` and one allocation site copies it, so a caller that reads the
+    // into the caller; both paths fill `decided` and one allocation site (copyOfDecided) copies it, so a caller that reads the
     // decision without keeping it lets V8 drop the request and decision objects altogether.
     // (`x - x === 0` is false for NaN and the infinities.)
     const state =
@@ -234,6 +234,14 @@ export class Governor {
     } else {
       this.admitFully(request.tenant, request.dimension, request.allowance, units, at, request.callerKey, request.charge);
     }
+    return this.copyOfDecided();
+  }
+
+  /**
+   * The decision just made, as an object of the caller's. The one place a decision is allocated: inlined into
+   * admit, a caller that only reads the decision lets V8 drop the allocation.
+   */
+  private copyOfDecided(): AdmitDecision {
     const out = this.decided;
     return {
       admitted: out.admitted,
@@ -422,19 +430,7 @@ export class Governor {
     }
     // (Read through a method: the compiler would keep `heldAllowance` narrowed to the null set above.)
     const allowance = this.takeHeldAllowance();
-    const out = this.decided;
-    const decision: AdmitDecision = {
-      admitted: out.admitted,
-      behaviour: out.behaviour,
-      limit: out.limit,
-      remaining: out.remaining,
-      retryAfterSeconds: out.retryAfterSeconds,
-      burst: out.burst,
-      neverFits: out.neverFits,
-      scope: out.scope,
-      source: out.source,
-    };
-    return new HeldCharge(decision, allowance, this.heldCause, request.at, request.units, this.tallyHeld);
+    return new HeldCharge(this.copyOfDecided(), allowance, this.heldCause, request.at, request.units, this.tallyHeld);
   }
 
   private takeHeldAllowance(): AllowanceState | null {
