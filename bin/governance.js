@@ -1,13 +1,14 @@
 #!/usr/bin/env node
-// The package bin runs the compiled CLI (dist/, built by `npm run build`, which `npm ci` runs through the
-// `prepare` script). A working tree without dist/ falls back to the TypeScript sources through tsx, so the bin
-// also works while developing. GOVERNANCE_RUN_SOURCES=1 runs the sources even where dist/ exists (tests that
-// start the service through `npm start` must not run a dist/ older than the code under test).
+// The package bin runs the compiled CLI, bundled into dist/service/ (built by `npm run build`, which `npm ci`
+// runs through the `prepare` script). A working tree without dist/ falls back to the TypeScript sources through
+// tsx, so the bin also works while developing. GOVERNANCE_RUN_SOURCES=1 runs the sources even where dist/
+// exists (tests that start the service through `npm start` must not run a dist/ older than the code under
+// test).
 import { existsSync } from 'node:fs';
 import process from 'node:process';
 import { URL } from 'node:url';
 
-const compiled = new URL('../dist/src/cli.js', import.meta.url);
+const compiled = new URL('../dist/service/cli.js', import.meta.url);
 if (existsSync(compiled) && process.env.GOVERNANCE_RUN_SOURCES !== '1') {
   await import(compiled.href);
 } else {

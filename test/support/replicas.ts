@@ -13,7 +13,8 @@ import path from 'node:path';
 import { waitFor } from './waitFor.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
-const COMPILED_CLI = path.join(ROOT, 'dist/src/cli.js');
+// What bin/governance.js runs: the bundle of the compiled sources.
+const COMPILED_CLI = path.join(ROOT, 'dist/service/cli.js');
 
 /**
  * Why replicas cannot start from dist/ here (undefined when they can). A dist/ older than a source file is
