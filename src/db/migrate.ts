@@ -46,8 +46,13 @@ export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
     // Two processes racing on CREATE TABLE IF NOT EXISTS can collide on the catalog's unique index.
     if (!(await tableExists(db, 'gl_migrations'))) throw error;
   });
+  // Read first, without a lock: a database already migrated (every start but its first) needs no transaction
+  // per migration. One not recorded here is checked again under the lock, which a racing process may hold.
+  const recorded = await db.query<{ version: number }>('SELECT version FROM gl_migrations');
+  const alreadyApplied = new Set(recorded.rows.map((row) => Number(row.version)));
   const applied: string[] = [];
   for (const migration of migrations) {
+    if (alreadyApplied.has(migration.version)) continue;
     const didApply = await db.transaction(async (tx) => {
       // Keyed by schema: processes migrating the same schema queue, while separate schemas on one server
       // (isolated test schemas, several ledgers in one database) do not wait for each other.
