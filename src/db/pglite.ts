@@ -2,7 +2,7 @@ import { PGlite } from '@electric-sql/pglite';
 import type { Db, QueryResult, Tx } from './db.ts';
 import { INT8_OID, XID8_OID, parseBigint } from './types.ts';
 import { quoteIdent } from './postgres.ts';
-import { pgliteSeedFor } from './pgliteSeed.ts';
+import { nameSeededLedger, plantPgliteSeed } from './pgliteSeed.ts';
 
 /**
  * Embedded PostgreSQL (PGlite). `dataDir` undefined keeps everything in memory (tests).
@@ -11,12 +11,19 @@ import { pgliteSeedFor } from './pgliteSeed.ts';
  */
 export async function openPglite(dataDir?: string): Promise<Db> {
   // A new database in a directory starts from the build's seed when there is one (see pgliteSeed.ts).
-  const loadDataDir = dataDir === undefined ? undefined : pgliteSeedFor(dataDir);
-  const db = await PGlite.create(dataDir, {
-    parsers: { [INT8_OID]: parseBigint, [XID8_OID]: parseBigint },
-    ...(loadDataDir ? { loadDataDir } : {}),
-  });
+  if (dataDir !== undefined) await plantPgliteSeed(dataDir);
+  const db = pgliteDb(await createPglite(dataDir));
+  if (dataDir !== undefined) await nameSeededLedger(db, dataDir);
+  return db;
+}
 
+/** PGlite as this service reads its values: int8 and xid8 as bigint. */
+export function createPglite(dataDir?: string): Promise<PGlite> {
+  return PGlite.create(dataDir, { parsers: { [INT8_OID]: parseBigint, [XID8_OID]: parseBigint } });
+}
+
+/** An open PGlite as the service's Db. */
+export function pgliteDb(db: PGlite): Db {
   // PGlite reports affectedRows 0 for a SELECT; a statement that returns columns counts its rows, like pg.
   const toResult = <Row>(result: { rows: unknown[]; fields: unknown[]; affectedRows?: number }): QueryResult<Row> => ({
     rows: result.rows as Row[],

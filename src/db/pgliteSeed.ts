@@ -1,16 +1,27 @@
-// A fresh embedded database starts from initdb's output made once, when the package is built (`npm run build`
-// writes dist/pglite-initdb.tar.gz with scripts/writePgliteSeed.ts), instead of running initdb in WebAssembly at
-// every fresh start: on a busy 2-core machine initdb took 14 s of a 29 s fresh start, and loading the seed 5 s.
-// The seed holds initdb's output only: migrations run on it as on any new database, so each database still
-// gets its own ledger identity. A seed written by another PGlite version is not used (initdb runs instead).
-import { existsSync, readFileSync } from 'node:fs';
+// A fresh embedded database starts from a database made once, when the package is built (`npm run build`
+// writes dist/pglite-seed.tar.gz with scripts/writePgliteSeed.ts), instead of running initdb in WebAssembly at
+// every fresh start: on a busy 2-core machine initdb took 14 s of a 29 s fresh start. The seed is initdb's output
+// with the migrations of the build applied: applying them at the first start cost about 2.5 s of CPU more, and
+// the migrations of a later version still run on it as on any database. The seed's files are written into the
+// data directory here, before PGlite opens it: PGlite's own loading of a tarball (loadDataDir) writes each file
+// through its WebAssembly file system and cost about 1.5 s more of CPU. A seed written by another PGlite version
+// is not used (initdb runs instead).
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { promisify } from 'node:util';
+import { gunzip } from 'node:zlib';
+import type { Db } from './db.ts';
 import { packagePath } from '../packageRoot.ts';
 
-export const PGLITE_SEED_FILE = packagePath('dist', 'pglite-initdb.tar.gz');
+export const PGLITE_SEED_FILE = packagePath('dist', 'pglite-seed.tar.gz');
 /** The PGlite version that wrote the seed, beside it. */
-export const PGLITE_SEED_VERSION_FILE = packagePath('dist', 'pglite-initdb.version');
+export const PGLITE_SEED_VERSION_FILE = packagePath('dist', 'pglite-seed.version');
+
+/** Written last: PostgreSQL takes a directory holding it for a database, so a start cut short leaves none half-written. */
+const DATABASE_MARK = 'PG_VERSION';
+/** Beside a database planted from the seed until it has a ledger identity of its own (nameSeededLedger). */
+const UNNAMED_MARK = 'governance-seed-unnamed';
 
 /** The installed PGlite's version (its package.json is not among the package's exports, so it is found from its entry). */
 export function installedPgliteVersion(): string {
@@ -24,10 +35,76 @@ export function installedPgliteVersion(): string {
   throw new Error(`no package.json of @electric-sql/pglite above ${entry}`);
 }
 
-/** The seed to create a database in `dataDir` from: only for a directory with no database yet, and a seed of this PGlite. */
-export function pgliteSeedFor(dataDir: string): Blob | undefined {
-  if (existsSync(path.join(dataDir, 'PG_VERSION'))) return undefined;
-  if (!existsSync(PGLITE_SEED_FILE) || !existsSync(PGLITE_SEED_VERSION_FILE)) return undefined;
-  if (readFileSync(PGLITE_SEED_VERSION_FILE, 'utf8').trim() !== installedPgliteVersion()) return undefined;
-  return new Blob([readFileSync(PGLITE_SEED_FILE)]);
+/** Whether a database in `dataDir` would start from the seed: a directory with no database yet, and a seed of this PGlite. */
+export function pgliteSeedFor(dataDir: string): boolean {
+  if (existsSync(path.join(dataDir, DATABASE_MARK))) return false;
+  if (!existsSync(PGLITE_SEED_FILE) || !existsSync(PGLITE_SEED_VERSION_FILE)) return false;
+  return readFileSync(PGLITE_SEED_VERSION_FILE, 'utf8').trim() === installedPgliteVersion();
+}
+
+/**
+ * Writes the seed's database into `dataDir` when pgliteSeedFor says so. What a start cut short left there (no
+ * database yet) is written over.
+ */
+export async function plantPgliteSeed(dataDir: string): Promise<void> {
+  if (!pgliteSeedFor(dataDir)) return;
+  const entries = readTar(await promisify(gunzip)(readFileSync(PGLITE_SEED_FILE)));
+  writeFileSync(path.join(dataDir, UNNAMED_MARK), '');
+  const last = entries.filter((entry) => entry.name === DATABASE_MARK);
+  for (const entry of [...entries.filter((each) => each.name !== DATABASE_MARK), ...last]) {
+    const target = path.resolve(dataDir, entry.name);
+    if (path.relative(dataDir, target).startsWith('..')) throw new Error(`the PGlite seed names a file outside its directory: ${entry.name}`);
+    if (entry.kind === 'directory') mkdirSync(target, { recursive: true, mode: entry.mode });
+    else {
+      mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
+      writeFileSync(target, entry.data, { mode: entry.mode });
+    }
+  }
+}
+
+/** The ledger identity the seed is written with (0090_ledger_identity.sql makes one per database): none yet. */
+export const SEED_LEDGER_IDENTITY = '00000000-0000-0000-0000-000000000000';
+
+/**
+ * The seed's migrations ran once, at the build: a database planted from it gets a ledger identity of its own
+ * here, when it is first opened (or the next time, when a start stopped before). Nothing refers to the identity
+ * before that.
+ */
+export async function nameSeededLedger(db: Db, dataDir: string): Promise<void> {
+  const mark = path.join(dataDir, UNNAMED_MARK);
+  if (!existsSync(mark)) return;
+  await db.query('UPDATE gl_ledger_identity SET id = gen_random_uuid() WHERE id = $1', [SEED_LEDGER_IDENTITY]);
+  rmSync(mark);
+}
+
+interface TarEntry {
+  /** Relative to the data directory. */
+  name: string;
+  kind: 'directory' | 'file';
+  mode: number;
+  data: Uint8Array;
+}
+
+/** The directories and regular files of a ustar archive (what PGlite's dumpDataDir writes). */
+function readTar(archive: Buffer): TarEntry[] {
+  const entries: TarEntry[] = [];
+  const text = (header: Buffer, offset: number, length: number) => {
+    const field = header.subarray(offset, offset + length);
+    const end = field.indexOf(0);
+    return field.subarray(0, end < 0 ? length : end).toString('utf8');
+  };
+  for (let offset = 0; offset + 512 <= archive.length; ) {
+    const header = archive.subarray(offset, offset + 512);
+    if (header[0] === 0) break;
+    const prefix = text(header, 345, 155);
+    const name = (prefix ? `${prefix}/${text(header, 0, 100)}` : text(header, 0, 100)).replace(/^\/+/, '').replace(/\/+$/, '');
+    const size = Number.parseInt(text(header, 124, 12).trim() || '0', 8);
+    const mode = Number.parseInt(text(header, 100, 8).trim() || '0', 8) & 0o777;
+    const type = String.fromCharCode(header[156] ?? 0);
+    offset += 512;
+    if (name && type === '5') entries.push({ name, kind: 'directory', mode: mode || 0o700, data: new Uint8Array() });
+    else if (name && (type === '0' || type === '\0')) entries.push({ name, kind: 'file', mode: mode || 0o600, data: archive.subarray(offset, offset + size) });
+    offset += Math.ceil(size / 512) * 512;
+  }
+  return entries;
 }

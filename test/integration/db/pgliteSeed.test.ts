@@ -1,6 +1,6 @@
 // A fresh embedded database starts from the build's seed (src/db/pgliteSeed.ts) when dist/ holds one: it opens,
-// migrates, keeps its data across a reopen, and two databases made from the one seed are two ledgers (each
-// migration run gives its own identity). Skipped, saying so, where no seed was built.
+// migrates, keeps its data across a reopen, and two databases made from the one seed are two ledgers (each is
+// given an identity of its own at its first open). Skipped, saying so, where no seed was built.
 import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { migrate } from '../../../src/db/migrate.ts';
 import { openDb } from '../../../src/db/open.ts';
-import { PGLITE_SEED_FILE, pgliteSeedFor } from '../../../src/db/pgliteSeed.ts';
+import { PGLITE_SEED_FILE, pgliteSeedFor, SEED_LEDGER_IDENTITY } from '../../../src/db/pgliteSeed.ts';
 
 const seeded = existsSync(PGLITE_SEED_FILE);
 if (!seeded) console.warn('dist/ holds no PGlite seed (npm run build): the seed suite is skipped.');
@@ -38,10 +38,11 @@ async function ledgerIdentity(dataDir: string): Promise<string> {
 describe.skipIf(!seeded)('a fresh embedded database from the build seed', () => {
   it('opens, migrates and keeps its data across a reopen; two are two ledgers', async () => {
     const first = await freshDir();
-    expect(pgliteSeedFor(first)).toBeDefined();
+    expect(pgliteSeedFor(first)).toBe(true);
     const identity = await ledgerIdentity(first);
+    expect(identity).not.toBe(SEED_LEDGER_IDENTITY);
     // Reopened: a database is there, so the seed is not used again, and the identity is the one it had.
-    expect(pgliteSeedFor(first)).toBeUndefined();
+    expect(pgliteSeedFor(first)).toBe(false);
     expect(await ledgerIdentity(first)).toBe(identity);
     expect(await ledgerIdentity(await freshDir())).not.toBe(identity);
   }, 120_000);
