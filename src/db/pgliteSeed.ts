@@ -7,6 +7,7 @@
 // through its WebAssembly file system and cost about 1.5 s more of CPU. A seed written by another PGlite version
 // is not used (initdb runs instead).
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -22,6 +23,7 @@ export const PGLITE_SEED_VERSION_FILE = packagePath('dist', 'pglite-seed.version
 const DATABASE_MARK = 'PG_VERSION';
 /** Beside a database planted from the seed until it has a ledger identity of its own (nameSeededLedger). */
 const UNNAMED_MARK = 'governance-seed-unnamed';
+const MIN_ZLIB_CHUNK = 64;
 
 /** The installed PGlite's version (its package.json is not among the package's exports, so it is found from its entry). */
 export function installedPgliteVersion(): string {
@@ -48,18 +50,23 @@ export function pgliteSeedFor(dataDir: string): boolean {
  */
 export async function plantPgliteSeed(dataDir: string): Promise<void> {
   if (!pgliteSeedFor(dataDir)) return;
-  const entries = readTar(await promisify(gunzip)(readFileSync(PGLITE_SEED_FILE)));
+  const compressed = readFileSync(PGLITE_SEED_FILE);
+  // Inflated into one buffer of the size gzip's trailer gives, which zlib hands over as it is: in chunks, it
+  // copied the 40 MB once more to join them.
+  const size = Math.max(compressed.readUInt32LE(compressed.length - 4), MIN_ZLIB_CHUNK);
+  const entries = readTar(await promisify(gunzip)(compressed, { chunkSize: size }));
+  const outside = entries.find((entry) => path.relative(dataDir, path.resolve(dataDir, entry.name)).startsWith('..'));
+  if (outside) throw new Error(`the PGlite seed names a file outside its directory: ${outside.name}`);
   writeFileSync(path.join(dataDir, UNNAMED_MARK), '');
-  const last = entries.filter((entry) => entry.name === DATABASE_MARK);
-  for (const entry of [...entries.filter((each) => each.name !== DATABASE_MARK), ...last]) {
-    const target = path.resolve(dataDir, entry.name);
-    if (path.relative(dataDir, target).startsWith('..')) throw new Error(`the PGlite seed names a file outside its directory: ${entry.name}`);
-    if (entry.kind === 'directory') mkdirSync(target, { recursive: true, mode: entry.mode });
-    else {
-      mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
-      writeFileSync(target, entry.data, { mode: entry.mode });
-    }
+  for (const entry of entries) {
+    if (entry.kind === 'directory') mkdirSync(path.join(dataDir, entry.name), { recursive: true, mode: entry.mode });
+    else mkdirSync(path.dirname(path.join(dataDir, entry.name)), { recursive: true, mode: 0o700 });
   }
+  // Written on the thread pool, while the service's modules load.
+  const write = (entry: TarEntry) => writeFile(path.join(dataDir, entry.name), entry.data, { mode: entry.mode });
+  const files = entries.filter((entry) => entry.kind === 'file');
+  await Promise.all(files.filter((entry) => entry.name !== DATABASE_MARK).map(write));
+  await Promise.all(files.filter((entry) => entry.name === DATABASE_MARK).map(write));
 }
 
 /** The ledger identity the seed is written with (0090_ledger_identity.sql makes one per database): none yet. */
