@@ -102,16 +102,21 @@ function parse<Options extends NonNullable<ParseArgsConfig['options']>>(args: st
 }
 
 async function serve(): Promise<void> {
-  const [{ createLogger }, { startService }, { createServer, listen }, { startRlsServer }, { endProcessOnSignalsAndCrashes }] = await Promise.all([
-    import('./logger.ts'),
+  const settings = readSettings();
+  const [{ createLogger }, { openStorage }] = await Promise.all([import('./logger.ts'), import('./db/openStorage.ts')]);
+  const logger = createLogger(settings.logLevel);
+  // The database opens and migrates while the rest of the service loads: PGlite compiles its WebAssembly on
+  // other threads meanwhile, and PostgreSQL answers over the network. startService waits for it (and fails
+  // the start with its error).
+  const storage = openStorage(settings, logger);
+  storage.catch(() => {});
+  const [{ startService }, { createServer, listen }, { startRlsServer }, { endProcessOnSignalsAndCrashes }] = await Promise.all([
     import('./service.ts'),
     import('./http-server/server.ts'),
     import('./doors/envoy-rls/rlsServer.ts'),
     import('./processLifecycle.ts'),
   ]);
-  const settings = readSettings();
-  const logger = createLogger(settings.logLevel);
-  const service = await startService(settings, logger);
+  const service = await startService(settings, logger, storage);
   const server = createServer(service, service.routes);
   const address = await listen(server, settings.port, settings.host);
   logger.info({ port: address.port, host: settings.host }, `governance-ledger listening on http://localhost:${address.port}/graphql`);

@@ -2,7 +2,7 @@
 // in its own folder; this file only wires them.
 import type { Settings } from './config.ts';
 import { createLogger, type Logger } from './logger.ts';
-import { migrate, openDb, storageUnavailableIn, type Db } from './db/index.ts';
+import { openStorage, storageUnavailableIn, type Db } from './db/index.ts';
 import {
   createLedgerRecorder,
   openEventStore,
@@ -12,7 +12,7 @@ import {
   type EventStore,
   type ProjectionSet,
 } from './ledger/index.ts';
-import { createRedisSharedBudget, fanOutRecorder, Governor } from './governance/index.ts';
+import { fanOutRecorder, Governor, loadRedisSharedBudget } from './governance/index.ts';
 import { createControlPlane, createReadModelLimitSource, feedConfirmedTenants, type ControlPlane } from './control-plane/index.ts';
 import { controlPlaneCeilings, createCommandBacklog, startCommandExpiry, type CommandBacklog } from './command-backlog/index.ts';
 import { allProjections } from '../projections/index.ts';
@@ -66,14 +66,16 @@ export interface Service {
   close(): Promise<void>;
 }
 
-export async function startService(settings: Settings, logger: Logger = createLogger(settings.logLevel)): Promise<Service> {
-  // A lost connection is survived (the work on it fails with StorageUnavailable, answered 503 / SERVICE_UNAVAILABLE)
-  // and logged here.
-  const db = await openDb(settings, {
-    onConnectionError: (error) => logger.warn({ err: error }, 'database connection lost or refused; reconnecting on demand'),
-  });
-  const applied = await migrate(db);
-  if (applied.length > 0) logger.info({ applied }, 'migrations applied');
+/**
+ * `storage`: the database being opened (openStorage), when the caller started that before loading this module,
+ * so that the two overlap; otherwise it is opened here.
+ */
+export async function startService(
+  settings: Settings,
+  logger: Logger = createLogger(settings.logLevel),
+  storage: Promise<Db> = openStorage(settings, logger),
+): Promise<Service> {
+  const db = await storage;
   const metricsSettings = readMetricsSettings();
   // Read before anything is opened: a bad mapping stops the start, naming the variable.
   const rlsMapping = readDescriptorMapping();
@@ -83,7 +85,7 @@ export async function startService(settings: Settings, logger: Logger = createLo
   // REDIS_URL: ceilings hold across replicas. Start-up waits briefly for Redis but never blocks on it: a Redis
   // that is down means local metering at half the limit until it answers.
   const sharedBudget = settings.redisUrl
-    ? createRedisSharedBudget({
+    ? (await loadRedisSharedBudget()).createRedisSharedBudget({
         url: settings.redisUrl,
         keyPrefix: settings.redisKeyPrefix,
         onError: (error) => logger.warn({ err: error }, 'redis error'),

@@ -3,4 +3,5 @@
 export * from './db.ts';
 export * from './open.ts';
 export * from './migrate.ts';
+export * from './openStorage.ts';
 export * from './storageUnavailable.ts';
