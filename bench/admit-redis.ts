@@ -7,8 +7,10 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { RateLimiterRedis } from 'rate-limiter-flexible';
-import { createRedisSharedBudget, Governor } from '../src/governance/index.ts';
+import { Governor, loadRedisSharedBudget } from '../src/governance/index.ts';
 import type { LimitSource, TenantGovernanceRecord } from '../src/governance/index.ts';
+
+const { createRedisSharedBudget } = await loadRedisSharedBudget();
 
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 20);

@@ -20,7 +20,8 @@ export type { SlotSpec } from './slots.ts';
 // Recording decisions and sharing counters across replicas.
 export { fanOutRecorder } from './recorders.ts';
 export type { ReserveRequest, SharedBudget } from './sharedCounting.ts';
-export { createRedisSharedBudget } from './redis/redisSharedBudget.ts';
+// Loaded when counters are shared (REDIS_URL): ioredis would otherwise cost every start of a lone replica.
+export const loadRedisSharedBudget = () => import('./redis/redisSharedBudget.ts');
 export type { RedisSharedBudget, RedisSharedBudgetOptions } from './redis/redisSharedBudget.ts';
 
 // Limiters for use outside the Governor (the edge limit per client address).

@@ -3,7 +3,7 @@
 // go to the same sink as HTTP ingest.
 import type { Settings } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
-import { startBrokerDoor, type DoorParts, type DropReason, type MqttConsumer } from '../pipeline/index.ts';
+import { loadBrokerConsumer, type DoorParts, type DropReason, type MqttConsumer } from '../pipeline/index.ts';
 import { createTelemetryHandler } from './telemetryDoor.ts';
 import { telemetrySubscription } from './topics.ts';
 
@@ -22,6 +22,7 @@ export interface MqttDoorParts {
 
 export async function startMqttDoor(parts: MqttDoorParts): Promise<MqttConsumer> {
   const { settings, logger } = parts;
+  const { startBrokerDoor } = await loadBrokerConsumer();
   return startBrokerDoor('MQTT', {
     url: settings.mqttUrl,
     clientId: settings.mqttClientId,

@@ -30,16 +30,12 @@ export {
   type RegisterCredentialResult,
 } from './credentials.ts';
 export { createCountingSink, type CountingSink } from './countingSink.ts';
-export { createNatsSink, DEFAULT_INGEST_STREAM, subjectFor, type NatsSinkOptions } from './natsSink.ts';
+// The NATS sink and the broker consumer are loaded where they are started (startDoorParts with NATS_URL, the
+// MQTT and Sparkplug doors): the HTTP doors import this file, and nats.js and mqtt.js would otherwise cost
+// every start.
+export type { NatsSinkOptions } from './natsSink.ts';
+export const loadBrokerConsumer = () => import('./brokerConsumer.ts');
 export type { AcceptedBatch, ReadingSink } from './sink.ts';
 export { decodeReadings, isObject, parseJson, readingsOf, type DecodedReadings } from './readings.ts';
 export { brokerMessageDropper, handToSinkUntilTaken, type Decoded, type DropReason } from './handOff.ts';
-export {
-  startBrokerDoor,
-  startMqttConsumer,
-  type InboundMessage,
-  type MqttConsumer,
-  type MqttConsumerOptions,
-  type MqttConsumerStats,
-  type Settled,
-} from './brokerConsumer.ts';
+export type { InboundMessage, MqttConsumer, MqttConsumerOptions, MqttConsumerStats, Settled } from './brokerConsumer.ts';

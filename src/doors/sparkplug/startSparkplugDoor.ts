@@ -3,7 +3,7 @@
 // the Sparkplug handler; admitted readings go to the same sink as every door.
 import type { Settings } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
-import { startBrokerDoor, type DoorParts, type DropReason, type MqttConsumer } from '../pipeline/index.ts';
+import { loadBrokerConsumer, type DoorParts, type DropReason, type MqttConsumer } from '../pipeline/index.ts';
 import { createSparkplugHandler } from './sparkplugDoor.ts';
 import { sparkplugSubscriptions } from './topics.ts';
 
@@ -21,6 +21,7 @@ export interface SparkplugDoorParts {
 
 export async function startSparkplugDoor(parts: SparkplugDoorParts): Promise<MqttConsumer> {
   const { settings, logger } = parts;
+  const { startBrokerDoor } = await loadBrokerConsumer();
   return startBrokerDoor('Sparkplug', {
     url: settings.mqttUrl,
     clientId: `${settings.mqttClientId}-sparkplug`,

@@ -4,8 +4,10 @@
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createRedisSharedBudget, Governor } from '../../../src/governance/index.ts';
+import { Governor, loadRedisSharedBudget } from '../../../src/governance/index.ts';
 import { MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
+
+const { createRedisSharedBudget } = await loadRedisSharedBudget();
 
 const redisUrl = process.env.REDIS_URL;
 if (!redisUrl) console.warn('REDIS_URL is not set: the shared-counter suite against Redis is skipped.');
