@@ -3,6 +3,7 @@
 // minutes it crosses in proportion to its seconds in each (splitAcrossMinutes).
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent, Projection, AdmissionsRecordedData } from '../src/ledger/index.ts';
+import { entriesOf } from '../src/ledger/index.ts';
 import { ADMISSION_TRENDS, familyTables, splitAcrossMinutes, upsertRollups, type RollupIncrement, wholeCount } from '../src/metrics/index.ts';
 
 export const admissionTrendsProjection: Projection = {
@@ -16,9 +17,9 @@ export const admissionTrendsProjection: Projection = {
 };
 
 function incrementsOf(event: RecordedEvent): RollupIncrement[] {
-  const { entries } = event.data as AdmissionsRecordedData;
+  const entries = entriesOf(event.data as AdmissionsRecordedData);
   const increments: RollupIncrement[] = [];
-  for (const entry of entries ?? []) {
+  for (const entry of entries) {
     const counts = {
       admitted_units: wholeCount(entry.admittedUnits),
       admitted_messages: wholeCount(entry.admittedMessages),

@@ -2,6 +2,7 @@
 // known, per tenant, dimension and cause, per minute, with hour and day roll-ups.
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent, Projection, UnresolvedAdmissionsRecordedData } from '../src/ledger/index.ts';
+import { entriesOf } from '../src/ledger/index.ts';
 import { UNRESOLVED_ADMISSIONS, familyTables, splitAcrossMinutes, upsertRollups, type RollupIncrement, wholeCount } from '../src/metrics/index.ts';
 
 export const unresolvedAdmissionsProjection: Projection = {
@@ -15,9 +16,9 @@ export const unresolvedAdmissionsProjection: Projection = {
 };
 
 function incrementsOf(event: RecordedEvent): RollupIncrement[] {
-  const { entries } = event.data as UnresolvedAdmissionsRecordedData;
+  const entries = entriesOf(event.data as UnresolvedAdmissionsRecordedData);
   const increments: RollupIncrement[] = [];
-  for (const entry of entries ?? []) {
+  for (const entry of entries) {
     const counts = { units: wholeCount(entry.units), messages: wholeCount(entry.messages) };
     const keys = { tenant_id: entry.tenantId, dimension: entry.dimension, cause: entry.cause };
     for (const piece of splitAcrossMinutes(entry.fromSecond, wholeCount(entry.seconds), counts)) {

@@ -17,7 +17,7 @@ import { migrate } from '../../src/db/migrate.ts';
 import { openDb } from '../../src/db/open.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
-import { ADMISSIONS_STREAM, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
 import { commandsStream } from '../../src/ledger/catalog/commands.ts';
 import { openEventStore } from '../../src/ledger/openEventStore.ts';
 import { freePort, startPrivateNats, startPrivatePostgres, startPrivateRedis, type PrivatePostgres, type PrivateServer } from '../support/privateServers.ts';
@@ -172,7 +172,7 @@ describe.skipIf(missing.length > 0)('chaos: the service under traffic while its 
       const ledger = await readWholeLedger(store);
       const admitted = ledger
         .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
-        .flatMap((event) => (event.data as AdmissionsRecordedData).entries)
+        .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
         .filter((entry) => entry.tenantId === 'acme' && entry.dimension === 'INGEST' && entry.allowance === 'HTTP')
         .reduce((sum, entry) => sum + entry.admittedUnits, 0);
       expect(admitted).toBe(told.ingest.acceptedReadings);

@@ -13,7 +13,7 @@ import { mintToken } from '../../src/api/auth/token.ts';
 import { readSettings } from '../../src/config.ts';
 import type { Db } from '../../src/db/db.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
-import type { AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
+import { entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
 import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
 import { createServer, listen } from '../../src/http-server/server.ts';
@@ -205,7 +205,7 @@ describe.skipIf(!pg)('the service while its PostgreSQL loses connections and goe
     const ledger = await readWholeLedger(service.store);
     const admitted = ledger
       .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
-      .flatMap((event) => (event.data as AdmissionsRecordedData).entries)
+      .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
       .filter((entry) => entry.tenantId === 'acme' && entry.dimension === 'INGEST' && entry.allowance === 'HTTP')
       .reduce((sum, entry) => sum + entry.admittedUnits, 0);
     expect(admitted).toBe(acceptedReadings);

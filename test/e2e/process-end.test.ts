@@ -18,7 +18,7 @@ import { migrate } from '../../src/db/migrate.ts';
 import { openDb } from '../../src/db/open.ts';
 import { openPostgres, quoteIdent } from '../../src/db/postgres.ts';
 import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
-import { ADMISSIONS_STREAM, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
 import { openEventStore } from '../../src/ledger/openEventStore.ts';
 import { databaseUrl } from '../support/databases.ts';
 import { answers, freePort } from '../support/privateServers.ts';
@@ -171,7 +171,7 @@ async function ledgerAdmitted(env: Record<string, string>): Promise<number> {
   try {
     return (await readWholeLedger(store))
       .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
-      .flatMap((event) => (event.data as AdmissionsRecordedData).entries)
+      .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
       .filter((entry) => entry.tenantId === 'acme' && entry.dimension === 'INGEST' && entry.allowance === 'HTTP')
       .reduce((sum, entry) => sum + entry.admittedUnits, 0);
   } finally {

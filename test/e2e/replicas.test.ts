@@ -23,7 +23,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../../src/api/auth/token.ts';
 import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
-import { ADMISSIONS_STREAM, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
 import { commandsStream } from '../../src/ledger/catalog/commands.ts';
 import type { EventStore, RecordedEvent } from '../../src/ledger/eventStore.ts';
 import { openEventStore } from '../../src/ledger/openEventStore.ts';
@@ -213,7 +213,7 @@ describe.skipIf(missing.length > 0)('three replicas behind HAProxy', () => {
   const summariesOf = (ledger: readonly RecordedEvent[], tenantId: string) =>
     ledger
       .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
-      .flatMap((event) => (event.data as AdmissionsRecordedData).entries)
+      .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
       .filter((entry) => entry.tenantId === tenantId && entry.dimension === 'INGEST' && entry.allowance === 'HTTP');
   const admittedOf = (ledger: readonly RecordedEvent[], tenantId: string) =>
     summariesOf(ledger, tenantId).reduce((sum, entry) => sum + entry.admittedUnits, 0);

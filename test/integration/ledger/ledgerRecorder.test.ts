@@ -4,7 +4,7 @@ import type { TestDb } from '../../support/databases.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
-import type { AdmissionsRecordedData, UnresolvedAdmissionsRecordedData } from '../../../src/ledger/catalog/admissions.ts';
+import { ADMISSION_FIELDS, entriesOf, type AdmissionsRecordedData, type UnresolvedAdmissionsRecordedData } from '../../../src/ledger/catalog/admissions.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
 import { Governor } from '../../../src/governance/index.ts';
 import { MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
@@ -49,9 +49,11 @@ describe.each(storageTargets)('ledger recorder on $name', (target) => {
 
     expect(events.map((event) => event.type)).toEqual(['AdmissionsRecorded', 'UnresolvedAdmissionsRecorded']);
     expect(events[0]!.metadata).toMatchObject({ actor: 'event-sources', occurredAt: new Date(T0 + 2000).toISOString() });
-    const [admitted] = (events[0]!.data as AdmissionsRecordedData).entries;
+    // Written as a table: the field names once, a row of values per entry.
+    expect(events[0]!.data).toMatchObject({ fields: ADMISSION_FIELDS, rows: [expect.any(Array)] });
+    const [admitted] = entriesOf(events[0]!.data as AdmissionsRecordedData);
     expect(admitted).toMatchObject({ tenantId: 'acme', dimension: 'INGEST', allowance: 'LIVE', admittedUnits: 14, shedUnits: 2, hitSeconds: 1 });
-    expect((events[1]!.data as UnresolvedAdmissionsRecordedData).entries).toEqual([
+    expect(entriesOf(events[1]!.data as UnresolvedAdmissionsRecordedData)).toEqual([
       expect.objectContaining({ tenantId: 'acme', dimension: 'INGEST', cause: 'pending', units: 4, messages: 1 }),
     ]);
   });
@@ -81,7 +83,7 @@ describe.each(storageTargets)('ledger recorder on $name', (target) => {
     });
     const admitted = events
       .filter((event) => event.type === 'AdmissionsRecorded')
-      .flatMap((event) => (event.data as AdmissionsRecordedData).entries)
+      .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
       .reduce((sum, entry) => sum + entry.admittedUnits, 0);
     expect(admitted).toBe(10);
   });
@@ -133,7 +135,7 @@ describe.each(storageTargets)('ledger recorder on $name', (target) => {
     });
     const admitted = (tenantId: string) =>
       events
-        .flatMap((event) => (event.data as AdmissionsRecordedData).entries)
+        .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
         .filter((entry) => entry.tenantId === tenantId)
         .reduce((sum, entry) => sum + entry.admittedUnits, 0);
     expect(admitted('replica-a')).toBe(111);
@@ -162,10 +164,12 @@ describe.each(storageTargets)('ledger recorder on $name', (target) => {
       shedMessages: 0,
       rejectedUnits: 0,
       rejectedMessages: 0,
+      unauthenticatedUnits: 0,
+      unauthenticatedMessages: 0,
       hitSeconds: 0,
     }));
     const events = await appendedBy(() => recorder.record(entries, []));
-    expect(events.map((event) => (event.data as AdmissionsRecordedData).entries.length)).toEqual([2, 2, 1]);
-    expect(events.flatMap((event) => (event.data as AdmissionsRecordedData).entries)).toEqual(entries);
+    expect(events.map((event) => entriesOf(event.data as AdmissionsRecordedData).length)).toEqual([2, 2, 1]);
+    expect(events.flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))).toEqual(entries);
   });
 });

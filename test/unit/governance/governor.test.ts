@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Governor, InvalidAdmission } from '../../../src/governance/index.ts';
 import type { AdmitRequest, GovernorOptions } from '../../../src/governance/index.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
-import type { AdmissionsRecordedData } from '../../../src/ledger/catalog/admissions.ts';
+import { entriesOf, type AdmissionsRecordedData } from '../../../src/ledger/catalog/admissions.ts';
 import { eventBytes } from '../../../src/ledger/appendSize.ts';
 import type { EventStore, NewEvent } from '../../../src/ledger/eventStore.ts';
 import { CollectingRecorder, MemoryLimitSource } from './memoryLimitSource.ts';
@@ -334,7 +334,7 @@ describe('Governor with the ledger recorder: appends of a bounded size', () => {
 
     expect(appended.length).toBeGreaterThan(2);
     for (const append of appended) expect(append.reduce((sum, event) => sum + eventBytes(event), 0)).toBeLessThanOrEqual(maxAppendBytes);
-    const entries = appended.flat().flatMap((event) => (event.type === 'AdmissionsRecorded' ? (event.data as AdmissionsRecordedData).entries : []));
+    const entries = appended.flat().flatMap((event) => (event.type === 'AdmissionsRecorded' ? entriesOf(event.data as AdmissionsRecordedData) : []));
     const units = new Map<string, number>();
     for (const entry of entries) units.set(entry.tenantId, (units.get(entry.tenantId) ?? 0) + entry.admittedUnits);
     expect(units).toEqual(new Map(tenants.map((tenant) => [tenant, 5])));

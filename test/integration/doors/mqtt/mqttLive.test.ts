@@ -6,7 +6,7 @@ import { connect, type NatsConnection } from 'nats';
 import { createNatsSink } from '../../../../src/doors/pipeline/natsSink.ts';
 import type { ReadingSink } from '../../../../src/doors/pipeline/sink.ts';
 import { createLedgerRecorder } from '../../../../src/ledger/ledgerRecorder.ts';
-import { ADMISSIONS_STREAM, type AdmissionsRecordedData } from '../../../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../../../src/ledger/catalog/admissions.ts';
 import { createPostgresEventStore } from '../../../../src/ledger/postgres/postgresEventStore.ts';
 import type { EventStore } from '../../../../src/ledger/eventStore.ts';
 import { postgresOnly, storageTargets, type TestDb } from '../../../support/databases.ts';
@@ -98,7 +98,7 @@ describe.skipIf(!reachable)('MQTT live door', () => {
       async () => {
         const events = await store.readStream(ADMISSIONS_STREAM);
         ledgerShed = events
-          .flatMap((event) => (event.data as AdmissionsRecordedData).entries ?? [])
+          .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
           .filter((entry) => entry.tenantId === 'flood' && entry.allowance === 'LIVE')
           .reduce((sum, entry) => sum + entry.shedUnits, 0);
         return ledgerShed === flood.readings - admitted;
