@@ -1,6 +1,7 @@
 // Per-tenant AI inference spend: one tenant's tokens over time, and the tenants that spent the most.
 import type { Queryable } from '../../db/db.ts';
-import { bucketTable, floorTo, type TrendBucket } from './buckets.ts';
+import { floorTo, type TrendBucket } from './buckets.ts';
+import { bucketRows } from './upsertRollups.ts';
 import { INFERENCE_SPEND } from './rollupFamily.ts';
 import { segmentUnion } from './segmentUnion.ts';
 import { checkBucket, checkFirst, checkText, rangeSeconds, type TimeRange } from './trendQuery.ts';
@@ -35,10 +36,11 @@ export async function inferenceSpendTrend(
   const { fromSecond, toSecond } = rangeSeconds(query);
   const bucket = checkBucket(query.bucket, fromSecond, toSecond);
   const result = await q.query<SpendRow>(
-    `SELECT extract(epoch FROM bucket_start)::float8 AS start_second, input_tokens::float8 AS input_tokens,
-            output_tokens::float8 AS output_tokens, requests::float8 AS requests
-       FROM ${bucketTable(INFERENCE_SPEND.table, bucket)}
+    `SELECT extract(epoch FROM bucket_start)::float8 AS start_second, sum(input_tokens::float8) AS input_tokens,
+            sum(output_tokens::float8) AS output_tokens, sum(requests::float8) AS requests
+       FROM ${bucketRows(INFERENCE_SPEND, bucket)} AS spend
       WHERE tenant_id = $1 AND bucket_start >= to_timestamp($2) AND bucket_start < to_timestamp($3)
+      GROUP BY bucket_start
       ORDER BY bucket_start`,
     [tenantId, floorTo(fromSecond, bucket), toSecond],
   );

@@ -1,5 +1,6 @@
 // A family of trend tables (one per bucket size) that share key and count columns. Projections add
-// per-minute increments through `upsertRollups`; reads and pruning name the tables through the family.
+// per-minute increments through `upsertRollups`, which rolls minutes up into hours and days; reads name the
+// rows of a bucket size through `bucketRows`, pruning the tables through the family.
 import { bucketTable, TREND_BUCKETS } from './buckets.ts';
 
 export interface RollupFamily {
@@ -47,6 +48,12 @@ export const INFERENCE_SPEND: RollupFamily = {
 
 export const ROLLUP_FAMILIES: readonly RollupFamily[] = [ADMISSION_TRENDS, UNRESOLVED_ADMISSIONS, INFERENCE_SPEND];
 
+/** The one-row table saying how far the family's minutes are rolled up into hours and days (upsertRollups). */
+export function rolledTable(family: RollupFamily): string {
+  return `${family.table}_rolled`;
+}
+
+/** Every table of the family's read model: emptied together when its projection is rebuilt. */
 export function familyTables(family: RollupFamily): string[] {
-  return TREND_BUCKETS.map((bucket) => bucketTable(family.table, bucket));
+  return [...TREND_BUCKETS.map((bucket) => bucketTable(family.table, bucket)), rolledTable(family)];
 }

@@ -1,6 +1,8 @@
 // Reads over an arbitrary range answer from the coarsest tables that fit (decomposeRange): one SELECT per
-// segment, joined with UNION ALL, so the caller aggregates the union as if it were one table.
-import { bucketTable, decomposeRange } from './buckets.ts';
+// segment, joined with UNION ALL, so the caller aggregates the union as if it were one table. An hour or day
+// segment reads its table and the minutes not yet rolled up into it (bucketRows).
+import { decomposeRange } from './buckets.ts';
+import { bucketRows } from './upsertRollups.ts';
 import type { RollupFamily } from './rollupFamily.ts';
 
 export interface SegmentUnion {
@@ -25,7 +27,7 @@ export function segmentUnion(
     all.push(segment.fromSecond, segment.toSecond);
     const from = `$${all.length - 1}`;
     const to = `$${all.length}`;
-    return `SELECT ${columns} FROM ${bucketTable(family.table, segment.bucket)}
+    return `SELECT ${columns} FROM ${bucketRows(family, segment.bucket)} AS rows
       WHERE bucket_start >= to_timestamp(${from}) AND bucket_start < to_timestamp(${to})${filter ? ` AND ${filter}` : ''}`;
   });
   return { sql: selects.join('\nUNION ALL\n'), params: all };

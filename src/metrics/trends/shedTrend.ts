@@ -4,7 +4,8 @@
 // (requests), so a refusal on the per-message charge shows even when it carried no units.
 import type { Queryable } from '../../db/db.ts';
 import type { Allowance, Dimension } from '../../governance/index.ts';
-import { BUCKET_SECONDS, bucketTable, floorTo, type TrendBucket } from './buckets.ts';
+import { BUCKET_SECONDS, floorTo, type TrendBucket } from './buckets.ts';
+import { bucketRows } from './upsertRollups.ts';
 import { ADMISSION_TRENDS } from './rollupFamily.ts';
 import { checkBucket, checkDimension, checkText, rangeSeconds } from './trendQuery.ts';
 
@@ -70,7 +71,7 @@ export async function shedTrend(q: Queryable, query: ShedTrendQuery): Promise<Tr
             sum(unauthenticated_units::float8) AS unauthenticated,
             sum(unauthenticated_messages::float8) AS unauthenticated_messages,
             sum(hits::float8) AS hits
-       FROM ${bucketTable(ADMISSION_TRENDS.table, bucket)}
+       FROM ${bucketRows(ADMISSION_TRENDS, bucket)} AS trends
       WHERE tenant_id = $1 AND dimension = $2 AND ($5::text IS NULL OR allowance = $5)
         AND bucket_start >= to_timestamp($3) AND bucket_start < to_timestamp($4)
       GROUP BY bucket_start

@@ -99,6 +99,8 @@ describe.each(storageTargets)('trend read models rebuilt from the ledger on $nam
         const { rows: tableRows } = await ledger.db.query(`SELECT * FROM ${table} WHERE bucket_start >= to_timestamp($1) ORDER BY 1, 2, 3, 4`, [T0 - 86_400]);
         rows.push(table, ...tableRows);
       }
+      // How far minutes are rolled up into hours and days: the hour and day rows above depend on it.
+      rows.push((await ledger.db.query('SELECT rolled_through FROM gl_admission_trends_rolled')).rows);
       return rows;
     };
     const incremental = await dump();

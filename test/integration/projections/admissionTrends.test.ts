@@ -82,6 +82,36 @@ describe.each(storageTargets)('trend read models from their events on $name', (t
     ]);
   });
 
+  it('rolls minutes up into hours and days once a minute past, reads them whole before, and counts a late summary once', async () => {
+    const hourOf = (second: number) => second - (second % 3600);
+    const stored = async (table: string) =>
+      (await spec.db.query<{ admitted: string }>(`SELECT admitted_units AS admitted FROM ${table} WHERE tenant_id = 'acme' AND bucket_start = to_timestamp($1)`, [hourOf(T0)])).rows.map(
+        (row) => Number(row.admitted),
+      );
+    const hours = async () =>
+      (await shedTrend(spec.db, { tenantId: 'acme', dimension: 'INGEST', from: at(hourOf(T0)), to: at(hourOf(T0) + 3600), bucket: 'HOUR' })).map((point) => point.admitted);
+    await record([admission({ admittedUnits: 5 })]);
+    // Not rolled up yet: the hour reads whole from its minutes.
+    expect(await stored('gl_admission_trends_hour')).toEqual([]);
+    expect(await hours()).toEqual([5]);
+    // A summary two minutes on rolls T0's minute up, which is kept as a minute too (4 units over 23:59:59 and 00:00:00).
+    await record([admission({ fromSecond: T0 + 60, admittedUnits: 1 }), admission({ fromSecond: T0 + 100, admittedUnits: 2 })]);
+    expect(await stored('gl_admission_trends_hour')).toEqual([]);
+    await record([admission({ fromSecond: T0 + 119, admittedUnits: 4, seconds: 2 })]);
+    expect(await stored('gl_admission_trends_hour')).toEqual([5]);
+    expect(await hours()).toEqual([5 + 1 + 2 + 2]);
+    const rolled = await spec.db.query<{ through: string }>('SELECT rolled_through AS through FROM gl_admission_trends_rolled');
+    expect(rolled.rows.map((row) => Number(row.through))).toEqual([T0 + 60]);
+    // A late summary for the minute already rolled up counts in the minute, the hour and the day, once.
+    await record([admission({ fromSecond: T0 + 5, admittedUnits: 7 })]);
+    expect(await stored('gl_admission_trends_hour')).toEqual([12]);
+    expect(await hours()).toEqual([12 + 1 + 2 + 2]);
+    const minutes = await shedTrend(spec.db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0), to: at(T0 + 180), bucket: 'MINUTE' });
+    expect(minutes.map((point) => point.admitted)).toEqual([12, 5, 2]);
+    const days = await shedTrend(spec.db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0 - 86_400), to: at(T0 + 86_400), bucket: 'DAY' });
+    expect(days.map((point) => point.admitted)).toEqual([12 + 5, 2]);
+  });
+
   it('splits a merged summary that crosses minute, hour and day boundaries by its seconds in each', async () => {
     // 240 s from 23:58:30: 30 s, 60 s, 60 s, 60 s, 30 s across five minutes; 480 units at 2 per second.
     await record([admission({ fromSecond: T0 + 30, seconds: 240, admittedUnits: 480, shedUnits: 240, hitSeconds: 120 })]);

@@ -13,11 +13,12 @@ describe('mergeIncrements', () => {
       { keys: keys('a'), minuteStart: 60, counts: { admitted_units: 3, shed_units: 4 } },
       { keys: keys('a', 'HTTP'), minuteStart: 60, counts: { admitted_units: 1 } },
     ]);
-    expect(merged.map((each) => [each.keys.tenant_id, each.keys.allowance, each.minuteStart, each.counts.admitted_units, each.counts.shed_units ?? 0])).toEqual([
-      ['a', 'LIVE', 60, 5, 4],
-      ['b', 'LIVE', 60, 5, 0],
-      ['a', 'LIVE', 120, 7, 0],
-      ['a', 'HTTP', 60, 1, 0],
+    // Rows: tenant_id, dimension, allowance, minute start, then the family's counts in order.
+    expect(merged).toEqual([
+      ['a', 'INGEST', 'LIVE', 60, 5, 0, 4, 0, 0, 0, 0, 0, 1],
+      ['b', 'INGEST', 'LIVE', 60, 5, 0, 0, 0, 0, 0, 0, 0, 0],
+      ['a', 'INGEST', 'LIVE', 120, 7, 0, 0, 0, 0, 0, 0, 0, 0],
+      ['a', 'INGEST', 'HTTP', 60, 1, 0, 0, 0, 0, 0, 0, 0, 0],
     ]);
   });
 
