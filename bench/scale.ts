@@ -184,6 +184,8 @@ for (const tenants of SIZES) {
   const withMerge = await run(tenants, admissionTrendsProjection);
   console.log(JSON.stringify({ variant: 'per-page merge', ...withMerge }));
   ours.push(withMerge);
+  // BENCH_SCALE_BASELINE=0 skips the baseline (when profiling ours).
+  if (process.env.BENCH_SCALE_BASELINE === '0') continue;
   const perEvent = await run(tenants, eventByEvent);
   console.log(JSON.stringify({ variant: 'event by event', ...perEvent }));
   baseline.push(perEvent);

@@ -3,7 +3,7 @@
 // once their transaction has committed.
 import type { Dimension } from '../governance/index.ts';
 import type { AdmissionsRecordedData, Projection } from '../ledger/index.ts';
-import { entriesOf, formatPosition, type RecordedEvent } from '../ledger/index.ts';
+import { forEachEntry, formatPosition, type RecordedEvent } from '../ledger/index.ts';
 import { limitHistoryProjection } from '../../projections/limitHistory.ts';
 import { controlPlaneProjections } from '../../projections/controlPlane.ts';
 import { admissionTrendsProjection } from '../../projections/admissionTrends.ts';
@@ -40,9 +40,10 @@ export function publishingSheds(projection: Projection, pubsub: ApiPubSub): Proj
   return withAfterCommit(projection, (events) => {
     for (const event of events) {
       if (event.type !== 'AdmissionsRecorded') continue;
-      for (const summary of entriesOf(event.data as AdmissionsRecordedData)) {
-        if (summary.shedUnits > 0 || summary.rejectedUnits > 0) pubsub.publish('sheds', summary.tenantId, summary);
-      }
+      // Most summaries shed nothing: only those that did are copied out (forEachEntry reuses one object).
+      forEachEntry(event.data as AdmissionsRecordedData, (summary) => {
+        if (summary.shedUnits > 0 || summary.rejectedUnits > 0) pubsub.publish('sheds', summary.tenantId, { ...summary });
+      });
     }
   });
 }

@@ -25,7 +25,8 @@ export async function projectNextPage(
   checkpoint: StoredCheckpoint,
   pageSize: number,
 ): Promise<PageOutcome> {
-  const { events: applied, through } = await store.readAllPage(checkpoint.position, pageSize, { types: projection.eventTypes });
+  const maxCount = Math.min(pageSize, projection.pageSize ?? pageSize);
+  const { events: applied, through } = await store.readAllPage(checkpoint.position, maxCount, { types: projection.eventTypes });
   if (applied.length === 0 && sameCheckpoint(through, checkpoint.position)) return { status: 'caught-up', checkpoint };
   const next: StoredCheckpoint = { ...checkpoint, position: through };
   try {

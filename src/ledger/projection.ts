@@ -13,6 +13,11 @@ export interface Projection {
   eventTypes: readonly string[];
   /** The read-model tables this projection owns; a rebuild truncates them. */
   tables: readonly string[];
+  /**
+   * Events per page at most, below the runner's own page size: for a projection whose events are large
+   * (admission summaries carry thousands of entries each), so that a page stays a bounded amount of work.
+   */
+  pageSize?: number;
   apply(event: RecordedEvent, tx: Tx): Promise<void>;
   /**
    * When present, the runner gives it each page of events (in ledger order) instead of calling apply per

@@ -65,6 +65,29 @@ export function summaryTable<Entry extends object>(fields: readonly (keyof Entry
   return { fields, rows: entries.map((entry) => summaryRow(fields, entry)) };
 }
 
+/**
+ * Visits each entry of the data, whichever shape it was written in, without making an object per entry: a
+ * table's rows are read into one object, reused, so `visit` must copy what it keeps. For readers that go
+ * through every summary of every event (the trend projection: 50,000 a second at 50,000 active tenants).
+ */
+export function forEachEntry(data: AdmissionsRecordedData, visit: (entry: Readonly<AdmissionSummary>) => void): void;
+export function forEachEntry(data: UnresolvedAdmissionsRecordedData, visit: (entry: Readonly<UnresolvedAdmissionSummary>) => void): void;
+export function forEachEntry<Entry>(data: SummaryTable<Entry> | SummaryList<Entry> | null | undefined, visit: (entry: Entry) => void): void {
+  if (data === null || typeof data !== 'object') return;
+  if ('entries' in data) {
+    if (Array.isArray(data.entries)) for (const entry of data.entries) visit(entry);
+    return;
+  }
+  const { fields, rows } = data as SummaryTable<Entry>;
+  if (!Array.isArray(fields) || !Array.isArray(rows)) return;
+  const entry: Record<string, unknown> = {};
+  for (const row of rows) {
+    if (!Array.isArray(row)) continue;
+    for (let i = 0; i < fields.length; i++) entry[fields[i]!] = row[i];
+    visit(entry as Entry);
+  }
+}
+
 /** The entries of an AdmissionsRecorded or UnresolvedAdmissionsRecorded event's data, whichever shape it was written in. */
 export function entriesOf(data: AdmissionsRecordedData): AdmissionSummary[];
 export function entriesOf(data: UnresolvedAdmissionsRecordedData): UnresolvedAdmissionSummary[];

@@ -33,7 +33,7 @@ describe('summary tables', () => {
 
   it('write an optional count the entry lacks as 0, as readers take its absence', () => {
     const { unauthenticatedUnits: _units, unauthenticatedMessages: _messages, ...older } = admission;
-    expect(entriesOf(summaryTable(ADMISSION_FIELDS, [older]))).toEqual([{ ...older, unauthenticatedUnits: 0, unauthenticatedMessages: 0 }]);
+    expect(entriesOf(summaryTable<AdmissionSummary>(ADMISSION_FIELDS, [older]))).toEqual([{ ...older, unauthenticatedUnits: 0, unauthenticatedMessages: 0 }]);
   });
 
   it('read events written as a list of entries, and nothing from data of neither shape', () => {
