@@ -23,10 +23,15 @@ export interface TalliesOptions {
 /** How long after a flush-interval boundary the timer ticks: the closing second's last admits land first. */
 const TICK_AFTER_BOUNDARY_MS = 20;
 
+/** Dirty allowances collected per turn of the event loop (a few ms of work). */
+const COLLECT_SLICE = 5_000;
+
+const yieldTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 export class Tallies {
   failures = 0;
   private readonly recorder: Recorder | null;
-  private readonly dirty: AllowanceState[] = [];
+  private dirty: AllowanceState[] = [];
   private batch = new AdmissionBatch();
   /** A batch the Recorder failed to take, with the id it was offered under; offered again before anything newer. */
   private unacknowledged: { batch: AdmissionBatch; id: string } | null = null;
@@ -92,13 +97,18 @@ export class Tallies {
 
   private async record(includeCurrentSecond: boolean): Promise<void> {
     while (this.recording !== null) await this.recording;
-    this.collect(includeCurrentSecond);
     if (this.recorder === null) return;
-    if (this.batch.isEmpty && this.unacknowledged === null) return;
-    this.recording = this.deliver(this.recorder).finally(() => {
+    // Collecting is part of the recording: it yields the event loop, and a second record() must wait for it.
+    this.recording = this.collectAndDeliver(this.recorder, includeCurrentSecond).finally(() => {
       this.recording = null;
     });
     await this.recording;
+  }
+
+  private async collectAndDeliver(recorder: Recorder, includeCurrentSecond: boolean): Promise<void> {
+    await this.collect(includeCurrentSecond);
+    if (this.batch.isEmpty && this.unacknowledged === null) return;
+    await this.deliver(recorder);
   }
 
   /**
@@ -135,20 +145,29 @@ export class Tallies {
     }
   }
 
-  private collect(includeCurrentSecond: boolean): void {
+  /**
+   * Moves the closed seconds of every dirty allowance into the batch, COLLECT_SLICE allowances per turn of
+   * the event loop: at 50,000 active tenants one pass held the loop, and every admission, for tens of
+   * milliseconds. Admits go on between slices: one to an allowance not reached yet lands in its open
+   * second (or closes the one before, which this pass then collects); one to an allowance already passed,
+   * or to a new one, lists it as dirty again for the next pass.
+   */
+  private async collect(includeCurrentSecond: boolean): Promise<void> {
     const nowSecond = Math.floor(this.options.now() / 1000);
-    let kept = 0;
-    for (const allowance of this.dirty) {
+    const dirty = this.dirty;
+    this.dirty = [];
+    for (let index = 0; index < dirty.length; index++) {
+      if (index > 0 && index % COLLECT_SLICE === 0) await yieldTurn();
+      const allowance = dirty[index]!;
       if (includeCurrentSecond || allowance.openSecond < nowSecond) allowance.closeOpenSecond();
       const closed = allowance.closed;
       if (closed !== null && closed.decisions > 0) {
         this.batch.add(allowance, closed);
         closed.clear();
       }
-      if (allowance.openDecisions > 0) this.dirty[kept++] = allowance;
+      if (allowance.openDecisions > 0) this.dirty.push(allowance);
       else allowance.dirty = false;
     }
-    this.dirty.length = kept;
   }
 }
 

@@ -1,6 +1,7 @@
 // Retention of the ledger's admission summaries (migration 0100, src/ledger/retention): a day is archived to
 // a gzip NDJSON file with a sha256 manifest, read back equal to what was appended, and dropped from the
 // ledger, while every other stream stays and the projections and their readiness carry on.
+import { ADMISSION_TRENDS, bucketRows } from '../../../src/metrics/index.ts';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -139,7 +140,8 @@ describe.each(storageTargets)('admission summary retention on $name', (target) =
     expect(await ensureSummaryPartitions(testDb.db)).not.toContain(today);
     await caughtUp();
     const { rows } = await testDb.db.query<{ admitted: string }>(
-      "SELECT sum(admitted_units)::text AS admitted FROM gl_admission_trends_day WHERE tenant_id = 'tenant-0'",
+      // The day's rows with the minutes not yet rolled up into them.
+      `SELECT sum(admitted_units)::text AS admitted FROM ${bucketRows(ADMISSION_TRENDS, 'DAY')} AS days WHERE tenant_id = 'tenant-0'`,
     );
     expect(Number(rows[0]!.admitted)).toBe(1000 + summaries.filter((each) => each.tenantId === 'tenant-0').reduce((sum, each) => sum + each.admittedUnits, 0));
   }, 240_000);

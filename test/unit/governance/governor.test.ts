@@ -308,7 +308,7 @@ describe('Governor: aggregates', () => {
 
 describe('Governor with the ledger recorder: appends of a bounded size', () => {
   it('stores each count once when a later append of a batch fails after earlier ones were stored', async () => {
-    const maxAppendBytes = 3_000;
+    const maxAppendBytes = 1_000;
     const appended: NewEvent[][] = [];
     let appendsToFail = new Set([2]);
     let calls = 0;
