@@ -66,6 +66,11 @@ async function load(db: Db): Promise<{ reused: boolean; loadSeconds: number; row
     }
     await db.query('INSERT INTO bench_loaded (volume) VALUES ($1)', [marker]);
   }
+  // The generated hours and days hold every generated minute: all of them are rolled up (upsertRollups).
+  await db.query(
+    `INSERT INTO gl_admission_trends_rolled (rolled_through) VALUES ($1) ON CONFLICT (singleton) DO UPDATE SET rolled_through = EXCLUDED.rolled_through`,
+    [NOW_SECOND],
+  );
   // What autovacuum does to these insert-mostly tables in production: statistics and the visibility map
   // (index-only scans need it). Quick once done: it skips pages already all-visible.
   await db.exec('VACUUM (ANALYZE) gl_admission_trends_minute, gl_admission_trends_hour, gl_admission_trends_day');
