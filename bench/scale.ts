@@ -5,12 +5,14 @@
 // Per N: flush p50/p99 (the Recorder's record() call: what the Governor waits for), the longest event-loop
 // stall seen (monitorEventLoopDelay; a flush must never block it > 50 ms), windows merged (a summary covering
 // more than one second: the Recorder was too slow for the Governor's tick), and the admission-trends lag at
-// the end (the age of its oldest unapplied event). N is held in real time when no window merged, no flush blocked the loop > 50 ms, /readyz stayed ready, the flush
+// the end (the age of its oldest unapplied event), and the cores this process and PostgreSQL used meanwhile
+// (on 2 cores, what is left for anything else). N is held in real time when no window merged, no flush blocked the loop > 50 ms, /readyz stayed ready, the flush
 // p99 is under 500 ms and the lag at the end is at most 5 s.
 //
 // ours: the largest N held. baseline: the largest N held by the same pipeline with the trend projection
 // applying event by event (no per-page merge), the way it did before, in the same run. Bounded: about
 // 2 x (number of N) x (BENCH_SCALE_SECONDS + set-up) seconds. Last line: JSON.
+import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { admissionTrendsProjection } from '../projections/admissionTrends.ts';
@@ -20,6 +22,7 @@ import { createLedgerRecorder } from '../src/ledger/ledgerRecorder.ts';
 import type { Projection } from '../src/ledger/projection.ts';
 import { startProjections } from '../src/ledger/projectionSet.ts';
 import { projectionReadiness } from '../src/ledger/projectionReadiness.ts';
+import { processCpuMicros } from '../test/support/replicas.ts';
 import { withBenchLedger } from './support/benchSchema.ts';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -49,6 +52,24 @@ interface RunResult {
   readyFailures: number;
   lagAtEndSeconds: number;
   entriesPerSecond: number;
+  /** CPU (cores) used by this process and by every PostgreSQL process while traffic ran. */
+  nodeCores: number;
+  postgresCores: number;
+}
+
+/** User + system CPU of every PostgreSQL server process (this machine's, read from /proc), in microseconds. */
+function postgresCpuMicros(): number {
+  let total = 0;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (!readFileSync(`/proc/${entry}/comm`, 'utf8').startsWith('postgres')) continue;
+      total += processCpuMicros(Number(entry));
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  return total;
 }
 
 function percentile(samples: readonly number[], p: number): number {
@@ -132,6 +153,8 @@ async function run(tenants: number, projection: Projection): Promise<RunResult> 
     const loop = monitorEventLoopDelay({ resolution: 10 });
     loop.enable();
     const startedAt = Date.now();
+    const nodeCpuBefore = process.cpuUsage();
+    const postgresCpuBefore = postgresCpuMicros();
     await new Promise<void>((resolve) => {
       const timer = setInterval(() => {
         const at = Date.now();
@@ -150,6 +173,9 @@ async function run(tenants: number, projection: Projection): Promise<RunResult> 
         }
       }, 1000);
     });
+    const elapsedMicros = (Date.now() - startedAt) * 1000;
+    const nodeCpu = process.cpuUsage(nodeCpuBefore);
+    const postgresCpu = postgresCpuMicros() - postgresCpuBefore;
     loop.disable();
     clearInterval(probe);
     clearInterval(readyTimer);
@@ -167,6 +193,8 @@ async function run(tenants: number, projection: Projection): Promise<RunResult> 
       readyFailures,
       lagAtEndSeconds: round(lag.secondsBehind),
       entriesPerSecond: Math.round(entries / SECONDS),
+      nodeCores: round((nodeCpu.user + nodeCpu.system) / elapsedMicros),
+      postgresCores: round(postgresCpu / elapsedMicros),
     };
     result.held = result.flushes >= SECONDS / 2 && result.mergedWindows === 0 && result.flushP99Ms < MAX_FLUSH_P99_MS && result.lagAtEndSeconds <= MAX_LAG_SECONDS &&
       result.flushBlockMaxMs <= MAX_FLUSH_BLOCK_MS && result.readyFailures === 0;
@@ -201,7 +229,7 @@ console.log(
     ratio: baselineHeld > 0 ? round(oursHeld / baselineHeld) : null,
     unit: `active tenants held in real time (no window merged, flush p99 < ${MAX_FLUSH_P99_MS} ms, no flush blocking the loop > ${MAX_FLUSH_BLOCK_MS} ms, /readyz ready throughout, trend lag <= ${MAX_LAG_SECONDS} s after ${SECONDS} s)`,
     baselineIs: 'the same pipeline with the admission-trends projection applying event by event (no per-page merge)',
-    perTenants: ours.map(({ tenants, flushP99Ms, flushP50Ms, lagAtEndSeconds, eventLoopMaxStallMs, flushBlockMaxMs, mergedWindows, readyFailures }) => ({
+    perTenants: ours.map(({ tenants, flushP99Ms, flushP50Ms, lagAtEndSeconds, eventLoopMaxStallMs, flushBlockMaxMs, mergedWindows, readyFailures, nodeCores, postgresCores }) => ({
       tenants,
       flushP50Ms,
       flushP99Ms,
@@ -210,6 +238,8 @@ console.log(
       flushBlockMaxMs,
       mergedWindows,
       readyFailures,
+      nodeCores,
+      postgresCores,
     })),
     baselinePerTenants: baseline.map(({ tenants, flushP99Ms, lagAtEndSeconds, mergedWindows }) => ({ tenants, flushP99Ms, lagAtEndSeconds, mergedWindows })),
     loadAverageAtStart: round(load),

@@ -84,6 +84,22 @@ export async function startProjectionRunner(
     wake?.();
   };
 
+  // Live events wake the runner at most every livePaceMs after a pass that caught up (Projection.livePaceMs).
+  const livePaceMs = projection.livePaceMs ?? 0;
+  let caughtUpAt = -Infinity;
+  let paceTimer: NodeJS.Timeout | undefined;
+  const requestLivePass = () => {
+    const waitMs = caughtUpAt + livePaceMs - performance.now();
+    if (waitMs <= 0 || waiters.size > 0) {
+      requestPass();
+      return;
+    }
+    paceTimer ??= setTimeout(() => {
+      paceTimer = undefined;
+      requestPass();
+    }, waitMs);
+  };
+
   const schedulePass = (delayMs: number) => {
     clearTimeout(retryTimer);
     retryTimer = setTimeout(requestPass, delayMs);
@@ -132,7 +148,7 @@ export async function startProjectionRunner(
     void (async () => {
       try {
         for await (const event of subscription) {
-          if (checkpoint.position === 'start' || comparePositions(event.position, checkpoint.position) > 0) requestPass();
+          if (checkpoint.position === 'start' || comparePositions(event.position, checkpoint.position) > 0) requestLivePass();
         }
       } catch (error) {
         if (!stopped) report(error);
@@ -154,6 +170,7 @@ export async function startProjectionRunner(
       passRequested = false;
       try {
         if (await runPass()) {
+          caughtUpAt = performance.now();
           followLive();
           settleWaiters();
           // A waiter's head is committed but readAll does not show it yet: an older transaction is still
@@ -220,6 +237,7 @@ export async function startProjectionRunner(
       if (stopped) return;
       stopped = true;
       clearTimeout(retryTimer);
+      clearTimeout(paceTimer);
       wake?.();
       await live?.close();
       await running;
