@@ -193,6 +193,36 @@ const suite = (target: LedgerTarget) => {
     }
   });
 
+  it('takes live events at its pace in one page, and is never held back by it when asked to catch up', async () => {
+    const pages: number[] = [];
+    const paced = (livePaceMs: number) => ({ ...counterProjection(scope, { onCommit: (events) => pages.push(events) }), livePaceMs });
+    let runner = await startProjectionRunner(ledger.db, ledger.store, paced(1_500));
+    try {
+      await runner.waitForCaughtUp();
+      pages.length = 0;
+      // Five appends of one event each (four of the counter's type), well within the pace: one page applies
+      // them, or two when the first lands while the pass that caught up is still reading.
+      let appended = 0;
+      for (let i = 0; i < 5; i++) appended += await appendCounterEvents(ledger.store, scope, 1, { offset: i });
+      await waitFor(async () => (await countApplications(ledger.db, scope)).applications === appended, { description: 'live events applied' });
+      expect(pages.reduce((sum, events) => sum + events, 0)).toBe(appended);
+      expect(pages.length).toBeLessThanOrEqual(2);
+    } finally {
+      await runner.stop();
+    }
+    // A pace of a minute: waitForCaughtUp still applies at once.
+    runner = await startProjectionRunner(ledger.db, ledger.store, paced(60_000));
+    try {
+      await runner.waitForCaughtUp();
+      const before = (await countApplications(ledger.db, scope)).applications;
+      const more = await appendCounterEvents(ledger.store, scope, 3, { offset: 100 });
+      await runner.waitForCaughtUp({ timeoutMs: 10_000 });
+      expect((await countApplications(ledger.db, scope)).applications).toBe(before + more);
+    } finally {
+      await runner.stop();
+    }
+  });
+
   it('hands each committed batch to afterCommit', async () => {
     const counted = await appendCounterEvents(ledger.store, scope, 250);
     let published = 0;
