@@ -4,15 +4,15 @@ import { freshRequestId, requestIdOf } from '../../../src/http-server/requestId.
 const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 describe('request IDs', () => {
-  it('a fresh one is a random UUID (version 4, RFC 9562 variant), distinct across pool refills', () => {
+  it('a fresh one is a random UUID (version 4, RFC 9562 variant), distinct across blocks', () => {
     const seen = new Set<string>();
-    // Several refills of the random pool (128 IDs each).
-    for (let i = 0; i < 1_000; i++) {
+    // Several blocks (1,024 IDs each).
+    for (let i = 0; i < 3_000; i++) {
       const id = freshRequestId();
       expect(id).toMatch(UUID_V4);
       seen.add(id);
     }
-    expect(seen.size).toBe(1_000);
+    expect(seen.size).toBe(3_000);
   });
 
   it('every hex digit turns up in every free position', () => {
