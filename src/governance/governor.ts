@@ -2,14 +2,14 @@
 // no I/O. It coordinates: TenantNames says which names get a meter of their own, the LimitCache learns
 // ceilings in the background, the meters' token buckets and fixed windows decide, SharedCounting takes the
 // decision from slices of the shared budget (Redis) reserved ahead of use, and Tallies hands per-second
-// counts to the Recorder on a timer. Per call it allocates only its result (and, once per new tenant or
-// allowance, that state).
+// counts to the Recorder on a timer. admit allocates only its result, decide and hold nothing (and, once per
+// new tenant or allowance, that state).
 import { BURST, RATE_PER_SECOND } from './allowanceNumbers.ts';
 import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import type { AllowanceState } from './allowanceState.ts';
 import { stableCallerFraction } from './callerHash.ts';
 import { LimitCache } from './limitCache.ts';
-import { HeldCharge, type HeldTally } from './heldCharge.ts';
+import { DecidedCharge, type HeldCharge, type HeldTally } from './heldCharge.ts';
 import { fallbackBurst, fallbackRate, SharedCounting } from './sharedCounting.ts';
 import type { SharedBudget } from './sharedCounting.ts';
 import { SLOT_COUNT, slotIndexOf, SLOTS } from './slots.ts';
@@ -217,13 +217,30 @@ export class Governor {
   }
 
   admit(request: AdmitRequest): AdmitDecision {
+    this.decideInto(request);
+    return this.copyOfDecided();
+  }
+
+  /**
+   * admit without the copy: the Governor's own record of the decision, overwritten by its next call. For a
+   * caller that reads the decision at once and keeps nothing of it (a door, once or more per request): the
+   * call allocates nothing.
+   */
+  decide(request: AdmitRequest): Readonly<AdmitDecision> {
+    this.decideInto(request);
+    return this.decided;
+  }
+
+  /** Decides into `decided`, on the fast path when it can. */
+  private decideInto(request: AdmitRequest): void {
     if (++this.admitsSinceClockRead >= this.clockReadEveryAdmits) this.readClock();
     const units = request.units;
     const at = request.at;
     // The fast path: a readings charge on a token bucket, same (dimension, allowance) as the call before, for a
-    // tenant whose state vouches (fastKey) that nothing else needs doing. admit is kept small so V8 inlines it
-    // into the caller; both paths fill `decided` and one allocation site (copyOfDecided) copies it, so a caller that reads the
-    // decision without keeping it lets V8 drop the request and decision objects altogether.
+    // tenant whose state vouches (fastKey) that nothing else needs doing. admit and decide are kept small so V8
+    // inlines them into the caller; both paths fill `decided`, and admit's one allocation site (copyOfDecided)
+    // copies it, so a caller of admit that reads the decision without keeping it lets V8 drop the request and
+    // decision objects altogether.
     // (`x - x === 0` is false for NaN and the infinities.)
     const state =
       request.dimension === this.lastDimension && request.allowance === this.lastAllowance && request.charge !== 'message'
@@ -234,7 +251,6 @@ export class Governor {
     } else {
       this.admitFully(request.tenant, request.dimension, request.allowance, units, at, request.callerKey, request.charge);
     }
-    return this.copyOfDecided();
   }
 
   /**
@@ -266,7 +282,13 @@ export class Governor {
     const neverFits = !admitted && units > burst;
     // A vouched state's slot is the one used last.
     const refusal = admitted ? null : SLOTS[this.lastSlotIndex]!.overLimit;
-    if (this.counting) this.tallies.count(state.lastAllowance!, at, units, false, refusal === null ? 0 : neverFits ? REJECTED : refusedCode(refusal), -1);
+    if (this.counting) {
+      // A held charge (hold) is tallied when the caller settles it; a vouched state's tenant is known (cause -1).
+      if (admitted && this.holding) {
+        this.heldAllowance = state.lastAllowance;
+        this.heldCause = -1;
+      } else this.tallies.count(state.lastAllowance!, at, units, false, refusal === null ? 0 : neverFits ? REJECTED : refusedCode(refusal), -1);
+    }
     const out = this.decided;
     out.admitted = admitted;
     out.behaviour = refusal ?? 'ADMIT';
@@ -416,21 +438,35 @@ export class Governor {
    * unauthenticated (a 401 after the charge: counted apart, never as admitted), or withdrawn (the service
    * failed to take them, a 503, or another limit refused the request: not counted). The tokens stay spent
    * either way, so a flood of unauthenticated or retried requests is still bounded by the allowance.
-   * Allocates the held charge and its decision, nothing else (the HTTP ingest door calls it per request).
+   * Allocates the held charge and a copy of its decision; hold is the same without either.
    */
-  chargeUntilSettled(request: AdmitRequest): HeldCharge<AdmitDecision> {
+  chargeUntilSettled(request: AdmitRequest): DecidedCharge<AdmitDecision> {
+    this.decideHeld(request);
+    const charge = new DecidedCharge(this.copyOfDecided());
+    charge.hold(this.takeHeldAllowance(), this.heldCause, request.at, request.units, this.tallyHeld);
+    return charge;
+  }
+
+  /**
+   * chargeUntilSettled into the caller's `charge` (a new one, or one settled before), with the decision as
+   * decide gives it: the Governor's own record, overwritten by its next call. Allocates nothing.
+   */
+  hold(request: AdmitRequest, charge: HeldCharge): Readonly<AdmitDecision> {
+    this.decideHeld(request);
+    charge.hold(this.takeHeldAllowance(), this.heldCause, request.at, request.units, this.tallyHeld);
+    return this.decided;
+  }
+
+  /** Decides a held charge into `decided`; an admission's allowance and cause wait in `heldAllowance` and `heldCause`. */
+  private decideHeld(request: AdmitRequest): void {
     if (request.charge === 'message') throw new InvalidAdmission('only a readings charge is held until settled');
-    if (++this.admitsSinceClockRead >= this.clockReadEveryAdmits) this.readClock();
     this.holding = true;
     this.heldAllowance = null;
     try {
-      this.admitFully(request.tenant, request.dimension, request.allowance, request.units, request.at, request.callerKey, request.charge);
+      this.decideInto(request);
     } finally {
       this.holding = false;
     }
-    // (Read through a method: the compiler would keep `heldAllowance` narrowed to the null set above.)
-    const allowance = this.takeHeldAllowance();
-    return new HeldCharge(this.copyOfDecided(), allowance, this.heldCause, request.at, request.units, this.tallyHeld);
   }
 
   private takeHeldAllowance(): AllowanceState | null {

@@ -1,6 +1,6 @@
 // A readings charge decided now and tallied once its caller knows what became of the request
-// (Governor.chargeUntilSettled): the HTTP ingest door charges readings before it checks the credential and
-// before the sink takes them (docs/governance-model.md, the order of a door's checks), and only then knows whether they were taken.
+// (Governor.hold, Governor.chargeUntilSettled): the HTTP ingest door charges readings before it checks the
+// credential and before the sink takes them (docs/governance-model.md, the order of a door's checks), and only then knows whether they were taken.
 import type { AllowanceState } from './allowanceState.ts';
 import { OUTCOME_ADMITTED, OUTCOME_UNAUTHENTICATED } from './allowanceState.ts';
 
@@ -14,22 +14,27 @@ export type ChargeOutcome = 'admitted' | 'unauthenticated' | 'withdrawn';
 
 export type HeldTally = (allowance: AllowanceState, at: number, units: number, outcome: number, cause: number) => void;
 
-/** `Decision` is the Governor's AdmitDecision (a parameter here, so this file does not import the Governor). */
-export class HeldCharge<Decision> {
+/**
+ * The caller's end of a held charge: the Governor fills it (Governor.hold), the caller settles it. A caller may
+ * make one per request or reuse one once it is settled.
+ */
+export class HeldCharge {
   // The held admission's tally arguments, as fields rather than an object of their own: the HTTP ingest door
   // holds one charge per request.
-  private allowance: AllowanceState | null;
+  /** null when nothing is held: the charge was refused (already tallied), nothing is tallied (no Recorder), or it was settled. */
+  private allowance: AllowanceState | null = null;
+  private cause = -1;
+  private at = 0;
+  private units = 0;
+  private tally: HeldTally | null = null;
 
-  /** `allowance` is null when the charge was refused (already tallied) or nothing is tallied (no Recorder). */
-  constructor(
-    readonly decision: Decision,
-    allowance: AllowanceState | null,
-    private readonly cause: number,
-    private readonly at: number,
-    private readonly units: number,
-    private readonly tally: HeldTally,
-  ) {
+  /** Called by the Governor with what settle will tally; `allowance` null when there is nothing to settle. */
+  hold(allowance: AllowanceState | null, cause: number, at: number, units: number, tally: HeldTally): void {
     this.allowance = allowance;
+    this.cause = cause;
+    this.at = at;
+    this.units = units;
+    this.tally = tally;
   }
 
   /** Tallies the admitted charge as `outcome`. Only the first call counts; a refused charge has nothing to settle. */
@@ -40,10 +45,18 @@ export class HeldCharge<Decision> {
     if (outcome === 'withdrawn') return;
     const code = outcome === 'admitted' ? OUTCOME_ADMITTED : OUTCOME_UNAUTHENTICATED;
     // The unresolved cause describes admissions at the platform default; unauthenticated units are not admitted.
-    this.tally(allowance, this.at, this.units, code, outcome === 'admitted' ? this.cause : -1);
+    this.tally!(allowance, this.at, this.units, code, outcome === 'admitted' ? this.cause : -1);
   }
 
   get settled(): boolean {
     return this.allowance === null;
+  }
+}
+
+/** A held charge with a copy of its decision, as Governor.chargeUntilSettled makes one per call. */
+export class DecidedCharge<Decision> extends HeldCharge {
+  /** `Decision` is the Governor's AdmitDecision (a parameter here, so this file does not import the Governor). */
+  constructor(readonly decision: Decision) {
+    super();
   }
 }

@@ -11,7 +11,8 @@ export * from './cascade.ts';
 // Deciding admissions.
 export { Governor, InvalidAdmission } from './governor.ts';
 export type { AdmitBehaviour, AdmitDecision, AdmitRequest, GovernorOptions, GovernorStats } from './governor.ts';
-export type { ChargeOutcome, HeldCharge } from './heldCharge.ts';
+export { HeldCharge } from './heldCharge.ts';
+export type { ChargeOutcome, DecidedCharge } from './heldCharge.ts';
 export { OVERFLOW_TENANT_ID } from './tenantNames.ts';
 /** The (dimension, allowance) pairs the Governor meters: doors that map their own names onto them use these. */
 export { SLOTS, slotIndexOf } from './slots.ts';

@@ -112,7 +112,7 @@ function sendRateLimited(res: ServerResponse, request: FrontDoorRequest, verdict
 }
 
 /** The 429 verdict for a Governor refusal. Unconfirmed names on the shared overflow say so in the policy name. */
-export function tenantVerdict(decision: AdmitDecision, charge: 'messages' | 'readings' | 'requests'): RateLimitVerdict {
+export function tenantVerdict(decision: Readonly<AdmitDecision>, charge: 'messages' | 'readings' | 'requests'): RateLimitVerdict {
   return {
     scope: 'tenant',
     policy: (decision.scope === 'overflow' ? OVERFLOW_POLICIES : TENANT_POLICIES)[charge],

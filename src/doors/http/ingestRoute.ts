@@ -20,6 +20,8 @@
 // Every request takes this route, so it goes on from the request's own events (IngestExchange) instead of
 // awaiting: the body is decided on in its 'end' event, a cached key is checked at once, and only the sink's
 // answer is a promise. Faults in those callbacks go to the server's fault answer (RouteFault).
+// The charges allocate nothing: the Governor answers with its own decision record (read at once), and the
+// readings charge is held in the exchange's HeldCharge.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestTarget, RouteFault, RouteHandler } from '../../http-server/route.ts';
 import { declaresTooLarge, readBodyInto, type BodyReceiver } from '../../http-server/readBody.ts';
@@ -28,7 +30,7 @@ import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { admitApiRequest, answerNeverFits, answerSinkOutcome, answerTooLarge, authorizedCredential } from './ingestSteps.ts';
 import { decodeReadings } from '../pipeline/readings.ts';
 import { chargeMessage, handToSinkThen, holdReadingsCharge, type AcceptedBatch, type IngestCredential, type Metering, type SinkOutcome, type SinkReceiver } from '../pipeline/index.ts';
-import type { AdmitDecision, ChargeOutcome, HeldCharge } from '../../governance/index.ts';
+import { HeldCharge, type ChargeOutcome } from '../../governance/index.ts';
 
 export const INGEST_PREFIX = '/v1/ingest/';
 const INGEST_PATH = { prefix: INGEST_PREFIX, count: 1, help: 'the path must be /v1/ingest/<tenant> with a valid tenant ID' };
@@ -40,28 +42,31 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
   return (req: IncomingMessage, res: ServerResponse, target: RequestTarget, fault: RouteFault) => {
     const entered = enterTenantPath(req, res, target, deps, clients, now, INGEST_PATH);
     if (entered === null) return;
-    const entry = entered.entry;
-    const tenantId = entered.names[0]!;
-
-    const metering: Metering = { tenantId, allowance: 'HTTP', atMs: entry.atMs, clientKey: entry.client.limitKey };
-    const message = chargeMessage(deps, metering);
+    const exchange = new IngestExchange(req, res, deps, entered.entry, entered.names[0]!, maxBodyBytes, fault);
+    const message = chargeMessage(deps, exchange);
     if (!message.admitted) {
-      answerRateLimited(res, deps, entry, tenantId, tenantVerdict(message, 'messages'));
+      answerRateLimited(res, deps, entered.entry, exchange.tenantId, tenantVerdict(message, 'messages'));
       return;
     }
     // A declared length over the cap is refused before a byte is read; a chunked one as soon as it passes the cap.
     if (declaresTooLarge(req, maxBodyBytes)) {
-      answerTooLarge(req, res, deps, entry, tenantId, maxBodyBytes);
+      answerTooLarge(req, res, deps, entered.entry, exchange.tenantId, maxBodyBytes);
       return;
     }
-    readBodyInto(req, maxBodyBytes, new IngestExchange(req, res, deps, entry, metering, maxBodyBytes, fault));
+    readBodyInto(req, maxBodyBytes, exchange);
   };
 }
 
-/** One request from its body on: steps 4 to 7, each answering the request itself when it refuses. */
-class IngestExchange implements BodyReceiver, SinkReceiver {
+/**
+ * One request from its message charge on: steps 3 to 7, each answering the request itself when it refuses.
+ * It is the request's Metering too (tenant, allowance, arrival, client), so no object of its own is made for it.
+ */
+class IngestExchange implements BodyReceiver, SinkReceiver, Metering {
+  readonly allowance = 'HTTP';
+  readonly atMs: number;
+  readonly clientKey: string;
   /** The readings charge, held from the moment it is decided until settle (see the top of this file). */
-  private charge: HeldCharge<AdmitDecision> | null = null;
+  private charge: HeldCharge | null = null;
   private entries: readonly Record<string, unknown>[] = [];
   private readingCount = 0;
   private batch: AcceptedBatch | null = null;
@@ -71,10 +76,13 @@ class IngestExchange implements BodyReceiver, SinkReceiver {
     private readonly res: ServerResponse,
     private readonly deps: FrontDoorDeps,
     private readonly entry: FrontDoorRequest,
-    private readonly metering: Metering,
+    readonly tenantId: string,
     private readonly maxBodyBytes: number,
     private readonly fault: RouteFault,
-  ) {}
+  ) {
+    this.atMs = entry.atMs;
+    this.clientKey = entry.client.limitKey;
+  }
 
   bodyRead(body: Buffer): void {
     try {
@@ -86,7 +94,7 @@ class IngestExchange implements BodyReceiver, SinkReceiver {
 
   bodyTooLarge(): void {
     try {
-      answerTooLarge(this.req, this.res, this.deps, this.entry, this.metering.tenantId, this.maxBodyBytes);
+      answerTooLarge(this.req, this.res, this.deps, this.entry, this.tenantId, this.maxBodyBytes);
     } catch (error) {
       this.fail(error);
     }
@@ -106,21 +114,20 @@ class IngestExchange implements BodyReceiver, SinkReceiver {
   }
 
   private decide(body: Buffer): void {
-    const { res, deps, entry, metering } = this;
-    const tenantId = metering.tenantId;
+    const { res, deps, entry, tenantId } = this;
     const decoded = decodeReadings(body);
     if (decoded.status === 'invalid') {
       answer(res, deps, entry, tenantId, 400, { error: decoded.message });
       return;
     }
-    const charge = holdReadingsCharge(deps, metering, decoded.readingCount);
-    const readings = charge.decision;
+    const charge = new HeldCharge();
+    this.charge = charge;
+    const readings = holdReadingsCharge(deps, this, decoded.readingCount, charge);
     if (!readings.admitted) {
       if (readings.neverFits) answerNeverFits(res, deps, entry, tenantId, readings, decoded.readingCount, 'readings');
       else answerRateLimited(res, deps, entry, tenantId, tenantVerdict(readings, 'readings'));
       return;
     }
-    this.charge = charge;
     this.entries = decoded.entries;
     this.readingCount = decoded.readingCount;
     const checked = authorizedCredential(this.req, res, deps, entry, { route: 'http', tenantId, entries: decoded.entries });
@@ -141,13 +148,13 @@ class IngestExchange implements BodyReceiver, SinkReceiver {
         this.settle('unauthenticated');
         return;
       }
-      const { deps, entry, metering } = this;
-      if (!admitApiRequest(this.res, deps, entry, metering.tenantId, credential)) {
+      const { deps, entry, tenantId } = this;
+      if (!admitApiRequest(this.res, deps, entry, tenantId, credential)) {
         this.settle('withdrawn');
         return;
       }
       const batch: AcceptedBatch = {
-        tenantId: metering.tenantId,
+        tenantId,
         route: 'http',
         credential: { kind: credential.kind, subject: credential.subject },
         requestId: entry.requestId,

@@ -122,7 +122,7 @@ export function answerNeverFits(
   deps: FrontDoorDeps,
   entry: FrontDoorRequest,
   tenantId: string,
-  decision: AdmitDecision,
+  decision: Readonly<AdmitDecision>,
   units: number,
   unitName: 'readings' | 'uplinks',
 ): void {

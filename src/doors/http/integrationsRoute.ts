@@ -13,6 +13,7 @@ import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { admitApiRequest, answerNeverFits, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';
 import { decodeUplinks } from './uplinks.ts';
 import { holdReadingsCharge } from '../pipeline/index.ts';
+import { HeldCharge } from '../../governance/index.ts';
 
 export const INTEGRATIONS_PREFIX = '/v1/integrations/';
 const INTEGRATIONS_PATH = { prefix: INTEGRATIONS_PREFIX, count: 2, help: 'the path must be /v1/integrations/<tenant>/<integration> with valid names' };
@@ -41,10 +42,11 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
     if (!admitApiRequest(res, deps, entry, tenantId, credential)) return;
 
     // Held until the sink took the uplinks: a 503 withdraws the charge uncounted (the retry is counted).
-    const charge = holdReadingsCharge(deps, { tenantId, allowance: 'INTEGRATIONS', atMs, clientKey: client.limitKey }, uplinks);
-    if (!charge.decision.admitted) {
+    const charge = new HeldCharge();
+    const decision = holdReadingsCharge(deps, { tenantId, allowance: 'INTEGRATIONS', atMs, clientKey: client.limitKey }, uplinks, charge);
+    if (!decision.admitted) {
       // More uplinks than the allowance ever holds would be dropped on every try: say so (413) instead.
-      if (charge.decision.neverFits) return answerNeverFits(res, deps, entry, tenantId, charge.decision, uplinks, 'uplinks');
+      if (decision.neverFits) return answerNeverFits(res, deps, entry, tenantId, decision, uplinks, 'uplinks');
       return answer(res, deps, entry, tenantId, 202, { accepted: 0, dropped: uplinks });
     }
 

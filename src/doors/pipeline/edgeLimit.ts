@@ -11,7 +11,15 @@ import { TokenBucket } from '../../governance/index.ts';
 
 /** The instance-level per-client limit (not per tenant): one decision per request or message, keyed by client address. */
 export interface EdgeLimit {
-  admit(key: string, atMs: number): { admitted: boolean; limit: number; remaining: number; retryAfterSeconds: number };
+  /** The limit's own record of the decision, overwritten by its next call: read it at once. */
+  admit(key: string, atMs: number): Readonly<EdgeDecision>;
+}
+
+export interface EdgeDecision {
+  admitted: boolean;
+  limit: number;
+  remaining: number;
+  retryAfterSeconds: number;
 }
 
 export interface EdgeLimitOptions {
@@ -34,6 +42,8 @@ export function createEdgeLimit(options: EdgeLimitOptions): BoundedEdgeLimit {
   let current = new Map<string, TokenBucket>();
   let previous = new Map<string, TokenBucket>();
   let lossyEvictions = 0;
+  // One record for every decision: each request or message is checked here, and it is read at once.
+  const decided: EdgeDecision = { admitted: false, limit: ratePerSecond, remaining: 0, retryAfterSeconds: 0 };
 
   const rotate = (atMs: number) => {
     for (const bucket of previous.values()) if (atMs - bucket.lastMs < refillMs) lossyEvictions++;
@@ -58,12 +68,10 @@ export function createEdgeLimit(options: EdgeLimitOptions): BoundedEdgeLimit {
         current.set(key, bucket);
       }
       const admitted = bucket.take(1, atMs, ratePerSecond, burst);
-      return {
-        admitted,
-        limit: ratePerSecond,
-        remaining: bucket.remaining(),
-        retryAfterSeconds: admitted ? 0 : bucket.retryAfterSeconds(1, ratePerSecond, burst),
-      };
+      decided.admitted = admitted;
+      decided.remaining = bucket.remaining();
+      decided.retryAfterSeconds = admitted ? 0 : bucket.retryAfterSeconds(1, ratePerSecond, burst);
+      return decided;
     },
   };
 }

@@ -13,11 +13,11 @@
 // Each step returns its outcome as a value; the door turns a refusal into its transport's answer (an HTTP
 // 429, an MQTT PUBACK reason code, a CoAP 4.29). The steps never answer and never throw for a refusal.
 import { ID_PATTERN } from '../../governance/index.ts';
-import type { AdmitDecision, AdmitRequest, Allowance, Governor, HeldCharge } from '../../governance/index.ts';
+import type { AdmitDecision, AdmitRequest, Allowance, Dimension, Governor, HeldCharge } from '../../governance/index.ts';
 import { authorizeSender, type Destination, type SenderCheck } from './authorizeSender.ts';
 import type { CredentialLookup } from './credentialCache.ts';
 import type { IngestCredential } from './credentials.ts';
-import type { EdgeLimit } from './edgeLimit.ts';
+import type { EdgeDecision, EdgeLimit } from './edgeLimit.ts';
 import type { AcceptedBatch, ReadingSink } from './sink.ts';
 
 /** The parts a door's steps use. A door adds its own (a listener, trusted proxies, a body cap). */
@@ -28,7 +28,7 @@ export interface DoorParts {
   sink: ReadingSink;
 }
 
-export type EdgeDecision = ReturnType<EdgeLimit['admit']>;
+export type { EdgeDecision };
 
 /** Where and when a message is metered: the tenant, the door's INGEST allowance, its arrival and its client. */
 export interface Metering {
@@ -40,7 +40,7 @@ export interface Metering {
 }
 
 /** Step 1: the edge per-client limit. */
-export function checkEdge(parts: Pick<DoorParts, 'edgeLimit'>, clientKey: string, atMs: number): EdgeDecision {
+export function checkEdge(parts: Pick<DoorParts, 'edgeLimit'>, clientKey: string, atMs: number): Readonly<EdgeDecision> {
   return parts.edgeLimit.admit(clientKey, atMs);
 }
 
@@ -49,37 +49,60 @@ export function isAcceptableName(name: string): boolean {
   return ID_PATTERN.test(name);
 }
 
+// The request each charge below fills and hands to the Governor. The Governor reads it during the call and
+// keeps nothing of it, so one record serves every call and a charge allocates nothing; every field is written
+// on every call, so no call sees another's.
+const charging: AdmitRequest = { tenant: '', dimension: 'INGEST', allowance: null, units: 0, at: 0, callerKey: undefined, charge: undefined };
+
+/**
+ * Steps 3 and 5 and API_REQUESTS answer with the Governor's own record of the decision (Governor.decide): read
+ * it at once, since the next charge overwrites it.
+ */
+export type ChargeDecision = Readonly<AdmitDecision>;
+
 /** Step 3: one message, charged before its body is decoded. */
-export function chargeMessage(parts: Pick<DoorParts, 'governor'>, metering: Metering): AdmitDecision {
-  return parts.governor.admit({
-    tenant: metering.tenantId,
-    dimension: 'INGEST',
-    allowance: metering.allowance,
-    units: 1,
-    at: metering.atMs,
-    callerKey: metering.clientKey,
-    charge: 'message',
-  });
+export function chargeMessage(parts: Pick<DoorParts, 'governor'>, metering: Metering): ChargeDecision {
+  return parts.governor.decide(fill(metering.tenantId, 'INGEST', metering.allowance, 1, metering.atMs, metering.clientKey, 'message'));
 }
 
 /** Step 5: the decoded readings (or uplinks), on the same allowance. */
-export function chargeReadings(parts: Pick<DoorParts, 'governor'>, metering: Metering, units: number): AdmitDecision {
-  return parts.governor.admit(readingsRequest(metering, units));
+export function chargeReadings(parts: Pick<DoorParts, 'governor'>, metering: Metering, units: number): ChargeDecision {
+  return parts.governor.decide(readingsRequest(metering, units));
 }
 
 /** The readings charge's request, whether it is decided at once or held (the same charge either way). */
 function readingsRequest(metering: Metering, units: number): AdmitRequest {
-  return { tenant: metering.tenantId, dimension: 'INGEST', allowance: metering.allowance, units, at: metering.atMs, callerKey: metering.clientKey };
+  return fill(metering.tenantId, 'INGEST', metering.allowance, units, metering.atMs, metering.clientKey, undefined);
+}
+
+function fill(
+  tenant: string,
+  dimension: Dimension,
+  allowance: Allowance | null,
+  units: number,
+  at: number,
+  callerKey: string | undefined,
+  charge: AdmitRequest['charge'],
+): AdmitRequest {
+  charging.tenant = tenant;
+  charging.dimension = dimension;
+  charging.allowance = allowance;
+  charging.units = units;
+  charging.at = at;
+  charging.callerKey = callerKey;
+  charging.charge = charge;
+  return charging;
 }
 
 /**
  * Step 5 for a door that learns only afterwards whether the readings were taken (the HTTP doors: the
  * credential, API_REQUESTS and the sink come after the charge). Decided as chargeReadings decides; the door
  * settles the held charge with what became of the request (admitted, unauthenticated, withdrawn), and only
- * then is it counted. A refusal is counted at once.
+ * then is it counted. A refusal is counted at once. Held in the door's own `charge` (one per request, or one
+ * settled before), so it allocates nothing.
  */
-export function holdReadingsCharge(parts: Pick<DoorParts, 'governor'>, metering: Metering, units: number): HeldCharge<AdmitDecision> {
-  return parts.governor.chargeUntilSettled(readingsRequest(metering, units));
+export function holdReadingsCharge(parts: Pick<DoorParts, 'governor'>, metering: Metering, units: number, charge: HeldCharge): ChargeDecision {
+  return parts.governor.hold(readingsRequest(metering, units), charge);
 }
 
 /**
@@ -107,14 +130,8 @@ export function chargeApiRequest(
   parts: Pick<DoorParts, 'governor'>,
   metering: Pick<Metering, 'tenantId' | 'atMs' | 'clientKey'>,
   credential: IngestCredential,
-): AdmitDecision {
-  return parts.governor.admit({
-    tenant: metering.tenantId,
-    dimension: 'API_REQUESTS',
-    units: 1,
-    at: metering.atMs,
-    callerKey: callerKeyOf(credential, metering.clientKey),
-  });
+): ChargeDecision {
+  return parts.governor.decide(fill(metering.tenantId, 'API_REQUESTS', null, 1, metering.atMs, callerKeyOf(credential, metering.clientKey), undefined));
 }
 
 /**

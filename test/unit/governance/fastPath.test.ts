@@ -1,8 +1,10 @@
 // admit's fast path must be invisible: a Governor with it and one without, fed the same calls, clock, source
-// changes and load completions, answer every call the same and record the same counts.
+// changes and load completions, answer every call the same and record the same counts. Readings charges are
+// also held (Governor.hold) and settled each way, as the HTTP ingest door holds them.
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { Governor } from '../../../src/governance/index.ts';
+import { Governor, HeldCharge } from '../../../src/governance/index.ts';
+import type { ChargeOutcome } from '../../../src/governance/index.ts';
 import type { AdmitRequest } from '../../../src/governance/index.ts';
 import { CollectingRecorder, MemoryLimitSource } from './memoryLimitSource.ts';
 
@@ -21,7 +23,7 @@ const CALLS: Omit<AdmitRequest, 'tenant' | 'units' | 'at'>[] = [
 ];
 
 type Step =
-  | { kind: 'admit'; tenant: number; call: number; units: number; late: number; repeat: number }
+  | { kind: 'admit'; tenant: number; call: number; units: number; late: number; repeat: number; held: ChargeOutcome | null }
   | { kind: 'clock'; ms: number }
   | { kind: 'settle' }
   | { kind: 'tenantLimit'; tenant: number; rate: number }
@@ -39,6 +41,7 @@ const step: fc.Arbitrary<Step> = fc.oneof(
       units: fc.oneof(fc.integer({ min: 0, max: 40 }), fc.constantFrom(0.5, 2.25, -1, Number.NaN, Infinity)),
       late: fc.constantFrom(0, 0, 0, -1500, 250),
       repeat: fc.integer({ min: 1, max: 30 }),
+      held: fc.constantFrom(null, null, 'admitted' as const, 'unauthenticated' as const, 'withdrawn' as const),
     }),
   },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('clock' as const), ms: fc.constantFrom(1, 40, 999, 1000, 5_001, 31_000) }) },
@@ -60,9 +63,13 @@ function source(): MemoryLimitSource {
     });
 }
 
-function outcome(governor: Governor, request: AdmitRequest): unknown {
+function outcome(governor: Governor, request: AdmitRequest, held: ChargeOutcome | null): unknown {
   try {
-    return governor.admit(request);
+    if (held === null || request.charge === 'message') return governor.admit(request);
+    const charge = new HeldCharge();
+    const decision = { ...governor.hold(request, charge) };
+    charge.settle(held);
+    return decision;
   } catch (error) {
     return { threw: (error as Error).name };
   }
@@ -96,7 +103,7 @@ describe('Governor: the fast path', () => {
           for (const each of steps) {
             if (each.kind === 'admit') {
               const request = { ...CALLS[each.call]!, tenant: TENANTS[each.tenant]!, units: each.units, at: clock + each.late };
-              for (let i = 0; i < each.repeat; i++) expect(outcome(fast, request)).toEqual(outcome(full, request));
+              for (let i = 0; i < each.repeat; i++) expect(outcome(fast, request, each.held)).toEqual(outcome(full, request, each.held));
             } else if (each.kind === 'clock') clock += each.ms;
             else if (each.kind === 'settle') await Promise.all(governors.map((governor) => governor.loadsSettled()));
             else if (each.kind === 'tenantLimit') {

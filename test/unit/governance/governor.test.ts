@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { Governor, InvalidAdmission } from '../../../src/governance/index.ts';
+import { Governor, HeldCharge, InvalidAdmission } from '../../../src/governance/index.ts';
 import type { AdmitRequest, GovernorOptions } from '../../../src/governance/index.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
 import { entriesOf, type AdmissionsRecordedData } from '../../../src/ledger/catalog/admissions.ts';
@@ -247,6 +247,28 @@ describe('Governor: limits and behaviours', () => {
     expect(http.reduce((total, each) => total + each.hitSeconds, 0)).toBe(1);
     expect(gov.admit({ ...request, units: 1 }).admitted).toBe(false);
     expect(() => gov.chargeUntilSettled({ ...request, charge: 'message' })).toThrow(InvalidAdmission);
+  });
+
+  it("decide and hold answer with the Governor's own record, the same object every call; hold holds in the caller's charge", async () => {
+    const { gov, recorder } = await loaded('acme', { INGEST: { tier: { ratePerSecond: 10, burst: 30 } } });
+    const request = { tenant: 'acme', dimension: 'INGEST', allowance: 'HTTP', units: 10, at: clock } as const;
+    const first = gov.decide(request);
+    expect(first.admitted).toBe(true);
+    const charge = new HeldCharge();
+    const held = gov.hold(request, charge);
+    expect(held).toBe(first);
+    expect(held.remaining).toBe(10);
+    charge.settle('admitted');
+    expect(charge.settled).toBe(true);
+    // Settled, the charge may be held again.
+    expect(gov.hold(request, charge).admitted).toBe(true);
+    charge.settle('unauthenticated');
+    expect(gov.hold(request, charge)).toMatchObject({ admitted: false, neverFits: false });
+    await gov.flush();
+    const http = recorder.admissions.filter((each) => each.allowance === 'HTTP');
+    const sum = (field: 'admittedUnits' | 'rejectedUnits' | 'unauthenticatedUnits') => http.reduce((total, each) => total + (each[field] ?? 0), 0);
+    expect([sum('admittedUnits'), sum('unauthenticatedUnits'), sum('rejectedUnits')]).toEqual([20, 10, 10]);
+    expect(() => gov.hold({ ...request, charge: 'message' }, new HeldCharge())).toThrow(InvalidAdmission);
   });
 
   it('refuses calls it cannot meter with a typed error', async () => {
