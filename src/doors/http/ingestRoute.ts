@@ -18,8 +18,8 @@
 // that state without bound. OpenRUM also charges its project limit after the DSN check.
 //
 // Every request takes this route, so it goes on from the request's own events (IngestExchange) instead of
-// awaiting: the body is decided on in its 'end' event, a cached key is checked at once, and only the sink's
-// answer is a promise. Faults in those callbacks go to the server's fault answer (RouteFault).
+// awaiting: the body is decided on in its 'end' event, a cached key is checked at once, and only a sink that
+// waits (NATS) answers with a promise. Faults in those callbacks go to the server's fault answer (RouteFault).
 // The charges allocate nothing: the Governor answers with its own decision record (read at once), and the
 // readings charge is held in the exchange's HeldCharge.
 import type { IncomingMessage, ServerResponse } from 'node:http';

@@ -13,11 +13,12 @@ export function createCountingSink(): CountingSink {
   return {
     totals,
     unitsByTenant,
+    // Taken at once: nothing to wait for.
     publish(batch: AcceptedBatch) {
       totals.batches += 1;
       totals.units += batch.units;
       unitsByTenant.set(batch.tenantId, (unitsByTenant.get(batch.tenantId) ?? 0) + batch.units);
-      return Promise.resolve();
+      return undefined;
     },
     close: () => Promise.resolve(),
   };

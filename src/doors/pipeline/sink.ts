@@ -20,7 +20,11 @@ export interface AcceptedBatch {
 }
 
 export interface ReadingSink {
-  /** Resolves once the batch is durably handed on; a rejection is a fault (the caller answers 503). */
-  publish(batch: AcceptedBatch): Promise<void>;
+  /**
+   * Resolves once the batch is durably handed on; a rejection is a fault (the caller answers 503). A sink that
+   * takes the batch at once (in memory) returns nothing, and the door answers in the same turn rather than
+   * waiting on a promise that could only resolve.
+   */
+  publish(batch: AcceptedBatch): Promise<void> | undefined;
   close(): Promise<void>;
 }

@@ -156,14 +156,19 @@ export interface SinkReceiver {
 
 /**
  * Step 7 for a door that goes on from a callback rather than awaiting (handToSink is this as a promise): the
- * outcome is handed to `receiver` once the sink answers, without an async function of its own.
+ * outcome is handed to `receiver` once the sink answers, without an async function of its own; at once (in
+ * this call) when the sink took the batch at once.
  */
 export function handToSinkThen(parts: Pick<DoorParts, 'sink'>, batch: AcceptedBatch, receiver: SinkReceiver): void {
-  let published: Promise<void>;
+  let published: Promise<void> | undefined;
   try {
     published = parts.sink.publish(batch);
   } catch (error) {
     receiver.sunk({ status: 'unavailable', error });
+    return;
+  }
+  if (published === undefined) {
+    receiver.sunk(ACCEPTED);
     return;
   }
   published.then(
