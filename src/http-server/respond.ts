@@ -13,3 +13,13 @@ export function sendJson(res: ServerResponse, status: number, body: Record<strin
   res.writeHead(status, headers);
   res.end(text);
 }
+
+/**
+ * sendJson for a body already written out as JSON, in ASCII only (its length is its byte length): the answers
+ * every request gets (202, 429) are written straight from their few values, without an object to stringify.
+ */
+export function sendJsonText(res: ServerResponse, status: number, text: string, headers: HeaderPairs): void {
+  headers.push('Content-Type', 'application/json', 'Content-Length', String(text.length));
+  res.writeHead(status, headers);
+  res.end(text);
+}

@@ -8,7 +8,7 @@ import { resolveClientIp, type ClientIp } from '../../http-server/clientIp.ts';
 import type { FrontDoorDeps } from './frontDoorDeps.ts';
 import { addRateLimitHeaders, addTenantCors, type RateLimitVerdict } from '../../http-server/rateLimitHeaders.ts';
 import { requestIdOf } from '../../http-server/requestId.ts';
-import { sendJson, type HeaderPairs } from '../../http-server/respond.ts';
+import { sendJson, sendJsonText, type HeaderPairs } from '../../http-server/respond.ts';
 import { namesInPath } from './tenantPath.ts';
 import { checkEdge } from '../pipeline/index.ts';
 
@@ -89,6 +89,16 @@ export function answer(
   logOutcome(deps, request, tenantId, status);
 }
 
+/**
+ * 202 with the units accepted, the answer nearly every request gets: `{"accepted":<units>,"requestId":...}`
+ * as answer writes it. Neither value needs escaping: a count, and a request ID (requestId.ts admits nothing
+ * JSON escapes).
+ */
+export function answerAccepted(res: ServerResponse, deps: FrontDoorDeps, request: FrontDoorRequest, tenantId: string, units: number): void {
+  sendJsonText(res, 202, `{"accepted":${units},"requestId":"${request.requestId}"}`, request.headers);
+  logOutcome(deps, request, tenantId, 202);
+}
+
 export function answerRateLimited(
   res: ServerResponse,
   deps: FrontDoorDeps,
@@ -106,9 +116,13 @@ function logOutcome(deps: FrontDoorDeps, request: FrontDoorRequest, tenantId: st
   deps.logger.debug({ requestId: request.requestId, client: request.client.address, tenantId, status }, 'ingest front door');
 }
 
+// The 429 body, `{"error":"rate limited","scope":...,"policy":...,"requestId":...}`, written out: a flood is
+// answered with it again and again. None of its values needs escaping: the scope and the policy are names
+// made here (RateLimitScope, the policy constants below), the request ID is checked (requestId.ts).
 function sendRateLimited(res: ServerResponse, request: FrontDoorRequest, verdict: RateLimitVerdict): void {
   addRateLimitHeaders(request.headers, verdict);
-  sendJson(res, 429, { error: 'rate limited', scope: verdict.scope, policy: verdict.policy, requestId: request.requestId }, request.headers);
+  const text = `{"error":"rate limited","scope":"${verdict.scope}","policy":"${verdict.policy}","requestId":"${request.requestId}"}`;
+  sendJsonText(res, 429, text, request.headers);
 }
 
 /** The 429 verdict for a Governor refusal. Unconfirmed names on the shared overflow say so in the policy name. */

@@ -14,7 +14,7 @@ import {
   type SinkOutcome,
 } from '../pipeline/index.ts';
 import type { AdmitDecision } from '../../governance/index.ts';
-import { answer, answerRateLimited, tenantVerdict, type FrontDoorRequest } from './frontDoor.ts';
+import { answer, answerAccepted, answerRateLimited, tenantVerdict, type FrontDoorRequest } from './frontDoor.ts';
 import type { FrontDoorDeps } from './frontDoorDeps.ts';
 import { closeAfterRefusal, declaresTooLarge, readBodyCapped } from '../../http-server/readBody.ts';
 
@@ -109,7 +109,7 @@ export function answerSinkOutcome(res: ServerResponse, deps: FrontDoorDeps, entr
     answer(res, deps, entry, batch.tenantId, 503, { error: 'the reading pipeline is unavailable; retry' });
     return false;
   }
-  answer(res, deps, entry, batch.tenantId, 202, { accepted: batch.units });
+  answerAccepted(res, deps, entry, batch.tenantId, batch.units);
   return true;
 }
 
