@@ -106,7 +106,8 @@ export function requestTarget(req: IncomingMessage): RequestTarget | string {
   const host = req.headers.host;
   if (host !== undefined && host !== '' && !isValidHost(host)) return 'the Host header is not a valid host';
   const raw = req.url ?? '';
-  if (PLAIN_PATH.test(raw) && !DOT_SEGMENT.test(raw)) return { pathname: raw };
+  // A dot segment starts with "/.": most paths have none, and are not scanned for one.
+  if (PLAIN_PATH.test(raw) && (!raw.includes('/.') || !DOT_SEGMENT.test(raw))) return { pathname: raw };
   if (raw.startsWith('/')) {
     // A fixed base, never the Host: the path alone decides the route.
     return parseUrl(`http://localhost${raw}`) ?? 'the request target is not a valid path';
