@@ -12,20 +12,31 @@
 // limit per request, ours meters the edge, the message, the readings and API_REQUESTS.
 //
 // Each server runs in a child process of its own, so each one's CPU per request is its own; the load
-// generator (autocannon) runs here. Rounds alternate over the servers, and each server keeps its best round
-// (a slow round measures the neighbours on a shared machine). Two paths per server:
+// generator runs from here, the same one for every server: wrk (C, one thread, 32 connections, the body and
+// headers set by a Lua script) when it is installed, else autocannon (BENCH_LOAD=autocannon asks for it).
+// autocannon is JavaScript on the same two cores as the servers and parses every header of every answer: it
+// needed about as much CPU per request as the servers did, so on two cores it bounded their rates and the
+// ratios measured the generator (most of all on the refused path, whose 429 carries our fourteen contract
+// headers) more than the servers; wrk needs a fraction of that. Rounds alternate over the servers, and each
+// server keeps its best round (a slow round measures the neighbours on a shared machine). Two paths per server:
 //   admitted = tenant "bench", limits far above the load (202)
 //   refused  = tenant "shed", 1 request per second, exhausted (429)
 // Targets: ours >= 1.0 x fastify admitted, >= 1.2 x fastify refused.
 // BENCH_QUICK=1 for a short run on a loaded machine. BENCH_PROFILE=ours (or another server; add :refused for
 // that path) loads only that server for 10 s under a V8 CPU profile (node:inspector in the server's process,
 // started after the warm-up), writes it to bench/profiles/, and prints the functions with the most self time
-// and their share of the server's CPU per request.
-// Last line: {"bench":"ingest-peers","admittedVsFastify":..,"refusedVsFastify":..,"oursCpuUsAdmitted":..,...}
+// and their share of the server's CPU per request. V8 samples wall time on the server's thread: a thread
+// waiting for a core inside a system call counts as that call's time, so on a loaded machine `writev` (the
+// answer's send, which wakes the generator) looks far larger than its CPU; `perf record` with node
+// --perf-prof measures CPU alone.
+// Last line: {"bench":"ingest-peers","admittedVsFastify":..,"refusedVsFastify":..,"oursCpuUsAdmitted":..,...,"loadGenerator":..}
+import { spawnSync, execFile } from 'node:child_process';
 import { createServer as createBareServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
-import { dirname } from 'node:path';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import express from 'express';
@@ -51,7 +62,7 @@ const SERVERS = ['ours', 'fastify', 'express', 'bare'] as const;
 type ServerName = (typeof SERVERS)[number];
 const QUICK = process.env.BENCH_QUICK === '1';
 const ROUNDS = QUICK ? 2 : 3;
-const SECONDS_PER_RUN = QUICK ? 1.5 : 3;
+const SECONDS_PER_RUN = QUICK ? 2 : 3;
 const CONNECTIONS = 32;
 const READINGS_PER_REQUEST = 8;
 const BODY = JSON.stringify({
@@ -231,24 +242,41 @@ async function measure(): Promise<void> {
   const servers = new Map<ServerName, Awaited<ReturnType<typeof startBenchServer<Ready>>>>();
   // One after another: each child compiles its own sources, which is heavy work for a loaded machine.
   for (const name of profiled === '' ? SERVERS : [profiled]) servers.set(name, await startBenchServer<Ready>(file, [name]));
+  const scripts = mkdtempSync(join(tmpdir(), 'ingest-peers-'));
   const run = async (name: ServerName, path: LoadPath, seconds = SECONDS_PER_RUN): Promise<Sample> => {
     const server = servers.get(name)!;
-    const expectStatus = path === 'admitted' ? 202 : 429;
-    const cpuBefore = await server.serverCpuMicros();
-    const result = await autocannon({
+    const target: LoadTarget = {
       url: `http://127.0.0.1:${server.ports.port}/v1/ingest/${path === 'admitted' ? 'bench' : 'shed'}`,
-      method: 'POST',
-      body: BODY,
-      headers: { 'content-type': 'application/json', 'x-device-key': server.ports.key },
-      connections: CONNECTIONS,
-      duration: seconds,
-    });
+      key: server.ports.key,
+      expectStatus: path === 'admitted' ? 202 : 429,
+      script: join(scripts, `${name}.lua`),
+    };
+    const cpuBefore = await server.serverCpuMicros();
+    const result = LOAD_GENERATOR === 'wrk' ? await loadWithWrk(target, seconds) : await loadWithAutocannon(target, seconds);
     const cpuMicros = (await server.serverCpuMicros()) - cpuBefore;
-    const expected = result.statusCodeStats?.[String(expectStatus) as keyof typeof result.statusCodeStats]?.count ?? 0;
-    if (result.errors > 0 || expected < result.requests.total * 0.99) {
-      throw new Error(`${name} ${path}: expected ${expectStatus}, got ${JSON.stringify(result.statusCodeStats ?? {})}, ${result.errors} errors`);
+    if (result.errors > 0 || result.expected < result.requests * 0.99) {
+      throw new Error(`${name} ${path}: expected ${target.expectStatus} of ${result.requests}, got ${result.statuses}, ${result.errors} errors`);
     }
-    return { requestsPerSecond: result.requests.average, cpuMicrosPerRequest: cpuMicros / result.requests.total };
+    return { requestsPerSecond: result.requestsPerSecond, cpuMicrosPerRequest: cpuMicros / result.requests };
+  };
+  // wrk tells a 2xx from the rest, not one status from another: each server's exact answer on each path is
+  // checked by requests of its own. The refused tenant's allowance refills while nothing is sent (one a
+  // second), so the first of a few requests in a row may be admitted on it (ours: its readings then never
+  // fit, 413); the last must be refused.
+  const checkStatus = async (name: ServerName, path: LoadPath) => {
+    const server = servers.get(name)!;
+    const expectStatus = path === 'admitted' ? 202 : 429;
+    let status = 0;
+    for (let i = 0; i < 3; i++) {
+      const response = await fetch(`http://127.0.0.1:${server.ports.port}/v1/ingest/${path === 'admitted' ? 'bench' : 'shed'}`, {
+        method: 'POST',
+        body: BODY,
+        headers: { 'content-type': 'application/json', 'x-device-key': server.ports.key },
+      });
+      await response.arrayBuffer();
+      status = response.status;
+    }
+    if (status !== expectStatus) throw new Error(`${name} ${path}: expected ${expectStatus}, got ${status}`);
   };
   if (profiled !== '') {
     const server = servers.get(profiled)!;
@@ -264,6 +292,7 @@ async function measure(): Promise<void> {
     const sample = await run(profiled, profiledPath, 10);
     await ask({ profile: 'stop', file: profileFile });
     server.child.disconnect();
+    rmSync(scripts, { recursive: true, force: true });
     console.log(`${profiled} ${profiledPath}: ${JSON.stringify(sample)}; profile in ${profileFile}`);
     printTopSelfTime(profileFile, sample.cpuMicrosPerRequest);
     return;
@@ -272,6 +301,10 @@ async function measure(): Promise<void> {
   for (const name of SERVERS) {
     await run(name, 'admitted', 1).catch(() => undefined);
     if (name !== 'bare') await run(name, 'refused', 1).catch(() => undefined);
+  }
+  for (const name of SERVERS) {
+    await checkStatus(name, 'admitted');
+    if (name !== 'bare') await checkStatus(name, 'refused');
   }
   const samples = Object.fromEntries(SERVERS.map((name) => [name, { admitted: [] as Sample[], refused: [] as Sample[] }])) as Record<
     ServerName,
@@ -288,6 +321,7 @@ async function measure(): Promise<void> {
   }
   for (const server of servers.values()) server.child.disconnect();
   await Promise.all([...servers.values()].map((server) => new Promise((resolve) => server.child.once('exit', resolve))));
+  rmSync(scripts, { recursive: true, force: true });
 
   const round2 = (value: number) => Math.round(value * 100) / 100;
   // The bare handler has no refused path: its figures there are 0.
@@ -330,9 +364,79 @@ async function measure(): Promise<void> {
       secondsPerRun: SECONDS_PER_RUN,
       rounds: ROUNDS,
       quick: QUICK,
+      loadGenerator: LOAD_GENERATOR,
       targets: { admittedVsFastify: 1, refusedVsFastify: 1.2 },
     }),
   );
+}
+
+/** wrk when it is installed and not overruled by BENCH_LOAD=autocannon (see the top of this file). */
+const LOAD_GENERATOR: 'wrk' | 'autocannon' =
+  process.env.BENCH_LOAD === 'autocannon' || spawnSync('wrk', ['--version']).error !== undefined ? 'autocannon' : 'wrk';
+
+interface LoadTarget {
+  url: string;
+  key: string;
+  expectStatus: number;
+  /** Where wrk's Lua script for this server goes. */
+  script: string;
+}
+
+interface LoadResult {
+  requests: number;
+  requestsPerSecond: number;
+  /** Answers with the expected status (wrk: with a 2xx status when 202 is expected, with another when not). */
+  expected: number;
+  errors: number;
+  statuses: string;
+}
+
+async function loadWithAutocannon(target: LoadTarget, seconds: number): Promise<LoadResult> {
+  const result = await autocannon({
+    url: target.url,
+    method: 'POST',
+    body: BODY,
+    headers: { 'content-type': 'application/json', 'x-device-key': target.key },
+    connections: CONNECTIONS,
+    duration: seconds,
+  });
+  const stats = result.statusCodeStats ?? {};
+  return {
+    requests: result.requests.total,
+    requestsPerSecond: result.requests.average,
+    expected: stats[String(target.expectStatus) as keyof typeof stats]?.count ?? 0,
+    errors: result.errors,
+    statuses: JSON.stringify(stats),
+  };
+}
+
+/** One wrk thread (one core, as autocannon has); wrk takes whole seconds. */
+async function loadWithWrk(target: LoadTarget, seconds: number): Promise<LoadResult> {
+  // The body and the key as Lua strings: both are ASCII, and a JSON string is a Lua string then.
+  writeFileSync(
+    target.script,
+    [
+      'wrk.method = "POST"',
+      `wrk.body = ${JSON.stringify(BODY)}`,
+      'wrk.headers["Content-Type"] = "application/json"',
+      `wrk.headers["X-Device-Key"] = ${JSON.stringify(target.key)}`,
+      'function done(summary)',
+      '  local e = summary.errors',
+      '  io.write(string.format(\'{"requests":%d,"durationUs":%d,"non2xx":%d,"errors":%d}\\n\', summary.requests, summary.duration, e.status, e.connect + e.read + e.write + e.timeout))',
+      'end',
+    ].join('\n'),
+  );
+  const args = ['-t1', `-c${CONNECTIONS}`, `-d${Math.max(1, Math.round(seconds))}s`, '-s', target.script, target.url];
+  const { stdout } = await promisify(execFile)('wrk', args);
+  const summary = JSON.parse(stdout.trim().split('\n').at(-1)!) as { requests: number; durationUs: number; non2xx: number; errors: number };
+  const twoHundreds = summary.requests - summary.non2xx;
+  return {
+    requests: summary.requests,
+    requestsPerSecond: summary.requests / (summary.durationUs / 1e6),
+    expected: target.expectStatus < 300 ? twoHundreds : summary.non2xx,
+    errors: summary.errors,
+    statuses: JSON.stringify({ '2xx': twoHundreds, other: summary.non2xx }),
+  };
 }
 
 type ProfileMessage = { profile: 'start' } | { profile: 'stop'; file: string };
