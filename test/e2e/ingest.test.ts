@@ -6,7 +6,7 @@
 // /metrics, never as admitted; invented tenant names never take a named /metrics label.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
-import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
 import { shedTrend } from '../../src/metrics/trends/shedTrend.ts';
 import type { Service } from '../../src/service.ts';
 import { OPERATOR } from '../support/controlPlaneHarness.ts';
@@ -76,7 +76,9 @@ describe.each(modes)('ingest front door in the service ($name)', (mode) => {
 
     await service.governor.flush();
     const events = await service.store.readStream(ADMISSIONS_STREAM);
-    const entries = events.flatMap((event) => (event.type === 'AdmissionsRecorded' ? (event.data as { entries: Record<string, unknown>[] }).entries : []));
+    const entries = events.flatMap((event) =>
+      event.type === 'AdmissionsRecorded' ? (entriesOf(event.data as AdmissionsRecordedData) as unknown as Record<string, unknown>[]) : [],
+    );
     const acme = (allowance: string, field: string) =>
       entries.filter((entry) => entry.tenantId === 'acme' && entry.allowance === allowance).reduce((sum, entry) => sum + (entry[field] as number), 0);
     expect(acme('HTTP', 'rejectedUnits')).toBe(58);
@@ -113,7 +115,9 @@ describe.each(modes)('ingest front door in the service ($name)', (mode) => {
     }
     await service.governor.flush();
     const events = await service.store.readStream(ADMISSIONS_STREAM);
-    const entries = events.flatMap((event) => (event.type === 'AdmissionsRecorded' ? (event.data as { entries: Record<string, unknown>[] }).entries : []));
+    const entries = events.flatMap((event) =>
+      event.type === 'AdmissionsRecorded' ? (entriesOf(event.data as AdmissionsRecordedData) as unknown as Record<string, unknown>[]) : [],
+    );
     const unauthenticated = entries
       .filter((entry) => entry.tenantId === 'acme' && entry.allowance === 'HTTP')
       .reduce((total, entry) => total + ((entry.unauthenticatedUnits as number | undefined) ?? 0), 0);
