@@ -28,6 +28,8 @@ export interface ProjectionLag {
    * its types up to the head. Events of other types never count: they are not its business.
    */
   secondsBehind: number;
+  /** How far behind the projection stays on purpose (Projection.livePaceMs), in seconds; 0 when it is not paced. */
+  paceSeconds?: number;
   checkpoint: Checkpoint;
 }
 
@@ -232,6 +234,7 @@ export async function startProjectionRunner(
         projection: projection.name,
         pending: oldest !== undefined,
         secondsBehind: oldest ? Math.max(0, (Date.now() - oldest.recordedAt.getTime()) / 1_000) : 0,
+        paceSeconds: livePaceMs / 1_000,
         checkpoint: stored,
       };
     },

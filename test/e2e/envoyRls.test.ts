@@ -10,7 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRlsServer, type RlsServer } from '../../src/doors/envoy-rls/rlsServer.ts';
-import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
 import { shedTrend } from '../../src/metrics/trends/shedTrend.ts';
 import type { Service } from '../../src/service.ts';
 import { OPERATOR } from '../support/controlPlaneHarness.ts';
@@ -76,9 +76,9 @@ describe(`Envoy rate limit service (${mode.name})`, () => {
 
     await service.governor.flush();
     const entries = (await service.store.readStream(ADMISSIONS_STREAM)).flatMap((event) =>
-      event.type === 'AdmissionsRecorded' ? (event.data as { entries: Record<string, unknown>[] }).entries : [],
+      event.type === 'AdmissionsRecorded' ? entriesOf(event.data as AdmissionsRecordedData) : [],
     );
-    const refused = entries.filter((entry) => entry.tenantId === 'gw' && entry.dimension === 'API_REQUESTS').reduce((sum, entry) => sum + (entry.rejectedUnits as number), 0);
+    const refused = entries.filter((entry) => entry.tenantId === 'gw' && entry.dimension === 'API_REQUESTS').reduce((sum, entry) => sum + entry.rejectedUnits, 0);
     expect(refused).toBeGreaterThanOrEqual(5);
     await service.projections.waitForCaughtUp();
     const trend = await shedTrend(service.db, { tenantId: 'gw', dimension: 'API_REQUESTS', from, to: new Date(Date.now() + 60_000), bucket: 'MINUTE' });

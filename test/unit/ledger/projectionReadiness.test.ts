@@ -21,4 +21,13 @@ describe('projection readiness', () => {
     lags = [lag('tiers', 0), lag('tenants', 0)];
     expect(await check()).toBeNull();
   });
+
+  it('does not count the pace of a paced projection against the bound', async () => {
+    const paced = (secondsBehind: number): ProjectionLag => ({ ...lag('admission-trends', secondsBehind), paceSeconds: 2 });
+    let lags = [paced(31.5)];
+    const check = projectionReadiness(async () => lags, 30);
+    expect(await check()).toBeNull();
+    lags = [paced(32.5)];
+    expect(await check()).toBe('projections behind: admission-trends 33s');
+  });
 });
