@@ -3,11 +3,12 @@
 // minutes it crosses in proportion to its seconds in each (splitAcrossMinutes).
 //
 // At 50,000 active tenants this reads 50,000 summaries a second, in the process that admits: a summary is
-// added to its row without an object made for it (forEachEntry, RollupRows.addValues), and a page yields
-// the event loop after each event (at most a few thousand summaries), so admissions never wait long on it.
+// read from its row by column and added to its row of the read model without an object made for it
+// (summaryColumns, RollupRows.addValues), and a page yields the event loop every 1,000 summaries, so
+// admissions never wait long on it.
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent, Projection, AdmissionsRecordedData } from '../src/ledger/index.ts';
-import { forEachEntry } from '../src/ledger/index.ts';
+import { forEachEntry, summaryColumns, type ADMISSION_FIELDS } from '../src/ledger/index.ts';
 import { ADMISSION_TRENDS, familyTables, RollupRows, splitAcrossMinutes, wholeCount } from '../src/metrics/index.ts';
 
 /** Events per page: each carries up to a few thousand summaries, so a page stays a few seconds of traffic. */
@@ -19,6 +20,9 @@ const PAGE_EVENTS = 32;
  */
 const LIVE_PACE_MS = 2_000;
 
+/** Summaries added per turn of the event loop (about a millisecond of work). */
+const SLICE_SUMMARIES = 1_000;
+
 const yieldTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export const admissionTrendsProjection: Projection = {
@@ -28,55 +32,85 @@ export const admissionTrendsProjection: Projection = {
   tables: familyTables(ADMISSION_TRENDS),
   pageSize: PAGE_EVENTS,
   livePaceMs: LIVE_PACE_MS,
-  apply: (event: RecordedEvent, tx: Tx) => {
+  apply: async (event: RecordedEvent, tx: Tx) => {
     const rows = new RollupRows(ADMISSION_TRENDS);
-    addAdmissions(rows, event);
-    return rows.upsert(tx);
+    await addAdmissions(rows, event);
+    await rows.upsert(tx);
   },
   // A page's summaries in one upsert, merged per row (RollupRows).
   applyPage: async (events: readonly RecordedEvent[], tx: Tx) => {
     const rows = new RollupRows(ADMISSION_TRENDS);
-    for (const event of events) {
-      addAdmissions(rows, event);
-      await yieldTurn();
-    }
+    for (const event of events) await addAdmissions(rows, event);
     await rows.upsert(tx);
   },
 };
 
-// In ADMISSION_TRENDS' key and count order; reused for every summary (addValues copies them).
+// The summary fields read, in the order addSummary takes them.
+const READ = [
+  'tenantId',
+  'dimension',
+  'allowance',
+  'fromSecond',
+  'seconds',
+  'admittedUnits',
+  'admittedMessages',
+  'shedUnits',
+  'shedMessages',
+  'rejectedUnits',
+  'rejectedMessages',
+  'unauthenticatedUnits',
+  'unauthenticatedMessages',
+  'hitSeconds',
+] as const satisfies readonly (typeof ADMISSION_FIELDS)[number][];
+
+async function addAdmissions(rows: RollupRows, event: RecordedEvent): Promise<void> {
+  const data = event.data as AdmissionsRecordedData;
+  const table = summaryColumns(data, READ);
+  if (table === null) {
+    // Events written before summaries were tables: a list of objects.
+    forEachEntry(data, (entry) => addSummary(rows, READ.map((field) => entry[field])));
+    await yieldTurn();
+    return;
+  }
+  const { columns } = table;
+  for (let start = 0; start < table.rows.length; start += SLICE_SUMMARIES) {
+    const end = Math.min(table.rows.length, start + SLICE_SUMMARIES);
+    for (let index = start; index < end; index++) {
+      const row = table.rows[index];
+      if (!Array.isArray(row)) continue;
+      for (let field = 0; field < columns.length; field++) values[field] = columns[field]! < 0 ? undefined : row[columns[field]!];
+      addSummary(rows, values);
+    }
+    await yieldTurn();
+  }
+}
+
+// Reused for every summary (addValues copies what it keeps): a summary's values in READ order, and its key
+// and counts in ADMISSION_TRENDS' order.
+const values: unknown[] = new Array<unknown>(READ.length);
 const keys: string[] = ['', '', ''];
 const counts: number[] = new Array<number>(ADMISSION_TRENDS.counts.length).fill(0);
 
-function addAdmissions(rows: RollupRows, event: RecordedEvent): void {
-  forEachEntry(event.data as AdmissionsRecordedData, (entry) => {
-    const seconds = wholeCount(entry.seconds);
-    const fromSecond = entry.fromSecond;
-    keys[0] = entry.tenantId;
-    keys[1] = entry.dimension;
-    keys[2] = entry.allowance ?? '';
-    counts[0] = wholeCount(entry.admittedUnits);
-    counts[1] = wholeCount(entry.admittedMessages);
-    counts[2] = wholeCount(entry.shedUnits);
-    counts[3] = wholeCount(entry.shedMessages);
-    counts[4] = wholeCount(entry.rejectedUnits);
-    counts[5] = wholeCount(entry.rejectedMessages);
-    counts[6] = wholeCount(entry.unauthenticatedUnits);
-    counts[7] = wholeCount(entry.unauthenticatedMessages);
-    counts[8] = Math.min(wholeCount(entry.hitSeconds), Math.max(1, seconds));
-    // Nearly every summary covers one second, within one minute: no split to make.
-    const minuteStart = Math.floor(fromSecond / 60) * 60;
-    if (Number.isFinite(fromSecond) && fromSecond + Math.max(1, seconds) <= minuteStart + 60) {
-      rows.addValues(keys, minuteStart, counts);
-      return;
-    }
-    const whole = Object.fromEntries(ADMISSION_TRENDS.counts.map((name, index) => [name, counts[index]!]));
-    for (const piece of splitAcrossMinutes(fromSecond, seconds, whole)) {
-      rows.addValues(
-        keys,
-        piece.minuteStart,
-        ADMISSION_TRENDS.counts.map((name) => piece.counts[name]!),
-      );
-    }
-  });
+function addSummary(rows: RollupRows, summary: readonly unknown[]): void {
+  const fromSecond = summary[3] as number;
+  const seconds = wholeCount(summary[4]);
+  keys[0] = summary[0] as string;
+  keys[1] = summary[1] as string;
+  keys[2] = (summary[2] as string | null) ?? '';
+  for (let count = 0; count < 8; count++) counts[count] = wholeCount(summary[5 + count]);
+  counts[8] = Math.min(wholeCount(summary[13]), Math.max(1, seconds));
+  // Nearly every summary covers one second, within one minute: no split to make.
+  const minuteStart = Math.floor(fromSecond / 60) * 60;
+  if (Number.isFinite(fromSecond) && fromSecond + Math.max(1, seconds) <= minuteStart + 60) {
+    rows.addValues(keys, minuteStart, counts);
+    return;
+  }
+  const whole = Object.fromEntries(ADMISSION_TRENDS.counts.map((name, index) => [name, counts[index]!]));
+  for (const piece of splitAcrossMinutes(fromSecond, seconds, whole)) {
+    rows.addValues(
+      keys,
+      piece.minuteStart,
+      ADMISSION_TRENDS.counts.map((name) => piece.counts[name]!),
+    );
+  }
 }

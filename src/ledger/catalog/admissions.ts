@@ -88,6 +88,21 @@ export function forEachEntry<Entry>(data: SummaryTable<Entry> | SummaryList<Entr
   }
 }
 
+/**
+ * For readers of every summary that cannot afford an object per summary: a table's rows, and for each of
+ * `fields` the column it is in (-1 when the table lacks it: read as an absent count). Null for the list shape
+ * of older events (read those with forEachEntry).
+ */
+export function summaryColumns<Entry>(
+  data: SummaryTable<Entry> | SummaryList<Entry> | null | undefined,
+  fields: readonly (keyof Entry & string)[],
+): { rows: unknown[][]; columns: number[] } | null {
+  if (data === null || typeof data !== 'object' || 'entries' in data) return null;
+  const { fields: written, rows } = data;
+  if (!Array.isArray(written) || !Array.isArray(rows)) return { rows: [], columns: fields.map(() => -1) };
+  return { rows, columns: fields.map((field) => written.indexOf(field)) };
+}
+
 /** The entries of an AdmissionsRecorded or UnresolvedAdmissionsRecorded event's data, whichever shape it was written in. */
 export function entriesOf(data: AdmissionsRecordedData): AdmissionSummary[];
 export function entriesOf(data: UnresolvedAdmissionsRecordedData): UnresolvedAdmissionSummary[];
