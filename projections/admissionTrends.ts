@@ -8,7 +8,7 @@
 // admissions never wait long on it.
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent, Projection, AdmissionsRecordedData } from '../src/ledger/index.ts';
-import { forEachEntry, summaryColumns, type ADMISSION_FIELDS } from '../src/ledger/index.ts';
+import { ADMISSION_FIELDS, forEachEntry, summaryColumns } from '../src/ledger/index.ts';
 import { ADMISSION_TRENDS, familyTables, RollupRows, splitAcrossMinutes, wholeCount } from '../src/metrics/index.ts';
 
 /** Events per page: each carries up to a few thousand summaries, so a page stays a few seconds of traffic. */
@@ -45,23 +45,8 @@ export const admissionTrendsProjection: Projection = {
   },
 };
 
-// The summary fields read, in the order addSummary takes them.
-const READ = [
-  'tenantId',
-  'dimension',
-  'allowance',
-  'fromSecond',
-  'seconds',
-  'admittedUnits',
-  'admittedMessages',
-  'shedUnits',
-  'shedMessages',
-  'rejectedUnits',
-  'rejectedMessages',
-  'unauthenticatedUnits',
-  'unauthenticatedMessages',
-  'hitSeconds',
-] as const satisfies readonly (typeof ADMISSION_FIELDS)[number][];
+// The summary fields read, in the order addSummary takes them: the table's own columns.
+const READ = ADMISSION_FIELDS;
 
 async function addAdmissions(rows: RollupRows, event: RecordedEvent): Promise<void> {
   const data = event.data as AdmissionsRecordedData;
