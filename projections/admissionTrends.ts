@@ -6,6 +6,7 @@
 // read from its row by column and added to its row of the read model without an object made for it
 // (summaryColumns, RollupRows.addValues), and a page yields the event loop every 1,000 summaries, so
 // admissions never wait long on it.
+import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent, Projection, AdmissionsRecordedData } from '../src/ledger/index.ts';
 import { ADMISSION_FIELDS, forEachEntry, summaryColumns } from '../src/ledger/index.ts';
@@ -22,8 +23,6 @@ const LIVE_PACE_MS = 2_000;
 
 /** Summaries added per turn of the event loop (about a millisecond of work). */
 const SLICE_SUMMARIES = 1_000;
-
-const yieldTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export const admissionTrendsProjection: Projection = {
   name: 'admission-trends',

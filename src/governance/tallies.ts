@@ -4,6 +4,7 @@
 // it to the Recorder. While a Recorder call is running or has failed, seconds merge into one span per key,
 // so memory is bounded by active keys and nothing is lost; `close()` flushes.
 import { randomUUID } from 'node:crypto';
+import { setImmediate as yieldTurn } from 'node:timers/promises';
 import { CAUSE_NAMES } from './allowanceState.ts';
 import type { AllowanceState, Tally } from './allowanceState.ts';
 import type { AdmissionSummary, Recorder, UnresolvedAdmissionSummary } from './types.ts';
@@ -25,8 +26,6 @@ const TICK_AFTER_BOUNDARY_MS = 20;
 
 /** Dirty allowances collected per turn of the event loop (a few ms of work). */
 const COLLECT_SLICE = 5_000;
-
-const yieldTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export class Tallies {
   failures = 0;

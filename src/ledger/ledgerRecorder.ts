@@ -12,6 +12,7 @@
 // WrongExpectedRevision proves the batch was not stored there (another writer took the revision): it goes
 // at the revision the ledger reported.
 import { createHash } from 'node:crypto';
+import { setImmediate as yieldTurn } from 'node:timers/promises';
 import { ADMISSION_FIELDS, ADMISSIONS_STREAM, summaryRow, UNRESOLVED_FIELDS } from './catalog/admissions.ts';
 import type { AdmissionsRecordedData, UnresolvedAdmissionsRecordedData } from './catalog/admissions.ts';
 import { eventBytes, jsonBytes, MAX_APPEND_BYTES, splitBySize } from './appendSize.ts';
@@ -40,8 +41,6 @@ const MAX_REMEMBERED_ATTEMPTS = 64;
 
 /** Entries made into rows and sized per turn of the event loop (a few ms of work on one core). */
 const SLICE_ENTRIES = 4_000;
-
-const yieldTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export function createLedgerRecorder(store: Pick<EventStore, 'append'>, options: LedgerRecorderOptions = {}): Recorder {
   const { actor = 'governor', maxEntriesPerEvent = 4_000, maxAppendBytes = MAX_APPEND_BYTES, now = Date.now } = options;
