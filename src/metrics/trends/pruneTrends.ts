@@ -3,7 +3,7 @@
 import type { Queryable } from '../../db/db.ts';
 import { BUCKET_SECONDS, bucketTable, floorTo, TREND_BUCKETS } from './buckets.ts';
 import type { TrendRetentionDays } from './retention.ts';
-import { rolledTable, ROLLUP_FAMILIES } from './rollupFamily.ts';
+import { rolledThrough, ROLLUP_FAMILIES } from './rollupFamily.ts';
 
 export async function pruneTrends(q: Queryable, retention: TrendRetentionDays, now: Date = new Date()): Promise<number> {
   const nowSecond = Math.floor(now.getTime() / 1000);
@@ -13,7 +13,7 @@ export async function pruneTrends(q: Queryable, retention: TrendRetentionDays, n
     const cutoff = floorTo(nowSecond - retention[bucket] * BUCKET_SECONDS.DAY, bucket);
     for (const family of ROLLUP_FAMILIES) {
       // A minute not yet rolled up into its hour and day is kept until it is (upsertRollups).
-      const notRolledUp = bucket === 'MINUTE' ? ` AND bucket_start < to_timestamp((SELECT coalesce(max(rolled_through), 0) FROM ${rolledTable(family)}))` : '';
+      const notRolledUp = bucket === 'MINUTE' ? ` AND bucket_start < to_timestamp(${rolledThrough(family)})` : '';
       const result = await q.query(`DELETE FROM ${bucketTable(family.table, bucket)} WHERE bucket_start < to_timestamp($1)${notRolledUp}`, [cutoff]);
       deleted += result.rowCount;
     }

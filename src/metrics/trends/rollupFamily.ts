@@ -53,6 +53,11 @@ export function rolledTable(family: RollupFamily): string {
   return `${family.table}_rolled`;
 }
 
+/** SQL for the family's mark, in unix seconds: 0 while nothing is rolled up (no row, as after a rebuild's truncation). */
+export function rolledThrough(family: RollupFamily): string {
+  return `(SELECT coalesce(max(rolled_through), 0) FROM ${rolledTable(family)})`;
+}
+
 /** Every table of the family's read model: emptied together when its projection is rebuilt. */
 export function familyTables(family: RollupFamily): string[] {
   return [...TREND_BUCKETS.map((bucket) => bucketTable(family.table, bucket)), rolledTable(family)];

@@ -6,18 +6,19 @@
 // says how far the minutes have been rolled up: every minute before it is in the hour and day tables, and
 // reads add the minutes from it on (bucketRows), so an hour or a day reads whole at any moment.
 //
-// Each statement may move the mark to `rollUpTo` (a minute behind the newest increment it carries, so a
+// Each statement may move the mark to `through` (a minute behind the newest increment it carries, so a
 // minute is rolled up once the page is a minute past its end). It then adds to the hours and days both the
-// stored minutes in [mark, rollUpTo), as its snapshot sees them, and its own increments before rollUpTo,
+// stored minutes in [mark, through), as its snapshot sees them, and its own increments before `through`,
 // which that snapshot does not hold yet; so every minute is counted into its hour and day exactly once. An
 // increment for a minute already rolled up (a recorder that was late by minutes) goes to all three tables.
 // Only projections run this, each page in its checkpointed transaction, so two statements never roll up
 // the same minutes: a second runner's page waits on the first's row locks and is then refused by the
 // checkpoint, and rolled back.
+import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Queryable } from '../../db/db.ts';
 import { prepared } from '../../db/preparedStatements.ts';
 import { BUCKET_SECONDS, bucketTable, type TrendBucket } from './buckets.ts';
-import { rolledTable, type RollupFamily } from './rollupFamily.ts';
+import { rolledTable, rolledThrough, type RollupFamily } from './rollupFamily.ts';
 
 /** One increment: key values by column, the minute's unix second, whole counts by column. */
 export interface RollupIncrement {
@@ -34,8 +35,6 @@ const ROWS_PER_SLICE = 10_000;
 
 const statements = new Map<RollupFamily, string>();
 
-const yieldTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
 /**
  * Increments of one page, summed per keys and minute, in first-seen order. Sums commute, so the tables end
  * the same as after upserting each increment; but each row is then written once per page instead of once
@@ -48,6 +47,13 @@ export class RollupRows {
   private newest = -Infinity;
 
   constructor(readonly family: RollupFamily) {}
+
+  /** The increments, merged. */
+  static of(family: RollupFamily, increments: readonly RollupIncrement[]): RollupRows {
+    const rows = new RollupRows(family);
+    for (const increment of increments) rows.add(increment);
+    return rows;
+  }
 
   /**
    * Adds counts to a minute of keys: key values in `family.keys` order, counts in `family.counts` order.
@@ -100,26 +106,12 @@ export class RollupRows {
 
 /** The increments merged per keys and minute (RollupRows), as the statement's rows. */
 export function mergeIncrements(family: RollupFamily, increments: readonly RollupIncrement[]): (string | number)[][] {
-  const rows = new RollupRows(family);
-  for (const increment of increments) rows.add(increment);
-  return rows.rows();
+  return RollupRows.of(family, increments).rows();
 }
 
 /** Adds the increments (merged first: RollupRows) to the family's minutes, and rolls up past minutes. */
 export async function upsertRollups(tx: Queryable, family: RollupFamily, increments: readonly RollupIncrement[]): Promise<void> {
-  const rows = new RollupRows(family);
-  for (const increment of increments) rows.add(increment);
-  await rows.upsert(tx);
-}
-
-/**
- * Rolls up every minute before `throughSecond` (a minute boundary) into hours and days, with no increment:
- * what the projection does as pages arrive, for a caller that needs the hour and day tables whole up to a
- * point (comparing a rebuilt read model with the one built as events arrived). Run it only where the
- * projection is not applying pages at the same time.
- */
-export async function rollUpThrough(q: Queryable, family: RollupFamily, throughSecond: number): Promise<void> {
-  await q.query(statementFor(family), ['[]', throughSecond]);
+  await RollupRows.of(family, increments).upsert(tx);
 }
 
 function statementFor(family: RollupFamily): string {
@@ -154,7 +146,7 @@ function buildStatement(family: RollupFamily): string {
         ${family.counts.map((count) => `${count} = ${table}.${count} + EXCLUDED.${count}`).join(', ')}`;
   };
   return `WITH increments AS (SELECT ${fields.join(', ')} FROM jsonb_array_elements($1::jsonb) AS r),
-    mark AS (SELECT coalesce((SELECT rolled_through FROM ${rolled}), 0) AS rolled_through),
+    mark AS (SELECT ${rolledThrough(family)} AS rolled_through),
     target AS (SELECT mark.rolled_through AS since, greatest(mark.rolled_through, $2::bigint) AS through FROM mark),
     minutes AS (${upsert('MINUTE', 'increments')}),
     to_roll_up AS (
@@ -186,5 +178,5 @@ export function bucketRows(family: RollupFamily, bucket: TrendBucket): string {
     UNION ALL
     SELECT ${keys}, to_timestamp(floor(extract(epoch FROM bucket_start) / ${size}) * ${size}) AS bucket_start, ${counts}
       FROM ${bucketTable(family.table, 'MINUTE')}
-      WHERE bucket_start >= to_timestamp((SELECT coalesce(max(rolled_through), 0) FROM ${rolledTable(family)})))`;
+      WHERE bucket_start >= to_timestamp(${rolledThrough(family)}))`;
 }
