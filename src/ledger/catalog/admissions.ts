@@ -73,6 +73,10 @@ export function summaryTable<Entry extends object>(fields: readonly (keyof Entry
 export function forEachEntry(data: AdmissionsRecordedData, visit: (entry: Readonly<AdmissionSummary>) => void): void;
 export function forEachEntry(data: UnresolvedAdmissionsRecordedData, visit: (entry: Readonly<UnresolvedAdmissionSummary>) => void): void;
 export function forEachEntry<Entry>(data: SummaryTable<Entry> | SummaryList<Entry> | null | undefined, visit: (entry: Entry) => void): void {
+  visitEntries(data, visit);
+}
+
+function visitEntries<Entry>(data: SummaryTable<Entry> | SummaryList<Entry> | null | undefined, visit: (entry: Entry) => void): void {
   if (data === null || typeof data !== 'object') return;
   if ('entries' in data) {
     if (Array.isArray(data.entries)) for (const entry of data.entries) visit(entry);
@@ -106,14 +110,10 @@ export function summaryColumns<Entry>(
 /** The entries of an AdmissionsRecorded or UnresolvedAdmissionsRecorded event's data, whichever shape it was written in. */
 export function entriesOf(data: AdmissionsRecordedData): AdmissionSummary[];
 export function entriesOf(data: UnresolvedAdmissionsRecordedData): UnresolvedAdmissionSummary[];
-export function entriesOf<Entry>(data: SummaryTable<Entry> | SummaryList<Entry> | null | undefined): Entry[] {
-  if (data === null || typeof data !== 'object') return [];
-  if ('entries' in data) return Array.isArray(data.entries) ? data.entries : [];
-  const { fields, rows } = data as SummaryTable<Entry>;
-  if (!Array.isArray(fields) || !Array.isArray(rows)) return [];
-  return rows.map((row) => {
-    const entry: Record<string, unknown> = {};
-    for (let i = 0; i < fields.length; i++) entry[fields[i]!] = row[i];
-    return entry as Entry;
-  });
+export function entriesOf<Entry extends object>(data: SummaryTable<Entry> | SummaryList<Entry> | null | undefined): Entry[] {
+  if (data !== null && typeof data === 'object' && 'entries' in data) return Array.isArray(data.entries) ? data.entries : [];
+  const entries: Entry[] = [];
+  // A table's rows are read into one reused object: each is copied out.
+  visitEntries(data, (entry) => entries.push({ ...entry }));
+  return entries;
 }
