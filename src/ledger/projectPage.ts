@@ -9,8 +9,9 @@ import type { Projection } from './projection.ts';
 import { loadCheckpoint, storeCheckpoint, type StoredCheckpoint } from './checkpoints.ts';
 
 export type PageOutcome =
-  /** The page was applied and the checkpoint moved past it. */
-  | { status: 'applied'; applied: readonly RecordedEvent[]; checkpoint: StoredCheckpoint }
+  /** The page was applied and the checkpoint moved past it; `short` when the read found fewer events than it
+   *  asked for (it reached the head as it then stood). */
+  | { status: 'applied'; applied: readonly RecordedEvent[]; short: boolean; checkpoint: StoredCheckpoint }
   /** Nothing after the checkpoint: caught up with the ledger as of this read. */
   | { status: 'caught-up'; checkpoint: StoredCheckpoint }
   /** Another runner moved the checkpoint first; nothing was applied, continue from its checkpoint. */
@@ -46,5 +47,5 @@ export async function projectNextPage(
     return { status: 'moved', checkpoint: moved };
   }
   if (applied.length > 0) projection.afterCommit?.(applied);
-  return { status: 'applied', applied, checkpoint: next };
+  return { status: 'applied', applied, short: applied.length < maxCount, checkpoint: next };
 }

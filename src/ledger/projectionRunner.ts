@@ -138,7 +138,7 @@ export async function startProjectionRunner(
       if (outcome.status === 'caught-up') return true;
       // A paced projection ends its pass at a short page (the head, as that read saw it) and lets the pace
       // gather what comes next; reading on would apply each append as it lands, a page each.
-      if (livePaceMs > 0 && outcome.status === 'applied' && outcome.applied.length < Math.min(pageSize, projection.pageSize ?? pageSize)) return true;
+      if (livePaceMs > 0 && outcome.status === 'applied' && outcome.short) return true;
       if (outcome.status === 'moved' && outcome.checkpoint.version !== projection.version) {
         checkpoint = await prepareCheckpoint(db, projection, ledger);
       }
