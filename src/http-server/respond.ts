@@ -9,9 +9,7 @@ export type HeaderPairs = string[];
 /** Every front-door answer is a small JSON object. */
 export function sendJson(res: ServerResponse, status: number, body: Record<string, unknown>, headers: HeaderPairs): void {
   const text = JSON.stringify(body);
-  headers.push('Content-Type', 'application/json', 'Content-Length', String(Buffer.byteLength(text)));
-  res.writeHead(status, headers);
-  res.end(text);
+  send(res, status, text, Buffer.byteLength(text), headers);
 }
 
 /**
@@ -19,7 +17,11 @@ export function sendJson(res: ServerResponse, status: number, body: Record<strin
  * every request gets (202, 429) are written straight from their few values, without an object to stringify.
  */
 export function sendJsonText(res: ServerResponse, status: number, text: string, headers: HeaderPairs): void {
-  headers.push('Content-Type', 'application/json', 'Content-Length', String(text.length));
+  send(res, status, text, text.length, headers);
+}
+
+function send(res: ServerResponse, status: number, text: string, bytes: number, headers: HeaderPairs): void {
+  headers.push('Content-Type', 'application/json', 'Content-Length', String(bytes));
   res.writeHead(status, headers);
   res.end(text);
 }
