@@ -17,7 +17,9 @@
 // autocannon is JavaScript on the same two cores as the servers and parses every header of every answer: it
 // needed about as much CPU per request as the servers did, so on two cores it bounded their rates and the
 // ratios measured the generator (most of all on the refused path, whose 429 carries our fourteen contract
-// headers) more than the servers; wrk needs a fraction of that. Rounds alternate over the servers, and each
+// headers) more than the servers; wrk needs a fraction of that. Where taskset is installed, every server runs on
+// core 0 and the generator (this process, and wrk, which inherits its core) on core 1 (pinToCore: unpinned, one
+// server's rate swung twofold from one second to the next). Rounds alternate over the servers, and each
 // server keeps its best round (a slow round measures the neighbours on a shared machine). Two paths per server:
 //   admitted = tenant "bench", limits far above the load (202)
 //   refused  = tenant "shed", 1 request per second, exhausted (429)
@@ -56,7 +58,7 @@ import { readingsOf, type DecodedReadings } from '../src/doors/pipeline/readings
 import { createIngestRoutes } from '../src/doors/http/routes.ts';
 import { parseTrustedProxies } from '../src/http-server/trustedProxies.ts';
 import { createServer, listen } from '../src/http-server/server.ts';
-import { answerCpuQueries, governorOver, startBenchServer } from './support/benchServer.ts';
+import { answerCpuQueries, governorOver, pinToCore, startBenchServer } from './support/benchServer.ts';
 
 const SERVERS = ['ours', 'fastify', 'express', 'bare'] as const;
 type ServerName = (typeof SERVERS)[number];
@@ -242,6 +244,7 @@ async function measure(): Promise<void> {
   const servers = new Map<ServerName, Awaited<ReturnType<typeof startBenchServer<Ready>>>>();
   // One after another: each child compiles its own sources, which is heavy work for a loaded machine.
   for (const name of profiled === '' ? SERVERS : [profiled]) servers.set(name, await startBenchServer<Ready>(file, [name]));
+  const pinned = pinToCore(process.pid, 1) && [...servers.values()].every((server) => pinToCore(server.child.pid!, 0));
   const scripts = mkdtempSync(join(tmpdir(), 'ingest-peers-'));
   const run = async (name: ServerName, path: LoadPath, seconds = SECONDS_PER_RUN): Promise<Sample> => {
     const server = servers.get(name)!;
@@ -365,6 +368,7 @@ async function measure(): Promise<void> {
       rounds: ROUNDS,
       quick: QUICK,
       loadGenerator: LOAD_GENERATOR,
+      pinned,
       targets: { admittedVsFastify: 1, refusedVsFastify: 1.2 },
     }),
   );

@@ -1,7 +1,8 @@
 // The servers a benchmark measures run in a child process of their own, so the load generator's CPU is not
 // counted as theirs. The child answers a 'cpu' message with its CPU time; the parent reads it before and after
 // each round to report the server's CPU per request.
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, spawnSync, type ChildProcess } from 'node:child_process';
+import { cpus } from 'node:os';
 import { Governor } from '../../src/governance/index.ts';
 import type { LimitSource, Recorder, TenantGovernanceRecord } from '../../src/governance/index.ts';
 
@@ -26,6 +27,20 @@ export async function startBenchServer<Ports>(file: string, args: readonly strin
       child.send('cpu');
     });
   return { child, ports, serverCpuMicros };
+}
+
+/**
+ * Pins a process, every thread of it, to one core with taskset (util-linux), when the machine has two cores or
+ * more, taskset is installed and BENCH_PIN is not 0. Returns whether it did. On a 2-core machine the scheduler
+ * otherwise moves a server and its load generator between the cores as it likes: the same server measured
+ * 11,000 to 23,000 requests/s from one second to the next, as the two happened to share a core or not; pinned,
+ * its rounds agreed within 10%.
+ */
+export function pinToCore(pid: number, core: number): boolean {
+  // The machine's cores, not availableParallelism(): that counts the cores this process is pinned to.
+  if (process.env.BENCH_PIN === '0' || cpus().length < 2) return false;
+  const pinned = spawnSync('taskset', ['--all-tasks', '--pid', '--cpu-list', String(core), String(pid)], { stdio: 'ignore' });
+  return pinned.error === undefined && pinned.status === 0;
 }
 
 /** Child side: answers each 'cpu' message from the parent with this process's CPU time. */
