@@ -25,7 +25,7 @@ export interface TalliesOptions {
 const TICK_AFTER_BOUNDARY_MS = 20;
 
 /** Dirty allowances collected per turn of the event loop (a few ms of work). */
-const COLLECT_SLICE = 5_000;
+const COLLECT_SLICE = 1_000;
 
 export class Tallies {
   failures = 0;

@@ -36,6 +36,12 @@ export interface NewEvent<Type extends string = string, Data = unknown> {
   id?: string;
   type: Type;
   data: Data;
+  /**
+   * `data` already serialized, exactly as JSON.stringify(data) writes it, by a writer that serialized it
+   * anyway (the ledger Recorder sizes its events so): a store that sends JSON text (PostgreSQL) sends this
+   * instead of serializing `data` again.
+   */
+  dataJson?: string;
   metadata?: EventMetadata;
 }
 
@@ -98,6 +104,12 @@ export interface LedgerIdentity {
 }
 
 export interface EventStore {
+  /**
+   * The largest append this store takes, in serialized bytes (appendSize.ts counts them), when it has a limit
+   * of its own: EventStoreDB refuses appends over 1 MiB. Absent: any size (PostgreSQL), so a writer may send a
+   * whole batch in one append. Events are kept under MAX_APPEND_BYTES on every store all the same.
+   */
+  readonly appendLimitBytes?: number;
   append(stream: string, events: readonly NewEvent[], options?: { expectedRevision?: ExpectedRevision }): Promise<AppendResult>;
   /** Events of one stream; an absent stream reads as empty. */
   readStream(stream: string, options?: ReadStreamOptions): Promise<RecordedEvent[]>;

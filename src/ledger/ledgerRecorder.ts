@@ -14,8 +14,8 @@
 import { createHash } from 'node:crypto';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import { ADMISSION_FIELDS, ADMISSIONS_STREAM, summaryRow, UNRESOLVED_FIELDS } from './catalog/admissions.ts';
-import type { AdmissionsRecordedData, UnresolvedAdmissionsRecordedData } from './catalog/admissions.ts';
-import { eventBytes, jsonBytes, MAX_APPEND_BYTES, splitBySize } from './appendSize.ts';
+import type { AdmissionsRecordedData, SummaryTable, UnresolvedAdmissionsRecordedData } from './catalog/admissions.ts';
+import { eventBytes, MAX_APPEND_BYTES, splitBySize } from './appendSize.ts';
 import { WrongExpectedRevision, type EventStore, type ExpectedRevision, type NewEvent } from './eventStore.ts';
 import { RecordedInPart } from '../governance/index.ts';
 import type { AdmissionSummary, Recorder, UnresolvedAdmissionSummary } from '../governance/index.ts';
@@ -24,7 +24,11 @@ export interface LedgerRecorderOptions {
   /** Who the events name as actor (the enforcing service). */
   actor?: string;
   maxEntriesPerEvent?: number;
-  /** The serialized size each append is kept under (MAX_APPEND_BYTES). */
+  /**
+   * The serialized size each event, and each append, is kept under. Default: events under MAX_APPEND_BYTES on
+   * every store, appends under the store's own limit (appendLimitBytes): a store without one takes a batch in
+   * one append.
+   */
   maxAppendBytes?: number;
   now?: () => number;
 }
@@ -40,10 +44,36 @@ const MAX_CONFLICTS = 50;
 const MAX_REMEMBERED_ATTEMPTS = 64;
 
 /** Entries made into rows and sized per turn of the event loop (a few ms of work on one core). */
-const SLICE_ENTRIES = 4_000;
+const SLICE_ENTRIES = 1_000;
 
-export function createLedgerRecorder(store: Pick<EventStore, 'append'>, options: LedgerRecorderOptions = {}): Recorder {
-  const { actor = 'governor', maxEntriesPerEvent = 4_000, maxAppendBytes = MAX_APPEND_BYTES, now = Date.now } = options;
+/**
+ * An event's summary table as the ledger stores it, serialized as its rows were sized (`json`, which a store
+ * that sends JSON text takes as it is: NewEvent.dataJson). The rows themselves are made again only when
+ * something reads them (a store that serializes data itself, a test): the batch's summaries are kept until
+ * the append is answered in any case, and a second copy of every summary as a row, kept as long, was most of
+ * what the garbage collector had to move at 50,000 active tenants.
+ */
+class SummaryTableData<Entry extends object> implements SummaryTable<Entry> {
+  private materialized: unknown[][] | null = null;
+
+  constructor(
+    readonly fields: readonly (keyof Entry & string)[],
+    private readonly entries: readonly Entry[],
+  ) {}
+
+  get rows(): unknown[][] {
+    return (this.materialized ??= this.entries.map((entry) => summaryRow(this.fields, entry)));
+  }
+
+  toJSON(): SummaryTable<Entry> {
+    return { fields: this.fields, rows: this.rows };
+  }
+}
+
+export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendLimitBytes'>, options: LedgerRecorderOptions = {}): Recorder {
+  const { actor = 'governor', maxEntriesPerEvent = 4_000, now = Date.now } = options;
+  const maxEventBytes = options.maxAppendBytes ?? MAX_APPEND_BYTES;
+  const maxAppendBytes = options.maxAppendBytes ?? store.appendLimitBytes ?? Infinity;
   // The stream's revision as far as this Recorder knows: learnt from every answer ('no_stream' until the
   // first, which a WrongExpectedRevision corrects at the cost of one refused append).
   let expected: ExpectedRevision = 'no_stream';
@@ -83,24 +113,31 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append'>, options:
       const eventSizes: number[] = [];
       // The summaries each event carries, so a failure part-way can name those stored (RecordedInPart).
       const eventEntries: (readonly AdmissionSummary[] | readonly UnresolvedAdmissionSummary[])[] = [];
-      // Entries become rows and are sized a slice at a time, with a turn of the event loop between slices: at
+      // Entries are serialized as rows a slice at a time, with a turn of the event loop between slices: at
       // 50,000 active tenants a batch holds 50,000 entries or more, and doing them in one go held the loop (and
-      // every request of the process) for hundreds of milliseconds. Each event's size is known from its
-      // rows', so appends are cut without serializing the events again.
+      // every request of the process) for hundreds of milliseconds. Each row is serialized once: its JSON sizes
+      // it and becomes part of its event's (SummaryTableData), so appends are cut without serializing again.
       const addEvents = async <Entry extends object>(entries: readonly Entry[], type: AdmissionEvent['type'], fields: readonly (keyof Entry & string)[]) => {
         if (entries.length === 0) return;
         const frameBytes = eventBytes({ type, data: { fields, rows: [] }, metadata });
-        const maxRowsBytes = maxAppendBytes - frameBytes;
+        const maxRowsBytes = maxEventBytes - frameBytes;
+        const head = `{"fields":${JSON.stringify(fields)},"rows":[`;
         for (let start = 0; start < entries.length; start += SLICE_ENTRIES) {
           if (start > 0) await yieldTurn();
           const slice = entries.slice(start, start + SLICE_ENTRIES);
-          const rows = slice.map((entry) => summaryRow(fields, entry));
+          const rowsJson = slice.map((entry) => JSON.stringify(summaryRow(fields, entry)));
           // A row's JSON and the comma after it.
-          const sizes = rows.map((row) => jsonBytes(row) + 1);
-          const places = rows.map((_, place) => place);
+          const sizes = rowsJson.map((json) => Buffer.byteLength(json, 'utf8') + 1);
+          const places = rowsJson.map((_, place) => place);
           for (const group of splitBySize(places, (place) => sizes[place]!, maxRowsBytes, maxEntriesPerEvent)) {
-            events.push({ type, data: { fields, rows: group.map((place) => rows[place]!) }, metadata } as AdmissionEvent);
-            eventEntries.push(group.map((place) => slice[place]!) as never);
+            const groupEntries = group.map((place) => slice[place]!);
+            events.push({
+              type,
+              data: new SummaryTableData(fields, groupEntries),
+              dataJson: `${head}${group.map((place) => rowsJson[place]!).join(',')}]}`,
+              metadata,
+            } as AdmissionEvent);
+            eventEntries.push(groupEntries as never);
             eventSizes.push(frameBytes + group.reduce((sum, place) => sum + sizes[place]!, 0));
           }
         }

@@ -5,6 +5,7 @@ import type { Metrics } from './metrics.ts';
 
 export function instrumentEventStore(store: EventStore, metrics: Metrics): EventStore {
   const instrumented: EventStore = {
+    appendLimitBytes: store.appendLimitBytes,
     async append(stream, events, options) {
       const stop = metrics.ledgerAppendSeconds.startTimer();
       try {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { MAX_APPEND_BYTES } from '../appendSize.ts';
 import { laterCheckpoint, WrongExpectedRevision, type EventStore, type LedgerIdentity } from '../eventStore.ts';
 import { createOpenSubscriptions } from '../openSubscriptions.ts';
 import { appendToStream, DEFAULT_APPEND_RETRY, type AppendRetry } from './append.ts';
@@ -24,6 +25,7 @@ export function createEventStoreDbEventStore(connection: string | EsdbClient, op
   let identity: Promise<LedgerIdentity> | undefined;
 
   return {
+    appendLimitBytes: MAX_APPEND_BYTES,
     append: (stream, events, appendOptions) => appendToStream(client, stream, events, appendOptions?.expectedRevision, retry),
     readStream: (stream, readOptions) => readStream(client, stream, readOptions),
     readAll: (after, maxCount, readOptions) => readAll(client, after, maxCount, readOptions?.types),

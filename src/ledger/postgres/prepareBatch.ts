@@ -33,7 +33,7 @@ export function prepareBatch(stream: string, events: readonly NewEvent[]): Prepa
     }
     batch.ids.push(canonicalId);
     batch.types.push(event.type);
-    batch.data.push(toJson(stream, where, 'data', event.data));
+    batch.data.push(event.dataJson !== undefined ? checkedJson(stream, where, 'data', event.dataJson) : toJson(stream, where, 'data', event.data));
     batch.metadata.push(toJson(stream, where, 'metadata', event.metadata ?? {}));
   });
   return batch;
@@ -47,6 +47,10 @@ function toJson(stream: string, where: string, field: string, value: unknown): s
     throw new InvalidAppend(stream, `${where}: ${field} is not JSON (${(error as Error).message})`);
   }
   if (json === undefined) throw new InvalidAppend(stream, `${where}: ${field} is missing or not JSON`);
+  return checkedJson(stream, where, field, json);
+}
+
+function checkedJson(stream: string, where: string, field: string, json: string): string {
   // jsonb cannot hold the NUL character; PostgreSQL would reject the whole statement.
   if (json.includes('\\u0000')) throw new InvalidAppend(stream, `${where}: ${field} contains a NUL character`);
   return json;

@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storageTargets } from '../../support/databases.ts';
 import type { TestDb } from '../../support/databases.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
-import type { EventStore } from '../../../src/ledger/eventStore.ts';
+import type { EventStore, NewEvent } from '../../../src/ledger/eventStore.ts';
+import { eventBytes } from '../../../src/ledger/appendSize.ts';
 import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
 import { ADMISSION_FIELDS, entriesOf, type AdmissionsRecordedData, type UnresolvedAdmissionsRecordedData } from '../../../src/ledger/catalog/admissions.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
@@ -171,5 +172,49 @@ describe.each(storageTargets)('ledger recorder on $name', (target) => {
     const events = await appendedBy(() => recorder.record(entries, []));
     expect(events.map((event) => entriesOf(event.data as AdmissionsRecordedData).length)).toEqual([2, 2, 1]);
     expect(events.flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))).toEqual(entries);
+  });
+
+  it("sends a batch in one append where the store has no limit, in appends under the store's limit where it has one", async () => {
+    const entries = Array.from({ length: 60 }, (_, i) => ({
+      tenantId: `tenant-${i}`,
+      dimension: 'INGEST' as const,
+      allowance: 'LIVE' as const,
+      fromSecond: T0 / 1000,
+      seconds: 1,
+      admittedUnits: i,
+      admittedMessages: 1,
+      shedUnits: 0,
+      shedMessages: 0,
+      rejectedUnits: 0,
+      rejectedMessages: 0,
+      unauthenticatedUnits: 0,
+      unauthenticatedMessages: 0,
+      hitSeconds: 0,
+    }));
+    const sent = (appendLimitBytes: number | undefined) => {
+      const appends: NewEvent[][] = [];
+      const counting: Pick<EventStore, 'append' | 'appendLimitBytes'> = {
+        appendLimitBytes,
+        // Stored appends only: the first goes at 'no_stream' and is refused, the stream being older than this recorder.
+        append: async (stream, events, options) => {
+          const result = await store.append(stream, events, options);
+          appends.push([...events]);
+          return result;
+        },
+      };
+      return { appends, recorder: createLedgerRecorder(counting, { maxEntriesPerEvent: 10 }) };
+    };
+    const unlimited = sent(undefined);
+    const events = await appendedBy(() => unlimited.recorder.record(entries, []));
+    expect(unlimited.appends.map((append) => append.length)).toEqual([6]);
+    // Each event's JSON, written as its rows were sized, is what JSON.stringify makes of its data; stored, it reads back whole.
+    for (const event of unlimited.appends[0]!) expect(event.dataJson).toBe(JSON.stringify(event.data));
+    expect(events.flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))).toEqual(entries);
+
+    const limited = sent(1_500);
+    const stored = await appendedBy(() => limited.recorder.record(entries, []));
+    expect(limited.appends.length).toBeGreaterThan(1);
+    for (const append of limited.appends) expect(append.reduce((sum, event) => sum + eventBytes(event), 0)).toBeLessThanOrEqual(1_500);
+    expect(stored.flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))).toEqual(entries);
   });
 });
