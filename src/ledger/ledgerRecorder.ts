@@ -113,34 +113,38 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
       const eventSizes: number[] = [];
       // The summaries each event carries, so a failure part-way can name those stored (RecordedInPart).
       const eventEntries: (readonly AdmissionSummary[] | readonly UnresolvedAdmissionSummary[])[] = [];
-      // Entries are serialized as rows a slice at a time, with a turn of the event loop between slices: at
+      // Entries are serialized as rows SLICE_ENTRIES at a time, with a turn of the event loop between slices: at
       // 50,000 active tenants a batch holds 50,000 entries or more, and doing them in one go held the loop (and
-      // every request of the process) for hundreds of milliseconds. Each row is serialized once: its JSON sizes
-      // it and becomes part of its event's (SummaryTableData), so appends are cut without serializing again.
+      // every request of the process) for hundreds of milliseconds. Each row is serialized once:
+      // its JSON sizes it and becomes part of its event's (SummaryTableData), so appends are cut without
+      // serializing again. An event takes the entries in order, up to maxEntriesPerEvent and the event size.
       const addEvents = async <Entry extends object>(entries: readonly Entry[], type: AdmissionEvent['type'], fields: readonly (keyof Entry & string)[]) => {
         if (entries.length === 0) return;
         const frameBytes = eventBytes({ type, data: { fields, rows: [] }, metadata });
         const maxRowsBytes = maxEventBytes - frameBytes;
         const head = `{"fields":${JSON.stringify(fields)},"rows":[`;
-        for (let start = 0; start < entries.length; start += SLICE_ENTRIES) {
-          if (start > 0) await yieldTurn();
-          const slice = entries.slice(start, start + SLICE_ENTRIES);
-          const rowsJson = slice.map((entry) => JSON.stringify(summaryRow(fields, entry)));
+        let groupStart = 0;
+        let groupRows: string[] = [];
+        let groupBytes = 0;
+        const closeGroup = () => {
+          const groupEntries = entries.slice(groupStart, groupStart + groupRows.length);
+          events.push({ type, data: new SummaryTableData(fields, groupEntries), dataJson: `${head}${groupRows.join(',')}]}`, metadata } as AdmissionEvent);
+          eventEntries.push(groupEntries as never);
+          eventSizes.push(frameBytes + groupBytes);
+          groupStart += groupRows.length;
+          groupRows = [];
+          groupBytes = 0;
+        };
+        for (let index = 0; index < entries.length; index++) {
+          if (index > 0 && index % SLICE_ENTRIES === 0) await yieldTurn();
+          const json = JSON.stringify(summaryRow(fields, entries[index]!));
           // A row's JSON and the comma after it.
-          const sizes = rowsJson.map((json) => Buffer.byteLength(json, 'utf8') + 1);
-          const places = rowsJson.map((_, place) => place);
-          for (const group of splitBySize(places, (place) => sizes[place]!, maxRowsBytes, maxEntriesPerEvent)) {
-            const groupEntries = group.map((place) => slice[place]!);
-            events.push({
-              type,
-              data: new SummaryTableData(fields, groupEntries),
-              dataJson: `${head}${group.map((place) => rowsJson[place]!).join(',')}]}`,
-              metadata,
-            } as AdmissionEvent);
-            eventEntries.push(groupEntries as never);
-            eventSizes.push(frameBytes + group.reduce((sum, place) => sum + sizes[place]!, 0));
-          }
+          const bytes = Buffer.byteLength(json, 'utf8') + 1;
+          if (groupRows.length > 0 && (groupBytes + bytes > maxRowsBytes || groupRows.length >= maxEntriesPerEvent)) closeGroup();
+          groupRows.push(json);
+          groupBytes += bytes;
         }
+        closeGroup();
       };
       await addEvents(admissions, 'AdmissionsRecorded', ADMISSION_FIELDS);
       await addEvents(unresolved, 'UnresolvedAdmissionsRecorded', UNRESOLVED_FIELDS);
