@@ -2,10 +2,11 @@
 // allowance, per minute, with hour and day roll-ups. A summary covering several seconds is split across the
 // minutes it crosses in proportion to its seconds in each (splitAcrossMinutes).
 //
-// At 50,000 active tenants this reads 50,000 summaries a second, in the process that admits: a summary is
-// read from its row by column and added to its row of the read model without an object made for it
-// (summaryColumns, RollupRows.addValues), and a page yields the event loop every 1,000 summaries, so
-// admissions never wait long on it.
+// At 50,000 active tenants this reads 50,000 summaries a second, in the process that admits: a page's events
+// come as JSON text where the ledger holds text (readsDataAsJson) and each is parsed when its turn comes, so
+// only one event's summaries are alive at a time; a summary is read from its row by column and added to its
+// row of the read model without an object made for it (summaryColumns, RollupRows.addValues), and a page
+// yields the event loop every 1,000 summaries, so admissions never wait long on it.
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent, Projection, AdmissionsRecordedData } from '../src/ledger/index.ts';
@@ -31,6 +32,8 @@ export const admissionTrendsProjection: Projection = {
   tables: familyTables(ADMISSION_TRENDS),
   pageSize: PAGE_EVENTS,
   livePaceMs: LIVE_PACE_MS,
+  // Each event parsed when its turn comes (see addAdmissions), not a page of them at once.
+  readsDataAsJson: true,
   apply: async (event: RecordedEvent, tx: Tx) => {
     const rows = new RollupRows(ADMISSION_TRENDS);
     await addAdmissions(rows, event);
@@ -48,7 +51,7 @@ export const admissionTrendsProjection: Projection = {
 const READ = ADMISSION_FIELDS;
 
 async function addAdmissions(rows: RollupRows, event: RecordedEvent): Promise<void> {
-  const data = event.data as AdmissionsRecordedData;
+  const data = (event.dataJson !== undefined ? JSON.parse(event.dataJson) : event.data) as AdmissionsRecordedData;
   const table = summaryColumns(data, READ);
   if (table === null) {
     // Events written before summaries were tables: a list of objects.

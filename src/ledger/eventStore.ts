@@ -53,6 +53,8 @@ export interface RecordedEvent<Type extends string = string, Data = unknown> {
   position: Position;
   type: Type;
   data: Data;
+  /** The data as JSON text, when read with ReadAllOptions.dataAsJson from a store that holds text; `data` is null then. */
+  dataJson?: string;
   metadata: EventMetadata;
   recordedAt: Date;
 }
@@ -75,6 +77,13 @@ export interface ReadStreamOptions {
 export interface ReadAllOptions {
   /** Only events of these types (every type when absent). Both adapters filter where the events are stored. */
   types?: readonly string[];
+  /**
+   * Each event's data as the JSON text the store holds (RecordedEvent.dataJson, `data` null), where it holds
+   * text (PostgreSQL); a store that does not sends `data` as usual. For a reader of large events
+   * (Projection.readsDataAsJson): it parses each event when it comes to it, so a page's worth of parsed data is
+   * never alive at once.
+   */
+  dataAsJson?: boolean;
 }
 
 /** A page of readAllPage: the events, and how far the read looked. */

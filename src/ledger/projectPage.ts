@@ -27,7 +27,10 @@ export async function projectNextPage(
   pageSize: number,
 ): Promise<PageOutcome> {
   const maxCount = Math.min(pageSize, projection.pageSize ?? pageSize);
-  const { events: applied, through } = await store.readAllPage(checkpoint.position, maxCount, { types: projection.eventTypes });
+  const { events: applied, through } = await store.readAllPage(checkpoint.position, maxCount, {
+    types: projection.eventTypes,
+    dataAsJson: projection.readsDataAsJson,
+  });
   if (applied.length === 0 && sameCheckpoint(through, checkpoint.position)) return { status: 'caught-up', checkpoint };
   const next: StoredCheckpoint = { ...checkpoint, position: through };
   try {

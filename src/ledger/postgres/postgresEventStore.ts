@@ -23,7 +23,7 @@ export function createPostgresEventStore(db: Db, options: PostgresEventStoreOpti
     append: (stream, events, appendOptions) => appendToStream(db, stream, events, appendOptions),
     readStream: (stream, readOptions) => readStream(db, stream, readOptions),
     readAll: (after, maxCount, readOptions) => readAll(db, after, maxCount, readOptions?.types),
-    readAllPage: (after, maxCount, readOptions) => readAllPage(db, after, maxCount, readOptions?.types),
+    readAllPage: (after, maxCount, readOptions) => readAllPage(db, after, maxCount, readOptions?.types, readOptions?.dataAsJson),
     firstPending: (after, readOptions) => firstPending(db, after, readOptions?.types),
     headPosition: () => readHeadPosition(db),
     async identity() {

@@ -16,12 +16,14 @@ export interface EventRow {
   revision: bigint;
   type: string;
   data: unknown;
+  /** Selected instead of `data` by a read with ReadAllOptions.dataAsJson. */
+  data_json?: string;
   metadata: EventMetadata;
   recorded_at: Date;
 }
 
 export function toRecordedEvent(row: EventRow): RecordedEvent {
-  return {
+  const event: RecordedEvent = {
     id: row.event_id,
     stream: row.stream,
     revision: row.revision,
@@ -31,6 +33,8 @@ export function toRecordedEvent(row: EventRow): RecordedEvent {
     metadata: row.metadata,
     recordedAt: row.recorded_at,
   };
+  if (row.data_json !== undefined) event.dataJson = row.data_json;
+  return event;
 }
 
 /**
@@ -104,6 +108,10 @@ ORDER BY p.tx_id, p.global_position`;
 
 const ALL_TYPES_PAGE_SQL = pageSql(ALL_TYPES_SQL);
 const SOME_TYPES_PAGE_SQL = pageSql(SOME_TYPES_SQL);
+// The same pages with the data as JSON text (ReadAllOptions.dataAsJson), in the column data_json.
+const dataAsJson = (sql: string) => sql.replaceAll(EVENT_COLUMNS, EVENT_COLUMNS.replace(' data,', ' NULL::jsonb AS data, data::text AS data_json,'));
+const ALL_TYPES_PAGE_JSON_SQL = dataAsJson(ALL_TYPES_PAGE_SQL);
+const SOME_TYPES_PAGE_JSON_SQL = dataAsJson(SOME_TYPES_PAGE_SQL);
 
 // The first committed event after the checkpoint, readable or still held back: no xmin bound here.
 const FIRST_PENDING_ALL_SQL = `
@@ -136,9 +144,10 @@ export async function readAll(db: Queryable, after: Checkpoint, maxCount: number
 }
 
 /** readAll, and the readable head it reached (see ReadAllPage.through), in one statement. */
-export async function readAllPage(db: Queryable, after: Checkpoint, maxCount: number, types?: readonly string[]): Promise<ReadAllPage> {
+export async function readAllPage(db: Queryable, after: Checkpoint, maxCount: number, types?: readonly string[], dataAsJson = false): Promise<ReadAllPage> {
   checkMaxCount(maxCount);
-  const { rows } = await db.query<PageRow>(types ? SOME_TYPES_PAGE_SQL : ALL_TYPES_PAGE_SQL, [
+  const sql = dataAsJson ? (types ? SOME_TYPES_PAGE_JSON_SQL : ALL_TYPES_PAGE_JSON_SQL) : types ? SOME_TYPES_PAGE_SQL : ALL_TYPES_PAGE_SQL;
+  const { rows } = await db.query<PageRow>(sql, [
     ...positionParams(after),
     maxCount,
     ...typeParams(types),

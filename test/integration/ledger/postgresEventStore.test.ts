@@ -57,6 +57,24 @@ describe.each(storageTargets)('PostgreSQL event store on $name', (target) => {
     const fresh = () => `specifics-${randomUUID()}`;
     const probe = () => ({ id: randomUUID(), type: 'Probe', data: {} });
 
+    it('reads a page with each event’s data as JSON text when asked (dataAsJson), as parsed otherwise', async () => {
+      const stream = fresh();
+      const type = `JsonText${randomUUID().slice(0, 8)}`;
+      const data = { fields: ['tenantId', 'units'], rows: [['acme', 2.5], ['é', 0]], note: 'quote " and \\ backslash' };
+      const { position } = await store.append(stream, [{ type, data }]);
+      // Readable once no older transaction on the server holds it back.
+      let asJson = await store.readAllPage('start', 10, { types: [type], dataAsJson: true });
+      await waitFor(async () => {
+        asJson = await store.readAllPage('start', 10, { types: [type], dataAsJson: true });
+        return asJson.events.length > 0;
+      }, { timeoutMs: 30_000, description: 'the event readable' });
+      expect(asJson.events[0]).toMatchObject({ stream, type, position, data: null });
+      expect(JSON.parse(asJson.events[0]!.dataJson!)).toEqual(data);
+      const parsed = await store.readAllPage('start', 10, { types: [type] });
+      expect(parsed.events[0]!.data).toEqual(data);
+      expect(parsed.events[0]!.dataJson).toBeUndefined();
+    });
+
     it('appendInTransaction commits and rolls back with the caller’s own writes', async () => {
       const stream = fresh();
       await opened.db.exec('CREATE TABLE IF NOT EXISTS guard_rows (stream text PRIMARY KEY, appended int NOT NULL)');
