@@ -7,8 +7,9 @@ import { eventBytes } from '../../../src/ledger/appendSize.ts';
 import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
 import { ADMISSION_FIELDS, entriesOf, type AdmissionsRecordedData, type UnresolvedAdmissionsRecordedData } from '../../../src/ledger/catalog/admissions.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
-import { Governor } from '../../../src/governance/index.ts';
+import { Governor, type AdmissionSummary } from '../../../src/governance/index.ts';
 import { MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
+import { admissionSummary } from '../../support/admissionSummaries.ts';
 
 const T0 = 1_800_000_000_000;
 
@@ -26,6 +27,10 @@ describe.each(storageTargets)('ledger recorder on $name', (target) => {
     await store.close();
     await testDb.dispose();
   });
+
+  // A summary as the ledger reads it back: the counts recorded since (unauthenticated) present, as 0.
+  const summary = (overrides: Partial<AdmissionSummary>) =>
+    admissionSummary({ fromSecond: T0 / 1000, unauthenticatedUnits: 0, unauthenticatedMessages: 0, ...overrides });
 
   async function appendedBy(act: () => Promise<void>) {
     const before = await store.readStream(ADMISSIONS_STREAM);
@@ -153,44 +158,16 @@ describe.each(storageTargets)('ledger recorder on $name', (target) => {
   it('splits a large batch into several events of one append, and appends nothing for an empty batch', async () => {
     const recorder = createLedgerRecorder(store, { maxEntriesPerEvent: 2 });
     expect(await appendedBy(() => recorder.record([], []))).toEqual([]);
-    const entries = Array.from({ length: 5 }, (_, i) => ({
-      tenantId: `t${i}`,
-      dimension: 'EGRESS' as const,
-      allowance: 'DETECTION' as const,
-      fromSecond: T0 / 1000,
-      seconds: 1,
-      admittedUnits: i,
-      admittedMessages: i,
-      shedUnits: 0,
-      shedMessages: 0,
-      rejectedUnits: 0,
-      rejectedMessages: 0,
-      unauthenticatedUnits: 0,
-      unauthenticatedMessages: 0,
-      hitSeconds: 0,
-    }));
+    const entries = Array.from({ length: 5 }, (_, i) =>
+      summary({ tenantId: `t${i}`, dimension: 'EGRESS', allowance: 'DETECTION', admittedUnits: i, admittedMessages: i }),
+    );
     const events = await appendedBy(() => recorder.record(entries, []));
     expect(events.map((event) => entriesOf(event.data as AdmissionsRecordedData).length)).toEqual([2, 2, 1]);
     expect(events.flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))).toEqual(entries);
   });
 
   it("sends a batch in one append where the store has no limit, in appends under the store's limit where it has one", async () => {
-    const entries = Array.from({ length: 60 }, (_, i) => ({
-      tenantId: `tenant-${i}`,
-      dimension: 'INGEST' as const,
-      allowance: 'LIVE' as const,
-      fromSecond: T0 / 1000,
-      seconds: 1,
-      admittedUnits: i,
-      admittedMessages: 1,
-      shedUnits: 0,
-      shedMessages: 0,
-      rejectedUnits: 0,
-      rejectedMessages: 0,
-      unauthenticatedUnits: 0,
-      unauthenticatedMessages: 0,
-      hitSeconds: 0,
-    }));
+    const entries = Array.from({ length: 60 }, (_, i) => summary({ tenantId: `tenant-${i}`, admittedUnits: i, admittedMessages: 1 }));
     const sent = (appendLimitBytes: number | undefined) => {
       const appends: NewEvent[][] = [];
       const counting: Pick<EventStore, 'append' | 'appendLimitBytes'> = {
