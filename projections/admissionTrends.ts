@@ -10,7 +10,7 @@
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent, Projection, AdmissionsRecordedData } from '../src/ledger/index.ts';
-import { ADMISSION_FIELDS, forEachEntry, summaryColumns } from '../src/ledger/index.ts';
+import { ADMISSION_FIELDS, eventData, forEachEntry, summaryColumns } from '../src/ledger/index.ts';
 import { ADMISSION_TRENDS, familyTables, RollupRows, splitAcrossMinutes, wholeCount } from '../src/metrics/index.ts';
 
 /** Events per page: each carries up to a few thousand summaries, so a page stays a few seconds of traffic. */
@@ -51,7 +51,7 @@ export const admissionTrendsProjection: Projection = {
 const READ = ADMISSION_FIELDS;
 
 async function addAdmissions(rows: RollupRows, event: RecordedEvent): Promise<void> {
-  const data = (event.dataJson !== undefined ? JSON.parse(event.dataJson) : event.data) as AdmissionsRecordedData;
+  const data = eventData(event) as AdmissionsRecordedData;
   const table = summaryColumns(data, READ);
   if (table === null) {
     // Events written before summaries were tables: a list of objects.

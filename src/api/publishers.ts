@@ -3,7 +3,7 @@
 // once their transaction has committed.
 import type { Dimension } from '../governance/index.ts';
 import type { AdmissionsRecordedData, Projection } from '../ledger/index.ts';
-import { forEachEntry, formatPosition, type RecordedEvent } from '../ledger/index.ts';
+import { eventData, forEachEntry, formatPosition, type RecordedEvent } from '../ledger/index.ts';
 import { limitHistoryProjection } from '../../projections/limitHistory.ts';
 import { controlPlaneProjections } from '../../projections/controlPlane.ts';
 import { admissionTrendsProjection } from '../../projections/admissionTrends.ts';
@@ -40,8 +40,9 @@ export function publishingSheds(projection: Projection, pubsub: ApiPubSub): Proj
   return withAfterCommit(projection, (events) => {
     for (const event of events) {
       if (event.type !== 'AdmissionsRecorded') continue;
-      // Most summaries shed nothing: only those that did are copied out (forEachEntry reuses one object).
-      forEachEntry(event.data as AdmissionsRecordedData, (summary) => {
+      // Most summaries shed nothing: only those that did are copied out (forEachEntry reuses one object). The
+      // projection reads its events as JSON text (readsDataAsJson), so each is parsed here once more.
+      forEachEntry(eventData(event) as AdmissionsRecordedData, (summary) => {
         if (summary.shedUnits > 0 || summary.rejectedUnits > 0) pubsub.publish('sheds', summary.tenantId, { ...summary });
       });
     }

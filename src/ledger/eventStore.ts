@@ -59,6 +59,11 @@ export interface RecordedEvent<Type extends string = string, Data = unknown> {
   recordedAt: Date;
 }
 
+/** An event's data: parsed from its JSON text when it was read as text (ReadAllOptions.dataAsJson). */
+export function eventData(event: RecordedEvent): unknown {
+  return event.dataJson !== undefined ? JSON.parse(event.dataJson) : event.data;
+}
+
 export interface AppendResult {
   /** The revision of the last event now in the stream. */
   nextRevision: bigint;
