@@ -38,10 +38,13 @@ export function publishingLimitChanges(projection: Projection, pubsub: ApiPubSub
 /** For the admission-trends projection: every summary that shed or refused something, on its tenant's topic. */
 export function publishingSheds(projection: Projection, pubsub: ApiPubSub): Projection {
   return withAfterCommit(projection, (events) => {
+    // Nobody subscribed: nothing to parse (the events come as JSON text, see below).
+    if (!pubsub.listening('sheds')) return;
     for (const event of events) {
       if (event.type !== 'AdmissionsRecorded') continue;
       // Most summaries shed nothing: only those that did are copied out (forEachEntry reuses one object). The
-      // projection reads its events as JSON text (readsDataAsJson), so each is parsed here once more.
+      // projection reads its events as JSON text (readsDataAsJson), so each is parsed here once more, while
+      // someone subscribes.
       forEachEntry(eventData(event) as AdmissionsRecordedData, (summary) => {
         if (summary.shedUnits > 0 || summary.rejectedUnits > 0) pubsub.publish('sheds', summary.tenantId, { ...summary });
       });

@@ -17,9 +17,40 @@ export interface LimitChangeNotice {
 
 export type ApiPubSub = ReturnType<typeof createApiPubSub>;
 
-/** `eventTarget` lets a caller observe who listens (tests wait for a subscriber before publishing). */
-export function createApiPubSub(eventTarget?: EventTarget) {
-  return createPubSub<{
+/**
+ * The pub/sub's event target, counting its listeners by event type (`topic` or `topic:id`, as graphql-yoga's
+ * pub/sub names them) and by topic: a publisher skips the work of a topic nobody listens to (the sheds
+ * publisher would otherwise parse every admission event), and tests wait for a subscriber before publishing.
+ */
+export class ListenedEventTarget extends EventTarget {
+  readonly listeners = new Map<string, number>();
+  private readonly byTopic = new Map<string, number>();
+
+  override addEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: AddEventListenerOptions | boolean): void {
+    this.count(type, 1);
+    super.addEventListener(type, listener, options);
+  }
+
+  override removeEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: EventListenerOptions | boolean): void {
+    this.count(type, -1);
+    super.removeEventListener(type, listener, options);
+  }
+
+  /** Whether anything listens to the topic, for any id. */
+  listening(topic: string): boolean {
+    return (this.byTopic.get(topic) ?? 0) > 0;
+  }
+
+  private count(type: string, change: number): void {
+    this.listeners.set(type, Math.max(0, (this.listeners.get(type) ?? 0) + change));
+    const separator = type.indexOf(':');
+    const topic = separator < 0 ? type : type.slice(0, separator);
+    this.byTopic.set(topic, Math.max(0, (this.byTopic.get(topic) ?? 0) + change));
+  }
+}
+
+export function createApiPubSub(eventTarget = new ListenedEventTarget()) {
+  const pubsub = createPubSub<{
     // One topic for all limit changes: a tier or platform-wide change concerns tenants the publisher cannot
     // name, so each subscription decides whether a change concerns its tenant.
     limitChanged: [notice: LimitChangeNotice];
@@ -27,4 +58,5 @@ export function createApiPubSub(eventTarget?: EventTarget) {
     /** A control-plane read model changed: cached effective limits are stale. */
     controlPlaneCommitted: [projection: string];
   }>({ eventTarget });
+  return Object.assign(pubsub, { listening: (topic: 'limitChanged' | 'sheds' | 'controlPlaneCommitted') => eventTarget.listening(topic) });
 }

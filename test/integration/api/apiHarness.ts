@@ -12,7 +12,7 @@ import { admissionTrendsProjection } from '../../../projections/admissionTrends.
 import { unresolvedAdmissionsProjection } from '../../../projections/unresolvedAdmissions.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import type { Role } from '../../../src/control-plane/controlPlaneCommand.ts';
-import { createApiPubSub, type ApiPubSub } from '../../../src/api/pubsub.ts';
+import { createApiPubSub, ListenedEventTarget, type ApiPubSub } from '../../../src/api/pubsub.ts';
 import { withApiPublishers } from '../../../src/api/publishers.ts';
 import { createGraphQLServer, type GraphQLServer } from '../../../src/api/createGraphQLServer.ts';
 import { createTokenVerifier } from '../../../src/api/auth/verifyToken.ts';
@@ -33,7 +33,7 @@ export interface ApiHarness {
   controlPlane: ControlPlane;
   pubsub: ApiPubSub;
   /** Listener counts per pubsub topic (`limitChanged`, `sheds:<tenant>`). */
-  events: ObservedEventTarget;
+  events: ListenedEventTarget;
   projections: ProjectionSet;
   yoga: GraphQLServer;
   /** SQL statements the API has sent since the last reset. */
@@ -42,19 +42,6 @@ export interface ApiHarness {
   /** POSTs one operation with the given token (none when null). */
   gql<Data = Record<string, unknown>>(token: string | null, query: string, variables?: Record<string, unknown>): Promise<GraphQLResponse<Data>>;
   dispose(): Promise<void>;
-}
-
-/** A real EventTarget that also counts listeners, so a test can wait until a subscription is listening. */
-export class ObservedEventTarget extends EventTarget {
-  readonly listeners = new Map<string, number>();
-  override addEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: AddEventListenerOptions | boolean): void {
-    this.listeners.set(type, (this.listeners.get(type) ?? 0) + 1);
-    super.addEventListener(type, listener, options);
-  }
-  override removeEventListener(type: string, listener: EventListenerOrEventListenerObject | null, options?: EventListenerOptions | boolean): void {
-    this.listeners.set(type, (this.listeners.get(type) ?? 1) - 1);
-    super.removeEventListener(type, listener, options);
-  }
 }
 
 function countingQueryable(db: Queryable, statements: { count: number }): Queryable {
@@ -74,7 +61,7 @@ export async function openApiHarness(target: StorageTarget): Promise<ApiHarness>
   const opened = await target.open();
   const { db } = opened;
   const store = createPostgresEventStore(db);
-  const events = new ObservedEventTarget();
+  const events = new ListenedEventTarget();
   const pubsub = createApiPubSub(events);
   const projections = await startProjections(
     db,
