@@ -49,14 +49,17 @@ export class ListenedEventTarget extends EventTarget {
   }
 }
 
+/** The pub/sub's topics and what each carries. */
+type ApiTopics = {
+  // One topic for all limit changes: a tier or platform-wide change concerns tenants the publisher cannot
+  // name, so each subscription decides whether a change concerns its tenant.
+  limitChanged: [notice: LimitChangeNotice];
+  sheds: [tenantId: string, summary: AdmissionSummary];
+  /** A control-plane read model changed: cached effective limits are stale. */
+  controlPlaneCommitted: [projection: string];
+};
+
 export function createApiPubSub(eventTarget = new ListenedEventTarget()) {
-  const pubsub = createPubSub<{
-    // One topic for all limit changes: a tier or platform-wide change concerns tenants the publisher cannot
-    // name, so each subscription decides whether a change concerns its tenant.
-    limitChanged: [notice: LimitChangeNotice];
-    sheds: [tenantId: string, summary: AdmissionSummary];
-    /** A control-plane read model changed: cached effective limits are stale. */
-    controlPlaneCommitted: [projection: string];
-  }>({ eventTarget });
-  return Object.assign(pubsub, { listening: (topic: 'limitChanged' | 'sheds' | 'controlPlaneCommitted') => eventTarget.listening(topic) });
+  const pubsub = createPubSub<ApiTopics>({ eventTarget });
+  return Object.assign(pubsub, { listening: (topic: keyof ApiTopics) => eventTarget.listening(topic) });
 }

@@ -23,6 +23,15 @@ export function eventBytes(event: NewEvent): number {
 }
 
 /**
+ * Whether an item of `size` starts a new group after a group of `count` items and `bytes` (splitBySize's
+ * rule, for a caller that groups items as it makes them): a group never passes maxBytes or maxItems, but an
+ * item larger than maxBytes on its own forms a group of one.
+ */
+export function startsNewGroup(count: number, bytes: number, size: number, maxBytes: number, maxItems = Infinity): boolean {
+  return count > 0 && (bytes + size > maxBytes || count >= maxItems);
+}
+
+/**
  * Items in order, in groups whose sizes add up to at most maxBytes (and of at most maxItems each). An item
  * larger than maxBytes on its own forms a group of one: the caller makes items that fit.
  */
@@ -32,7 +41,7 @@ export function splitBySize<Item>(items: readonly Item[], sizeOf: (item: Item) =
   let bytes = 0;
   for (const item of items) {
     const size = sizeOf(item);
-    if (group.length > 0 && (bytes + size > maxBytes || group.length >= maxItems)) {
+    if (startsNewGroup(group.length, bytes, size, maxBytes, maxItems)) {
       groups.push(group);
       group = [];
       bytes = 0;

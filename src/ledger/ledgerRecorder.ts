@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import { ADMISSION_FIELDS, ADMISSIONS_STREAM, summaryRow, UNRESOLVED_FIELDS } from './catalog/admissions.ts';
 import type { AdmissionsRecordedData, SummaryTable, UnresolvedAdmissionsRecordedData } from './catalog/admissions.ts';
-import { eventBytes, MAX_APPEND_BYTES, splitBySize } from './appendSize.ts';
+import { eventBytes, MAX_APPEND_BYTES, splitBySize, startsNewGroup } from './appendSize.ts';
 import { WrongExpectedRevision, type EventStore, type ExpectedRevision, type NewEvent } from './eventStore.ts';
 import { RecordedInPart } from '../governance/index.ts';
 import type { AdmissionSummary, Recorder, UnresolvedAdmissionSummary } from '../governance/index.ts';
@@ -140,7 +140,7 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
           const json = JSON.stringify(summaryRow(fields, entries[index]!));
           // A row's JSON and the comma after it.
           const bytes = Buffer.byteLength(json, 'utf8') + 1;
-          if (groupRows.length > 0 && (groupBytes + bytes > maxRowsBytes || groupRows.length >= maxEntriesPerEvent)) closeGroup();
+          if (startsNewGroup(groupRows.length, groupBytes, bytes, maxRowsBytes, maxEntriesPerEvent)) closeGroup();
           groupRows.push(json);
           groupBytes += bytes;
         }
