@@ -23,7 +23,8 @@ const REQUIRE_FOR_COMMONJS = "import { createRequire as __createRequireForCommon
 
 rmSync(SERVICE_BUNDLE_DIR, { recursive: true, force: true });
 const result = await build({
-  entryPoints: { cli: packagePath('dist', 'src', 'cli.js') },
+  // The projection worker thread's module (projections/workerProjections.ts names it) shares the service's chunks.
+  entryPoints: { cli: packagePath('dist', 'src', 'cli.js'), 'projection-worker': packagePath('dist', 'projections', 'worker.js') },
   outdir: SERVICE_BUNDLE_DIR,
   bundle: true,
   splitting: true,

@@ -66,6 +66,11 @@ export interface Settings {
   ledgerArchiveDir: string;
   /** GOVERNANCE_LEDGER_ARCHIVE_COMMAND: run with each archive file ($1) and its manifest ($2) before the day is dropped. */
   ledgerArchiveCommand?: string;
+  /**
+   * GOVERNANCE_PROJECTION_WORKERS: `on` (default) runs the admission-trends projection in a worker thread of its
+   * own when the ledger is on PostgreSQL (DATABASE_URL, no EVENTSTORE_URL); `off` keeps it in the service's thread.
+   */
+  projectionWorkers: boolean;
   /** GOVERNANCE_GRPC_PORT: Envoy's rate limit service (gRPC) listens here (default 8081). */
   grpcPort: number;
   /** GOVERNANCE_GRPC_TLS_CERT/_KEY (PEM files): TLS on the gRPC port; with _CLIENT_CA, client certificates are required. */
@@ -117,9 +122,16 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     ledgerRetentionDays: retentionDays(optional('GOVERNANCE_LEDGER_RETENTION_DAYS')),
     ledgerArchiveDir: optional('GOVERNANCE_LEDGER_ARCHIVE_DIR') ?? `${(optional('GOVERNANCE_DATA_DIR') ?? './data').replace(/\/+$/, '')}/ledger-archive`,
     ledgerArchiveCommand: optional('GOVERNANCE_LEDGER_ARCHIVE_COMMAND'),
+    projectionWorkers: onOff(optional('GOVERNANCE_PROJECTION_WORKERS'), true, 'GOVERNANCE_PROJECTION_WORKERS'),
     grpcPort: portNumber(optional('GOVERNANCE_GRPC_PORT'), 8081, 'GOVERNANCE_GRPC_PORT'),
     grpcTls: grpcTls(optional('GOVERNANCE_GRPC_TLS_CERT'), optional('GOVERNANCE_GRPC_TLS_KEY'), optional('GOVERNANCE_GRPC_TLS_CLIENT_CA')),
   };
+}
+
+function onOff(text: string | undefined, fallback: boolean, name: string): boolean {
+  if (text === undefined) return fallback;
+  if (text === 'on' || text === 'off') return text === 'on';
+  throw new Error(`${name} must be on or off, not "${text}"`);
 }
 
 function portNumber(text: string | undefined, fallback: number, name: string): number {

@@ -15,7 +15,7 @@ import {
 import { fanOutRecorder, Governor, loadRedisSharedBudget } from './governance/index.ts';
 import { createControlPlane, createReadModelLimitSource, feedConfirmedTenants, type ControlPlane } from './control-plane/index.ts';
 import { controlPlaneCeilings, createCommandBacklog, startCommandExpiry, type CommandBacklog } from './command-backlog/index.ts';
-import { allProjections } from '../projections/index.ts';
+import { allProjections, projectionWorkerEntry, WORKER_PROJECTIONS } from '../projections/index.ts';
 import {
   commandBacklogSource,
   countCommandRejections,
@@ -117,7 +117,18 @@ export async function startService(
   );
   // GraphQL subscriptions hear of what the projections commit.
   const pubsub = createApiPubSub();
+  // On PostgreSQL the heaviest projection runs in a thread of its own (its own connections to the same schema);
+  // PGlite is one connection in this process, and an EventStoreDB ledger is read here.
+  const workers =
+    settings.projectionWorkers && settings.databaseUrl && !settings.eventStoreUrl
+      ? {
+          entry: projectionWorkerEntry(),
+          connection: { connectionString: settings.databaseUrl, schema: settings.dbSchema },
+          projections: WORKER_PROJECTIONS.map((projection) => projection.name),
+        }
+      : undefined;
   const projections = await startProjections(db, store, withApiPublishers(allProjections({ governor }), pubsub), {
+    workers,
     onError: (error, projection) => logger.error({ err: error, projection: projection.name }, 'projection failed'),
   });
 

@@ -8,14 +8,14 @@ import type { EventStore } from '../../src/ledger/eventStore.ts';
 import { createPostgresEventStore } from '../../src/ledger/postgres/postgresEventStore.ts';
 
 /** Runs `run` on a pool of `maxConnections` to a new migrated schema, then drops the schema. */
-export async function withBenchSchema<T>(url: string, maxConnections: number, run: (db: Db) => Promise<T>): Promise<T> {
+export async function withBenchSchema<T>(url: string, maxConnections: number, run: (db: Db, schema: string) => Promise<T>): Promise<T> {
   const schema = `bench_${randomBytes(5).toString('hex')}`;
   const admin = openPostgres({ connectionString: url, max: 1 });
   await admin.query(`CREATE SCHEMA ${quoteIdent(schema)}`);
   const db = openPostgres({ connectionString: url, schema, max: maxConnections });
   try {
     await migrate(db);
-    return await run(db);
+    return await run(db, schema);
   } finally {
     await db.close();
     await admin.query(`DROP SCHEMA ${quoteIdent(schema)} CASCADE`);
@@ -24,11 +24,11 @@ export async function withBenchSchema<T>(url: string, maxConnections: number, ru
 }
 
 /** withBenchSchema with the ledger on it; the store is closed before the schema is dropped. */
-export function withBenchLedger<T>(url: string, maxConnections: number, run: (db: Db, store: EventStore) => Promise<T>): Promise<T> {
-  return withBenchSchema(url, maxConnections, async (db) => {
+export function withBenchLedger<T>(url: string, maxConnections: number, run: (db: Db, store: EventStore, schema: string) => Promise<T>): Promise<T> {
+  return withBenchSchema(url, maxConnections, async (db, schema) => {
     const store = createPostgresEventStore(db);
     try {
-      return await run(db, store);
+      return await run(db, store, schema);
     } finally {
       await store.close();
     }

@@ -20,3 +20,5 @@ export { createPostgresEventStore } from './postgres/postgresEventStore.ts';
 // The EventStoreDB adapter is reached through openEventStore, which loads its client only when EVENTSTORE_URL is set.
 export * from './retention/startLedgerRetention.ts';
 export { appendInTransaction, appendStreamsInTransaction, type StreamAppend } from './postgres/appendInTransaction.ts';
+export { serveProjectionWorker } from './projectionWorkerThread.ts';
+export type { PostgresConnection } from './projectionWorker.ts';

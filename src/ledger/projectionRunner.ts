@@ -226,18 +226,7 @@ export async function startProjectionRunner(
         waiters.add(waiter);
       });
     },
-    async lag() {
-      const stored = (await loadOrCreateCheckpoint(db, projection.name, projection.version)).position;
-      // Held-back events count too (firstPending does not wait for older transactions): they are behind.
-      const oldest = await store.firstPending(stored, { types: projection.eventTypes });
-      return {
-        projection: projection.name,
-        pending: oldest !== undefined,
-        secondsBehind: oldest ? Math.max(0, (Date.now() - oldest.recordedAt.getTime()) / 1_000) : 0,
-        paceSeconds: livePaceMs / 1_000,
-        checkpoint: stored,
-      };
-    },
+    lag: () => projectionLag(db, store, projection),
     lastError: () => fatal ?? fault,
     async stop() {
       if (stopped) return;
@@ -250,6 +239,20 @@ export async function startProjectionRunner(
       for (const waiter of waiters) waiter.reject(new Error(`projection ${projection.name} was stopped`));
       waiters.clear();
     },
+  };
+}
+
+/** How far behind the ledger a projection's stored checkpoint is: the checkpoint row and one indexed ledger read. */
+export async function projectionLag(db: Db, store: EventStore, projection: Projection): Promise<ProjectionLag> {
+  const stored = (await loadOrCreateCheckpoint(db, projection.name, projection.version)).position;
+  // Held-back events count too (firstPending does not wait for older transactions): they are behind.
+  const oldest = await store.firstPending(stored, { types: projection.eventTypes });
+  return {
+    projection: projection.name,
+    pending: oldest !== undefined,
+    secondsBehind: oldest ? Math.max(0, (Date.now() - oldest.recordedAt.getTime()) / 1_000) : 0,
+    paceSeconds: (projection.livePaceMs ?? 0) / 1_000,
+    checkpoint: stored,
   };
 }
 

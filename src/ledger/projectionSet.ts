@@ -2,6 +2,15 @@ import type { Db } from '../db/db.ts';
 import type { EventStore } from './eventStore.ts';
 import type { Projection } from './projection.ts';
 import { startProjectionRunner, type ProjectionLag, type ProjectionRunner, type ProjectionRunnerOptions } from './projectionRunner.ts';
+import { startProjectionWorker, type PostgresConnection } from './projectionWorker.ts';
+
+export interface ProjectionSetOptions extends ProjectionRunnerOptions {
+  /**
+   * Projections run in worker threads of their own (startProjectionWorker), on the PostgreSQL ledger at
+   * `connection`: those named in `projections`, each in a thread started from `entry`.
+   */
+  workers?: { entry: URL; connection: PostgresConnection; projections: readonly string[] };
+}
 
 /** The service's projection workers: one runner per projection, started and stopped together. */
 export interface ProjectionSet {
@@ -16,8 +25,10 @@ export async function startProjections(
   db: Db,
   store: EventStore,
   projections: readonly Projection[],
-  options?: ProjectionRunnerOptions,
+  options: ProjectionSetOptions = {},
 ): Promise<ProjectionSet> {
+  const { workers, ...runnerOptions } = options;
+  const inWorker = new Set(workers?.projections);
   const names = new Set<string>();
   for (const projection of projections) {
     if (names.has(projection.name)) throw new Error(`two projections are named ${projection.name}`);
@@ -25,7 +36,13 @@ export async function startProjections(
   }
   const runners: ProjectionRunner[] = [];
   try {
-    for (const projection of projections) runners.push(await startProjectionRunner(db, store, projection, options));
+    for (const projection of projections) {
+      runners.push(
+        workers && inWorker.has(projection.name)
+          ? await startProjectionWorker(db, store, projection, { ...runnerOptions, entry: workers.entry, connection: workers.connection })
+          : await startProjectionRunner(db, store, projection, runnerOptions),
+      );
+    }
   } catch (error) {
     await Promise.all(runners.map((runner) => runner.stop()));
     throw error;

@@ -21,6 +21,13 @@ describe('readSettings', () => {
     for (const bad of ['-1', '1.5', 'soon']) expect(() => readSettings({ GOVERNANCE_DRAIN_SECONDS: bad })).toThrow(/GOVERNANCE_DRAIN_SECONDS must be a whole number/);
   });
 
+  it('runs the admission trends in a worker thread unless GOVERNANCE_PROJECTION_WORKERS is off', () => {
+    expect(readSettings({}).projectionWorkers).toBe(true);
+    expect(readSettings({ GOVERNANCE_PROJECTION_WORKERS: 'off' }).projectionWorkers).toBe(false);
+    expect(readSettings({ GOVERNANCE_PROJECTION_WORKERS: 'on' }).projectionWorkers).toBe(true);
+    expect(() => readSettings({ GOVERNANCE_PROJECTION_WORKERS: 'yes' })).toThrow(/GOVERNANCE_PROJECTION_WORKERS must be on or off, not "yes"/);
+  });
+
   it('keeps 30 days of raw admission summaries unless GOVERNANCE_LEDGER_RETENTION_DAYS says otherwise, archiving under the data directory', () => {
     expect(readSettings({})).toMatchObject({ ledgerRetentionDays: 30, ledgerArchiveDir: './data/ledger-archive' });
     expect(readSettings({ GOVERNANCE_LEDGER_RETENTION_DAYS: '7', GOVERNANCE_DATA_DIR: '/var/lib/gl/' })).toMatchObject({

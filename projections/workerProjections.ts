@@ -1,0 +1,19 @@
+// Which projections run in worker threads of their own on a PostgreSQL ledger, and where such a thread starts.
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Projection } from '../src/ledger/index.ts';
+import { packagePath } from '../src/packageRoot.ts';
+import { admissionTrendsProjection } from './admissionTrends.ts';
+
+/**
+ * The admission trends: at tens of thousands of active tenants, parsing and merging their summaries was the work
+ * that held the admitting thread's event loop longest (src/ledger/projectionWorker.ts says why a thread helps).
+ * Only projections without dependencies on the service's objects can run in a thread: it builds its own.
+ */
+export const WORKER_PROJECTIONS: readonly Projection[] = [admissionTrendsProjection];
+
+/** The thread's module: this folder's worker.ts from the sources, the bundle's projection-worker.js once built. */
+export function projectionWorkerEntry(): URL {
+  const here = fileURLToPath(import.meta.url);
+  if (here.endsWith('.ts')) return new URL('./worker.ts', import.meta.url);
+  return pathToFileURL(packagePath('dist', 'service', 'projection-worker.js'));
+}

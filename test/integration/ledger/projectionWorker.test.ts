@@ -1,0 +1,141 @@
+// A projection run in a worker thread (startProjectionWorker) on the PostgreSQL ledger: it builds the same read
+// model as in the service's thread, hands what it committed back to afterCommit, outlives its thread ending, and
+// stops cleanly.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Db } from '../../../src/db/db.ts';
+import type { EventStore } from '../../../src/ledger/eventStore.ts';
+import type { RecordedEvent } from '../../../src/ledger/eventStore.ts';
+import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
+import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
+import { startProjectionWorker } from '../../../src/ledger/projectionWorker.ts';
+import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
+import { admissionTrendsProjection } from '../../../projections/admissionTrends.ts';
+import { projectionWorkerEntry } from '../../../projections/workerProjections.ts';
+import { familyTables, ADMISSION_TRENDS } from '../../../src/metrics/index.ts';
+import { postgresOnly, type TestDb } from '../../support/databases.ts';
+import { admissionSummary } from '../../support/admissionSummaries.ts';
+import type { AdmissionSummary } from '../../../src/governance/index.ts';
+
+const T0 = Date.UTC(2026, 5, 1, 23, 59, 0) / 1000;
+// A thread module whose thread ends once a page holding this tenant's summary has committed (imported, it
+// would run: only its path is named here).
+const CRASHING_ENTRY = new URL('../../support/crashingProjectionWorker.ts', import.meta.url);
+const CRASHING_TENANT = 'crash-the-thread';
+// A thread from the TypeScript sources compiles its modules first: allow for it on a loaded machine.
+const WAIT = { timeoutMs: 30_000 };
+
+async function trendRows(db: Db): Promise<unknown[]> {
+  const rows: unknown[] = [];
+  for (const table of familyTables(ADMISSION_TRENDS)) {
+    const result = await db.query(`SELECT * FROM ${table}`);
+    rows.push(...result.rows.map((row) => JSON.stringify({ table, ...row }, (_key, value: unknown) => (typeof value === 'bigint' ? String(value) : value))));
+  }
+  return rows.sort();
+}
+
+describe.skipIf(!postgresOnly)('a projection in a worker thread (PostgreSQL; needs DATABASE_URL)', () => {
+  let testDb: TestDb;
+  let store: EventStore;
+  let connection: { connectionString: string; schema: string };
+
+  beforeAll(async () => {
+    testDb = await postgresOnly!.open();
+    store = createPostgresEventStore(testDb.db);
+    connection = { connectionString: testDb.env!.DATABASE_URL!, schema: testDb.env!.GOVERNANCE_DB_SCHEMA! };
+  });
+  afterAll(async () => {
+    await store?.close();
+    await testDb?.dispose();
+  });
+
+  const record = (summaries: AdmissionSummary[]) => createLedgerRecorder(store).record(summaries, []);
+
+  it('builds the admission trends as a replay in this thread does, catching up and then following live', async () => {
+    // Before the thread starts (catch-up), across a day boundary, with a summary split over two minutes.
+    await record([
+      admissionSummary({ fromSecond: T0, admittedUnits: 5, shedUnits: 2, hitSeconds: 1 }),
+      admissionSummary({ tenantId: 'globex', fromSecond: T0 + 50, seconds: 20, admittedUnits: 40 }),
+    ]);
+    const runner = await startProjectionWorker(testDb.db, store, admissionTrendsProjection, { entry: projectionWorkerEntry(), connection });
+    try {
+      await runner.waitForCaughtUp(WAIT);
+      // After (live), in a minute already written.
+      await record([admissionSummary({ fromSecond: T0 + 10, admittedUnits: 1, rejectedUnits: 3 }), admissionSummary({ fromSecond: T0 + 3600, shedUnits: 9 })]);
+      await runner.waitForCaughtUp(WAIT);
+      expect(await runner.lag()).toMatchObject({ projection: 'admission-trends', pending: false, secondsBehind: 0 });
+      expect(runner.lastError()).toBeUndefined();
+      const built = await trendRows(testDb.db);
+      expect(built.length).toBeGreaterThan(6);
+
+      await runner.stop();
+      // The same events replayed here, from an emptied read model.
+      await rebuildProjection(testDb.db, store, admissionTrendsProjection);
+      expect(await trendRows(testDb.db)).toEqual(built);
+    } finally {
+      await runner.stop();
+    }
+  });
+
+  it("hands each committed page's events to the service thread's afterCommit", async () => {
+    const committed: RecordedEvent[] = [];
+    const runner = await startProjectionWorker(
+      testDb.db,
+      store,
+      { ...admissionTrendsProjection, afterCommit: (events) => committed.push(...events) },
+      { entry: projectionWorkerEntry(), connection },
+    );
+    try {
+      await runner.waitForCaughtUp(WAIT);
+      committed.length = 0;
+      await record([admissionSummary({ tenantId: 'initech', fromSecond: T0 + 120, shedUnits: 4 })]);
+      await runner.waitForCaughtUp(WAIT);
+      expect(committed).toHaveLength(1);
+      expect(committed[0]).toMatchObject({ type: 'AdmissionsRecorded' });
+      expect(committed[0]!.dataJson).toContain('initech');
+    } finally {
+      await runner.stop();
+    }
+  });
+
+  it('reports a thread that ended and starts another, which goes on from the checkpoint', async () => {
+    const errors: unknown[] = [];
+    const runner = await startProjectionWorker(testDb.db, store, admissionTrendsProjection, {
+      entry: CRASHING_ENTRY,
+      connection,
+      retryDelayMs: 50,
+      onError: (error) => errors.push(error),
+    });
+    try {
+      await runner.waitForCaughtUp(WAIT);
+      await record([admissionSummary({ tenantId: CRASHING_TENANT, fromSecond: T0 + 180, admittedUnits: 1 })]);
+      await expect.poll(() => errors.map(String).join('\n'), { timeout: WAIT.timeoutMs }).toMatch(/worker thread ended \(code 1\); starting another/);
+      // The page committed before its thread ended: the next thread does not apply it again.
+      await record([admissionSummary({ tenantId: 'after-the-crash', fromSecond: T0 + 180, admittedUnits: 2 })]);
+      await runner.waitForCaughtUp(WAIT);
+      const { rows } = await testDb.db.query<{ tenant_id: string; admitted_units: string }>(
+        `SELECT tenant_id, admitted_units::text FROM ${familyTables(ADMISSION_TRENDS)[0]} WHERE tenant_id IN ($1, 'after-the-crash') ORDER BY tenant_id`,
+        [CRASHING_TENANT],
+      );
+      expect(rows).toEqual([
+        { tenant_id: 'after-the-crash', admitted_units: '2' },
+        { tenant_id: CRASHING_TENANT, admitted_units: '1' },
+      ]);
+    } finally {
+      await runner.stop();
+    }
+  });
+
+  it('refuses to start a projection its thread does not serve, saying so', async () => {
+    await expect(
+      startProjectionWorker(testDb.db, store, { ...admissionTrendsProjection, name: 'no-such-projection' }, { entry: projectionWorkerEntry(), connection }),
+    ).rejects.toThrow(/runs no projection named no-such-projection/);
+  });
+
+  it('stops: the thread ends and waits are refused from then on', async () => {
+    const runner = await startProjectionWorker(testDb.db, store, admissionTrendsProjection, { entry: projectionWorkerEntry(), connection });
+    await runner.waitForCaughtUp(WAIT);
+    await runner.stop();
+    await expect(runner.waitForCaughtUp()).rejects.toThrow(/is stopped/);
+    await runner.stop();
+  });
+});
