@@ -6,7 +6,8 @@
 // stall seen (monitorEventLoopDelay; a flush must never block it > 50 ms), windows merged (a summary covering
 // more than one second: the Recorder was too slow for the Governor's tick), and the admission-trends lag at
 // the end (the age of its oldest unapplied event), and the cores this process and PostgreSQL used meanwhile
-// (on 2 cores, what is left for anything else). N is held in real time when no window merged, no flush blocked the loop > 50 ms, /readyz stayed ready, the flush
+// (on 2 cores, what is left for anything else), what the ledger's tables grew by (as GB per day), and then the
+// trend projection's catch-up rate: the run's summaries replayed into emptied trend tables. N is held in real time when no window merged, no flush blocked the loop > 50 ms, /readyz stayed ready, the flush
 // p99 is under 500 ms and the lag at the end is at most 5 s.
 //
 // ours: the largest N held, the trend projection in a worker thread as the service runs it on PostgreSQL.
@@ -22,6 +23,8 @@ import { Governor } from '../src/governance/index.ts';
 import type { AdmissionSummary, LimitSource, Recorder, TenantGovernanceRecord, UnresolvedAdmissionSummary } from '../src/governance/index.ts';
 import { createLedgerRecorder } from '../src/ledger/ledgerRecorder.ts';
 import { startProjections } from '../src/ledger/projectionSet.ts';
+import { rebuildProjection } from '../src/ledger/rebuild.ts';
+import type { Db } from '../src/db/db.ts';
 import { projectionReadiness } from '../src/ledger/projectionReadiness.ts';
 import { processCpuMicros } from '../test/support/replicas.ts';
 import { withBenchLedger } from './support/benchSchema.ts';
@@ -33,6 +36,7 @@ const QUICK = process.env.BENCH_QUICK === '1';
 const SECONDS = Number(process.env.BENCH_SCALE_SECONDS ?? (QUICK ? 10 : 20));
 const SIZES = (process.env.BENCH_SCALE_TENANTS ?? (QUICK ? '1000' : '1000,10000,50000')).split(',').map(Number);
 const MAX_LAG_SECONDS = 5;
+const CATCH_UP = process.env.BENCH_SCALE_CATCHUP !== '0';
 const MAX_FLUSH_P99_MS = 500;
 const MAX_FLUSH_BLOCK_MS = 50;
 // /readyz's projection check with the service's default bound (GOVERNANCE_READY_MAX_LAG_SECONDS).
@@ -53,6 +57,15 @@ interface RunResult {
   readyFailures: number;
   lagAtEndSeconds: number;
   entriesPerSecond: number;
+  /** What the ledger's tables grew by while traffic ran, per day at that rate. */
+  ledgerGbPerDay: number;
+  /**
+   * The trend projection's catch-up: the run's summaries replayed into emptied trend tables (a rebuild, the same
+   * pages a projection that fell behind applies), in summaries per second and in multiples of real time at N.
+   * Skipped (null) with BENCH_SCALE_CATCHUP=0.
+   */
+  catchUpEntriesPerSecond: number | null;
+  catchUpTimesRealTime: number | null;
   /** CPU (cores) used by this process and by every PostgreSQL process while traffic ran. */
   nodeCores: number;
   postgresCores: number;
@@ -71,6 +84,23 @@ function postgresCpuMicros(): number {
     }
   }
   return total;
+}
+
+/** Bytes of the ledger's tables (every partition of gl_events, with their indexes and TOAST) in this schema. */
+async function ledgerBytes(db: Db): Promise<number> {
+  const { rows } = await db.query<{ bytes: string }>(
+    `SELECT COALESCE(sum(pg_total_relation_size(c.oid)), 0)::text AS bytes FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE n.nspname = current_schema() AND c.relkind = 'r' AND c.relname LIKE 'gl\\_events%'`,
+  );
+  return Number(rows[0]!.bytes);
+}
+
+/** Admission summaries in the ledger: the rows of every AdmissionsRecorded event's table. */
+async function ledgerSummaries(db: Db): Promise<number> {
+  const { rows } = await db.query<{ summaries: string }>(
+    `SELECT COALESCE(sum(jsonb_array_length(COALESCE(data->'rows', data->'entries'))), 0)::text AS summaries FROM gl_events WHERE type = 'AdmissionsRecorded'`,
+  );
+  return Number(rows[0]!.summaries);
 }
 
 function percentile(samples: readonly number[], p: number): number {
@@ -158,6 +188,7 @@ async function run(tenants: number, inWorker: boolean): Promise<RunResult> {
     const startedAt = Date.now();
     const nodeCpuBefore = process.cpuUsage();
     const postgresCpuBefore = postgresCpuMicros();
+    const ledgerBytesBefore = await ledgerBytes(db);
     await new Promise<void>((resolve) => {
       const timer = setInterval(() => {
         const roundAt = Date.now();
@@ -186,6 +217,7 @@ async function run(tenants: number, inWorker: boolean): Promise<RunResult> {
     clearInterval(probe);
     clearInterval(readyTimer);
     const lag = (await projections.lag())[0]!;
+    const ledgerBytesGrown = (await ledgerBytes(db)) - ledgerBytesBefore;
     const result: RunResult = {
       tenants,
       held: false,
@@ -199,6 +231,9 @@ async function run(tenants: number, inWorker: boolean): Promise<RunResult> {
       readyFailures,
       lagAtEndSeconds: round(lag.secondsBehind),
       entriesPerSecond: Math.round(entries / SECONDS),
+      ledgerGbPerDay: round((ledgerBytesGrown * (86_400_000_000 / elapsedMicros)) / 1e9),
+      catchUpEntriesPerSecond: null,
+      catchUpTimesRealTime: null,
       nodeCores: round((nodeCpu.user + nodeCpu.system) / elapsedMicros),
       postgresCores: round(postgresCpu / elapsedMicros),
     };
@@ -206,6 +241,13 @@ async function run(tenants: number, inWorker: boolean): Promise<RunResult> {
       result.flushBlockMaxMs <= MAX_FLUSH_BLOCK_MS && result.readyFailures === 0;
     await governor.close().catch(() => {});
     await projections.close();
+    if (CATCH_UP) {
+      const summaries = await ledgerSummaries(db);
+      const startedRebuild = performance.now();
+      await rebuildProjection(db, store, admissionTrendsProjection);
+      result.catchUpEntriesPerSecond = Math.round(summaries / ((performance.now() - startedRebuild) / 1000));
+      result.catchUpTimesRealTime = round(result.catchUpEntriesPerSecond / tenants);
+    }
     return result;
   });
 }
@@ -234,7 +276,7 @@ console.log(
     ratio: baselineHeld > 0 ? round(oursHeld / baselineHeld) : null,
     unit: `active tenants held in real time (no window merged, flush p99 < ${MAX_FLUSH_P99_MS} ms, no flush blocking the loop > ${MAX_FLUSH_BLOCK_MS} ms, /readyz ready throughout, trend lag <= ${MAX_LAG_SECONDS} s after ${SECONDS} s)`,
     baselineIs: 'the same pipeline with the admission-trends projection in the admitting thread (GOVERNANCE_PROJECTION_WORKERS=off)',
-    perTenants: ours.map(({ tenants, flushP99Ms, flushP50Ms, lagAtEndSeconds, eventLoopMaxStallMs, flushBlockMaxMs, mergedWindows, readyFailures, nodeCores, postgresCores }) => ({
+    perTenants: ours.map(({ tenants, flushP99Ms, flushP50Ms, lagAtEndSeconds, eventLoopMaxStallMs, flushBlockMaxMs, mergedWindows, readyFailures, nodeCores, postgresCores, ledgerGbPerDay, catchUpEntriesPerSecond, catchUpTimesRealTime }) => ({
       tenants,
       flushP50Ms,
       flushP99Ms,
@@ -245,6 +287,9 @@ console.log(
       readyFailures,
       nodeCores,
       postgresCores,
+      ledgerGbPerDay,
+      catchUpEntriesPerSecond,
+      catchUpTimesRealTime,
     })),
     baselinePerTenants: baseline.map(({ tenants, flushP99Ms, lagAtEndSeconds, mergedWindows }) => ({ tenants, flushP99Ms, lagAtEndSeconds, mergedWindows })),
     loadAverageAtStart: round(load),
