@@ -2,7 +2,8 @@
 // allowance, per minute, with hour and day roll-ups. A summary covering several seconds is split across the
 // minutes it crosses in proportion to its seconds in each (splitAcrossMinutes).
 //
-// At 50,000 active tenants this reads 50,000 summaries a second, in the process that admits: a page's events
+// At 50,000 active tenants this reads 50,000 summaries a second. On PostgreSQL it runs in a worker thread of its
+// own (workerProjections.ts); elsewhere in the thread that admits, where the following matters most: a page's events
 // come as JSON text where the ledger holds text (readsDataAsJson) and each is parsed when its turn comes, so
 // only one event's summaries are alive at a time; a summary is read from its row by column and added to its
 // row of the read model without an object made for it (summaryColumns, RollupRows.addValues), and a page
