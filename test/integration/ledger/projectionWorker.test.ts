@@ -1,6 +1,10 @@
 // A projection run in a worker thread (startProjectionWorker) on the PostgreSQL ledger: it builds the same read
 // model as in the service's thread, hands what it committed back to afterCommit, outlives its thread ending, and
 // stops cleanly.
+import { existsSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/db.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
@@ -17,8 +21,7 @@ import { admissionSummary } from '../../support/admissionSummaries.ts';
 import type { AdmissionSummary } from '../../../src/governance/index.ts';
 
 const T0 = Date.UTC(2026, 5, 1, 23, 59, 0) / 1000;
-// A thread module whose thread ends once a page holding this tenant's summary has committed (imported, it
-// would run: only its path is named here).
+// A thread module whose thread ends at planted faults (imported, it would run: only its path is named here).
 const CRASHING_ENTRY = new URL('../../support/crashingProjectionWorker.ts', import.meta.url);
 const CRASHING_TENANT = 'crash-the-thread';
 // A thread from the TypeScript sources compiles its modules first: allow for it on a loaded machine.
@@ -121,6 +124,33 @@ describe.skipIf(!postgresOnly)('a projection in a worker thread (PostgreSQL; nee
         { tenant_id: CRASHING_TENANT, admitted_units: '1' },
       ]);
     } finally {
+      await runner.stop();
+    }
+  });
+
+  it('carries a wait over to the next thread when one ends before its page commits; the page is applied once', async () => {
+    const errors: unknown[] = [];
+    const marker = path.join(await mkdtemp(path.join(tmpdir(), 'gl-crash-')), 'crashed');
+    process.env.CRASH_MARKER_FILE = marker;
+    const runner = await startProjectionWorker(testDb.db, store, admissionTrendsProjection, {
+      entry: CRASHING_ENTRY,
+      connection,
+      retryDelayMs: 50,
+      onError: (error) => errors.push(error),
+    });
+    try {
+      await runner.waitForCaughtUp(WAIT);
+      await record([admissionSummary({ tenantId: 'crash-before-commit', fromSecond: T0 + 240, admittedUnits: 7 })]);
+      // Asked before the thread meets the page: that thread ends, and the next one answers.
+      await runner.waitForCaughtUp(WAIT);
+      expect(existsSync(marker)).toBe(true);
+      expect(errors.map(String).join('\n')).toMatch(/worker thread ended \(code 1\); starting another/);
+      const { rows } = await testDb.db.query<{ admitted_units: string }>(
+        `SELECT admitted_units::text FROM ${familyTables(ADMISSION_TRENDS)[0]} WHERE tenant_id = 'crash-before-commit'`,
+      );
+      expect(rows).toEqual([{ admitted_units: '7' }]);
+    } finally {
+      delete process.env.CRASH_MARKER_FILE;
       await runner.stop();
     }
   });
