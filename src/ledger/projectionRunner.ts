@@ -209,8 +209,7 @@ export async function startProjectionRunner(
       return new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => {
           waiters.delete(waiter);
-          const cause = fault === undefined ? '' : `; last fault: ${String(fault)}`;
-          reject(new Error(`projection ${projection.name} did not catch up within ${timeoutMs} ms${cause}`, { cause: fault }));
+          reject(notCaughtUp(projection, timeoutMs, fault));
         }, timeoutMs);
         const waiter: Waiter = {
           head,
@@ -240,6 +239,12 @@ export async function startProjectionRunner(
       waiters.clear();
     },
   };
+}
+
+/** waitForCaughtUp's answer when its time ran out, naming the runner's last fault if there was one. */
+export function notCaughtUp(projection: Projection, timeoutMs: number, fault: unknown): Error {
+  const cause = fault === undefined ? '' : `; last fault: ${String(fault)}`;
+  return new Error(`projection ${projection.name} did not catch up within ${timeoutMs} ms${cause}`, { cause: fault });
 }
 
 /** How far behind the ledger a projection's stored checkpoint is: the checkpoint row and one indexed ledger read. */

@@ -14,7 +14,7 @@ import { Worker } from 'node:worker_threads';
 import type { Db } from '../db/db.ts';
 import type { EventStore } from './eventStore.ts';
 import type { Projection } from './projection.ts';
-import { projectionLag, type ProjectionRunner, type ProjectionRunnerOptions } from './projectionRunner.ts';
+import { notCaughtUp, projectionLag, type ProjectionRunner, type ProjectionRunnerOptions } from './projectionRunner.ts';
 import type { FromProjectionWorker, PostgresConnection, ProjectionWorkerData, SentError, ToProjectionWorker } from './projectionWorkerThread.ts';
 
 export type { PostgresConnection } from './projectionWorkerThread.ts';
@@ -40,9 +40,13 @@ function threadStart(entry: URL): { start: URL | string; eval: boolean } {
 
 /** An error from the thread, with its name, message and stack as they were there. */
 export class ProjectionWorkerError extends Error {
+  /** It ends the runner for good (SentError.fatal): no new thread is started for it. */
+  readonly fatal: boolean;
+
   constructor(sent: SentError) {
     super(sent.message);
     this.name = sent.name;
+    this.fatal = sent.fatal;
     if (sent.stack) this.stack = sent.stack;
   }
 }
@@ -65,7 +69,7 @@ export async function startProjectionWorker(
   const workerData: ProjectionWorkerData = {
     projection: projection.name,
     connection,
-    runner: { pageSize: runner.pageSize, retryDelayMs: runner.retryDelayMs, heldBackPollMs: runner.heldBackPollMs },
+    runner,
     forwardCommits: projection.afterCommit !== undefined,
   };
   const threadModule = threadStart(entry);
@@ -119,24 +123,24 @@ export async function startProjectionWorker(
           case 'startFailed':
             reject(new ProjectionWorkerError(message.error));
             return;
-          case 'fault':
+          case 'fault': {
             if (message.error === undefined) {
               fault = undefined;
               return;
             }
-            report(new ProjectionWorkerError(message.error));
-            if (message.error.fatal) {
-              fatal = fault;
+            const error = new ProjectionWorkerError(message.error);
+            report(error);
+            if (error.fatal) {
+              fatal = error;
               for (const id of [...waits.keys()]) settle(id, fatal);
             }
             return;
+          }
           case 'committed':
             projection.afterCommit?.(message.events);
             return;
           case 'caughtUp':
             settle(message.id, message.error && new ProjectionWorkerError(message.error));
-            return;
-          case 'stopped':
             return;
         }
       });
@@ -163,12 +167,11 @@ export async function startProjectionWorker(
       if (stopped) return;
       spawn().catch((error: unknown) => {
         report(error);
-        if (error instanceof ProjectionWorkerError && isFatal(error)) return;
+        if (error instanceof ProjectionWorkerError && error.fatal) return;
         scheduleRestart();
       });
     }, retryDelayMs);
   };
-  const isFatal = (error: ProjectionWorkerError) => error.name === 'ProjectionSuperseded' || error.name === 'CheckpointOfAnotherLedger';
 
   try {
     await spawn();
@@ -184,10 +187,7 @@ export async function startProjectionWorker(
       if (stopped) return Promise.reject(new Error(`projection ${projection.name} is stopped`));
       return new Promise<void>((resolve, reject) => {
         const id = nextWaitId++;
-        const timer = setTimeout(() => {
-          const cause = fault === undefined ? '' : `; last fault: ${String(fault)}`;
-          settle(id, new Error(`projection ${projection.name} did not catch up within ${timeoutMs} ms${cause}`, { cause: fault }));
-        }, timeoutMs);
+        const timer = setTimeout(() => settle(id, notCaughtUp(projection, timeoutMs, fault)), timeoutMs);
         waits.set(id, { deadline: Date.now() + timeoutMs, resolve, reject, timer });
         post({ kind: 'waitForCaughtUp', id, timeoutMs });
       });

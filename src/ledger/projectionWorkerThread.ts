@@ -7,7 +7,7 @@ import { openPostgres } from '../db/postgres.ts';
 import type { RecordedEvent } from './eventStore.ts';
 import { createPostgresEventStore } from './postgres/postgresEventStore.ts';
 import type { Projection } from './projection.ts';
-import { startProjectionRunner, ProjectionSuperseded, type ProjectionRunner } from './projectionRunner.ts';
+import { startProjectionRunner, ProjectionSuperseded, type ProjectionRunner, type ProjectionRunnerOptions } from './projectionRunner.ts';
 import { CheckpointOfAnotherLedger } from './checkpoints.ts';
 
 /** Where the worker finds the ledger and its read models: the service's own database and schema. */
@@ -19,7 +19,8 @@ export interface PostgresConnection {
 export interface ProjectionWorkerData {
   projection: string;
   connection: PostgresConnection;
-  runner: { pageSize?: number; retryDelayMs?: number; heldBackPollMs?: number };
+  /** The runner's options but onError (a function does not cross to the thread: faults come back as messages). */
+  runner: Omit<ProjectionRunnerOptions, 'onError'>;
   /** The service's projection has an afterCommit: send it what each page committed. */
   forwardCommits: boolean;
 }
@@ -41,8 +42,7 @@ export type FromProjectionWorker =
   /** The runner's last fault changed: an error, or undefined once a later page succeeded. */
   | { kind: 'fault'; error: SentError | undefined }
   | { kind: 'committed'; events: readonly RecordedEvent[] }
-  | { kind: 'caughtUp'; id: number; error?: SentError }
-  | { kind: 'stopped' };
+  | { kind: 'caughtUp'; id: number; error?: SentError };
 
 export function sendableError(error: unknown): SentError {
   const fatal = error instanceof ProjectionSuperseded || error instanceof CheckpointOfAnotherLedger;
@@ -115,8 +115,7 @@ export async function serveProjectionWorker(projections: readonly Projection[]):
     void (async () => {
       await runner.stop();
       await closeStorage();
-      send({ kind: 'stopped' });
-      // Nothing else keeps the thread alive: it ends once the port closes.
+      // Nothing else keeps the thread alive: it ends once the port closes (the service's thread waits for its exit).
       port.close();
     })();
   });
