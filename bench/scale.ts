@@ -18,7 +18,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { admissionTrendsProjection } from '../projections/admissionTrends.ts';
-import { projectionWorkerEntry } from '../projections/workerProjections.ts';
+import { projectionWorkers } from '../projections/workerProjections.ts';
 import { Governor } from '../src/governance/index.ts';
 import type { AdmissionSummary, LimitSource, Recorder, TenantGovernanceRecord, UnresolvedAdmissionSummary } from '../src/governance/index.ts';
 import { createLedgerRecorder } from '../src/ledger/ledgerRecorder.ts';
@@ -147,7 +147,7 @@ async function run(tenants: number, inWorker: boolean): Promise<RunResult> {
     };
     const governor = new Governor({ limitSource, recorder: timed, onError: (error) => console.error('governor:', error) });
     const projections = await startProjections(db, store, [projection], {
-      workers: inWorker ? { entry: projectionWorkerEntry(), connection: { connectionString: url, schema }, projections: [projection.name] } : undefined,
+      workers: inWorker ? projectionWorkers({ connectionString: url, schema }) : undefined,
       onError: (error) => console.error('projection:', error),
     });
     // Teach the Governor every tenant's ceiling before the clock starts.

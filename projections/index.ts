@@ -23,4 +23,4 @@ export function allProjections(dependencies: ProjectionDependencies = {}): Proje
     inferenceSpendProjection,
   ];
 }
-export { WORKER_PROJECTIONS, projectionWorkerEntry } from './workerProjections.ts';
+export { projectionWorkers } from './workerProjections.ts';

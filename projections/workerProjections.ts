@@ -1,6 +1,6 @@
 // Which projections run in worker threads of their own on a PostgreSQL ledger, and where such a thread starts.
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { Projection } from '../src/ledger/index.ts';
+import type { PostgresConnection, Projection, ProjectionSetOptions } from '../src/ledger/index.ts';
 import { packagePath } from '../src/packageRoot.ts';
 import { admissionTrendsProjection } from './admissionTrends.ts';
 
@@ -16,4 +16,9 @@ export function projectionWorkerEntry(): URL {
   const here = fileURLToPath(import.meta.url);
   if (here.endsWith('.ts')) return new URL('./worker.ts', import.meta.url);
   return pathToFileURL(packagePath('dist', 'service', 'projection-worker.js'));
+}
+
+/** startProjections' `workers` option: WORKER_PROJECTIONS in threads of their own on the PostgreSQL ledger at `connection`. */
+export function projectionWorkers(connection: PostgresConnection): NonNullable<ProjectionSetOptions['workers']> {
+  return { entry: projectionWorkerEntry(), connection, projections: WORKER_PROJECTIONS.map((projection) => projection.name) };
 }

@@ -15,7 +15,7 @@ import {
 import { fanOutRecorder, Governor, loadRedisSharedBudget } from './governance/index.ts';
 import { createControlPlane, createReadModelLimitSource, feedConfirmedTenants, type ControlPlane } from './control-plane/index.ts';
 import { controlPlaneCeilings, createCommandBacklog, startCommandExpiry, type CommandBacklog } from './command-backlog/index.ts';
-import { allProjections, projectionWorkerEntry, WORKER_PROJECTIONS } from '../projections/index.ts';
+import { allProjections, projectionWorkers } from '../projections/index.ts';
 import {
   commandBacklogSource,
   countCommandRejections,
@@ -121,11 +121,7 @@ export async function startService(
   // PGlite is one connection in this process, and an EventStoreDB ledger is read here.
   const workers =
     settings.projectionWorkers && settings.databaseUrl && !settings.eventStoreUrl
-      ? {
-          entry: projectionWorkerEntry(),
-          connection: { connectionString: settings.databaseUrl, schema: settings.dbSchema },
-          projections: WORKER_PROJECTIONS.map((projection) => projection.name),
-        }
+      ? projectionWorkers({ connectionString: settings.databaseUrl, schema: settings.dbSchema })
       : undefined;
   const projections = await startProjections(db, store, withApiPublishers(allProjections({ governor }), pubsub), {
     workers,

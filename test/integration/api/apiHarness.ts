@@ -3,7 +3,7 @@
 import type { Db, Queryable } from '../../../src/db/db.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { startProjections, type ProjectionSet } from '../../../src/ledger/projectionSet.ts';
-import { projectionWorkerEntry, WORKER_PROJECTIONS } from '../../../projections/workerProjections.ts';
+import { projectionWorkers } from '../../../projections/workerProjections.ts';
 import { createControlPlane, type ControlPlane } from '../../../src/control-plane/controlPlane.ts';
 import { controlPlaneProjections } from '../../../projections/controlPlane.ts';
 import { createCommandBacklog } from '../../../src/command-backlog/createCommandBacklog.ts';
@@ -71,13 +71,7 @@ export async function openApiHarness(target: StorageTarget): Promise<ApiHarness>
     {
       // On PostgreSQL as the service runs them: the admission trends in a worker thread, whose commits reach
       // the sheds subscription through the thread's messages.
-      workers: opened.env
-        ? {
-            entry: projectionWorkerEntry(),
-            connection: { connectionString: opened.env.DATABASE_URL!, schema: opened.env.GOVERNANCE_DB_SCHEMA },
-            projections: WORKER_PROJECTIONS.map((projection) => projection.name),
-          }
-        : undefined,
+      workers: opened.env ? projectionWorkers({ connectionString: opened.env.DATABASE_URL!, schema: opened.env.GOVERNANCE_DB_SCHEMA }) : undefined,
     },
   );
   const controlPlane = createControlPlane({ db, store });
