@@ -2,7 +2,7 @@
 // model as in the service's thread, hands what it committed back to afterCommit, outlives its thread ending, and
 // stops cleanly.
 import { existsSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -100,7 +100,8 @@ describe.skipIf(!postgresOnly)('a projection in a worker thread (PostgreSQL; nee
     }
   });
 
-  it('reports a thread that ended and starts another, which goes on from the checkpoint', async () => {
+  /** The admission trends in a thread of CRASHING_ENTRY, replaced 50 ms after it ends; `reported()` is every fault told so far. */
+  async function startCrashingWorker() {
     const errors: unknown[] = [];
     const runner = await startProjectionWorker(testDb.db, store, admissionTrendsProjection, {
       entry: CRASHING_ENTRY,
@@ -108,10 +109,15 @@ describe.skipIf(!postgresOnly)('a projection in a worker thread (PostgreSQL; nee
       retryDelayMs: 50,
       onError: (error) => errors.push(error),
     });
+    return { runner, reported: () => errors.map(String).join('\n') };
+  }
+
+  it('reports a thread that ended and starts another, which goes on from the checkpoint', async () => {
+    const { runner, reported } = await startCrashingWorker();
     try {
       await runner.waitForCaughtUp(WAIT);
       await record([admissionSummary({ tenantId: CRASHING_TENANT, fromSecond: T0 + 180, admittedUnits: 1 })]);
-      await expect.poll(() => errors.map(String).join('\n'), { timeout: WAIT.timeoutMs }).toMatch(/worker thread ended \(code 1\); starting another/);
+      await expect.poll(reported, { timeout: WAIT.timeoutMs }).toMatch(/worker thread ended \(code 1\); starting another/);
       // The page committed before its thread ended: the next thread does not apply it again.
       await record([admissionSummary({ tenantId: 'after-the-crash', fromSecond: T0 + 180, admittedUnits: 2 })]);
       await runner.waitForCaughtUp(WAIT);
@@ -129,22 +135,17 @@ describe.skipIf(!postgresOnly)('a projection in a worker thread (PostgreSQL; nee
   });
 
   it('carries a wait over to the next thread when one ends before its page commits; the page is applied once', async () => {
-    const errors: unknown[] = [];
-    const marker = path.join(await mkdtemp(path.join(tmpdir(), 'gl-crash-')), 'crashed');
+    const markerDir = await mkdtemp(path.join(tmpdir(), 'gl-crash-'));
+    const marker = path.join(markerDir, 'crashed');
     process.env.CRASH_MARKER_FILE = marker;
-    const runner = await startProjectionWorker(testDb.db, store, admissionTrendsProjection, {
-      entry: CRASHING_ENTRY,
-      connection,
-      retryDelayMs: 50,
-      onError: (error) => errors.push(error),
-    });
+    const { runner, reported } = await startCrashingWorker();
     try {
       await runner.waitForCaughtUp(WAIT);
       await record([admissionSummary({ tenantId: 'crash-before-commit', fromSecond: T0 + 240, admittedUnits: 7 })]);
       // Asked before the thread meets the page: that thread ends, and the next one answers.
       await runner.waitForCaughtUp(WAIT);
       expect(existsSync(marker)).toBe(true);
-      expect(errors.map(String).join('\n')).toMatch(/worker thread ended \(code 1\); starting another/);
+      expect(reported()).toMatch(/worker thread ended \(code 1\); starting another/);
       const { rows } = await testDb.db.query<{ admitted_units: string }>(
         `SELECT admitted_units::text FROM ${familyTables(ADMISSION_TRENDS)[0]} WHERE tenant_id = 'crash-before-commit'`,
       );
@@ -152,6 +153,7 @@ describe.skipIf(!postgresOnly)('a projection in a worker thread (PostgreSQL; nee
     } finally {
       delete process.env.CRASH_MARKER_FILE;
       await runner.stop();
+      await rm(markerDir, { recursive: true, force: true });
     }
   });
 
