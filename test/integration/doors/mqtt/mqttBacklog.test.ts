@@ -15,7 +15,9 @@ const reachable = await mosquittoReachable('the MQTT backlog suite');
 
 const RATE = 20;
 const READINGS = 5;
-const BACKLOG_AFTER_MS = 1_000;
+// Live messages carry their real send time: the threshold is wide enough that one handled late on a busy
+// machine is still LIVE.
+const BACKLOG_AFTER_MS = 3_000;
 
 describe.skipIf(!reachable)('MQTT backlog drain', () => {
   const names = uniqueNames('backlog');
@@ -56,7 +58,9 @@ describe.skipIf(!reachable)('MQTT backlog drain', () => {
     for (let i = 0; i < messages; i++) {
       const due = started + (i * 2000) / messages;
       if (due > Date.now()) await new Promise((resolve) => setTimeout(resolve, due - Date.now()));
-      const sentAt = Date.now();
+      // Stamped with the time planned, not the time reached: the bounds below are about how the drain meters
+      // send times, and must not move when a publish is late.
+      const sentAt = due;
       sentTimes.push(sentAt);
       await publish(sentAt);
     }
