@@ -22,8 +22,12 @@ function source() {
   return new MemoryLimitSource().tenant('acme', { API_REQUESTS: { override: { ratePerSecond: LIMIT } }, INGEST: { override: { ratePerSecond: 500, burst: 500 } } });
 }
 
+// A reply late by a GC pause or a busy core must not count as Redis failing (the Governor would fall back to
+// half the limit): these tests give commands 5 s. The fault tests fail at once, on refused connections.
+const COMMAND_TIMEOUT_MS = 5_000;
+
 async function sharedGovernor(url: string, keyPrefix: string) {
-  const budget = createRedisSharedBudget({ url, keyPrefix, commandTimeoutMs: 500 });
+  const budget = createRedisSharedBudget({ url, keyPrefix, commandTimeoutMs: COMMAND_TIMEOUT_MS });
   expect(await budget.ready()).toBe(true);
   const governor = new Governor({ limitSource: source(), sharedBudget: budget, retryMs: 20 });
   closers.push(() => budget.close(), () => governor.close());
@@ -70,7 +74,7 @@ describe.skipIf(!redisUrl)('shared counters on Redis', () => {
       new MemoryLimitSource().tenant('acme', { API_REQUESTS: { override: { ratePerSecond: LIMIT } } }, { apiOverLimitPolicy: 'STABLE_DOWNSAMPLE' });
     const replicas = [];
     for (let r = 0; r < 2; r++) {
-      const budget = createRedisSharedBudget({ url: redisUrl!, keyPrefix });
+      const budget = createRedisSharedBudget({ url: redisUrl!, keyPrefix, commandTimeoutMs: COMMAND_TIMEOUT_MS });
       expect(await budget.ready()).toBe(true);
       const governor = new Governor({ limitSource: downsampling(), sharedBudget: budget });
       closers.push(() => budget.close(), () => governor.close());
