@@ -3,7 +3,9 @@
 // admit() threw (there must be none) and the client's stats.
 import { LeasingClient } from '../../../packages/client/src/index.ts';
 
-const client = new LeasingClient({ url: process.env.LEASE_TEST_URL!, token: 'test-token' });
+// Exchanges get 10 s: three callers and the server share two cores here, and an exchange starved past the
+// default 2 s would put a caller on its local fallback, over the shared limit. A killed server is refused at once.
+const client = new LeasingClient({ url: process.env.LEASE_TEST_URL!, token: 'test-token', timeoutMs: 10_000 });
 const seconds = Number(process.env.LEASE_TEST_SECONDS ?? '12');
 const perSecond: Record<number, number> = {};
 let exceptions = 0;
