@@ -148,21 +148,24 @@ describe.each(storageTargets)('admission summary retention on $name', (target) =
 
   it('refuses a damaged file, and keeps a day a projection has not applied yet', async () => {
     const recorder = createLedgerRecorder(store);
-    await recorder.record([admissionSummary({ fromSecond: Math.floor(Date.now() / 1000), admittedUnits: 3 })], []);
+    // One instant for the summary and for every day the test names, so a run across midnight names one day.
+    const recordedAt = Date.now();
+    const today = dayOf(recordedAt);
+    await recorder.record([admissionSummary({ fromSecond: Math.floor(recordedAt / 1000), admittedUnits: 3 })], []);
     await caughtUp();
     await projections.close();
     // A projection of summaries that has not applied the day (here: never ran): the day stays.
     await testDb.db.query("UPDATE gl_checkpoints SET commit_position = NULL, prepare_position = NULL WHERE projection = 'admission-trends'");
-    const later = Date.now() + 2 * 24 * HOUR_MS;
+    const later = recordedAt + 2 * 24 * HOUR_MS;
     const held = await archiveSummaryDays(testDb.db, { dir, before: dayOf(later), projections: allProjections(), now: () => later });
-    expect(held.archived.map((each) => each.day)).not.toContain(dayOf(Date.now()));
-    expect(held.skipped).toContainEqual({ day: dayOf(Date.now()), reason: 'not yet applied by admission-trends' });
+    expect(held.archived.map((each) => each.day)).not.toContain(today);
+    expect(held.skipped).toContainEqual({ day: today, reason: 'not yet applied by admission-trends' });
     expect(await store.readAll('start', 100, { types: SUMMARY_EVENT_TYPES })).toHaveLength(1);
 
     projections = await startProjections(testDb.db, store, allProjections(), { retryDelayMs: 50 });
     await caughtUp();
     const outcome = await archiveSummaryDays(testDb.db, { dir, before: dayOf(later), projections: allProjections(), now: () => later });
-    const { file } = outcome.archived.find((each) => each.day === dayOf(Date.now()))!;
+    const { file } = outcome.archived.find((each) => each.day === today)!;
     const bytes = await readFile(file);
     bytes[bytes.length - 5]! ^= 0xff;
     await writeFile(file, bytes);
