@@ -38,7 +38,18 @@ export interface TenantUnits {
   rejected: number;
   /** Charged, then refused for the sender's credential (ingest's 401): not admitted. */
   unauthenticated?: number;
+  /** Messages (requests) refused by a limit: every refusal counts one, per-message or per-unit, with or without units. */
+  shedMessages?: number;
+  rejectedMessages?: number;
   hitSeconds: number;
+}
+
+/** The `outcome` label of refused_messages_total. */
+export const REFUSED_OUTCOMES = ['shed', 'rejected'] as const;
+export type RefusedOutcome = (typeof REFUSED_OUTCOMES)[number];
+
+function refusedLabels(labels: TenantSeriesLabels, outcome: RefusedOutcome) {
+  return { dimension: labels.dimension, allowance: labels.allowance, tenant: labels.tenant, outcome };
 }
 
 export function createMetrics(options: MetricsOptions) {
@@ -78,6 +89,14 @@ export function createMetrics(options: MetricsOptions) {
       name: `${prefix}governance_rejected_units_total`,
       help: 'Units over the limit that were refused visibly (429 or a retryable rejection), by dimension, allowance and tenant.',
       labelNames: byTenant,
+      registers,
+    }),
+    // Every refusal counts here once, whatever it was charged on: a refusal on the per-message charge (before
+    // the body is decoded) carries no units, so the units counters alone would not show it.
+    refusedMessages: new Counter({
+      name: `${prefix}governance_refused_messages_total`,
+      help: 'Messages (requests) refused by a limit, one per refusal whether charged per message or per unit, by dimension, allowance, tenant and outcome (shed: dropped or answered 202; rejected: 429, or 413 for a request larger than the burst).',
+      labelNames: ['dimension', 'allowance', 'tenant', 'outcome'] as const,
       registers,
     }),
     unauthenticatedUnits: new Counter({
@@ -195,6 +214,8 @@ export function createMetrics(options: MetricsOptions) {
       if (units.shed > 0) metrics.shedUnits.inc(labels, units.shed);
       if (units.rejected > 0) metrics.rejectedUnits.inc(labels, units.rejected);
       if ((units.unauthenticated ?? 0) > 0) metrics.unauthenticatedUnits.inc(labels, units.unauthenticated);
+      if ((units.shedMessages ?? 0) > 0) metrics.refusedMessages.inc(refusedLabels(labels, 'shed'), units.shedMessages);
+      if ((units.rejectedMessages ?? 0) > 0) metrics.refusedMessages.inc(refusedLabels(labels, 'rejected'), units.rejectedMessages);
       if (units.hitSeconds > 0) metrics.limitHitSeconds.inc(labels, units.hitSeconds);
     },
     /** Supplies the pulled metrics' sources (any subset; a later call replaces the named ones). */
@@ -214,6 +235,7 @@ export function createMetrics(options: MetricsOptions) {
         for (const counter of [metrics.admittedUnits, metrics.shedUnits, metrics.rejectedUnits, metrics.unauthenticatedUnits, metrics.limitHitSeconds]) {
           counter.remove(labels);
         }
+        for (const outcome of REFUSED_OUTCOMES) metrics.refusedMessages.remove(refusedLabels(labels, outcome));
       }
       tenantSeries.delete(tenant);
       for (const reason of rejectionSeries.get(tenant) ?? []) metrics.commandRejections.remove({ tenant, reason });

@@ -20,6 +20,8 @@ export function createMetricsRecorder(metrics: Metrics): Recorder {
           shed: countable(entry.shedUnits),
           rejected: countable(entry.rejectedUnits),
           unauthenticated: countable(entry.unauthenticatedUnits ?? 0),
+          shedMessages: countable(entry.shedMessages),
+          rejectedMessages: countable(entry.rejectedMessages),
           hitSeconds: countable(entry.hitSeconds),
         };
         const before = counted.get(entry);
@@ -32,12 +34,18 @@ export function createMetricsRecorder(metrics: Metrics): Recorder {
                 shed: gain(now.shed, before.shed),
                 rejected: gain(now.rejected, before.rejected),
                 unauthenticated: gain(now.unauthenticated, before.unauthenticated ?? 0),
+                shedMessages: gain(now.shedMessages, before.shedMessages ?? 0),
+                rejectedMessages: gain(now.rejectedMessages, before.rejectedMessages ?? 0),
                 hitSeconds: gain(now.hitSeconds, before.hitSeconds),
               }
             : now,
         };
       });
-      for (const { entry, units } of gains) metrics.tenants.observe(entry.tenantId, units.admitted + units.shed + units.rejected + units.unauthenticated);
+      // A tenant's weight for a name of its own is the units it sent plus the messages it had refused: a flood
+      // refused on the per-message charge carries no units, and must still earn the tenant its label.
+      for (const { entry, units } of gains) {
+        metrics.tenants.observe(entry.tenantId, units.admitted + units.shed + units.rejected + units.unauthenticated + units.shedMessages + units.rejectedMessages);
+      }
       metrics.tenants.refreshIfDue();
 
       const sums = new Map<string, { labels: TenantSeriesLabels; units: TenantUnits }>();
@@ -45,11 +53,13 @@ export function createMetricsRecorder(metrics: Metrics): Recorder {
         const labels = { dimension: entry.dimension, allowance: entry.allowance ?? '', tenant: metrics.tenants.label(entry.tenantId) };
         const key = `${labels.dimension}\u0000${labels.allowance}\u0000${labels.tenant}`;
         let sum = sums.get(key);
-        if (!sum) sums.set(key, (sum = { labels, units: { admitted: 0, shed: 0, rejected: 0, unauthenticated: 0, hitSeconds: 0 } }));
+        if (!sum) sums.set(key, (sum = { labels, units: { admitted: 0, shed: 0, rejected: 0, unauthenticated: 0, shedMessages: 0, rejectedMessages: 0, hitSeconds: 0 } }));
         sum.units.admitted += units.admitted;
         sum.units.unauthenticated! += units.unauthenticated;
         sum.units.shed += units.shed;
         sum.units.rejected += units.rejected;
+        sum.units.shedMessages! += units.shedMessages;
+        sum.units.rejectedMessages! += units.rejectedMessages;
         sum.units.hitSeconds += units.hitSeconds;
       }
       for (const { labels, units } of sums.values()) metrics.addTenantUnits(labels, units);

@@ -1,6 +1,6 @@
 // Bounded tenant labels: the busiest `named` tenants appear by name, every other tenant as "_other", so a
 // platform with 100,000 tenants still exports a bounded number of series. "Busiest" is kept by a
-// space-saving sketch of units seen (4 x `named` counters, decaying with a 10-minute half-life), and the
+// space-saving sketch of units seen and messages refused (4 x `named` counters, decaying with a 10-minute half-life), and the
 // named set is re-chosen at most once per `refreshMs`, so a label does not flap between a tenant's name
 // and "_other" from one batch to the next. Only confirmed tenants (registered with the control plane) are
 // ever named: anyone may invent tenant names at the HTTP ingest door, and 2,000 invented names must not take

@@ -44,6 +44,37 @@ describe('metrics', () => {
     expect(sample(text, `${p}unresolved_admissions_total{dimension="INGEST",cause="unknown-tenant"}`)).toBe(1);
   });
 
+  it('counts every refused message per outcome, one refused per message with no units included, and names a tenant by its refusals', async () => {
+    let nowMs = 0;
+    const metrics = createMetrics({ service: 'governance', namedTenants: 1, processMetrics: false, tenantLabels: { now: () => nowMs, refreshMs: 60_000 } });
+    const recorder = createMetricsRecorder(metrics);
+    // globex sends 67 units and takes the one named place; acme's 2,000 requests are refused on the per-message
+    // charge (before decoding: no units) and 5 readings charges are shed.
+    await recorder.record([admission({ tenantId: 'globex', admittedUnits: 67, admittedMessages: 1 })], []);
+    await recorder.record(
+      [admission({ allowance: 'HTTP', rejectedMessages: 2_000, hitSeconds: 1 }), admission({ shedUnits: 40, shedMessages: 5, hitSeconds: 1 })],
+      [],
+    );
+    const p = 'devicechain_governance_governance_';
+    let text = await metrics.render();
+    expect(sample(text, `${p}refused_messages_total{dimension="INGEST",allowance="HTTP",tenant="_other",outcome="rejected"}`)).toBe(2_000);
+    expect(sample(text, `${p}rejected_units_total{dimension="INGEST",allowance="HTTP",tenant="_other"}`)).toBeUndefined();
+    // A minute on, the labels are chosen again: acme's refusals outweigh globex's units.
+    nowMs = 61_000;
+    await recorder.record([admission({ fromSecond: 1_061, allowance: 'HTTP', rejectedMessages: 3, hitSeconds: 1 })], []);
+    text = await metrics.render();
+    expect(metrics.tenants.named()).toEqual(['acme']);
+    expect(sample(text, `${p}refused_messages_total{dimension="INGEST",allowance="HTTP",tenant="acme",outcome="rejected"}`)).toBe(3);
+    expect(sample(text, `${p}admitted_units_total{dimension="INGEST",allowance="LIVE",tenant="globex"}`)).toBeUndefined();
+    // Retried summaries (the same objects, grown) count only what they gained.
+    const retried = admission({ fromSecond: 1_062, shedMessages: 2, hitSeconds: 1 });
+    await recorder.record([retried], []);
+    retried.shedMessages = 5;
+    await recorder.record([retried], []);
+    text = await metrics.render();
+    expect(sample(text, `${p}refused_messages_total{dimension="INGEST",allowance="LIVE",tenant="acme",outcome="shed"}`)).toBe(5);
+  });
+
   it('reads the pulled gauges from the sources at scrape time: largest backlogs by name, the rest as other', async () => {
     const metrics = createMetrics({ service: 'governance', namedTenants: 2, processMetrics: false });
     let overflow = false;
