@@ -1,28 +1,34 @@
-import { shedTrend, type TrendPoint, topShedders, type TenantShed, unresolvedAdmissions, type UnresolvedAdmissionCount, InvalidTrendQuery } from '../../metrics/index.ts';
+import { shedTrend, type TrendPoint, topShedders, type TenantShed, unresolvedAdmissions, type UnresolvedAdmissionCount, InvalidTrendQuery, SHEDDER_ORDERS } from '../../metrics/index.ts';
 import { builder } from '../builder.ts';
 import { badInput } from '../queryErrors.ts';
 import { pageSize } from '../paging.ts';
 import { AllowanceEnum, DimensionEnum, TrendBucketEnum } from './enums.ts';
 import { TenantType } from './tenant.ts';
 
-const LIMITED = 'shed + rejected: units a client lost, whether answered 429 (rejected) or dropped (shed).';
+// The one measure of refusals (docs/governance-model.md, "Observing it"): messages, because every refusal is one
+// refused message (request) whatever it was charged on, while a refusal on the per-message charge, before the
+// body is decoded, carries no units.
+const LIMITED =
+  'Refusals: shed + rejected messages (requests), one per request answered 429 (or 413 as larger than the burst) or batch dropped, whether it was refused on the per-message charge (before decoding, no units) or on its units. The one measure of "limited": never 0 when anything was refused.';
+const LIMITED_UNITS = 'shed + rejected units: the units of refused requests where they were known (a refusal on the per-message charge carries none).';
 const UNAUTHENTICATED =
   'Units charged and then refused because the sender’s key failed (ingest answers 401; readings are charged before the credential is checked): never in admitted, not a limit hit.';
-const LIMITED_MESSAGES = 'shed + rejected messages (requests): one per 429 answered or batch dropped; matches the 429s a client counted.';
+const LIMITED_MESSAGES = 'The same as limited.';
 
 const TrendPointType = builder.objectRef<TrendPoint>('TrendPoint').implement({
   description:
-    'Units and messages admitted, shed and rejected in one bucket, and the seconds in which a limit was hit. rejected: refused with HTTP 429; shed: dropped (integrations) or sampled out; limited: both.',
+    'Units and messages admitted, shed and rejected in one bucket, and the seconds in which a limit was hit. admitted, shed, rejected: units; *Messages: messages (requests). rejected: refused with HTTP 429; shed: dropped (integrations) or sampled out; limited: refused messages of both kinds, limitedUnits their units.',
   fields: (t) => ({
     start: t.field({ type: 'DateTime', resolve: (point) => point.start }),
     admitted: t.exposeFloat('admitted'),
     shed: t.exposeFloat('shed'),
     rejected: t.exposeFloat('rejected'),
     limited: t.exposeFloat('limited', { description: LIMITED }),
+    limitedUnits: t.exposeFloat('limitedUnits', { description: LIMITED_UNITS }),
     admittedMessages: t.exposeFloat('admittedMessages'),
     shedMessages: t.exposeFloat('shedMessages'),
     rejectedMessages: t.exposeFloat('rejectedMessages'),
-    limitedMessages: t.exposeFloat('limitedMessages', { description: LIMITED_MESSAGES }),
+    limitedMessages: t.exposeFloat('limitedMessages', { description: LIMITED_MESSAGES, deprecationReason: 'Use limited: the same number.' }),
     unauthenticated: t.exposeFloat('unauthenticated', { description: UNAUTHENTICATED }),
     unauthenticatedMessages: t.exposeFloat('unauthenticatedMessages', { description: 'Requests answered 401 after their units were charged (see unauthenticated).' }),
     hits: t.exposeInt('hits'),
@@ -30,17 +36,27 @@ const TrendPointType = builder.objectRef<TrendPoint>('TrendPoint').implement({
 });
 
 const TenantShedType = builder.objectRef<TenantShed>('TenantShed').implement({
+  description: 'One tenant’s refusals over a range. shed, rejected: units; *Messages: messages (requests); limited: refused messages of both kinds, limitedUnits their units.',
   fields: (t) => ({
     tenantId: t.exposeID('tenantId'),
     tenant: t.field({ type: TenantType, nullable: true, resolve: (shed) => shed.tenantId }),
     shed: t.exposeFloat('shed'),
     rejected: t.exposeFloat('rejected'),
     limited: t.exposeFloat('limited', { description: LIMITED }),
+    limitedUnits: t.exposeFloat('limitedUnits', { description: LIMITED_UNITS }),
     shedMessages: t.exposeFloat('shedMessages'),
     rejectedMessages: t.exposeFloat('rejectedMessages'),
-    limitedMessages: t.exposeFloat('limitedMessages', { description: LIMITED_MESSAGES }),
+    limitedMessages: t.exposeFloat('limitedMessages', { description: LIMITED_MESSAGES, deprecationReason: 'Use limited: the same number.' }),
     hits: t.exposeInt('hits'),
   }),
+});
+
+const ShedderOrderEnum = builder.enumType('ShedderOrder', {
+  description: 'What topShedders ranks by.',
+  values: {
+    MESSAGES: { value: SHEDDER_ORDERS[0], description: 'Refused messages (requests): limited. The default.' },
+    UNITS: { value: SHEDDER_ORDERS[1], description: 'Refused units: limitedUnits (refusals on the per-message charge carry none).' },
+  },
 });
 
 const UnresolvedAdmissionCountType = builder.objectRef<UnresolvedAdmissionCount>('UnresolvedAdmissionCount').implement({
@@ -80,16 +96,18 @@ builder.queryFields((t) => ({
   }),
   topShedders: t.field({
     type: [TenantShedType],
-    description: 'The tenants that were limited (shed + rejected) the most over a range, ranked by limited units, then limited messages.',
+    description:
+      'The tenants that were refused the most over a range: ranked by refused messages (limited; a tenant with 2,000 refused requests comes before one with 67, whatever their units), or by refused units with orderBy: UNITS; the other measure breaks ties, then the tenant id.',
     args: {
       dimension: t.arg({ type: DimensionEnum }),
       from: t.arg({ type: 'DateTime', required: true }),
       to: t.arg({ type: 'DateTime', required: true }),
       first: t.arg.int(),
+      orderBy: t.arg({ type: ShedderOrderEnum, description: 'MESSAGES (the default) or UNITS.' }),
     },
     authScopes: { readEverything: true },
-    resolve: (_root, { dimension, from, to, first }, context) =>
-      asUserInput(() => topShedders(context.db, { dimension: dimension ?? undefined, from, to, first: pageSize(first ?? 10) })),
+    resolve: (_root, { dimension, from, to, first, orderBy }, context) =>
+      asUserInput(() => topShedders(context.db, { dimension: dimension ?? undefined, from, to, first: pageSize(first ?? 10), orderBy })),
   }),
   unresolvedAdmissions: t.field({
     type: [UnresolvedAdmissionCountType],

@@ -1,7 +1,8 @@
 // One tenant's admissions over time for one dimension, summed over its allowances. Buckets without any
 // recorded traffic are absent from the answer, unless `fill` asks for every bucket of the range (zeros
-// included). `limited` is shed + rejected: what a client saw as 429s and drops, in units and in messages
-// (requests), so a refusal on the per-message charge shows even when it carried no units.
+// included). `limited` is THE measure of refusals: shed + rejected messages (requests), one per refusal
+// whatever it was charged on, so a refusal on the per-message charge (before decoding, no units) counts too;
+// `limitedUnits` is shed + rejected units, where the refused units were known.
 import type { Queryable } from '../../db/db.ts';
 import type { Allowance, Dimension } from '../../governance/index.ts';
 import { BUCKET_SECONDS, floorTo, type TrendBucket } from './buckets.ts';
@@ -14,12 +15,17 @@ export interface TrendPoint {
   admitted: number;
   shed: number;
   rejected: number;
-  /** shed + rejected units. */
+  /**
+   * Refusals: shed + rejected messages (requests), one per 429 (or 413, 202-dropped) answered or batch
+   * dropped, whatever it was charged on. Never 0 when something was refused.
+   */
   limited: number;
+  /** shed + rejected units: 0 for refusals on the per-message charge, which carry no units. */
+  limitedUnits: number;
   admittedMessages: number;
   shedMessages: number;
   rejectedMessages: number;
-  /** shed + rejected messages (requests): one per 429 answered or batch dropped. */
+  /** The same as `limited` (kept for callers that read it by this name). */
   limitedMessages: number;
   /**
    * Charged and then refused for the sender's credential (ingest answered 401): not in `admitted`, not a
@@ -84,7 +90,8 @@ export async function shedTrend(q: Queryable, query: ShedTrendQuery): Promise<Tr
       admitted: row.admitted,
       shed: row.shed,
       rejected: row.rejected,
-      limited: row.shed + row.rejected,
+      limited: row.shed_messages + row.rejected_messages,
+      limitedUnits: row.shed + row.rejected,
       admittedMessages: row.admitted_messages,
       shedMessages: row.shed_messages,
       rejectedMessages: row.rejected_messages,
@@ -110,6 +117,7 @@ function emptyPoint(second: number): TrendPoint {
     shed: 0,
     rejected: 0,
     limited: 0,
+    limitedUnits: 0,
     admittedMessages: 0,
     shedMessages: 0,
     rejectedMessages: 0,

@@ -1,7 +1,9 @@
 // The alert rules, their unit tests, the Prometheus config and the /metrics output, checked by promtool
 // itself. CI installs promtool (Debian package `prometheus`); without it this suite says so and skips.
 import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { createMetrics } from '../../../src/metrics/metrics.ts';
 import { createMetricsRecorder } from '../../../src/metrics/metricsRecorder.ts';
@@ -21,6 +23,18 @@ describe.skipIf(!hasPromtool)('promtool', () => {
 
   it('passes the alert unit tests: each alert fires and stays silent where it should', () => {
     expect(promtool(['test', 'rules', 'alerts/governance.test.yml'])).toContain('SUCCESS');
+  });
+
+  it('evaluates the dashboard’s refusal panels in the promtool tests: their expressions, as Grafana would send them, are there', () => {
+    // The panels' queries with service "governance" and a 2m rate interval, as the test series name them.
+    const dashboard = JSON.parse(readFileSync(`${ROOT}dashboards/governance.json`, 'utf8')) as { panels: Array<{ title: string; targets: Array<{ expr: string }> }> };
+    const panelExpressions = dashboard.panels
+      .filter((panel) => /^(Refused requests|Limited units)\/s by tenant/.test(panel.title))
+      .flatMap((panel) => panel.targets.map((target) => target.expr.replaceAll('${service}', 'governance').replaceAll('$__rate_interval', '2m')));
+    expect(panelExpressions).toHaveLength(2);
+    const tests = parse(readFileSync(`${ROOT}alerts/governance.test.yml`, 'utf8')) as { tests: Array<{ promql_expr_test?: Array<{ expr: string }> }> };
+    const tested = tests.tests.flatMap((test) => (test.promql_expr_test ?? []).map((each) => each.expr));
+    expect(tested).toEqual(expect.arrayContaining(panelExpressions));
   });
 
   it('accepts the Prometheus config docker-compose mounts', () => {
@@ -48,7 +62,7 @@ describe.skipIf(!hasPromtool)('promtool', () => {
           shedUnits: 2,
           shedMessages: 1,
           rejectedUnits: 1,
-          rejectedMessages: 1,
+          rejectedMessages: 3,
           hitSeconds: 1,
         },
       ],
