@@ -149,6 +149,24 @@ describe.each(storageTargets)('trend read models from their events on $name', (t
     expect(week[0]).toMatchObject({ tenantId: 'a', shed: 110, rejected: 0, hits: 1 });
   });
 
+  it('counts refusals as refused messages (limited) with their units apart, and ranks by them unless asked for units', async () => {
+    await record([
+      // acme: 2,000 requests refused on the per-message charge, before decoding: no units.
+      admission({ tenantId: 'acme', allowance: 'HTTP', rejectedMessages: 2_000, hitSeconds: 1 }),
+      // globex: 67 requests of 10 readings each refused on their readings.
+      admission({ tenantId: 'globex', allowance: 'HTTP', rejectedUnits: 670, rejectedMessages: 67, hitSeconds: 1 }),
+    ]);
+    const day = { from: at(T0 - 3600), to: at(T0 + 3600) };
+    const [point] = await shedTrend(spec.db, { tenantId: 'acme', dimension: 'INGEST', ...day, bucket: 'HOUR' });
+    expect(point).toMatchObject({ limited: 2_000, limitedMessages: 2_000, limitedUnits: 0, rejectedMessages: 2_000, rejected: 0 });
+    expect(await topShedders(spec.db, { ...day, first: 10 })).toMatchObject([
+      { tenantId: 'acme', limited: 2_000, limitedUnits: 0 },
+      { tenantId: 'globex', limited: 67, limitedUnits: 670 },
+    ]);
+    expect((await topShedders(spec.db, { ...day, first: 10, orderBy: 'UNITS' })).map((shedder) => shedder.tenantId)).toEqual(['globex', 'acme']);
+    await expect(topShedders(spec.db, { ...day, first: 10, orderBy: 'BYTES' as never })).rejects.toMatchObject({ field: 'orderBy' });
+  });
+
   it('counts unresolved admissions by dimension and cause', async () => {
     await record(
       [],
