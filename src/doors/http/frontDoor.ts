@@ -6,7 +6,7 @@ import type { RequestTarget } from '../../http-server/route.ts';
 import type { AdmitDecision } from '../../governance/index.ts';
 import { resolveClientIp, type ClientIp } from '../../http-server/clientIp.ts';
 import type { FrontDoorDeps } from './frontDoorDeps.ts';
-import { addRateLimitHeaders, addTenantCors, type RateLimitVerdict } from '../../http-server/rateLimitHeaders.ts';
+import { addQuotaHeaders, addRateLimitHeaders, addTenantCors, type Quota, type RateLimitVerdict } from '../../http-server/rateLimitHeaders.ts';
 import { requestIdOf } from '../../http-server/requestId.ts';
 import { sendJson, sendJsonText, type HeaderPairs } from '../../http-server/respond.ts';
 import { namesInPath } from './tenantPath.ts';
@@ -137,8 +137,51 @@ export function tenantVerdict(decision: Readonly<AdmitDecision>, charge: 'messag
 }
 
 // The policy names, made once rather than per refusal.
-const TENANT_POLICIES = { messages: 'tenant-messages', readings: 'tenant-readings', requests: 'tenant-requests' } as const;
-const OVERFLOW_POLICIES = { messages: 'overflow-messages', readings: 'overflow-readings', requests: 'overflow-requests' } as const;
+const TENANT_POLICIES = { messages: 'tenant-messages', readings: 'tenant-readings', requests: 'tenant-requests', uplinks: 'tenant-uplinks' } as const;
+const OVERFLOW_POLICIES = { messages: 'overflow-messages', readings: 'overflow-readings', requests: 'overflow-requests', uplinks: 'overflow-uplinks' } as const;
+
+/** The policy name of an admitted charge, as tenantVerdict names a refused one. */
+export function chargePolicy(scope: AdmitDecision['scope'], charge: 'messages' | 'readings' | 'requests' | 'uplinks'): string {
+  return (scope === 'overflow' ? OVERFLOW_POLICIES : TENANT_POLICIES)[charge];
+}
+
+/**
+ * What an admitted charge left, kept by the door until it answers (the Governor's decision record is
+ * overwritten by the next charge): numbers only, so keeping it allocates nothing.
+ */
+export class AdmittedCharge {
+  policy = '';
+  limit = 0.5;
+  remaining = 0;
+  burst = 0.5;
+
+  keep(decision: Readonly<AdmitDecision>, charge: 'messages' | 'readings' | 'uplinks'): void {
+    this.policy = chargePolicy(decision.scope, charge);
+    this.limit = decision.limit;
+    this.remaining = decision.remaining;
+    this.burst = decision.burst;
+  }
+}
+
+// Filled from a request's AdmittedCharges just before its fields are written, at once: one pair serves all.
+const firstQuota: Quota = { policy: '', limit: 0, remaining: 0, burst: 0 };
+const secondQuota: Quota = { policy: '', limit: 0, remaining: 0, burst: 0 };
+
+function copyQuota(into: Quota, from: AdmittedCharge): Quota {
+  into.policy = from.policy;
+  into.limit = from.limit;
+  into.remaining = from.remaining;
+  into.burst = from.burst;
+  return into;
+}
+
+/**
+ * The RateLimit-Policy and RateLimit fields of an admitted answer (202): what each charge the request was
+ * admitted on left, so a client can slow down before it is refused (README, "RateLimit fields").
+ */
+export function addAdmittedQuotas(request: FrontDoorRequest, first: AdmittedCharge, second: AdmittedCharge | null): void {
+  addQuotaHeaders(request.headers, copyQuota(firstQuota, first), second === null ? null : copyQuota(secondQuota, second));
+}
 
 export interface ClientResolver {
   of(req: IncomingMessage): ClientIp;

@@ -25,7 +25,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestTarget, RouteFault, RouteHandler } from '../../http-server/route.ts';
 import { declaresTooLarge, readBodyInto, type BodyReceiver } from '../../http-server/readBody.ts';
-import { answer, answerRateLimited, enterTenantPath, tenantVerdict, type ClientResolver, type FrontDoorRequest } from './frontDoor.ts';
+import { AdmittedCharge, addAdmittedQuotas, answer, answerRateLimited, enterTenantPath, tenantVerdict, type ClientResolver, type FrontDoorRequest } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { admitApiRequest, answerNeverFits, answerSinkOutcome, answerTooLarge, authorizedCredential } from './ingestSteps.ts';
 import { decodeReadings } from '../pipeline/readings.ts';
@@ -48,6 +48,7 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
       answerRateLimited(res, deps, entered.entry, exchange.tenantId, tenantVerdict(message, 'messages'));
       return;
     }
+    exchange.messageCharge.keep(message, 'messages');
     // A declared length over the cap is refused before a byte is read; a chunked one as soon as it passes the cap.
     if (declaresTooLarge(req, maxBodyBytes)) {
       answerTooLarge(req, res, deps, entered.entry, exchange.tenantId, maxBodyBytes);
@@ -70,6 +71,9 @@ class IngestExchange implements BodyReceiver, SinkReceiver, Metering {
   private entries: readonly Record<string, unknown>[] = [];
   private readingCount = 0;
   private batch: AcceptedBatch | null = null;
+  /** What the message and readings charges left, for the RateLimit fields of the 202. */
+  readonly messageCharge = new AdmittedCharge();
+  private readonly readingsCharge = new AdmittedCharge();
 
   constructor(
     private readonly req: IncomingMessage,
@@ -106,6 +110,7 @@ class IngestExchange implements BodyReceiver, SinkReceiver, Metering {
 
   sunk(outcome: SinkOutcome): void {
     try {
+      if (outcome.status === 'accepted') addAdmittedQuotas(this.entry, this.messageCharge, this.readingsCharge);
       const taken = answerSinkOutcome(this.res, this.deps, this.entry, this.batch!, outcome);
       this.settle(taken ? 'admitted' : 'withdrawn');
     } catch (error) {
@@ -128,6 +133,7 @@ class IngestExchange implements BodyReceiver, SinkReceiver, Metering {
       else answerRateLimited(res, deps, entry, tenantId, tenantVerdict(readings, 'readings'));
       return;
     }
+    this.readingsCharge.keep(readings, 'readings');
     this.entries = decoded.entries;
     this.readingCount = decoded.readingCount;
     const checked = authorizedCredential(this.req, res, deps, entry, { route: 'http', tenantId, entries: decoded.entries });

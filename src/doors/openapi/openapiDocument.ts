@@ -26,12 +26,25 @@ const rateLimitHeaders = {
   RateLimit: { description: '`"tenant-readings";r=0;t=1`', schema: { type: 'string' } },
 };
 
+// An admitted answer says what each charge left, so a client can slow down before it is refused.
+const quotaHeaders = {
+  'RateLimit-Policy': {
+    description: 'One item per limit charged (ingest: messages and readings; integrations: uplinks): `"tenant-messages";q=5;w=1, "tenant-readings";q=5;w=1`',
+    schema: { type: 'string' },
+  },
+  RateLimit: { description: 'r: what is left; t: whole seconds until the bucket is full again: `"tenant-messages";r=4;t=1, "tenant-readings";r=2;t=1`', schema: { type: 'string' } },
+};
+
 const ingestAnswers = {
-  '202': answer('Admitted and handed to the sink (integrations: over the limit, dropped and counted).', {
-    type: 'object',
-    properties: { accepted: { type: 'integer' }, dropped: { type: 'integer' }, requestId: { type: 'string' } },
-    required: ['accepted'],
-  }),
+  '202': answer(
+    'Admitted and handed to the sink (integrations: over the limit, dropped and counted).',
+    {
+      type: 'object',
+      properties: { accepted: { type: 'integer' }, dropped: { type: 'integer' }, requestId: { type: 'string' } },
+      required: ['accepted'],
+    },
+    quotaHeaders,
+  ),
   '400': answer('The body is not a valid batch of readings.'),
   '401': answer('X-Device-Key is missing, unknown, revoked or not valid for this path.'),
   '404': answer('The path names no possible tenant (or integration).'),

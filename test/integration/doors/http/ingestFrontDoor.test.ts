@@ -72,6 +72,23 @@ describe('HTTP ingest front door', () => {
     expect(sink.unitsByTenant.get('acme')).toBe(before + 4);
   });
 
+  it('202 carries RateLimit-Policy and RateLimit for the message and readings charges, as the 429s do', async () => {
+    // acme: 20/s, burst 20, full buckets. Each request costs a message and its readings.
+    const first = await post('/v1/ingest/acme', readingsBody(4), { 'x-device-key': tenantKey });
+    expect(first.status).toBe(202);
+    expect(first.headers.get('ratelimit-policy')).toBe('"tenant-messages";q=20;w=1, "tenant-readings";q=20;w=1');
+    // r: what is left; t: whole seconds until the bucket is full again.
+    expect(first.headers.get('ratelimit')).toBe('"tenant-messages";r=19;t=1, "tenant-readings";r=16;t=1');
+    const second = await post('/v1/ingest/acme', readingsBody(12), { 'x-device-key': tenantKey });
+    expect(second.status).toBe(202);
+    expect(second.headers.get('ratelimit')).toBe('"tenant-messages";r=18;t=1, "tenant-readings";r=4;t=1');
+    expect(second.headers.get('access-control-expose-headers')).toContain('RateLimit-Policy');
+    // The next one does not fit: the 429 goes on from where the 202 left the client.
+    const refused = await post('/v1/ingest/acme', readingsBody(5), { 'x-device-key': tenantKey });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('ratelimit')).toBe(`"tenant-readings";r=4;t=${refused.headers.get('retry-after')}`);
+  });
+
   it('X-Request-ID: a new one when the caller sends none, and it appears in the logs', async () => {
     const response = await post('/v1/ingest/acme', readingsBody(1), { 'x-device-key': tenantKey });
     expect(response.status).toBe(202);

@@ -95,9 +95,13 @@ describe('integrations route', () => {
     const first = await post(door, '/v1/integrations/lora/ttn', uplinks, { 'x-device-key': key });
     expect(first.status).toBe(202);
     expect(await first.json()).toMatchObject({ accepted: 6 });
+    expect(first.headers.get('ratelimit-policy')).toBe('"tenant-uplinks";q=10;w=1');
+    expect(first.headers.get('ratelimit')).toBe('"tenant-uplinks";r=4;t=1');
     const second = await post(door, '/v1/integrations/lora/ttn', uplinks, { 'x-device-key': key });
     expect(second.status).toBe(202);
     expect(await second.json()).toMatchObject({ accepted: 0, dropped: 6 });
+    // Dropped, and told how much room is left.
+    expect(second.headers.get('ratelimit')).toBe('"tenant-uplinks";r=4;t=1');
     expect((door.sink as CountingSink).unitsByTenant.get('lora')).toBe(6);
     await door.governor.flush();
     expect(door.recorder.sum('lora', 'INTEGRATIONS', 'admittedUnits')).toBe(6);
