@@ -13,14 +13,19 @@ const PRESETS: Array<{ key: string; label: string; seconds: number; bucket: Buck
   { key: '30d', label: 'Last 30 days, per day', seconds: 30 * 86_400, bucket: 'DAY' },
 ];
 
+// Two measures (docs/governance-model.md, "One measure of refusals"): units (readings, actions...), and
+// requests (messages). Every refusal is one refused request, `limited`; a request refused on the per-message
+// charge, before its body is decoded, carries no units, so the units chart alone would not show it.
 interface Point {
   start: string;
   admitted: number;
   shed: number;
   rejected: number;
+  admittedMessages: number;
+  limited: number;
 }
 
-const POINT = '{ start admitted shed rejected }';
+const POINT = '{ start admitted shed rejected admittedMessages limited }';
 
 /** Every bucket of [from, to), zeros where nothing was recorded, so gaps read as "nothing happened". */
 function zeroFilled(points: Point[], from: number, to: number, bucket: Bucket) {
@@ -30,14 +35,18 @@ function zeroFilled(points: Point[], from: number, to: number, bucket: Bucket) {
   const admitted: number[] = [];
   const shed: number[] = [];
   const rejected: number[] = [];
+  const admittedRequests: number[] = [];
+  const refusedRequests: number[] = [];
   for (let start = Math.floor(from / step) * step; start < to; start += step) {
     const point = byStart.get(start);
     times.push(start);
     admitted.push(point?.admitted ?? 0);
     shed.push(point?.shed ?? 0);
     rejected.push(point?.rejected ?? 0);
+    admittedRequests.push(point?.admittedMessages ?? 0);
+    refusedRequests.push(point?.limited ?? 0);
   }
-  return { times, admitted, shed, rejected };
+  return { times, admitted, shed, rejected, admittedRequests, refusedRequests };
 }
 
 export function Trends({ viewer, params }: { viewer: Viewer; params: URLSearchParams }) {
@@ -88,7 +97,11 @@ export function Trends({ viewer, params }: { viewer: Viewer; params: URLSearchPa
   }, [tenantId]);
 
   const filled = useMemo(() => zeroFilled(trend.data?.total ?? [], from, to, preset.bucket), [trend.data, from, to, preset.bucket]);
-  const totals = (points: Point[] = []) => points.reduce((sum, point) => ({ admitted: sum.admitted + point.admitted, shed: sum.shed + point.shed, rejected: sum.rejected + point.rejected }), { admitted: 0, shed: 0, rejected: 0 });
+  const totals = (points: Point[] = []) =>
+    points.reduce(
+      (sum, point) => ({ admitted: sum.admitted + point.admitted, shed: sum.shed + point.shed, rejected: sum.rejected + point.rejected, refused: sum.refused + point.limited }),
+      { admitted: 0, shed: 0, rejected: 0, refused: 0 },
+    );
 
   return (
     <section aria-labelledby="trends-title">
@@ -138,15 +151,24 @@ export function Trends({ viewer, params }: { viewer: Viewer; params: URLSearchPa
               { label: 'rejected', values: filled.rejected, color: '#c4141b' },
             ]}
           />
+          <TimeChart
+            title={`${tenantId} · ${dimension}${allowance ? ` · ${allowance}` : ''}: requests per ${preset.bucket.toLowerCase()} (refused: every 429 or drop, also those refused before their units were counted)`}
+            times={filled.times}
+            series={[
+              { label: 'admitted requests', values: filled.admittedRequests, color: '#1a7f37' },
+              { label: 'refused requests', values: filled.refusedRequests, color: '#c4141b' },
+            ]}
+          />
           <div class="scroll" tabIndex={0}>
             <table data-testid="allowance-totals">
               <caption>By allowance over the range</caption>
               <thead>
                 <tr>
                   <th scope="col">Allowance</th>
-                  <th scope="col">Admitted</th>
-                  <th scope="col">Shed</th>
-                  <th scope="col">Rejected</th>
+                  <th scope="col">Admitted units</th>
+                  <th scope="col">Shed units</th>
+                  <th scope="col">Rejected units</th>
+                  <th scope="col">Refused requests</th>
                 </tr>
               </thead>
               <tbody>
@@ -158,6 +180,7 @@ export function Trends({ viewer, params }: { viewer: Viewer; params: URLSearchPa
                       <td>{sum.admitted.toLocaleString('en')}</td>
                       <td>{sum.shed.toLocaleString('en')}</td>
                       <td>{sum.rejected.toLocaleString('en')}</td>
+                      <td>{sum.refused.toLocaleString('en')}</td>
                     </tr>
                   );
                 })}
@@ -170,6 +193,7 @@ export function Trends({ viewer, params }: { viewer: Viewer; params: URLSearchPa
                         <td data-testid="total-admitted">{sum.admitted.toLocaleString('en')}</td>
                         <td data-testid="total-shed">{sum.shed.toLocaleString('en')}</td>
                         <td data-testid="total-rejected">{sum.rejected.toLocaleString('en')}</td>
+                        <td data-testid="total-refused">{sum.refused.toLocaleString('en')}</td>
                       </>
                     );
                   })()}
@@ -187,23 +211,25 @@ export function Trends({ viewer, params }: { viewer: Viewer; params: URLSearchPa
 
 function TopShedders({ dimension, from, to }: { dimension: string; from: string; to: string }) {
   const loaded = useLoad(
-    () => gql<{ topShedders: Array<{ tenantId: string; shed: number; rejected: number; hits: number }> }>(
-      'query ($dimension: Dimension, $from: DateTime!, $to: DateTime!) { topShedders(dimension: $dimension, from: $from, to: $to, first: 10) { tenantId shed rejected hits } }',
+    () => gql<{ topShedders: Array<{ tenantId: string; limited: number; limitedUnits: number; shed: number; rejected: number; hits: number }> }>(
+      'query ($dimension: Dimension, $from: DateTime!, $to: DateTime!) { topShedders(dimension: $dimension, from: $from, to: $to, first: 10) { tenantId limited limitedUnits shed rejected hits } }',
       { dimension, from, to },
     ),
     [dimension, from, to],
   );
   return (
     <>
-      <h2>Top shedders over the range</h2>
+      <h2>Top shedders over the range, by refused requests</h2>
       {loaded.error && <p role="alert" class="error">{loaded.error}</p>}
       <div class="scroll" tabIndex={0}>
-        <table>
+        <table data-testid="top-shedders">
           <thead>
             <tr>
               <th scope="col">Tenant</th>
-              <th scope="col">Shed</th>
-              <th scope="col">Rejected</th>
+              <th scope="col">Refused requests</th>
+              <th scope="col">Refused units</th>
+              <th scope="col">Shed units</th>
+              <th scope="col">Rejected units</th>
               <th scope="col">Seconds at the limit</th>
             </tr>
           </thead>
@@ -213,6 +239,8 @@ function TopShedders({ dimension, from, to }: { dimension: string; from: string;
                 <th scope="row">
                   <a href={`#/trends?tenant=${encodeURIComponent(row.tenantId)}&dimension=${dimension}`}>{row.tenantId}</a>
                 </th>
+                <td>{row.limited.toLocaleString('en')}</td>
+                <td>{row.limitedUnits.toLocaleString('en')}</td>
                 <td>{row.shed.toLocaleString('en')}</td>
                 <td>{row.rejected.toLocaleString('en')}</td>
                 <td>{row.hits.toLocaleString('en')}</td>
