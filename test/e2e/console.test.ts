@@ -3,34 +3,22 @@
 // the audit timeline, sees ingest traffic over the limit in the trend; a tenant viewer sees only its own
 // tenant and no edit control; a refused token brings the sign-in back. axe-core checks every page, and a
 // screenshot of every page is written to test-artifacts/console/.
-import { existsSync, readdirSync, statSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { build } from 'vite';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOrCreateJwtSecret } from '../../src/api/auth/jwtSecret.ts';
 import { mintToken } from '../../src/api/auth/token.ts';
-import { CONSOLE_DIR } from '../../src/console/consoleRoute.ts';
 import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
 import { packagePath } from '../../src/packageRoot.ts';
+import { CHROMIUM, ensureConsoleBuilt, launchChromium, signIn as signInAt } from '../support/consoleBrowser.ts';
 import { startServiceIn, type RunningService } from '../support/serviceModes.ts';
 import { waitFor } from '../support/waitFor.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((file) => existsSync(file));
 if (!CHROMIUM) console.warn('no Chromium found (Debian package `chromium`): the console browser suite is skipped');
 
 const ARTIFACTS = packagePath('test-artifacts', 'console');
 const AXE = packagePath('node_modules', 'axe-core', 'axe.min.js');
-
-/** Builds the console when dist/console is missing or older than its sources, so the suite never tests stale files. */
-async function ensureConsoleBuilt(): Promise<void> {
-  const built = path.join(CONSOLE_DIR, 'index.html');
-  const newest = (dir: string): number =>
-    Math.max(...readdirSync(dir, { withFileTypes: true }).map((entry) => (entry.isDirectory() ? newest(path.join(dir, entry.name)) : statSync(path.join(dir, entry.name)).mtimeMs)));
-  if (existsSync(built) && statSync(built).mtimeMs >= newest(packagePath('console'))) return;
-  await build({ configFile: packagePath('console', 'vite.config.ts'), logLevel: 'error' });
-}
 
 async function axeViolations(page: Page): Promise<string[]> {
   await page.addScriptTag({ content: await readFile(AXE, 'utf8') });
@@ -54,11 +42,7 @@ describe.skipIf(!CHROMIUM)('the console in Chromium', () => {
   // pages bypass the policy for that, and only for that.
   const openPage = (width: number, height: number) => browser.newPage({ viewport: { width, height }, bypassCSP: true });
 
-  async function signIn(page: Page, token: string): Promise<void> {
-    await page.goto(`${running.baseUrl}/console/`);
-    await page.getByLabel('API token').fill(token);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-  }
+  const signIn = (page: Page, token: string) => signInAt(page, running.baseUrl, token);
 
   async function shoot(page: Page, name: string): Promise<void> {
     await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
@@ -72,10 +56,7 @@ describe.skipIf(!CHROMIUM)('the console in Chromium', () => {
     const { secret } = await loadOrCreateJwtSecret(running.service.settings);
     operator = await mintToken({ secret, role: 'OPERATOR', sub: 'ops-alice', ttl: '1h' });
     viewer = await mintToken({ secret, role: 'TENANT_VIEWER', tenant: 'acme', sub: 'acme-bob', ttl: '1h' });
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
-    });
+    browser = await launchChromium();
   }, 240_000);
 
   afterAll(async () => {
