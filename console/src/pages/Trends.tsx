@@ -146,9 +146,9 @@ export function Trends({ viewer, params }: { viewer: Viewer; params: URLSearchPa
             title={`${tenantId} · ${dimension}${allowance ? ` · ${allowance}` : ''}: units per ${preset.bucket.toLowerCase()}`}
             times={filled.times}
             series={[
-              { label: 'admitted', values: filled.admitted, color: '#1a7f37' },
-              { label: 'shed', values: filled.shed, color: '#b35900' },
-              { label: 'rejected', values: filled.rejected, color: '#c4141b' },
+              { label: 'admitted units', values: filled.admitted, color: '#1a7f37' },
+              { label: 'shed units', values: filled.shed, color: '#b35900' },
+              { label: 'rejected units', values: filled.rejected, color: '#c4141b' },
             ]}
           />
           <TimeChart
