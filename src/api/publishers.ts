@@ -35,7 +35,7 @@ export function publishingLimitChanges(projection: Projection, pubsub: ApiPubSub
   });
 }
 
-/** For the admission-trends projection: every summary that shed or refused something, on its tenant's topic. */
+/** For the admission-trends projection: every summary that shed or refused something (units or messages), on its tenant's topic. */
 export function publishingSheds(projection: Projection, pubsub: ApiPubSub): Projection {
   return withAfterCommit(projection, (events) => {
     // Nobody subscribed: nothing to parse (the events come as JSON text, see below).
@@ -45,8 +45,11 @@ export function publishingSheds(projection: Projection, pubsub: ApiPubSub): Proj
       // Most summaries shed nothing: only those that did are copied out (forEachEntry reuses one object). The
       // projection reads its events as JSON text (readsDataAsJson), so each is parsed here once more, while
       // someone subscribes.
+      // Refused messages count too: a refusal on the per-message charge carries no units.
       forEachEntry(eventData(event) as AdmissionsRecordedData, (summary) => {
-        if (summary.shedUnits > 0 || summary.rejectedUnits > 0) pubsub.publish('sheds', summary.tenantId, { ...summary });
+        if (summary.shedUnits > 0 || summary.rejectedUnits > 0 || summary.shedMessages > 0 || summary.rejectedMessages > 0) {
+          pubsub.publish('sheds', summary.tenantId, { ...summary });
+        }
       });
     }
   });

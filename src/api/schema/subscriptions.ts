@@ -24,7 +24,7 @@ const LimitChangedType = builder.objectRef<LimitChanged>('LimitChanged').impleme
 });
 
 const ShedType = builder.objectRef<AdmissionSummary>('Shed').implement({
-  description: 'Units a tenant had shed or refused over a span of whole seconds.',
+  description: 'Units and messages (requests) a tenant had shed or refused over a span of whole seconds; a refusal on the per-message charge has messages and no units.',
   fields: (t) => ({
     tenantId: t.exposeID('tenantId'),
     dimension: t.field({ type: DimensionEnum, resolve: (summary) => summary.dimension }),

@@ -89,11 +89,15 @@ describe.each(storageTargets)('GraphQL subscriptions on $name', (target) => {
     await waitFor(() => api.events.listeners.get('limitChanged') === 0, { description: 'the subscription to stop listening' });
   });
 
-  it('streams sheds of the tenant subscribed to', async () => {
-    const subscription = await subscribe(api, await api.token('AUDITOR'), 'subscription { sheds(tenantId: "acme") { tenantId dimension allowance at seconds shedUnits rejectedUnits } }');
+  it('streams sheds of the tenant subscribed to, refusals on the per-message charge (no units) included', async () => {
+    const subscription = await subscribe(
+      api,
+      await api.token('AUDITOR'),
+      'subscription { sheds(tenantId: "acme") { tenantId dimension allowance at seconds shedUnits rejectedUnits rejectedMessages } }',
+    );
     await waitFor(() => (api.events.listeners.get('sheds:acme') ?? 0) > 0, { description: 'the subscription to listen' });
     const second = Date.UTC(2026, 0, 5, 10, 0, 0) / 1000;
-    const entry = (tenantId: string, shedUnits: number) => ({
+    const entry = (tenantId: string, shedUnits: number, rejectedMessages = 0) => ({
       tenantId,
       dimension: 'INGEST',
       allowance: 'HTTP',
@@ -102,15 +106,17 @@ describe.each(storageTargets)('GraphQL subscriptions on $name', (target) => {
       admittedUnits: 10,
       admittedMessages: 1,
       shedUnits,
-      shedMessages: 1,
+      shedMessages: shedUnits > 0 ? 1 : 0,
       rejectedUnits: 0,
-      rejectedMessages: 0,
+      rejectedMessages,
       hitSeconds: 1,
     });
-    await api.store.append(ADMISSIONS_STREAM, [{ type: 'AdmissionsRecorded', data: { entries: [entry('globex', 99), entry('acme', 0), entry('acme', 7)] } }]);
-    expect(await subscription.next()).toEqual({
-      data: { sheds: { tenantId: 'acme', dimension: 'INGEST', allowance: 'HTTP', at: '2026-01-05T10:00:00.000Z', seconds: 1, shedUnits: 7, rejectedUnits: 0 } },
-    });
+    await api.store.append(ADMISSIONS_STREAM, [
+      { type: 'AdmissionsRecorded', data: { entries: [entry('globex', 99), entry('acme', 0), entry('acme', 0, 5), entry('acme', 7)] } },
+    ]);
+    const shed = { tenantId: 'acme', dimension: 'INGEST', allowance: 'HTTP', at: '2026-01-05T10:00:00.000Z', seconds: 1 };
+    expect(await subscription.next()).toEqual({ data: { sheds: { ...shed, shedUnits: 0, rejectedUnits: 0, rejectedMessages: 5 } } });
+    expect(await subscription.next()).toEqual({ data: { sheds: { ...shed, shedUnits: 7, rejectedUnits: 0, rejectedMessages: 0 } } });
     await subscription.close();
   });
 
