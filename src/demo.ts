@@ -88,13 +88,13 @@ export async function runDemo({ url, token, seconds, log }: DemoOptions): Promis
   log(`  TOKEN=$(npx governance token --role OPERATOR)`);
   for (const text of [
     `{ effectiveLimits(tenantId: "acme") { dimension source value { ratePerSecond burst ceiling } } }`,
-    `{ shedTrend(tenantId: "acme", dimension: INGEST, from: "${from}", to: "${new Date(Date.now() + 60_000).toISOString()}", bucket: MINUTE, fill: true) { start admitted limited limitedMessages } }`,
-    `{ topShedders(from: "${from}", to: "${new Date(Date.now() + 60_000).toISOString()}") { tenantId limited limitedMessages } }`,
+    `{ shedTrend(tenantId: "acme", dimension: INGEST, from: "${from}", to: "${new Date(Date.now() + 60_000).toISOString()}", bucket: MINUTE, fill: true) { start admitted limited limitedUnits } }`,
+    `{ topShedders(from: "${from}", to: "${new Date(Date.now() + 60_000).toISOString()}") { tenantId limited limitedUnits } }`,
     `{ limitHistory(tenantId: "acme", first: 10) { edges { node { at kind actor reason } } } }`,
     `{ ingestKeys(tenantId: "acme") { keyId kind subject createdAt lastUsedAt } }`,
   ]) {
     log(`  curl -s ${url}/graphql -H "authorization: Bearer $TOKEN" -H 'content-type: application/json' -d '${query(text)}'`);
   }
-  log(`  curl -s ${url}/metrics | grep governance_rejected_units_total`);
+  log(`  curl -s ${url}/metrics | grep governance_refused_messages_total`);
   return { accepted, refused };
 }
