@@ -98,6 +98,10 @@ describe.skipIf(!reachable)('MQTT live door', () => {
     // What was not admitted was shed and counted: in the Governor's summaries and in the ledger.
     expect(door.recorder.sum('flood', 'LIVE', 'admittedUnits')).toBe(admitted);
     expect(door.recorder.sum('flood', 'LIVE', 'shedUnits')).toBe(flood.readings - admitted);
+    // And in messages: every message not admitted is one refused message (what /metrics' refused_messages_total,
+    // the trends' limited and the SustainedRefusals alert count), whichever charge refused it.
+    expect(door.recorder.sum('flood', 'LIVE', 'shedMessages')).toBe(flood.published - admitted / READINGS_PER_MESSAGE);
+    expect(door.recorder.sum('flood', 'LIVE', 'admittedMessages')).toBe(admitted / READINGS_PER_MESSAGE);
     let ledgerShed = 0;
     await waitFor(
       async () => {
