@@ -73,6 +73,12 @@ describe('metrics', () => {
     await recorder.record([retried], []);
     text = await metrics.render();
     expect(sample(text, `${p}refused_messages_total{dimension="INGEST",allowance="LIVE",tenant="acme",outcome="shed"}`)).toBe(5);
+    // Demoted in turn, acme's refused series go with its other series: the labels stay bounded.
+    nowMs = 122_000;
+    await recorder.record([admission({ tenantId: 'globex', fromSecond: 1_122, admittedUnits: 100_000, admittedMessages: 1_000 })], []);
+    text = await metrics.render();
+    expect(metrics.tenants.named()).toEqual(['globex']);
+    expect(text).not.toMatch(/refused_messages_total\{[^}]*tenant="acme"/);
   });
 
   it('reads the pulled gauges from the sources at scrape time: largest backlogs by name, the rest as other', async () => {
