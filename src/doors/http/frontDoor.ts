@@ -146,41 +146,48 @@ export function chargePolicy(scope: AdmitDecision['scope'], charge: 'messages' |
 }
 
 /**
- * What an admitted charge left, kept by the door until it answers (the Governor's decision record is
- * overwritten by the next charge): numbers only, so keeping it allocates nothing.
+ * What the message and readings charges of an admitted ingest request left, kept by the request until it is
+ * answered (the Governor's decision record is overwritten by the next charge). Plain fields of the request's
+ * own object, so keeping them allocates nothing.
  */
-export class AdmittedCharge {
-  policy = '';
-  limit = 0.5;
-  remaining = 0;
-  burst = 0.5;
-
-  keep(decision: Readonly<AdmitDecision>, charge: 'messages' | 'readings' | 'uplinks'): void {
-    this.policy = chargePolicy(decision.scope, charge);
-    this.limit = decision.limit;
-    this.remaining = decision.remaining;
-    this.burst = decision.burst;
-  }
+export interface ChargesLeft {
+  messagePolicy: string;
+  messageLimit: number;
+  messageRemaining: number;
+  messageBurst: number;
+  readingsPolicy: string;
+  readingsLimit: number;
+  readingsRemaining: number;
+  readingsBurst: number;
 }
 
-// Filled from a request's AdmittedCharges just before its fields are written, at once: one pair serves all.
+// Filled just before the fields are written, at once: one pair serves every request.
 const firstQuota: Quota = { policy: '', limit: 0, remaining: 0, burst: 0 };
 const secondQuota: Quota = { policy: '', limit: 0, remaining: 0, burst: 0 };
 
-function copyQuota(into: Quota, from: AdmittedCharge): Quota {
-  into.policy = from.policy;
-  into.limit = from.limit;
-  into.remaining = from.remaining;
-  into.burst = from.burst;
-  return into;
+/**
+ * The RateLimit-Policy and RateLimit fields of an admitted ingest answer (202): what its message and readings
+ * charges left, so a client can slow down before it is refused (README, "RateLimit fields on admitted answers").
+ */
+export function addChargesLeft(request: FrontDoorRequest, left: Readonly<ChargesLeft>): void {
+  firstQuota.policy = left.messagePolicy;
+  firstQuota.limit = left.messageLimit;
+  firstQuota.remaining = left.messageRemaining;
+  firstQuota.burst = left.messageBurst;
+  secondQuota.policy = left.readingsPolicy;
+  secondQuota.limit = left.readingsLimit;
+  secondQuota.remaining = left.readingsRemaining;
+  secondQuota.burst = left.readingsBurst;
+  addQuotaHeaders(request.headers, firstQuota, secondQuota);
 }
 
-/**
- * The RateLimit-Policy and RateLimit fields of an admitted answer (202): what each charge the request was
- * admitted on left, so a client can slow down before it is refused (README, "RateLimit fields").
- */
-export function addAdmittedQuotas(request: FrontDoorRequest, first: AdmittedCharge, second: AdmittedCharge | null): void {
-  addQuotaHeaders(request.headers, copyQuota(firstQuota, first), second === null ? null : copyQuota(secondQuota, second));
+/** The RateLimit fields for one charge decided just now, read from the Governor's decision record at once. */
+export function addDecidedQuota(request: FrontDoorRequest, decision: Readonly<AdmitDecision>, charge: 'messages' | 'readings' | 'uplinks'): void {
+  firstQuota.policy = chargePolicy(decision.scope, charge);
+  firstQuota.limit = decision.limit;
+  firstQuota.remaining = decision.remaining;
+  firstQuota.burst = decision.burst;
+  addQuotaHeaders(request.headers, firstQuota, null);
 }
 
 export interface ClientResolver {

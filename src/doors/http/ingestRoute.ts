@@ -25,12 +25,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestTarget, RouteFault, RouteHandler } from '../../http-server/route.ts';
 import { declaresTooLarge, readBodyInto, type BodyReceiver } from '../../http-server/readBody.ts';
-import { AdmittedCharge, addAdmittedQuotas, answer, answerRateLimited, enterTenantPath, tenantVerdict, type ClientResolver, type FrontDoorRequest } from './frontDoor.ts';
+import { addChargesLeft, answer, chargePolicy, answerRateLimited, enterTenantPath, tenantVerdict, type ChargesLeft, type ClientResolver, type FrontDoorRequest } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { admitApiRequest, answerNeverFits, answerSinkOutcome, answerTooLarge, authorizedCredential } from './ingestSteps.ts';
 import { decodeReadings } from '../pipeline/readings.ts';
 import { chargeMessage, handToSinkThen, holdReadingsCharge, type AcceptedBatch, type IngestCredential, type Metering, type SinkOutcome, type SinkReceiver } from '../pipeline/index.ts';
-import { HeldCharge, type ChargeOutcome } from '../../governance/index.ts';
+import { HeldCharge, type AdmitDecision, type ChargeOutcome } from '../../governance/index.ts';
 
 export const INGEST_PREFIX = '/v1/ingest/';
 const INGEST_PATH = { prefix: INGEST_PREFIX, count: 1, help: 'the path must be /v1/ingest/<tenant> with a valid tenant ID' };
@@ -48,7 +48,7 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
       answerRateLimited(res, deps, entered.entry, exchange.tenantId, tenantVerdict(message, 'messages'));
       return;
     }
-    exchange.messageCharge.keep(message, 'messages');
+    exchange.keepMessageCharge(message);
     // A declared length over the cap is refused before a byte is read; a chunked one as soon as it passes the cap.
     if (declaresTooLarge(req, maxBodyBytes)) {
       answerTooLarge(req, res, deps, entered.entry, exchange.tenantId, maxBodyBytes);
@@ -62,7 +62,7 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
  * One request from its message charge on: steps 3 to 7, each answering the request itself when it refuses.
  * It is the request's Metering too (tenant, allowance, arrival, client), so no object of its own is made for it.
  */
-class IngestExchange implements BodyReceiver, SinkReceiver, Metering {
+class IngestExchange implements BodyReceiver, SinkReceiver, Metering, ChargesLeft {
   readonly allowance = 'HTTP';
   readonly atMs: number;
   readonly clientKey: string;
@@ -71,9 +71,16 @@ class IngestExchange implements BodyReceiver, SinkReceiver, Metering {
   private entries: readonly Record<string, unknown>[] = [];
   private readingCount = 0;
   private batch: AcceptedBatch | null = null;
-  /** What the message and readings charges left, for the RateLimit fields of the 202. */
-  readonly messageCharge = new AdmittedCharge();
-  private readonly readingsCharge = new AdmittedCharge();
+  // What the message and readings charges left, for the RateLimit fields of the 202 (ChargesLeft). The
+  // numbers start as fractions so V8 gives them their double representation from the start.
+  messagePolicy = '';
+  messageLimit = 0.5;
+  messageRemaining = 0.5;
+  messageBurst = 0.5;
+  readingsPolicy = '';
+  readingsLimit = 0.5;
+  readingsRemaining = 0.5;
+  readingsBurst = 0.5;
 
   constructor(
     private readonly req: IncomingMessage,
@@ -86,6 +93,14 @@ class IngestExchange implements BodyReceiver, SinkReceiver, Metering {
   ) {
     this.atMs = entry.atMs;
     this.clientKey = entry.client.limitKey;
+  }
+
+  /** Keeps what the admitted message charge left (read at once: the decision record is the Governor's). */
+  keepMessageCharge(decision: Readonly<AdmitDecision>): void {
+    this.messagePolicy = chargePolicy(decision.scope, 'messages');
+    this.messageLimit = decision.limit;
+    this.messageRemaining = decision.remaining;
+    this.messageBurst = decision.burst;
   }
 
   bodyRead(body: Buffer): void {
@@ -110,7 +125,7 @@ class IngestExchange implements BodyReceiver, SinkReceiver, Metering {
 
   sunk(outcome: SinkOutcome): void {
     try {
-      if (outcome.status === 'accepted') addAdmittedQuotas(this.entry, this.messageCharge, this.readingsCharge);
+      if (outcome.status === 'accepted') addChargesLeft(this.entry, this);
       const taken = answerSinkOutcome(this.res, this.deps, this.entry, this.batch!, outcome);
       this.settle(taken ? 'admitted' : 'withdrawn');
     } catch (error) {
@@ -133,7 +148,10 @@ class IngestExchange implements BodyReceiver, SinkReceiver, Metering {
       else answerRateLimited(res, deps, entry, tenantId, tenantVerdict(readings, 'readings'));
       return;
     }
-    this.readingsCharge.keep(readings, 'readings');
+    this.readingsPolicy = chargePolicy(readings.scope, 'readings');
+    this.readingsLimit = readings.limit;
+    this.readingsRemaining = readings.remaining;
+    this.readingsBurst = readings.burst;
     this.entries = decoded.entries;
     this.readingCount = decoded.readingCount;
     const checked = authorizedCredential(this.req, res, deps, entry, { route: 'http', tenantId, entries: decoded.entries });

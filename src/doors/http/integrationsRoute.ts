@@ -8,7 +8,7 @@
 // first.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestTarget, RouteHandler } from '../../http-server/route.ts';
-import { AdmittedCharge, addAdmittedQuotas, answer, enterTenantPath, type ClientResolver } from './frontDoor.ts';
+import { addDecidedQuota, answer, enterTenantPath, type ClientResolver } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { admitApiRequest, answerNeverFits, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';
 import { decodeUplinks } from './uplinks.ts';
@@ -44,18 +44,13 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
     // Held until the sink took the uplinks: a 503 withdraws the charge uncounted (the retry is counted).
     const charge = new HeldCharge();
     const decision = holdReadingsCharge(deps, { tenantId, allowance: 'INTEGRATIONS', atMs, clientKey: client.limitKey }, uplinks, charge);
-    // The RateLimit fields of the 202, whether the uplinks were taken or dropped: the integration learns how
-    // much room is left either way.
-    const quota = new AdmittedCharge();
-    quota.keep(decision, 'uplinks');
-    if (!decision.admitted) {
-      // More uplinks than the allowance ever holds would be dropped on every try: say so (413) instead.
-      if (decision.neverFits) return answerNeverFits(res, deps, entry, tenantId, decision, uplinks, 'uplinks');
-      addAdmittedQuotas(entry, quota, null);
-      return answer(res, deps, entry, tenantId, 202, { accepted: 0, dropped: uplinks });
-    }
-    // Written now (a 503 from the sink carries them too: they say what the charge left).
-    addAdmittedQuotas(entry, quota, null);
+    // More uplinks than the allowance ever holds would be dropped on every try: say so (413) instead.
+    if (!decision.admitted && decision.neverFits) return answerNeverFits(res, deps, entry, tenantId, decision, uplinks, 'uplinks');
+    // The RateLimit fields of the 202, whether the uplinks are taken or dropped (the integration learns how much
+    // room is left either way), written now while the decision record is this charge's (a 503 from the sink
+    // carries them too: they say what the charge left).
+    addDecidedQuota(entry, decision, 'uplinks');
+    if (!decision.admitted) return answer(res, deps, entry, tenantId, 202, { accepted: 0, dropped: uplinks });
 
     let taken = false;
     try {
