@@ -73,6 +73,12 @@ export interface AdmitRequest {
    * (the default). A message refused here is tallied as one shed/rejected message with 0 units.
    */
   charge?: 'readings' | 'message';
+  /**
+   * The tenant name is not vouched for by an authenticated sender (Envoy's RLS: a gateway passes on what its
+   * client sent): an unconfirmed name gets one of the places for unconfirmed names or shares the overflow
+   * allowance, as on the HTTP allowance, instead of state of its own. Implied on the HTTP allowance.
+   */
+  untrustedName?: boolean;
 }
 
 export type AdmitBehaviour = 'ADMIT' | OverLimitBehaviour;
@@ -251,7 +257,7 @@ export class Governor {
     if (state !== undefined && state.fastKey === this.fastKey && units >= 0 && units - units === 0 && at - at === 0) {
       this.admitFast(state, units, at);
     } else {
-      this.admitFully(request.tenant, request.dimension, request.allowance, units, at, request.callerKey, request.charge);
+      this.admitFully(request.tenant, request.dimension, request.allowance, units, at, request.callerKey, request.charge, request.untrustedName === true);
     }
   }
 
@@ -312,6 +318,7 @@ export class Governor {
     at: number,
     callerKey: string | undefined,
     charge: AdmitRequest['charge'],
+    untrustedName: boolean,
   ): void {
     // Callers repeat the same (dimension, allowance) pair in runs: two pointer checks instead of a scan.
     let slotIndex = this.lastSlotIndex;
@@ -336,7 +343,7 @@ export class Governor {
     const nowMs = this.clockMs;
     const names = this.names;
     let state = this.states.get(tenant);
-    if (slot.allowance === 'HTTP') {
+    if (slot.allowance === 'HTTP' || untrustedName) {
       if (state === undefined) state = names.forHttp(tenant, nowMs, state);
     } else if (state === undefined || !state.trusted) state = names.forTrusted(tenant, state);
     // Only unconfirmed names are ever evicted as idle; skipping the store spares a confirmed tenant a write.
