@@ -120,8 +120,15 @@ async function serve(): Promise<void> {
   const server = createServer(service, service.routes);
   const address = await listen(server, settings.port, settings.host);
   logger.info({ port: address.port, host: settings.host }, `governance-ledger listening on http://localhost:${address.port}/graphql`);
-  const rls = await startRlsServer({ decider: service.rateLimits, port: settings.grpcPort, host: settings.host, tls: settings.grpcTls, logger });
-  logger.info({ port: rls.port, tls: settings.grpcTls !== undefined }, "Envoy's rate limit service listening (gRPC)");
+  const rls = await startRlsServer({
+    decider: service.rateLimits,
+    port: settings.grpcPort,
+    host: settings.host,
+    tls: settings.grpcTls,
+    token: settings.grpcToken,
+    logger,
+  });
+  logger.info({ host: rls.host, port: rls.port, tls: settings.grpcTls !== undefined, token: settings.grpcToken !== undefined }, "Envoy's rate limit service listening (gRPC)");
   // On SIGTERM /readyz drains first (GOVERNANCE_DRAIN_SECONDS); once the HTTP listener closed, the gRPC one
   // closes, then the service (which flushes the ledger).
   endProcessOnSignalsAndCrashes({

@@ -75,6 +75,11 @@ export interface Settings {
   grpcPort: number;
   /** GOVERNANCE_GRPC_TLS_CERT/_KEY (PEM files): TLS on the gRPC port; with _CLIENT_CA, client certificates are required. */
   grpcTls?: { certFile: string; keyFile: string; clientCaFile?: string };
+  /**
+   * GOVERNANCE_GRPC_TOKEN (at least 32 bytes): every gRPC call must carry `authorization: Bearer <token>`, and the
+   * port listens on HOST. Without it and without client certificates the port listens on 127.0.0.1 only.
+   */
+  grpcToken?: string;
 }
 
 /** GOVERNANCE_SERVICE's default: the DeviceChain service whose traffic is governed. */
@@ -125,6 +130,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     projectionWorkers: onOff(optional('GOVERNANCE_PROJECTION_WORKERS'), true, 'GOVERNANCE_PROJECTION_WORKERS'),
     grpcPort: portNumber(optional('GOVERNANCE_GRPC_PORT'), 8081, 'GOVERNANCE_GRPC_PORT'),
     grpcTls: grpcTls(optional('GOVERNANCE_GRPC_TLS_CERT'), optional('GOVERNANCE_GRPC_TLS_KEY'), optional('GOVERNANCE_GRPC_TLS_CLIENT_CA')),
+    grpcToken: grpcToken(optional('GOVERNANCE_GRPC_TOKEN')),
   };
 }
 
@@ -149,6 +155,16 @@ function grpcTls(certFile: string | undefined, keyFile: string | undefined, clie
   }
   if (certFile === undefined || keyFile === undefined) throw new Error('GOVERNANCE_GRPC_TLS_CERT and GOVERNANCE_GRPC_TLS_KEY go together');
   return clientCaFile === undefined ? { certFile, keyFile } : { certFile, keyFile, clientCaFile };
+}
+
+/** A token short enough to guess is no protection: 32 bytes at least, as the JWT secret. */
+export const MIN_GRPC_TOKEN_BYTES = 32;
+
+function grpcToken(text: string | undefined): string | undefined {
+  if (text !== undefined && Buffer.byteLength(text, 'utf8') < MIN_GRPC_TOKEN_BYTES) {
+    throw new Error(`GOVERNANCE_GRPC_TOKEN must be at least ${MIN_GRPC_TOKEN_BYTES} bytes (it has ${Buffer.byteLength(text, 'utf8')})`);
+  }
+  return text;
 }
 
 /** One topic level: no separators or wildcards, or the subscription would mean something else. */

@@ -11,7 +11,7 @@ import { stableCallerFraction } from './callerHash.ts';
 import { LimitCache } from './limitCache.ts';
 import { DecidedCharge, type HeldCharge, type HeldTally } from './heldCharge.ts';
 import { fallbackBurst, fallbackRate, SharedCounting } from './sharedCounting.ts';
-import type { SharedBudget } from './sharedCounting.ts';
+import type { SharedAllowance, SharedBudget } from './sharedCounting.ts';
 import { SLOT_COUNT, slotIndexOf, SLOTS } from './slots.ts';
 import { Tallies } from './tallies.ts';
 import { TenantNames } from './tenantNames.ts';
@@ -73,6 +73,12 @@ export interface AdmitRequest {
    * (the default). A message refused here is tallied as one shed/rejected message with 0 units.
    */
   charge?: 'readings' | 'message';
+  /**
+   * The tenant name is not vouched for by an authenticated sender (Envoy's RLS: a gateway passes on what its
+   * client sent): an unconfirmed name gets one of the places for unconfirmed names or shares the overflow
+   * allowance, as on the HTTP allowance, instead of state of its own. Implied on the HTTP allowance.
+   */
+  untrustedName?: boolean;
 }
 
 export type AdmitBehaviour = 'ADMIT' | OverLimitBehaviour;
@@ -176,6 +182,8 @@ export class Governor {
   private holding = false;
   private heldAllowance: AllowanceState | null = null;
   private heldCause = -1;
+  /** Shared counters a batch has planned requests on, until reservePlanned. */
+  private readonly planned: SharedAllowance[] = [];
   private readonly tallyHeld: HeldTally = (allowance, at, units, outcome, cause) => this.tallies.count(allowance, at, units, false, outcome, cause);
 
   constructor(options: GovernorOptions) {
@@ -249,7 +257,7 @@ export class Governor {
     if (state !== undefined && state.fastKey === this.fastKey && units >= 0 && units - units === 0 && at - at === 0) {
       this.admitFast(state, units, at);
     } else {
-      this.admitFully(request.tenant, request.dimension, request.allowance, units, at, request.callerKey, request.charge);
+      this.admitFully(request.tenant, request.dimension, request.allowance, units, at, request.callerKey, request.charge, request.untrustedName === true);
     }
   }
 
@@ -310,6 +318,7 @@ export class Governor {
     at: number,
     callerKey: string | undefined,
     charge: AdmitRequest['charge'],
+    untrustedName: boolean,
   ): void {
     // Callers repeat the same (dimension, allowance) pair in runs: two pointer checks instead of a scan.
     let slotIndex = this.lastSlotIndex;
@@ -334,19 +343,14 @@ export class Governor {
     const nowMs = this.clockMs;
     const names = this.names;
     let state = this.states.get(tenant);
-    if (slot.allowance === 'HTTP') {
+    if (slot.allowance === 'HTTP' || untrustedName) {
       if (state === undefined) state = names.forHttp(tenant, nowMs, state);
     } else if (state === undefined || !state.trusted) state = names.forTrusted(tenant, state);
     // Only unconfirmed names are ever evicted as idle; skipping the store spares a confirmed tenant a write.
     if (!state.confirmed) state.lastSeenMs = nowMs;
     this.cache.refreshIfDue(state, nowMs);
     const known = state.status === STATUS_KNOWN;
-    const limits = !known
-      ? this.cache.platformLimits
-      : state.limitsVersion === this.cache.platformVersion && state.limits !== null
-        ? state.limits
-        : this.cache.limitsOf(state);
-    const allowance = state.allowance(slotIndex, limits);
+    const allowance = state.allowance(slotIndex, this.limitsOf(state));
     // Read after allowance(), which may have grown the store.
     const numbers = this.numbers.values;
     const cell = state.cell;
@@ -365,7 +369,8 @@ export class Governor {
     const sharesCounter = shared !== null && state.status !== STATUS_PENDING;
     const sharedActive = sharesCounter && shared.available;
     if (sharesCounter && !sharedActive) {
-      shared.probeIfDue(nowMs, allowance, byMessage, units, at, rate, burst);
+      // A probe asks for what this request needs, never more than one request can get.
+      shared.probeIfDue(nowMs, allowance, byMessage, units < capacity ? units : capacity, at, rate, burst);
       rate = fallbackRate(slot.kind, rate);
       burst = fallbackBurst(burst);
     }
@@ -375,7 +380,11 @@ export class Governor {
     let retryAfterSeconds = 0;
     if (sharedActive) {
       const counter = shared.counterOf(allowance, byMessage);
-      if (downsample) {
+      if (units > capacity) {
+        // Never fits, as metering alone: refused here and never charged to the shared budget, where its debt
+        // would starve the tenant on every replica (issue 34: 999,999,999 units on a burst of 10).
+        admitted = false;
+      } else if (downsample) {
         // STABLE_DOWNSAMPLE across replicas: callers hashed out never reach the shared budget; kept ones are
         // charged there, so the shared limit holds, and cuts there tighten the next window's keep fraction.
         const window = allowance.window!;
@@ -387,7 +396,9 @@ export class Governor {
         admitted = counter.take(units, at, rate, burst);
       }
       remaining = counter.remaining;
-      if (!admitted) retryAfterSeconds = Math.max(1, Math.ceil(units / rate));
+      // Seconds until the shared budget refills what the request needs, at most one capacity (a never-fits
+      // request gets the time to a full bucket, as metering alone: a bounded, meaningful Retry-After).
+      if (!admitted) retryAfterSeconds = Math.max(1, Math.ceil((units < capacity ? units : capacity) / rate));
     } else if (slot.kind === 'TOKEN_BUCKET' && !byMessage) {
       admitted = takeTokens(numbers, cell, units, at, rate, burst);
       remaining = remainingTokens(numbers, cell);
@@ -473,6 +484,60 @@ export class Governor {
     const allowance = this.heldAllowance;
     this.heldAllowance = null;
     return allowance;
+  }
+
+  /**
+   * For a caller that decides a batch and can wait first (the admission API): notes what this request will ask
+   * of its shared counter, so that `reservePlanned` can reserve the batch's demand before it is decided. Does
+   * nothing without a reachable shared budget, for a name this Governor has not yet metered with its ceilings
+   * known (its first admissions are metered here alone, see admitFully), under STABLE_DOWNSAMPLE (callers hashed
+   * out never reach the shared budget), for a request that is invalid or never fits. Decides and counts nothing.
+   */
+  plan(request: AdmitRequest): void {
+    const shared = this.shared;
+    if (shared === null || !shared.available) return;
+    const units = request.units;
+    if (!(units > 0 && units < Infinity) || !(request.at > -Infinity && request.at < Infinity)) return;
+    const slotIndex = slotIndexOf(request.dimension, request.allowance);
+    if (slotIndex < 0) return;
+    const slot = SLOTS[slotIndex]!;
+    const byMessage = request.charge === 'message';
+    if (byMessage && !slot.messageCharged) return;
+    const state = this.states.get(request.tenant);
+    if (state === undefined || state.status !== STATUS_KNOWN || state.isOverflow) return;
+    if (slot.allowance !== 'HTTP' && !state.trusted) return;
+    const allowance = state.allowance(slotIndex, this.limitsOf(state));
+    if (state.downsample) return;
+    const numbers = this.numbers.values;
+    const rate = numbers[state.cell + RATE_PER_SECOND]!;
+    const burst = numbers[state.cell + BURST]!;
+    const capacity = slot.kind === 'FIXED_WINDOW' ? rate : burst;
+    if (units > capacity) return;
+    const counter = shared.counterOf(allowance, byMessage);
+    if (counter.plan(units, capacity, request.at, rate, burst)) this.planned.push(counter);
+  }
+
+  /**
+   * Reserves what the planned requests need from the shared budget; resolves when every answer is in (or its
+   * reservation failed: the batch is then decided on what is held, or at half the limit). Null when nothing
+   * needs waiting for. Decide the batch right after, without awaiting anything else in between.
+   */
+  reservePlanned(): Promise<void> | null {
+    const planned = this.planned;
+    if (planned.length === 0) return null;
+    let waits: Promise<void>[] | null = null;
+    for (const counter of planned) {
+      const waiting = counter.reservePlanned();
+      if (waiting !== null) (waits ??= []).push(waiting);
+    }
+    planned.length = 0;
+    return waits === null ? null : Promise.all(waits).then(() => undefined);
+  }
+
+  /** The limits a state meters at: the platform's until its own are known. */
+  private limitsOf(state: TenantMeter) {
+    if (state.status !== STATUS_KNOWN) return this.cache.platformLimits;
+    return state.limitsVersion === this.cache.platformVersion && state.limits !== null ? state.limits : this.cache.limitsOf(state);
   }
 
   /** Whether this state's next admits on the same slot may take the fast path (see TenantMeter.fastKey). */

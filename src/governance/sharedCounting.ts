@@ -15,6 +15,16 @@
 // - under sustained demand on every replica, admitted >= limit - what replicas hold when the window ends,
 //   which is at most N x limit / 20 (each one's level) and in practice twice the demand of one round trip per replica.
 //   With two replicas on one host that measured within [0.95, 1.02] x limit (test/integration/governance).
+// A count larger than what one request can ever get (the burst; a fixed window's limit) never reaches the shared
+// budget: the Governor refuses it as never-fits first, as it does metering alone. The scripts bound it again on
+// their side (want and debt at most one burst, the bucket never below minus one burst), so no reservation, even
+// a bad one, can leave a tenant refused for longer than two bursts take to refill.
+//
+// A caller that can wait (the admission API, deciding a batch) plans the batch first (`plan`, then
+// `reservePlanned`): each counter reserves what the batch asks of it (at most one burst) and the batch is decided
+// once the answers are in, so it is admitted as far as the shared tokens allow, not as far as the slice held.
+// What the batch leaves of its reservation is held for the next admissions as any slice is.
+//
 // When a reservation fails the Governor falls back to local metering at half the limit (OpenRUM) and probes
 // Redis again every `retryMs`; the first answer returns it to shared counting.
 //
@@ -152,6 +162,13 @@ export class SharedAllowance {
   private wantUnits = 0;
   /** The limit the last reservation was made under. */
   private askedRate = 0;
+  /** Units a batch plans to take here (see plan), at most one request's capacity, and at what admission time. */
+  private plannedUnits = 0;
+  private planAtMs = 0;
+  private planRate = 0;
+  private planBurst = 0;
+  /** Called once the reservation in flight is answered or has failed (reservePlanned waits on them). */
+  private readonly settleWaiters: (() => void)[] = [];
 
   constructor(
     readonly key: string,
@@ -166,17 +183,7 @@ export class SharedAllowance {
 
   /** Takes `units` from the slice held (or on credit before the first reply); asks for more when it runs low. */
   take(units: number, at: number, rate: number, burst: number): boolean {
-    if (this.kind === 'FIXED_WINDOW') {
-      const second = Math.floor(at / 1000);
-      if (second > this.windowSecond) {
-        // Slices belong to one window: what is left of the last one is not carried over.
-        this.windowSecond = second;
-        this.granted = 0;
-        this.debt = 0;
-        this.warm = false;
-        this.nextAskAtMs = Number.NEGATIVE_INFINITY;
-      }
-    }
+    if (this.kind === 'FIXED_WINDOW') this.enterWindow(Math.floor(at / 1000));
     // Spent under one limit is not spent under a larger one (an override raised, a cache refreshed): ask again.
     if (rate !== this.askedRate && this.nextAskAtMs > at) this.nextAskAtMs = Number.NEGATIVE_INFINITY;
     const slice = minimumSlice(rate, units);
@@ -196,6 +203,70 @@ export class SharedAllowance {
     const held = this.granted;
     if (!this.inFlight && (held < units || 2 * held < level) && at >= this.nextAskAtMs) this.ask(rate, burst, at, level - held);
     return admitted;
+  }
+
+  private enterWindow(second: number): void {
+    if (second > this.windowSecond) {
+      // Slices belong to one window: what is left of the last one is not carried over.
+      this.windowSecond = second;
+      this.granted = 0;
+      this.debt = 0;
+      this.warm = false;
+      this.nextAskAtMs = Number.NEGATIVE_INFINITY;
+    }
+  }
+
+  /**
+   * A batch will take `units` here (a request the Governor has checked fits `capacity`): adds them to what the
+   * batch plans, up to one capacity. True when this is the counter's first planned request (the Governor lists it).
+   * A fixed window plans for the window of the batch's first request here only.
+   */
+  plan(units: number, capacity: number, at: number, rate: number, burst: number): boolean {
+    const first = this.plannedUnits === 0;
+    if (first) {
+      this.planAtMs = at;
+      this.planRate = rate;
+      this.planBurst = burst;
+    } else if (this.kind === 'FIXED_WINDOW' && Math.floor(at / 1000) !== Math.floor(this.planAtMs / 1000)) return false;
+    else if (at > this.planAtMs) this.planAtMs = at;
+    const planned = this.plannedUnits + units;
+    this.plannedUnits = planned < capacity ? planned : capacity;
+    return first && this.plannedUnits > 0;
+  }
+
+  /**
+   * Reserves what the planned batch needs beyond what is held, waiting first for a reservation already on its
+   * way; resolves once the answer is in (or the reservation failed). Null when nothing needs waiting for: enough
+   * is held, the shared budget was found spent until later, or the plan is for a window that has passed.
+   */
+  reservePlanned(): Promise<void> | null {
+    const units = this.plannedUnits;
+    this.plannedUnits = 0;
+    if (this.kind === 'FIXED_WINDOW') {
+      const second = Math.floor(this.planAtMs / 1000);
+      if (second < this.windowSecond) return null;
+      this.enterWindow(second);
+    }
+    if (!this.needsReservation(units)) return null;
+    return new Promise((resolve) => this.reserveUpTo(units, resolve, true));
+  }
+
+  private needsReservation(units: number): boolean {
+    // Spent under the same limit: the bucket refills the shortfall no sooner than nextAskAtMs.
+    return this.granted < units && !(this.planRate === this.askedRate && this.planAtMs < this.nextAskAtMs);
+  }
+
+  private reserveUpTo(units: number, resolve: () => void, waitForInFlight: boolean): void {
+    if (!this.needsReservation(units)) return resolve();
+    if (this.inFlight) {
+      // One wait for the reservation on its way, then one reservation of our own at most: bounded even while
+      // every reservation fails.
+      if (waitForInFlight) this.settleWaiters.push(() => this.reserveUpTo(units, resolve, false));
+      else resolve();
+      return;
+    }
+    this.ask(this.planRate, this.planBurst, this.planAtMs, units - this.granted);
+    this.settleWaiters.push(resolve);
   }
 
   /** The budget was unreachable: ask for a minimum slice, unless a reservation is already on its way. */
@@ -219,13 +290,16 @@ export class SharedAllowance {
         this.warm = true;
         this.granted += granted;
         if (granted < wantUnits) {
-          // Spent: ask again when the window turns, or when the shared bucket has refilled the shortfall.
-          this.nextAskAtMs =
-            this.kind === 'FIXED_WINDOW' ? (windowSecond + 1) * 1000 : at + Math.ceil(((wantUnits - granted) * 1000) / rate);
+          // Spent: ask again when the window turns, or when the shared bucket has refilled the shortfall (never more
+          // than one burst: no request asks for more, so no answer keeps this replica from asking for longer).
+          const shortfall = Math.min(wantUnits - granted, burst);
+          this.nextAskAtMs = this.kind === 'FIXED_WINDOW' ? (windowSecond + 1) * 1000 : at + Math.ceil((shortfall * 1000) / rate);
         }
       },
       () => {
         this.inFlight = false;
+        const waiters = this.settleWaiters;
+        if (waiters.length > 0) for (const waiter of waiters.splice(0)) waiter();
       },
     );
   }

@@ -2,7 +2,9 @@
 // anyone can invent names there. On HTTP a name gets its own allowance only if the control plane confirmed it
 // (confirmTenant, or the LimitSource knows it) or it holds one of a fixed number of places (1024) for
 // unconfirmed names; past that every such name shares one overflow allowance at the platform default.
-// Names seen on other allowances come from authenticated or operator-trusted senders and always get their own.
+// Names seen on other allowances come from authenticated or operator-trusted senders and always get their own,
+// unless the admit says the name is untrusted (AdmitRequest.untrustedName: Envoy's RLS door, whose tenant is
+// whatever the gateway's client sent): then it follows the HTTP rule.
 //
 // How idle unconfirmed names leave, so junk cannot hold the places forever: an unconfirmed name whose last
 // admission is at least `idleMs` (default 60 s) ago is evicted, oldest idle first, but only when the set is

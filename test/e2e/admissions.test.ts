@@ -1,6 +1,7 @@
 // The admission API in the whole service, driven over HTTP with plain fetch: decisions of every dimension an
 // enforcement point asks for come from the service's Governor and reach the ledger (shedTrend, topShedders)
 // and /metrics; an item's `at` decides the second it is charged to; a bad item gets its own error.
+import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../../src/api/auth/token.ts';
 import { INFERENCE_SPEND_STREAM } from '../../src/ledger/catalog/inference.ts';
@@ -64,6 +65,19 @@ describe(`admission API in the service (${mode.name})`, () => {
     const tooMany = Array.from({ length: 1001 }, () => ({ tenantId: 'acme', dimension: 'AI_INFERENCE', units: 1 }));
     expect(await (await post('/v1/admissions', { items: tooMany })).json()).toEqual({ error: 'at most 1000 items per batch' });
     expect((await fetch(`${baseUrl}/v1/admissions`)).status).toBe(405);
+  });
+
+  it('answers 401 to a token issued in the future or after it expires, on the admission and lease doors (issue 34, item 8)', async () => {
+    const key = new TextEncoder().encode(SECRET);
+    const now = Math.floor(Date.now() / 1000);
+    const sign = (iat: number, exp: number) =>
+      new SignJWT({ role: 'SERVICE' }).setProtectedHeader({ alg: 'HS256' }).setSubject('mallory').setIssuedAt(iat).setExpirationTime(exp).sign(key);
+    const tenYears = 10 * 365 * 86_400;
+    const item = { items: [{ tenantId: 'acme', dimension: 'AI_INFERENCE', units: 1 }] };
+    for (const token of [await sign(now + tenYears - 3600, now + tenYears), await sign(now + 3600, now + 60)]) {
+      expect((await post('/v1/admissions', item, token)).status).toBe(401);
+      expect((await post('/v1/leases', { requests: [] }, token)).status).toBe(401);
+    }
   });
 
   it('decides each item in order; a bad item gets its field and reason and the others are still decided', async () => {

@@ -40,10 +40,19 @@ export class RlsClient {
     this.client = new loaded.envoy.service.ratelimit.v3.RateLimitService(address, credentials);
   }
 
-  shouldRateLimit(request: RlsRequest, deadlineMs = 10_000): Promise<RlsResponse> {
+  /** `metadata`: sent with the call, e.g. `{ authorization: 'Bearer <token>' }`. */
+  shouldRateLimit(request: RlsRequest, deadlineMs = 10_000, metadata: Record<string, string> = {}): Promise<RlsResponse> {
+    const sent = new grpc.Metadata();
+    for (const [key, value] of Object.entries(metadata)) sent.set(key, value);
     return new Promise((resolve, reject) => {
-      (this.client as unknown as Record<string, (r: RlsRequest, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, v: RlsResponse) => void) => void>).ShouldRateLimit!(
+      (
+        this.client as unknown as Record<
+          string,
+          (r: RlsRequest, m: grpc.Metadata, o: grpc.CallOptions, cb: (e: grpc.ServiceError | null, v: RlsResponse) => void) => void
+        >
+      ).ShouldRateLimit!(
         request,
+        sent,
         { deadline: Date.now() + deadlineMs },
         (error, response) => (error ? reject(error) : resolve(response)),
       );

@@ -69,6 +69,12 @@ describe('readSettings', () => {
     expect(() => readSettings({ GOVERNANCE_LWM2M_PORT: '70000' })).toThrow(/GOVERNANCE_LWM2M_PORT/);
   });
 
+  it('reads GOVERNANCE_GRPC_TOKEN, refusing one under 32 bytes; unset, there is none', () => {
+    expect(readSettings({}).grpcToken).toBeUndefined();
+    expect(() => readSettings({ GOVERNANCE_GRPC_TOKEN: 'short' })).toThrow(/GOVERNANCE_GRPC_TOKEN must be at least 32 bytes/);
+    expect(readSettings({ GOVERNANCE_GRPC_TOKEN: 't'.repeat(32) }).grpcToken).toBe('t'.repeat(32));
+  });
+
   it('refuses a JWT secret under 32 bytes, naming the variable, and reads the token claim settings', () => {
     expect(() => readSettings({ GOVERNANCE_JWT_SECRET: 'a' })).toThrow(/GOVERNANCE_JWT_SECRET must be at least 32 bytes/);
     expect(readSettings({ GOVERNANCE_JWT_SECRET: 'x'.repeat(32) }).jwtSecret).toBe('x'.repeat(32));

@@ -2,7 +2,9 @@
 // the registered claims decide: alg=none, a wrong key, an expired or malformed token, a token from another
 // issuer or for another audience (when GOVERNANCE_JWT_ISSUER / GOVERNANCE_JWT_AUDIENCE are set), one that
 // lives longer than the maximum lifetime (GOVERNANCE_JWT_MAX_TTL, exp - iat; a token without iat has no
-// provable lifetime and is refused), or claims that name no valid role all come back as a TokenRefusal, and
+// provable lifetime and is refused; one issued in the future, more than MAX_CLOCK_SKEW_SECONDS ahead, or after it
+// expires is refused too, or a future iat would stretch exp - iat past the maximum), or claims that name no
+// valid role all come back as a TokenRefusal, and
 // the request is answered 401 before any resolver runs. The refusal says why in words a client can act on
 // (above all when the token expired), never anything about the key.
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose';
@@ -23,12 +25,16 @@ export function isRefusal(value: Caller | TokenRefusal): value is TokenRefusal {
 }
 
 export const DEFAULT_MAX_TOKEN_TTL_SECONDS = 24 * 60 * 60;
+/** How far ahead of this host's clock a token's iat may be: the clocks of issuer and service differ a little. */
+export const MAX_CLOCK_SKEW_SECONDS = 60;
 
 export interface TokenClaimSettings {
   issuer?: string;
   audience?: string;
   /** The longest exp - iat accepted; default 24 h. */
   maxTtlSeconds?: number;
+  /** This host's clock (Unix ms), for the iat check; default Date.now. */
+  now?: () => number;
 }
 
 export type TokenKeySettings = ({ secret: string; jwksUrl?: undefined } | { jwksUrl: string; secret?: undefined }) & TokenClaimSettings;
@@ -40,6 +46,7 @@ const INVALID: TokenRefusal = { refused: 'the bearer token is not valid' };
 export function createTokenVerifier(settings: TokenKeySettings): TokenVerifier {
   const verify = verifierFor(settings);
   const maxTtlSeconds = settings.maxTtlSeconds ?? DEFAULT_MAX_TOKEN_TTL_SECONDS;
+  const now = settings.now ?? Date.now;
   return async (token) => {
     let claims: JWTPayload;
     try {
@@ -48,6 +55,12 @@ export function createTokenVerifier(settings: TokenKeySettings): TokenVerifier {
       return refusalFor(error);
     }
     if (typeof claims.iat !== 'number' || typeof claims.exp !== 'number') return { refused: 'the bearer token must carry iat and exp' };
+    // exp - iat bounds the lifetime only if iat is the past: a token issued "in ten years" for ten years and an hour
+    // would otherwise live ten years from now.
+    if (claims.iat > claims.exp) return { refused: 'the bearer token was issued (iat) after it expires (exp)' };
+    if (claims.iat > now() / 1000 + MAX_CLOCK_SKEW_SECONDS) {
+      return { refused: `the bearer token was issued (iat) in the future; at most ${MAX_CLOCK_SKEW_SECONDS} s of clock skew are accepted` };
+    }
     if (claims.exp - claims.iat > maxTtlSeconds) {
       return { refused: `the bearer token lives ${claims.exp - claims.iat} s (exp - iat); at most ${maxTtlSeconds} s are accepted` };
     }

@@ -37,8 +37,17 @@ export function createAdmissionRoutes(deps: AdmissionRoutesDeps): Route[] {
   // Filled per item and handed to admit; the Governor copies what it keeps, so one object serves every item.
   const request: AdmitRequest = { tenant: '', dimension: 'EGRESS', allowance: null, units: 0, at: 0, callerKey: undefined, charge: 'readings' };
 
-  const admitAll = (items: unknown[]): ItemResult[] => {
+  const admitAll = (items: unknown[]): ItemResult[] | Promise<ItemResult[]> => {
     const nowMs = now();
+    // With a shared budget (REDIS_URL) the batch's demand is reserved first, so the batch is admitted as far as
+    // the shared tokens allow, not as far as the slice this replica happens to hold (one round trip to Redis,
+    // only when what is held falls short). Items are read twice: cheaper than keeping a copy of each.
+    for (const item of items) if (readAdmissionItem(item, nowMs, request) === null) deps.governor.plan(request);
+    const reserving = deps.governor.reservePlanned();
+    return reserving === null ? decideAll(items, nowMs) : reserving.then(() => decideAll(items, nowMs));
+  };
+
+  const decideAll = (items: unknown[], nowMs: number): ItemResult[] => {
     const decisions: ItemResult[] = new Array(items.length);
     for (let i = 0; i < items.length; i++) {
       const error = readAdmissionItem(items[i], nowMs, request);
@@ -87,7 +96,7 @@ function batchRoute(
   deps: AdmissionRoutesDeps,
   answerField: string,
   read: (body: unknown) => unknown[] | string,
-  decide: (items: unknown[]) => ItemResult[],
+  decide: (items: unknown[]) => ItemResult[] | Promise<ItemResult[]>,
 ): RouteHandler {
   return async (req: IncomingMessage, res: ServerResponse) => {
     if (req.method !== 'POST') {
@@ -113,7 +122,8 @@ function batchRoute(
       sendJson(res, 400, { error: items }, []);
       return;
     }
-    sendJson(res, 200, { [answerField]: decide(items) }, []);
+    const decided = decide(items);
+    sendJson(res, 200, { [answerField]: decided instanceof Promise ? await decided : decided }, []);
   };
 }
 

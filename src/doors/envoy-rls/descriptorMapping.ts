@@ -11,10 +11,12 @@
 // dimension (the default dimension for another domain, whose entries mean something else). Never unlimited,
 // and its decisions are recorded like a tenant's, as admissions of an unknown tenant.
 //
-// Malformed, answered INVALID_ARGUMENT (and nothing is admitted): no descriptors, a descriptor without
-// entries, an entry without a key, a dimension or allowance this service does not meter, a tenant value that
-// could never be a tenant ID, a caller value over 256 characters.
-import { ALLOWANCES, DIMENSIONS, ID_PATTERN, slotIndexOf, SLOTS } from '../../governance/index.ts';
+// Malformed, answered INVALID_ARGUMENT (and nothing is admitted): no descriptors or more than MAX_DESCRIPTORS,
+// a descriptor without entries or with more than MAX_ENTRIES_PER_DESCRIPTOR, an entry without a key, a
+// dimension or allowance this service does not meter, a tenant value that could never be a tenant ID, a caller
+// value over 256 characters, a `hits_addend` over MAX_HITS_ADDEND. Every bound is checked before anything is
+// admitted, so one call costs at most MAX_DESCRIPTORS admissions.
+import { ALLOWANCES, DIMENSIONS, ID_PATTERN, LIMIT_MAX, slotIndexOf, SLOTS } from '../../governance/index.ts';
 import type { Allowance, Dimension } from '../../governance/index.ts';
 
 /** Dimensions the Governor meters by admit (UNDELIVERED_COMMANDS is a count ceiling kept by the command backlog). */
@@ -38,6 +40,16 @@ export const DEFAULT_DESCRIPTOR_MAPPING: DescriptorMapping = {
 /** The one allowance every descriptor naming no tenant is metered on (no tenant ID can contain parentheses). */
 export const UNMAPPED_TENANT = '(unmapped)';
 const MAX_CALLER_LENGTH = 256;
+/** Descriptors in one request: gateways send a handful (one per rate limit action of a route). */
+export const MAX_DESCRIPTORS = 64;
+/** Entries in one descriptor: a few keys each (tenant, dimension, generic_key, remote_address, a header...). */
+export const MAX_ENTRIES_PER_DESCRIPTOR = 32;
+/**
+ * The largest `hits_addend`: the largest rate or burst a limit can be configured with (LIMIT_MAX). A count up to
+ * it that is larger than the limit that decides is refused OVER_LIMIT as never-fits; a larger one could never
+ * fit any configuration and is a malformed request (INVALID_ARGUMENT, nothing recorded).
+ */
+export const MAX_HITS_ADDEND = LIMIT_MAX;
 
 /** The request as the proto loader decodes it (keepCase, defaults off: absent fields are undefined). */
 export interface RateLimitRequestMessage {
@@ -61,11 +73,17 @@ export class MalformedRateLimitRequest extends Error {
 export function mapDescriptors(request: RateLimitRequestMessage, mapping: DescriptorMapping): MappedDescriptor[] {
   const descriptors = request.descriptors ?? [];
   if (descriptors.length === 0) throw new MalformedRateLimitRequest('a request needs at least one descriptor');
+  if (descriptors.length > MAX_DESCRIPTORS) {
+    throw new MalformedRateLimitRequest(`a request has at most ${MAX_DESCRIPTORS} descriptors, not ${descriptors.length}`);
+  }
   const ours = (request.domain ?? '') === mapping.domain;
   const keys = mapping.keys;
   return descriptors.map((descriptor, index) => {
     const entries = descriptor?.entries ?? [];
     if (entries.length === 0) throw new MalformedRateLimitRequest(`descriptor ${index} has no entries`);
+    if (entries.length > MAX_ENTRIES_PER_DESCRIPTOR) {
+      throw new MalformedRateLimitRequest(`descriptor ${index} has more than ${MAX_ENTRIES_PER_DESCRIPTOR} entries`);
+    }
     let tenant: string | undefined;
     let dimensionText: string | undefined;
     let allowanceText: string | undefined;
@@ -99,6 +117,17 @@ export function mapDescriptors(request: RateLimitRequestMessage, mapping: Descri
     }
     return { tenant: tenant ?? UNMAPPED_TENANT, dimension: dimension as Dimension, allowance, callerKey };
   });
+}
+
+/** The units a request adds: `hits_addend`, 0 or unset meaning 1; over MAX_HITS_ADDEND throws MalformedRateLimitRequest. */
+export function unitsOf(request: RateLimitRequestMessage): number {
+  const hits = request.hits_addend;
+  if (hits === undefined || hits === 0) return 1;
+  // The proto's uint32 decodes to a whole number from 0 to 2^32 - 1; checked whole anyway, as nothing else is trusted.
+  if (!Number.isInteger(hits) || hits < 0 || hits > MAX_HITS_ADDEND) {
+    throw new MalformedRateLimitRequest(`hits_addend must be a whole number from 0 to ${MAX_HITS_ADDEND}, not ${hits}`);
+  }
+  return hits;
 }
 
 /**

@@ -9,7 +9,7 @@
 import { DIMENSION_CATALOG } from '../../governance/index.ts';
 import type { AdmitDecision, AdmitRequest, Governor } from '../../governance/index.ts';
 import { addRateLimitHeaders } from '../../http-server/rateLimitHeaders.ts';
-import { mapDescriptors, type DescriptorMapping, type RateLimitRequestMessage } from './descriptorMapping.ts';
+import { mapDescriptors, UNMAPPED_TENANT, unitsOf, type DescriptorMapping, type RateLimitRequestMessage } from './descriptorMapping.ts';
 
 export type RlsCode = 'OK' | 'OVER_LIMIT';
 
@@ -34,12 +34,11 @@ export interface RateLimitDecider {
 const MAX_UINT32 = 4_294_967_295;
 
 export function createRateLimitDecider(governor: Governor, mapping: DescriptorMapping, now: () => number = Date.now): RateLimitDecider {
-  const request: AdmitRequest = { tenant: '', dimension: 'API_REQUESTS', allowance: null, units: 1, at: 0, callerKey: undefined };
+  const request: AdmitRequest = { tenant: '', dimension: 'API_REQUESTS', allowance: null, units: 1, at: 0, callerKey: undefined, untrustedName: true };
   return {
     shouldRateLimit(message) {
       const descriptors = mapDescriptors(message, mapping);
-      const hits = message.hits_addend;
-      request.units = hits === undefined || hits === 0 ? 1 : hits;
+      request.units = unitsOf(message);
       request.at = now();
       let overall: RlsCode = 'OK';
       let refusal: { decision: AdmitDecision; policy: string } | null = null;
@@ -48,6 +47,10 @@ export function createRateLimitDecider(governor: Governor, mapping: DescriptorMa
         request.dimension = descriptor.dimension;
         request.allowance = descriptor.allowance;
         request.callerKey = descriptor.callerKey;
+        // A tenant named in a descriptor is whatever the gateway's client sent: an unconfirmed name gets one of
+        // the places for unconfirmed names or the overflow allowance, never state of its own (the (unmapped)
+        // allowance is one fixed name).
+        request.untrustedName = descriptor.tenant !== UNMAPPED_TENANT;
         const decision = governor.admit(request);
         const policy = `${decision.scope === 'overflow' ? 'overflow' : 'tenant'}-${DIMENSION_CATALOG[descriptor.dimension].unit}`;
         const status: DescriptorStatusMessage = {

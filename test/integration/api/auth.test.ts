@@ -53,6 +53,17 @@ describe.each(storageTargets)('GraphQL auth on $name', (target) => {
     expect(stale.errors?.[0]).toMatchObject({ message: expect.stringMatching(/^the bearer token expired at \d{4}-/), extensions: { code: 'UNAUTHENTICATED' } });
   });
 
+  it('answers 401 to a token issued in the future or after it expires (issue 34, item 8)', async () => {
+    const key = new TextEncoder().encode(TEST_SECRET);
+    const now = Math.floor(Date.now() / 1000);
+    const sign = (iat: number, exp: number) =>
+      new SignJWT({ role: 'OPERATOR' }).setProtectedHeader({ alg: 'HS256' }).setSubject('x').setIssuedAt(iat).setExpirationTime(exp).sign(key);
+    const tenYears = 10 * 365 * 86_400;
+    const future = await api.gql(await sign(now + tenYears - 3600, now + tenYears), viewerQuery);
+    expect(future).toMatchObject({ status: 401, errors: [{ message: expect.stringContaining('in the future') }] });
+    expect(await statusWith(`Bearer ${await sign(now + 3600, now + 60)}`)).toBe(401);
+  });
+
   it('names the caller from a valid token', async () => {
     const response = await api.gql(await api.token('TENANT_VIEWER', 'acme'), viewerQuery);
     expect(response).toEqual({ status: 200, data: { viewer: { id: 'tenant_viewer-acme', role: 'TENANT_VIEWER', tenantId: 'acme' } } });

@@ -3,8 +3,10 @@
 // shared counting when Redis answers again.
 import net from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Governor, loadRedisSharedBudget } from '../../../src/governance/index.ts';
+import type { AdmitRequest, ReserveRequest } from '../../../src/governance/index.ts';
 import { MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
 
 const { createRedisSharedBudget } = await loadRedisSharedBudget();
@@ -26,10 +28,10 @@ function source() {
 // half the limit): these tests give commands 5 s. The fault tests fail at once, on refused connections.
 const COMMAND_TIMEOUT_MS = 5_000;
 
-async function sharedGovernor(url: string, keyPrefix: string) {
+async function sharedGovernor(url: string, keyPrefix: string, limitSource = source()) {
   const budget = createRedisSharedBudget({ url, keyPrefix, commandTimeoutMs: COMMAND_TIMEOUT_MS });
   expect(await budget.ready()).toBe(true);
-  const governor = new Governor({ limitSource: source(), sharedBudget: budget, retryMs: 20 });
+  const governor = new Governor({ limitSource, sharedBudget: budget, retryMs: 20 });
   closers.push(() => budget.close(), () => governor.close());
   governor.confirmTenant('acme');
   governor.admit({ tenant: 'acme', dimension: 'AI_INFERENCE', units: 0, at: 0 });
@@ -177,6 +179,160 @@ describe.skipIf(!redisUrl)('shared counters on Redis', () => {
     // in the second it falls in: the measured window is a whole second after the last of them.
     const measured = Math.max(windowStart + 5000, (Math.floor(window / 1000) + 2) * 1000);
     expect(await driveWindow([governor], measured, 30)).toBe(LIMIT);
+  });
+});
+
+describe.skipIf(!redisUrl)('shared counting stays sane (issue 34, item 5)', () => {
+  const prefix = () => `gl-test:${randomBytes(6).toString('hex')}:`;
+  // The issue's numbers: AI_INFERENCE at 5 a second, burst 10; and a tenant with room for a batch.
+  const RATE = 5;
+  const BURST = 10;
+  const smallSource = () =>
+    new MemoryLimitSource()
+      .tenant('acme', { AI_INFERENCE: { override: { ratePerSecond: RATE, burst: BURST } } })
+      .tenant('wide', { AI_INFERENCE: { override: { ratePerSecond: 250, burst: 500 } } });
+  const inference = (tenant: string, units: number, at: number) => ({ tenant, dimension: 'AI_INFERENCE', units, at }) as const;
+  const bucketKey = (keyPrefix: string, tenant: string) => `${keyPrefix}AI_INFERENCE:-:readings:${tenant}`;
+  let redis: Redis;
+  beforeAll(() => {
+    redis = new Redis(redisUrl!, { commandTimeout: COMMAND_TIMEOUT_MS });
+  });
+  afterAll(() => redis?.disconnect());
+
+  /** Admits `request` until admitted, letting reservations be answered between tries; the tries it took (null: never). */
+  async function admittedWithin(governor: Governor, request: AdmitRequest, tries: number): Promise<number | null> {
+    for (let i = 1; i <= tries; i++) {
+      if (governor.admit(request).admitted) return i;
+      await governor.reservationsSettled();
+    }
+    return null;
+  }
+
+  it('refuses a count over the burst as never-fits with a bounded retry, charges Redis nothing, and the next unit is admitted', async () => {
+    const keyPrefix = prefix();
+    const a = await sharedGovernor(redisUrl!, keyPrefix, smallSource());
+    const b = await sharedGovernor(redisUrl!, keyPrefix, smallSource());
+    const at = Date.now();
+    const huge = a.governor.admit(inference('acme', 999_999_999, at));
+    expect(huge).toMatchObject({ admitted: false, neverFits: true, burst: BURST, behaviour: 'REJECT' });
+    // The time to a full bucket, as metering alone: never the 200,000,000 s the count would take.
+    expect(huge.retryAfterSeconds).toBeGreaterThanOrEqual(1);
+    expect(huge.retryAfterSeconds).toBeLessThanOrEqual(BURST / RATE);
+    await a.governor.reservationsSettled();
+    const tokens = await redis.hget(bucketKey(keyPrefix, 'acme'), 'tokens');
+    expect(tokens === null || Number(tokens) >= BURST - 1).toBe(true);
+    // Both replicas admit the next unit at once.
+    expect(await admittedWithin(a.governor, inference('acme', 1, at), 1)).toBe(1);
+    expect(await admittedWithin(b.governor, inference('acme', 1, at), 1)).toBe(1);
+  });
+
+  it('bounds a reservation in the Lua script itself: want and debt at most a burst, the bucket never below minus one burst', async () => {
+    const keyPrefix = prefix();
+    const budget = createRedisSharedBudget({ url: redisUrl!, keyPrefix, commandTimeoutMs: COMMAND_TIMEOUT_MS });
+    closers.push(() => budget.close());
+    expect(await budget.ready()).toBe(true);
+    const at = Date.now();
+    const reserve = (request: Partial<ReserveRequest>) =>
+      budget.reserve({ key: 'k', kind: 'TOKEN_BUCKET', ratePerSecond: RATE, burst: BURST, atMs: at, wantUnits: 1, debtUnits: 0, ...request });
+    expect(await reserve({ wantUnits: 999_999_999 })).toBe(BURST);
+    expect(await reserve({ debtUnits: 999_999_999 })).toBe(0);
+    expect(Number(await redis.hget(`${keyPrefix}k`, 'tokens'))).toBe(-BURST);
+    // The key lives as long as refilling from the floor takes, plus a minute: no longer, so it is not kept forever.
+    const ttlMs = await redis.pttl(`${keyPrefix}k`);
+    expect(ttlMs).toBeGreaterThan(60_000);
+    expect(ttlMs).toBeLessThanOrEqual(60_000 + (2 * BURST * 1000) / RATE);
+    // From minus one burst: nothing while the debt refills (2 s at 5 a second), a unit again within two bursts' refill.
+    expect(await reserve({ atMs: at + (BURST * 1000) / RATE })).toBe(0);
+    expect(await reserve({ atMs: at + (2 * BURST * 1000) / RATE + 200 })).toBe(1);
+    // A key an older version drove to -999,999,989 is raised to the floor: usable again within two bursts' refill.
+    await redis.hset(`${keyPrefix}poisoned`, 'tokens', '-999999989', 'ms', String(at));
+    expect(await reserve({ key: 'poisoned', atMs: at + (2 * BURST * 1000) / RATE + 200 })).toBe(1);
+    // Arguments that are no numbers are refused, and the key is left as it was.
+    await expect(reserve({ key: 'bad', ratePerSecond: Number.NaN })).rejects.toThrow(/rate and burst/);
+    await expect(reserve({ key: 'bad', burst: 0 })).rejects.toThrow(/rate and burst/);
+    expect(await redis.exists(`${keyPrefix}bad`)).toBe(0);
+    // A fixed window: a grant is at most the limit, whatever the debt.
+    const windowAt = (Math.floor(at / 1000) + 5) * 1000;
+    const window = (request: Partial<ReserveRequest>) =>
+      budget.reserve({ key: 'w', kind: 'FIXED_WINDOW', ratePerSecond: 100, burst: 100, atMs: windowAt, wantUnits: 1, debtUnits: 0, ...request });
+    expect(await window({ debtUnits: 999_999_999, wantUnits: 999_999_999 })).toBe(0);
+    expect(Number(await redis.get(`${keyPrefix}w:${windowAt / 1000}`))).toBe(100);
+    expect(await window({ atMs: windowAt + 1000, wantUnits: 999_999_999 })).toBe(100);
+  });
+
+  it("does not lock a tenant out after its shared bucket is spent or its key expires", async () => {
+    const keyPrefix = prefix();
+    const a = await sharedGovernor(redisUrl!, keyPrefix, smallSource());
+    const b = await sharedGovernor(redisUrl!, keyPrefix, smallSource());
+    const at = Date.now();
+    let admitted = 0;
+    for (let i = 0; i < 40; i++) {
+      for (const { governor } of [a, b]) if (governor.admit(inference('acme', 1, at)).admitted) admitted++;
+      await Promise.all([a.governor.reservationsSettled(), b.governor.reservationsSettled()]);
+    }
+    // The burst, and at most a minimum slice of credit per replica.
+    expect(admitted).toBeGreaterThanOrEqual(BURST);
+    expect(admitted).toBeLessThanOrEqual(BURST + 2);
+    expect(Number(await redis.hget(bucketKey(keyPrefix, 'acme'), 'tokens'))).toBeGreaterThanOrEqual(-BURST);
+    // The key expires (deleted here, as its expiry would): once a burst's refill time has passed by the requests'
+    // own clock, each replica asks again and is admitted.
+    await redis.del(bucketKey(keyPrefix, 'acme'));
+    const later = at + (BURST * 1000) / RATE;
+    expect(await admittedWithin(a.governor, inference('acme', 1, later), 3)).not.toBeNull();
+    expect(await admittedWithin(b.governor, inference('acme', 1, later), 3)).not.toBeNull();
+    // And without the expiry, the bucket refills by itself: two bursts' refill time after it was spent, both admit.
+    const refilled = at + (2 * BURST * 1000) / RATE + 1000;
+    for (let i = 0; i < 20; i++) a.governor.admit(inference('acme', 1, later));
+    await a.governor.reservationsSettled();
+    expect(await admittedWithin(a.governor, inference('acme', 1, refilled), 3)).not.toBeNull();
+    expect(await admittedWithin(b.governor, inference('acme', 1, refilled), 3)).not.toBeNull();
+    // A count over the burst on a warm replica, then its slice spent: it asks again within a burst's refill, not
+    // after the 200,000,000 s the count would have taken (the reported lockout of over 3 minutes).
+    await b.governor.reservationsSettled();
+    expect(b.governor.admit(inference('acme', 999_999_999, refilled))).toMatchObject({ admitted: false, neverFits: true });
+    await b.governor.reservationsSettled();
+    for (let i = 0; i < 40; i++) {
+      b.governor.admit(inference('acme', 1, refilled));
+      await b.governor.reservationsSettled();
+    }
+    const afterRefill = refilled + (2 * BURST * 1000) / RATE + 1000;
+    expect(await admittedWithin(b.governor, inference('acme', 1, afterRefill), 3)).not.toBeNull();
+  });
+
+  it('admits a batch as far as the shared tokens allow (the admission API plans, reserves, then decides)', async () => {
+    const keyPrefix = prefix();
+    const a = await sharedGovernor(redisUrl!, keyPrefix, smallSource());
+    const b = await sharedGovernor(redisUrl!, keyPrefix, smallSource());
+    const at = Date.now();
+    // Both replicas know the tenant's ceilings (a name's first admissions are metered alone while they load).
+    for (const { governor } of [a, b]) {
+      governor.admit(inference('wide', 0, at));
+      await governor.loadsSettled();
+    }
+    // Another replica spends two of the 500: Redis holds about 498 (what b reserved ahead is b's).
+    for (let i = 0; i < 2; i++) expect(await admittedWithin(b.governor, inference('wide', 1, at), 3)).not.toBeNull();
+    // Replica a holds a slice from one admission of its own.
+    expect(await admittedWithin(a.governor, inference('wide', 1, at), 3)).not.toBeNull();
+    await a.governor.reservationsSettled();
+    const batch = async (governor: Governor, tenant: string, count: number): Promise<number> => {
+      for (let i = 0; i < count; i++) governor.plan(inference(tenant, 1, at));
+      await governor.reservePlanned();
+      let admittedInBatch = 0;
+      for (let i = 0; i < count; i++) if (governor.admit(inference(tenant, 1, at)).admitted) admittedInBatch++;
+      return admittedInBatch;
+    };
+    expect(await batch(a.governor, 'wide', 50)).toBe(50);
+    // All the rest at one instant (nothing refills): admitted up to what Redis and the replicas hold, no more.
+    const rest = await batch(a.governor, 'wide', 1000);
+    const heldByB = b.governor.admit(inference('wide', 0, at)).remaining;
+    await b.governor.reservationsSettled();
+    expect(rest).toBeGreaterThanOrEqual(500 - 3 - 50 - heldByB - 5);
+    expect(3 + 50 + rest).toBeLessThanOrEqual(500 + 5);
+    // The issue's tenant: a batch of 50 on a burst of 10 gets the 10, no more, and the rest a retry within a burst.
+    expect(await batch(a.governor, 'acme', 50)).toBe(BURST);
+    const refused = a.governor.admit(inference('acme', 1, at));
+    expect(refused).toMatchObject({ admitted: false, neverFits: false });
+    expect(refused.retryAfterSeconds).toBeLessThanOrEqual(BURST / RATE);
   });
 });
 

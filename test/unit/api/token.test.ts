@@ -69,6 +69,21 @@ describe('issuer, audience, lifetime', () => {
     expect(await short(await sign(now, now + 601))).toMatchObject({ refused: expect.stringContaining('600') });
   });
 
+  it('refuses a token issued more than a minute in the future, or issued after it expires (issue 34, item 8)', async () => {
+    const sign = (iat: number, exp: number) =>
+      new SignJWT({ role: 'OPERATOR' }).setProtectedHeader({ alg: 'HS256' }).setSubject('x').setIssuedAt(iat).setExpirationTime(exp).sign(key);
+    const tenYears = 10 * 365 * 86_400;
+    // The reported bypass: exp - iat is an hour, but the token lives ten years from now.
+    expect(await verify(await sign(now + tenYears - 3600, now + tenYears))).toEqual({ refused: expect.stringContaining('in the future') });
+    expect(await verify(await sign(now + 120, now + 3600))).toEqual({ refused: expect.stringContaining('in the future') });
+    expect(await verify(await sign(now + 3600, now + 60))).toEqual({ refused: expect.stringContaining('after it expires') });
+    // A clock a little ahead of ours is not a forgery: up to 60 s are accepted.
+    expect(await verify(await sign(now + 30, now + 3600))).toEqual({ id: 'x', role: 'OPERATOR' });
+    const clock = createTokenVerifier({ secret, now: () => (now - 100) * 1000 });
+    expect(await clock(await sign(now, now + 3600))).toEqual({ refused: expect.stringContaining('in the future') });
+    expect(await clock(await sign(now - 60, now + 3600))).toEqual({ id: 'x', role: 'OPERATOR' });
+  });
+
   it('says when an expired token expired', async () => {
     const expired = await mintToken({ secret, role: 'OPERATOR', ttl: -60 });
     expect(await verify(expired)).toEqual({ refused: expect.stringMatching(/^the bearer token expired at \d{4}-\d\d-\d\dT/) });
