@@ -123,6 +123,8 @@ export function createLwm2mHandler(options: Lwm2mDoorOptions): (req: IncomingMes
         res.setOption('Max-Age', 1);
         return refuse(res, '5.03', 'the reading pipeline is unavailable; retry');
       }
+      // Refused for its content (too large for the sink, not serialisable): no retry can change it.
+      if (sunk.status === 'refused') return refuse(res, sunk.reason === 'too-large' ? '4.13' : '4.00', sunk.message);
     }
     res.code = '2.04';
     res.end();
