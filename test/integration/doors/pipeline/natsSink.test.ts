@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { connect, JSONCodec, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createNatsSink, subjectFor } from '../../../../src/doors/pipeline/natsSink.ts';
+import { createNatsSink, ENVELOPE_RESERVE_BYTES, subjectFor } from '../../../../src/doors/pipeline/natsSink.ts';
 import type { AcceptedBatch } from '../../../../src/doors/pipeline/sink.ts';
 import { natsReachable, natsUrl } from '../../../support/nats.ts';
 
@@ -47,6 +47,7 @@ describe.skipIf(!reachable)('NATS JetStream sink', () => {
     const first = await manager.streams.getMessage(stream, { seq: 1 });
     expect(first.subject).toBe(`${subjectPrefix}.acme`);
     expect(first.header.get('X-Request-ID')).toBe('req-1');
+    expect(first.header.get('Nats-Msg-Id')).toBe('http:acme:req-1');
     expect(JSONCodec<AcceptedBatch>().decode(first.data)).toEqual(batch('req-1'));
     const second = await manager.streams.getMessage(stream, { seq: 2 });
     expect(second.subject).toBe(`${subjectPrefix}.tenant%2Ewith%2Adots`);
@@ -57,6 +58,40 @@ describe.skipIf(!reachable)('NATS JetStream sink', () => {
     await sink.publish(batch('req-3'));
     await sink.close();
     expect((await (await reader.jetstreamManager()).streams.info(stream)).state.messages).toBe(3);
+  });
+
+  it('answers duplicate for a message ID it stored before, and no tenant can choose an ID that drops another tenant\'s', async () => {
+    const sink = await createNatsSink({ url: natsUrl, stream, subjectPrefix });
+    const before = (await (await reader.jetstreamManager()).streams.info(stream)).state.messages;
+    expect(await sink.publish(batch('shared-id', 'alpha'))).toEqual({ status: 'stored' });
+    expect(await sink.publish(batch('shared-id', 'alpha'))).toEqual({ status: 'duplicate' });
+    // The same X-Request-ID from another tenant is another message.
+    expect(await sink.publish(batch('shared-id', 'beta'))).toEqual({ status: 'stored' });
+    await sink.close();
+    expect((await (await reader.jetstreamManager()).streams.info(stream)).state.messages).toBe(before + 2);
+  });
+
+  it('refuses, as an answer and without publishing, a batch larger than max_payload with its envelope or one that cannot be written as JSON', async () => {
+    const sink = await createNatsSink({ url: natsUrl, stream, subjectPrefix });
+    const maxPayload = sink.connection().info!.max_payload;
+    // The body cap the doors take from it leaves room for the envelope.
+    expect(sink.maxBodyBytes!()).toBe(maxPayload - ENVELOPE_RESERVE_BYTES);
+    const before = (await (await reader.jetstreamManager()).streams.info(stream)).state.messages;
+
+    const large = { ...batch('too-large'), items: [{ measurements: { blob: 'x'.repeat(maxPayload) } }] };
+    const tooLarge = await sink.publish(large);
+    expect(tooLarge).toMatchObject({ status: 'refused', reason: 'too-large' });
+
+    // 100,000 levels deep: JSON.stringify overflows its stack on it.
+    let deep: Record<string, unknown> = {};
+    for (let level = 0; level < 100_000; level++) deep = { v: deep };
+    const unserialisable = await sink.publish({ ...batch('too-deep'), items: [{ measurements: { deep } }] });
+    expect(unserialisable).toMatchObject({ status: 'refused', reason: 'unserialisable' });
+
+    // Neither held anything up: the next batch is stored at once.
+    expect(await sink.publish(batch('after-refusals'))).toEqual({ status: 'stored' });
+    await sink.close();
+    expect((await (await reader.jetstreamManager()).streams.info(stream)).state.messages).toBe(before + 1);
   });
 
   it('no tenant name can leave its own subject token', () => {
