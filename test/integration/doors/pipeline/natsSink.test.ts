@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createNatsSink, ENVELOPE_RESERVE_BYTES, subjectFor } from '../../../../src/doors/pipeline/natsSink.ts';
 import type { AcceptedBatch } from '../../../../src/doors/pipeline/sink.ts';
 import { natsReachable, natsUrl } from '../../../support/nats.ts';
+import { waitFor } from '../../../support/waitFor.ts';
 
 const reachable = await natsReachable('the NATS sink suite');
 
@@ -92,6 +93,23 @@ describe.skipIf(!reachable)('NATS JetStream sink', () => {
     expect(await sink.publish(batch('after-refusals'))).toEqual({ status: 'stored' });
     await sink.close();
     expect((await (await reader.jetstreamManager()).streams.info(stream)).state.messages).toBe(before + 1);
+  });
+
+  it('makes a new connection when its connection closes, and says it is unavailable until then', async () => {
+    const sink = await createNatsSink({ url: natsUrl, stream, subjectPrefix });
+    expect(sink.unavailable!()).toBeNull();
+    const first = sink.connection();
+    // Closed under the sink, as a server that refuses the connection closes it: nats.js never reconnects a closed one.
+    await first.close();
+    // The sink waits half a second before its first new connection.
+    await waitFor(() => sink.unavailable!() !== null, { timeoutMs: 400, intervalMs: 5, description: 'the sink to notice the closed connection' });
+    expect(sink.unavailable!()).toMatch(/reading sink \(NATS JetStream at .*\) is disconnected/);
+    await expect(sink.publish(batch('while-closed'))).rejects.toThrow(/not connected/);
+    await waitFor(() => sink.unavailable!() === null, { timeoutMs: 10_000, description: 'a new connection' });
+    expect(sink.connection()).not.toBe(first);
+    expect(await sink.publish(batch('after-new-connection'))).toEqual({ status: 'stored' });
+    await sink.close();
+    expect(sink.unavailable!()).toBe('the NATS sink is closed');
   });
 
   it('no tenant name can leave its own subject token', () => {
