@@ -77,7 +77,7 @@ export async function createNatsSink(options: NatsSinkOptions): Promise<NatsSink
   const markDown = (why: string) => {
     connected = false;
     downSince ??= Date.now();
-    logger?.warn({ url: options.url }, `the NATS sink is down (${why}); ingest answers 503 until it reconnects`);
+    logger?.warn({ url: redacted(options.url) }, `the NATS sink is down (${why}); ingest answers 503 until it reconnects`);
   };
 
   const watch = (connection: NatsConnection) => {
@@ -89,7 +89,7 @@ export async function createNatsSink(options: NatsSinkOptions): Promise<NatsSink
           connected = true;
           streamChecked = null;
           maxPayload = connection.info?.max_payload ?? maxPayload;
-          logger?.info({ url: options.url, downForMs: downSince === null ? 0 : Date.now() - downSince }, 'the NATS sink reconnected');
+          logger?.info({ url: redacted(options.url), downForMs: downSince === null ? 0 : Date.now() - downSince }, 'the NATS sink reconnected');
           downSince = null;
         }
       }
@@ -120,10 +120,10 @@ export async function createNatsSink(options: NatsSinkOptions): Promise<NatsSink
         connected = true;
         downSince = null;
         watch(connection);
-        logger?.info({ url: options.url, attempt }, 'the NATS sink made a new connection');
+        logger?.info({ url: redacted(options.url), attempt }, 'the NATS sink made a new connection');
         return;
       } catch (error) {
-        if (attempt === 1 || attempt % 20 === 0) logger?.warn({ err: error, url: options.url, attempt }, 'the NATS sink cannot connect yet; trying again');
+        if (attempt === 1 || attempt % 20 === 0) logger?.warn({ err: error, url: redacted(options.url), attempt }, 'the NATS sink cannot connect yet; trying again');
       }
       pauseMs = Math.min(pauseMs * 2, LONGEST_RECONNECT_PAUSE_MS);
     }
