@@ -210,7 +210,7 @@ export function messageIdOf(batch: Pick<AcceptedBatch, 'route' | 'tenantId' | 'r
 
 /** The URL without its credentials, for /readyz. */
 function redacted(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, '//');
+  return url.replace(/\/\/[^@/,]*@/g, '//');
 }
 
 async function ensureStream(connection: NatsConnection, options: NatsSinkOptions): Promise<void> {
