@@ -174,6 +174,8 @@ export async function startService(
   // Closed before the governor (closers run in reverse): no request reaches a closed sink.
   const door = await startDoorParts({ settings, db, governor, logger });
   closers.push(() => door.close());
+  // A sink that is down (NATS reconnecting) makes every ingest door answer "retry": /readyz says so, naming it.
+  readiness.push(() => Promise.resolve(door.sink.unavailable?.() ?? null));
   const ingest = startIngest({ settings, logger, door });
   // The device doors take the same parts; each is closed before them (closers run in reverse). Each is loaded
   // only when it is configured: its broker and codec libraries would otherwise cost every start.

@@ -2,15 +2,17 @@
 // (Governor.hold, Governor.chargeUntilSettled): the HTTP ingest door charges readings before it checks the
 // credential and before the sink takes them (docs/governance-model.md, the order of a door's checks), and only then knows whether they were taken.
 import type { AllowanceState } from './allowanceState.ts';
-import { OUTCOME_ADMITTED, OUTCOME_UNAUTHENTICATED } from './allowanceState.ts';
+import { OUTCOME_ADMITTED, OUTCOME_REJECTED, OUTCOME_UNAUTHENTICATED } from './allowanceState.ts';
 
 /**
  * - admitted: taken (HTTP 202): counted as admitted.
  * - unauthenticated: the credential failed after the charge (HTTP 401): counted as unauthenticated, apart.
+ * - rejected: refused for its content after the charge (the sink can never take it: too large for NATS, not
+ *   serialisable; HTTP 413/400, a broker message acknowledged and skipped): counted as rejected, never admitted.
  * - withdrawn: not taken for a reason of the service's or of another limit (HTTP 503, a 429 on API_REQUESTS):
  *   not counted; the client's retry is.
  */
-export type ChargeOutcome = 'admitted' | 'unauthenticated' | 'withdrawn';
+export type ChargeOutcome = 'admitted' | 'unauthenticated' | 'rejected' | 'withdrawn';
 
 export type HeldTally = (allowance: AllowanceState, at: number, units: number, outcome: number, cause: number) => void;
 
@@ -43,7 +45,7 @@ export class HeldCharge {
     if (allowance === null) return;
     this.allowance = null;
     if (outcome === 'withdrawn') return;
-    const code = outcome === 'admitted' ? OUTCOME_ADMITTED : OUTCOME_UNAUTHENTICATED;
+    const code = outcome === 'admitted' ? OUTCOME_ADMITTED : outcome === 'rejected' ? OUTCOME_REJECTED : OUTCOME_UNAUTHENTICATED;
     // The unresolved cause describes admissions at the platform default; unauthenticated units are not admitted.
     this.tally!(allowance, this.at, this.units, code, outcome === 'admitted' ? this.cause : -1);
   }

@@ -29,7 +29,7 @@ import { addChargesLeft, answer, chargePolicy, answerRateLimited, enterTenantPat
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { admitApiRequest, answerNeverFits, answerSinkOutcome, answerTooLarge, authorizedCredential } from './ingestSteps.ts';
 import { decodeReadings } from '../pipeline/readings.ts';
-import { chargeMessage, handToSinkThen, holdReadingsCharge, type AcceptedBatch, type IngestCredential, type Metering, type SinkOutcome, type SinkReceiver } from '../pipeline/index.ts';
+import { bodyCapOf, chargeMessage, handToSinkThen, holdReadingsCharge, type AcceptedBatch, type IngestCredential, type Metering, type SinkOutcome, type SinkReceiver } from '../pipeline/index.ts';
 import { HeldCharge, type AdmitDecision, type ChargeOutcome } from '../../governance/index.ts';
 
 export const INGEST_PREFIX = '/v1/ingest/';
@@ -42,7 +42,10 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
   return (req: IncomingMessage, res: ServerResponse, target: RequestTarget, fault: RouteFault) => {
     const entered = enterTenantPath(req, res, target, deps, clients, now, INGEST_PATH);
     if (entered === null) return;
-    const exchange = new IngestExchange(req, res, deps, entered.entry, entered.names[0]!, maxBodyBytes, fault);
+    // The cap follows the sink's (NATS: its max_payload less the envelope), read per request: a NATS server
+    // met after a reconnect may take less or more.
+    const capBytes = bodyCapOf(deps, maxBodyBytes);
+    const exchange = new IngestExchange(req, res, deps, entered.entry, entered.names[0]!, capBytes, fault);
     const message = chargeMessage(deps, exchange);
     if (!message.admitted) {
       answerRateLimited(res, deps, entered.entry, exchange.tenantId, tenantVerdict(message, 'messages'));
@@ -50,11 +53,11 @@ export function createIngestHandler(deps: FrontDoorDeps, clients: ClientResolver
     }
     exchange.keepMessageCharge(message);
     // A declared length over the cap is refused before a byte is read; a chunked one as soon as it passes the cap.
-    if (declaresTooLarge(req, maxBodyBytes)) {
-      answerTooLarge(req, res, deps, entered.entry, exchange.tenantId, maxBodyBytes);
+    if (declaresTooLarge(req, capBytes)) {
+      answerTooLarge(req, res, deps, entered.entry, exchange.tenantId, capBytes);
       return;
     }
-    readBodyInto(req, maxBodyBytes, exchange);
+    readBodyInto(req, capBytes, exchange);
   };
 }
 
@@ -126,8 +129,7 @@ class IngestExchange implements BodyReceiver, SinkReceiver, Metering, ChargesLef
   sunk(outcome: SinkOutcome): void {
     try {
       if (outcome.status === 'accepted') addChargesLeft(this.entry, this);
-      const taken = answerSinkOutcome(this.res, this.deps, this.entry, this.batch!, outcome);
-      this.settle(taken ? 'admitted' : 'withdrawn');
+      this.settle(answerSinkOutcome(this.res, this.deps, this.entry, this.batch!, outcome));
     } catch (error) {
       this.fail(error);
     }

@@ -13,7 +13,7 @@ import {
   type SenderCheck,
   type SinkOutcome,
 } from '../pipeline/index.ts';
-import type { AdmitDecision } from '../../governance/index.ts';
+import type { AdmitDecision, ChargeOutcome } from '../../governance/index.ts';
 import { answer, answerAccepted, answerRateLimited, tenantVerdict, type FrontDoorRequest } from './frontDoor.ts';
 import type { FrontDoorDeps } from './frontDoorDeps.ts';
 import { closeAfterRefusal, declaresTooLarge, readBodyCapped } from '../../http-server/readBody.ts';
@@ -93,25 +93,45 @@ export function admitApiRequest(
 }
 
 /**
- * Hands the batch to the sink and answers 202 with the units accepted (true), or 503 with Retry-After when the
- * sink fails (false).
+ * Hands the batch to the sink and answers (answerSinkOutcome); returns what the held readings charge is to be
+ * settled with.
  */
-export async function publishAccepted(res: ServerResponse, deps: FrontDoorDeps, entry: FrontDoorRequest, batch: AcceptedBatch): Promise<boolean> {
+export async function publishAccepted(res: ServerResponse, deps: FrontDoorDeps, entry: FrontDoorRequest, batch: AcceptedBatch): Promise<ChargeOutcome> {
   return answerSinkOutcome(res, deps, entry, batch, await handToSink(deps, batch));
 }
 
-/** 202 with the units accepted when the sink took the batch (true), else 503 with Retry-After (false). */
-export function answerSinkOutcome(res: ServerResponse, deps: FrontDoorDeps, entry: FrontDoorRequest, batch: AcceptedBatch, outcome: SinkOutcome): boolean {
+/**
+ * Answers the sink's outcome and says what the held readings charge is to be settled with:
+ * - taken: 202 with the units accepted ('admitted'; a retry the sink already held, by its X-Request-ID, is
+ *   answered and counted the same, since its first try was withdrawn when it was not answered 202);
+ * - refused for its content, which no retry can change: 413 when larger than the pipeline takes, 400 when it
+ *   cannot be serialised ('rejected');
+ * - the sink failed: 503 with Retry-After ('withdrawn', the retry is counted).
+ */
+export function answerSinkOutcome(
+  res: ServerResponse,
+  deps: FrontDoorDeps,
+  entry: FrontDoorRequest,
+  batch: AcceptedBatch,
+  outcome: SinkOutcome,
+): ChargeOutcome {
   if (outcome.status === 'unavailable') {
     const failure = batch.route === 'http' ? 'ingest sink failed' : 'integration sink failed';
     deps.logger.error({ err: outcome.error, requestId: entry.requestId, tenantId: batch.tenantId }, failure);
-    entry.headers.push('Retry-After', '1');
+    entry.headers.push('Retry-After', String(SINK_RETRY_AFTER_SECONDS));
     answer(res, deps, entry, batch.tenantId, 503, { error: 'the reading pipeline is unavailable; retry' });
-    return false;
+    return 'withdrawn';
+  }
+  if (outcome.status === 'refused') {
+    answer(res, deps, entry, batch.tenantId, outcome.reason === 'too-large' ? 413 : 400, { error: outcome.message });
+    return 'rejected';
   }
   answerAccepted(res, deps, entry, batch.tenantId, batch.units);
-  return true;
+  return 'admitted';
 }
+
+/** Retry-After on a 503 from the sink, as on every 503 of the service (docs/faults.md). */
+const SINK_RETRY_AFTER_SECONDS = 1;
 
 /**
  * 413 for a request larger than the most its tenant's allowance can ever grant (the Governor's `neverFits`):

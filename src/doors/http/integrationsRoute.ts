@@ -12,8 +12,8 @@ import { addDecidedQuota, answer, enterTenantPath, type ClientResolver } from '.
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { admitApiRequest, answerNeverFits, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';
 import { decodeUplinks } from './uplinks.ts';
-import { holdReadingsCharge } from '../pipeline/index.ts';
-import { HeldCharge } from '../../governance/index.ts';
+import { bodyCapOf, holdReadingsCharge } from '../pipeline/index.ts';
+import { HeldCharge, type ChargeOutcome } from '../../governance/index.ts';
 
 export const INTEGRATIONS_PREFIX = '/v1/integrations/';
 const INTEGRATIONS_PATH = { prefix: INTEGRATIONS_PREFIX, count: 2, help: 'the path must be /v1/integrations/<tenant>/<integration> with valid names' };
@@ -33,7 +33,7 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
     const credential = checked instanceof Promise ? await checked : checked;
     if (credential === null) return;
 
-    const body = await readBodyWithinCap(req, res, deps, entry, tenantId, maxBodyBytes);
+    const body = await readBodyWithinCap(req, res, deps, entry, tenantId, bodyCapOf(deps, maxBodyBytes));
     if (body === null) return;
     const decoded = decodeUplinks(body);
     if (decoded.status === 'invalid') return answer(res, deps, entry, tenantId, 400, { error: decoded.message });
@@ -52,9 +52,9 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
     addDecidedQuota(entry, decision, 'uplinks');
     if (!decision.admitted) return answer(res, deps, entry, tenantId, 202, { accepted: 0, dropped: uplinks });
 
-    let taken = false;
+    let outcome: ChargeOutcome = 'withdrawn';
     try {
-      taken = await publishAccepted(res, deps, entry, {
+      outcome = await publishAccepted(res, deps, entry, {
         tenantId,
         route: 'integration',
         integration,
@@ -65,7 +65,7 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
         items: decoded.uplinks,
       });
     } finally {
-      charge.settle(taken ? 'admitted' : 'withdrawn');
+      charge.settle(outcome);
     }
   };
 }

@@ -15,6 +15,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, OutgoingMessage } from 'coap';
 import type { Logger } from '../../logger.ts';
 import {
+  bodyCapOf,
   chargeMessage,
   chargeReadings,
   checkEdge,
@@ -92,7 +93,8 @@ export function createLwm2mHandler(options: Lwm2mDoorOptions): (req: IncomingMes
     const message = chargeMessage(parts, metering);
     if (!message.admitted) return tooMany(res, message.retryAfterSeconds);
 
-    if (req.payload.length > maxPayloadBytes) return refuse(res, '4.13', `the payload is larger than ${maxPayloadBytes} bytes`, 'too-large');
+    const capBytes = bodyCapOf(parts, maxPayloadBytes);
+    if (req.payload.length > capBytes) return refuse(res, '4.13', `the payload is larger than ${capBytes} bytes`, 'too-large');
     const format = contentFormatOf(req.headers['Content-Format']);
     if (format !== SENML_JSON && format !== SENML_CBOR) {
       return refuse(res, '4.15', 'Send takes SenML JSON (110) or SenML CBOR (112)', 'unsupported-format');
@@ -123,6 +125,8 @@ export function createLwm2mHandler(options: Lwm2mDoorOptions): (req: IncomingMes
         res.setOption('Max-Age', 1);
         return refuse(res, '5.03', 'the reading pipeline is unavailable; retry');
       }
+      // Refused for its content (too large for the sink, not serialisable): no retry can change it.
+      if (sunk.status === 'refused') return refuse(res, sunk.reason === 'too-large' ? '4.13' : '4.00', sunk.message);
     }
     res.code = '2.04';
     res.end();

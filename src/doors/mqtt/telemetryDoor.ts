@@ -7,22 +7,27 @@
 //   4. the size cap and the decode, in the same reading format as HTTP ingest;
 //   5. the readings charged (without `sent-at`, a message whose newest reading is older than the threshold is
 //      charged on BACKLOG at that time here);
-//   6. the sink, tried until it takes the batch.
-// Every message settles: shed and dropped ones too, so nothing a publisher sends can hold the consumer up.
-import { randomUUID } from 'node:crypto';
+//   6. the sink, tried until it answers; the readings charge is held until then and counted with what the
+//      sink said: admitted when it stored the batch, rejected when it refused it for its content (acknowledged
+//      and skipped), not again when a redelivered message was stored by its earlier delivery (brokerMessageId).
+// Every message settles: shed, dropped and refused ones too, so nothing a publisher sends can hold the consumer up.
+import { HeldCharge } from '../../governance/index.ts';
 import type { Logger } from '../../logger.ts';
 import {
+  bodyCapOf,
   brokerMessageDropper,
+  brokerMessageId,
   chargeMessage,
-  chargeReadings,
   decodeReadings,
   handToSinkUntilTaken,
+  holdReadingsCharge,
   isAcceptableName,
   type DoorParts,
   type DropReason,
   type InboundMessage,
   type Metering,
   type Settled,
+  type SinkRefusal,
 } from '../pipeline/index.ts';
 import { latestReadingTime, meteringFor, sentAtOf } from './sendTime.ts';
 import { parseTelemetryTopic } from './topics.ts';
@@ -36,6 +41,8 @@ export interface TelemetryDoorOptions {
   now?: () => number;
   /** A message dropped before its readings were charged (the Governor counts the rest). */
   onDropped?: (reason: DropReason) => void;
+  /** A message the sink refused for its content after its readings were charged (the Governor counts it rejected). */
+  onRefused?: (reason: SinkRefusal) => void;
 }
 
 export function createTelemetryHandler(options: TelemetryDoorOptions): (message: InboundMessage, signal: AbortSignal) => Promise<Settled> {
@@ -57,7 +64,9 @@ export function createTelemetryHandler(options: TelemetryDoorOptions): (message:
     // SHED: a refused message is dropped and counted by the Governor, and acknowledged.
     if (!chargeMessage(parts, metering).admitted) return 'settled';
 
-    if (message.payload.length > maxPayloadBytes) return drop('too-large', message, `${message.payload.length} bytes`);
+    // The cap follows the sink's (NATS' max_payload less the envelope): a body it could never take is dropped here.
+    const capBytes = bodyCapOf(parts, maxPayloadBytes);
+    if (message.payload.length > capBytes) return drop('too-large', message, `${message.payload.length} bytes, over ${capBytes}`);
     const decoded = decodeReadings(message.payload);
     if (decoded.status === 'invalid') return drop('malformed', message, decoded.message);
     const foreign = decoded.entries.findIndex((entry) => entry.deviceId !== undefined && entry.deviceId !== deviceId);
@@ -65,7 +74,8 @@ export function createTelemetryHandler(options: TelemetryDoorOptions): (message:
 
     const readingsMetering: Metering =
       sentAtMs === undefined ? { tenantId, clientKey, ...meteringFor(latestReadingTime(decoded.entries), arrivedAtMs, backlogAfterMs) } : metering;
-    if (!chargeReadings(parts, readingsMetering, decoded.readingCount).admitted) return 'settled';
+    const charge = new HeldCharge();
+    if (!holdReadingsCharge(parts, readingsMetering, decoded.readingCount, charge).admitted) return 'settled';
 
     return handToSinkUntilTaken(
       parts.sink,
@@ -75,13 +85,14 @@ export function createTelemetryHandler(options: TelemetryDoorOptions): (message:
         allowance: readingsMetering.allowance,
         ...(readingsMetering.allowance === 'BACKLOG' ? { sentAtMs: readingsMetering.atMs } : {}),
         credential: { kind: 'device', subject: deviceId },
-        requestId: randomUUID(),
+        requestId: brokerMessageId(message),
         receivedAtMs: arrivedAtMs,
         units: decoded.readingCount,
         items: decoded.entries,
       },
       signal,
       logger,
+      { charge, redelivered: message.redelivered === true, onRefused: options.onRefused },
     );
   };
 }

@@ -13,6 +13,12 @@ export interface InboundMessage {
   payload: Buffer;
   qos: 0 | 1 | 2;
   userProperties?: Record<string, string | string[]>;
+  /** The session it was delivered on (the consumer's client ID). */
+  session?: string;
+  /** The MQTT packet identifier (QoS 1 and 2 only): the broker resends an unacknowledged message under the same one. */
+  packetId?: number;
+  /** The broker delivered it before (the DUP flag): resent on the session after a reconnect, unacknowledged. */
+  redelivered?: boolean;
 }
 
 /** What a handler says about a message: settled (acknowledge it) or abandoned (the consumer is closing). */
@@ -75,6 +81,9 @@ export function startMqttConsumer(options: MqttConsumerOptions): MqttConsumer {
       payload: typeof packet.payload === 'string' ? Buffer.from(packet.payload) : Buffer.from(packet.payload),
       qos: packet.qos,
       userProperties: packet.properties?.userProperties,
+      session: options.clientId,
+      packetId: packet.messageId,
+      redelivered: packet.dup,
     };
     options.handle(message, stopping.signal).then(
       (outcome) => {

@@ -1,6 +1,6 @@
 // The default sink: counts what was accepted, per tenant. Only authenticated tenants reach a sink, so the
 // per-tenant map grows with real tenants, not with names a sender invents.
-import type { AcceptedBatch, ReadingSink } from './sink.ts';
+import { STORED, type AcceptedBatch, type ReadingSink } from './sink.ts';
 
 export interface CountingSink extends ReadingSink {
   readonly totals: { batches: number; units: number };
@@ -18,7 +18,7 @@ export function createCountingSink(): CountingSink {
       totals.batches += 1;
       totals.units += batch.units;
       unitsByTenant.set(batch.tenantId, (unitsByTenant.get(batch.tenantId) ?? 0) + batch.units);
-      return undefined;
+      return STORED;
     },
     close: () => Promise.resolve(),
   };

@@ -6,6 +6,7 @@ export {
   chargeMessage,
   chargeReadings,
   checkCredential,
+  bodyCapOf,
   checkEdge,
   handToSink,
   handToSinkThen,
@@ -35,7 +36,7 @@ export { createCountingSink, type CountingSink } from './countingSink.ts';
 // every start.
 export type { NatsSinkOptions } from './natsSink.ts';
 export const loadBrokerConsumer = () => import('./brokerConsumer.ts');
-export type { AcceptedBatch, ReadingSink } from './sink.ts';
+export type { AcceptedBatch, ReadingSink, SinkAnswer, SinkRefusal } from './sink.ts';
 export { decodeReadings, isObject, parseJson, readingsOf, type DecodedReadings } from './readings.ts';
-export { brokerMessageDropper, handToSinkUntilTaken, type Decoded, type DropReason } from './handOff.ts';
+export { brokerMessageDropper, brokerMessageId, handToSinkUntilTaken, type BrokerDelivery, type Decoded, type DropReason } from './handOff.ts';
 export type { InboundMessage, MqttConsumer, MqttConsumerOptions, MqttConsumerStats, Settled } from './brokerConsumer.ts';

@@ -68,14 +68,52 @@ function ownKeyCount(object: Record<string, unknown>): number {
   return count;
 }
 
+/**
+ * The deepest a JSON body may nest, counting objects and arrays: a reading is 4 deep
+ * (`{"readings":[{"measurements":{...}}]}`), and a value of a few levels more is plenty. JSON.parse reads any
+ * depth, but JSON.stringify, which writes the batch for the sink, recurses and fails on a body 100,000 deep:
+ * such a body is refused here (400) before it is charged or reaches the sink.
+ */
+export const MAX_JSON_DEPTH = 32;
+
 export function parseJson(body: Buffer): { status: 'parsed'; value: unknown } | { status: 'invalid'; message: string } {
   if (body.length === 0) return invalid('the body is empty; it must be JSON');
+  if (nestsDeeperThan(body, MAX_JSON_DEPTH)) return invalid(`the body nests objects and arrays more than ${MAX_JSON_DEPTH} deep`);
   try {
     return { status: 'parsed', value: JSON.parse(body.toString('utf8')) };
   } catch (error) {
     return invalid(`the body is not valid JSON: ${(error as Error).message}`);
   }
 }
+
+/**
+ * Whether the JSON text opens more than `maxDepth` objects and arrays inside one another, read as bytes before
+ * parsing (no allocation, no recursion). Brackets inside strings do not count; UTF-8 continuation bytes are
+ * never ASCII, so a byte-wise scan sees every quote, backslash and bracket as the parser will. Invalid JSON
+ * that passes is left to JSON.parse.
+ */
+function nestsDeeperThan(body: Buffer, maxDepth: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < body.length; i++) {
+    const byte = body[i]!;
+    if (inString) {
+      if (byte === BACKSLASH) i++;
+      else if (byte === QUOTE) inString = false;
+    } else if (byte === QUOTE) inString = true;
+    else if (byte === OPEN_BRACE || byte === OPEN_BRACKET) {
+      if (++depth > maxDepth) return true;
+    } else if (byte === CLOSE_BRACE || byte === CLOSE_BRACKET) depth--;
+  }
+  return false;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const OPEN_BRACE = 0x7b;
+const CLOSE_BRACE = 0x7d;
+const OPEN_BRACKET = 0x5b;
+const CLOSE_BRACKET = 0x5d;
 
 export function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);

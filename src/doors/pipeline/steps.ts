@@ -18,7 +18,7 @@ import { authorizeSender, type Destination, type SenderCheck } from './authorize
 import type { CredentialLookup } from './credentialCache.ts';
 import type { IngestCredential } from './credentials.ts';
 import type { EdgeDecision, EdgeLimit } from './edgeLimit.ts';
-import type { AcceptedBatch, ReadingSink } from './sink.ts';
+import type { AcceptedBatch, ReadingSink, SinkAnswer, SinkRefusal } from './sink.ts';
 
 /** The parts a door's steps use. A door adds its own (a listener, trusted proxies, a body cap). */
 export interface DoorParts {
@@ -142,7 +142,15 @@ export function callerKeyOf(credential: IngestCredential, clientKey: string): st
   return credential.subject !== null ? `${credential.kind}:${credential.subject}` : `ip:${clientKey}`;
 }
 
-export type SinkOutcome = { status: 'accepted' } | { status: 'unavailable'; error: unknown };
+/**
+ * Step 7's outcome: taken (`duplicate` when the sink had taken the same message ID before), refused for its
+ * content (permanent: the door answers 413/400 or acknowledges and skips it; the charge counts as rejected),
+ * or unavailable (a fault of the sink's: the door answers "retry" or tries again).
+ */
+export type SinkOutcome =
+  | { status: 'accepted'; duplicate: boolean }
+  | { status: 'refused'; reason: SinkRefusal; message: string }
+  | { status: 'unavailable'; error: unknown };
 
 /** Step 7: the batch handed to the sink. A sink fault is an outcome (the door answers "retry"), never a crash. */
 export function handToSink(parts: Pick<DoorParts, 'sink'>, batch: AcceptedBatch): Promise<SinkOutcome> {
@@ -160,21 +168,38 @@ export interface SinkReceiver {
  * this call) when the sink took the batch at once.
  */
 export function handToSinkThen(parts: Pick<DoorParts, 'sink'>, batch: AcceptedBatch, receiver: SinkReceiver): void {
-  let published: Promise<void> | undefined;
+  let published: Promise<SinkAnswer> | SinkAnswer;
   try {
     published = parts.sink.publish(batch);
   } catch (error) {
     receiver.sunk({ status: 'unavailable', error });
     return;
   }
-  if (published === undefined) {
-    receiver.sunk(ACCEPTED);
+  if (!(published instanceof Promise)) {
+    receiver.sunk(outcomeOf(published));
     return;
   }
   published.then(
-    () => receiver.sunk(ACCEPTED),
+    (answer) => receiver.sunk(outcomeOf(answer)),
     (error: unknown) => receiver.sunk({ status: 'unavailable', error }),
   );
 }
 
-const ACCEPTED: SinkOutcome = { status: 'accepted' };
+/**
+ * The most body bytes a door takes: its own cap (INGEST_MAX_BODY_BYTES), or less when the sink takes less
+ * (NATS: its max_payload less the envelope), so a body the sink could never take is refused (413, 4.13,
+ * dropped) before it is read whole, let alone charged.
+ */
+export function bodyCapOf(parts: Pick<DoorParts, 'sink'>, configuredBytes: number): number {
+  const sinkBytes = parts.sink.maxBodyBytes?.();
+  return sinkBytes === undefined ? configuredBytes : Math.min(configuredBytes, sinkBytes);
+}
+
+function outcomeOf(answer: SinkAnswer): SinkOutcome {
+  if (answer.status === 'stored') return ACCEPTED;
+  if (answer.status === 'duplicate') return ACCEPTED_DUPLICATE;
+  return answer;
+}
+
+const ACCEPTED: SinkOutcome = { status: 'accepted', duplicate: false };
+const ACCEPTED_DUPLICATE: SinkOutcome = { status: 'accepted', duplicate: true };

@@ -1,13 +1,17 @@
 // The Sparkplug B door: for each NDATA or DDATA message, the tenant from the group ID, the size cap, the
 // payload decoded with sparkplug-payload, and its metrics with a value charged as readings on the SPARKPLUG
 // allowance at arrival (Sparkplug has no per-message charge: the catalog's messageChargedAllowances), then
-// the sink. Like the MQTT door, every message settles, so no publisher can hold the consumer up.
-import { randomUUID } from 'node:crypto';
+// the sink. Like the MQTT door, every message settles, so no publisher can hold the consumer up, and the
+// readings charge is held until the sink answered (counted once for a redelivered message, rejected when the
+// sink refuses it: ../pipeline/handOff.ts).
+import { HeldCharge } from '../../governance/index.ts';
 import type { Logger } from '../../logger.ts';
 import {
+  bodyCapOf,
   brokerMessageDropper,
-  chargeReadings,
+  brokerMessageId,
   handToSinkUntilTaken,
+  holdReadingsCharge,
   type DoorParts,
   type DropReason,
   type InboundMessage,
@@ -37,7 +41,8 @@ export function createSparkplugHandler(options: SparkplugDoorOptions): (message:
     if (topic.status === 'invalid') return drop('topic', message, topic.message);
     const tenantId = tenantOfGroup(topic.group, groupTenants);
     if (tenantId === null) return drop('topic', message, 'the group maps to no valid tenant ID');
-    if (message.payload.length > maxPayloadBytes) return drop('too-large', message, `${message.payload.length} bytes`);
+    const capBytes = bodyCapOf(parts, maxPayloadBytes);
+    if (message.payload.length > capBytes) return drop('too-large', message, `${message.payload.length} bytes, over ${capBytes}`);
 
     const deviceId = topic.device === null ? topic.edgeNode : `${topic.edgeNode}/${topic.device}`;
     // No message charge on SPARKPLUG (the catalog's messageChargedAllowances): decode, then the readings.
@@ -45,7 +50,8 @@ export function createSparkplugHandler(options: SparkplugDoorOptions): (message:
     if (decoded.status === 'invalid') return drop('malformed', message, decoded.message);
     if (decoded.readingCount === 0) return 'settled';
     const metering: Metering = { tenantId, allowance: 'SPARKPLUG', atMs: arrivedAtMs, clientKey: `device:${deviceId}` };
-    if (!chargeReadings(parts, metering, decoded.readingCount).admitted) return 'settled';
+    const charge = new HeldCharge();
+    if (!holdReadingsCharge(parts, metering, decoded.readingCount, charge).admitted) return 'settled';
 
     return handToSinkUntilTaken(
       parts.sink,
@@ -54,13 +60,14 @@ export function createSparkplugHandler(options: SparkplugDoorOptions): (message:
         route: 'sparkplug',
         allowance: 'SPARKPLUG',
         credential: { kind: 'device', subject: deviceId },
-        requestId: randomUUID(),
+        requestId: brokerMessageId(message),
         receivedAtMs: arrivedAtMs,
         units: decoded.readingCount,
         items: decoded.value as unknown as Record<string, unknown>[],
       },
       signal,
       logger,
+      { charge, redelivered: message.redelivered === true },
     );
   };
 }

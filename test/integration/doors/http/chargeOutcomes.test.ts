@@ -7,7 +7,7 @@
 // whole burst, and whether the next ones found it refilled must not depend on how fast the machine is.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createEdgeLimit } from '../../../../src/doors/pipeline/edgeLimit.ts';
-import type { AcceptedBatch, ReadingSink } from '../../../../src/doors/pipeline/sink.ts';
+import { STORED, type AcceptedBatch, type ReadingSink, type SinkAnswer } from '../../../../src/doors/pipeline/sink.ts';
 import { storageTargets, type TestDb } from '../../../support/databases.ts';
 import { readingsBody, startFrontDoor, TableLimitSource, type RunningFrontDoor } from './frontDoorHarness.ts';
 
@@ -15,9 +15,10 @@ import { readingsBody, startFrontDoor, TableLimitSource, type RunningFrontDoor }
 class SwitchableSink implements ReadingSink {
   failing = false;
   readonly taken: AcceptedBatch[] = [];
-  async publish(batch: AcceptedBatch): Promise<void> {
+  async publish(batch: AcceptedBatch): Promise<SinkAnswer> {
     if (this.failing) throw new Error('the stream does not answer');
     this.taken.push(batch);
+    return STORED;
   }
   async close(): Promise<void> {}
 }

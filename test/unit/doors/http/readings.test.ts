@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeReadings } from '../../../../src/doors/pipeline/readings.ts';
+import { decodeReadings, MAX_JSON_DEPTH } from '../../../../src/doors/pipeline/readings.ts';
 import { decodeUplinks } from '../../../../src/doors/http/uplinks.ts';
 
 const body = (value: unknown) => Buffer.from(typeof value === 'string' ? value : JSON.stringify(value));
@@ -23,6 +23,20 @@ describe('decodeReadings', () => {
   it('256 one-key entries cost 256 readings', () => {
     const readings = Array.from({ length: 256 }, (_, i) => ({ measurements: { [`m${i}`]: i } }));
     expect(decodeReadings(body({ readings }))).toMatchObject({ readingCount: 256 });
+  });
+
+  it(`nests at most ${MAX_JSON_DEPTH} objects and arrays deep; brackets inside strings, escaped quotes included, do not count`, () => {
+    // {"readings":[{"measurements":{"t": ...}}]} opens 4 levels; the value adds the rest.
+    const nested = (depth: number) => `{"readings":[{"measurements":{"t":${'['.repeat(depth - 4)}${']'.repeat(depth - 4)}}}]}`;
+    expect(decodeReadings(body(nested(MAX_JSON_DEPTH)))).toMatchObject({ status: 'decoded', readingCount: 1 });
+    expect(decodeReadings(body(nested(MAX_JSON_DEPTH + 1)))).toEqual({
+      status: 'invalid',
+      message: `the body nests objects and arrays more than ${MAX_JSON_DEPTH} deep`,
+    });
+    // 100,000 deep: refused by the scan, before JSON.parse and long before JSON.stringify would overflow its stack.
+    expect(decodeReadings(body(nested(100_000)))).toMatchObject({ status: 'invalid' });
+    const inString = JSON.stringify({ readings: [{ measurements: { t: `\\"${'['.repeat(1000)}"\\` } }] });
+    expect(decodeReadings(body(inString))).toMatchObject({ status: 'decoded', readingCount: 1 });
   });
 
   it('an empty array costs nothing', () => {
