@@ -185,6 +185,7 @@ export async function startService(
       parts: door,
       logger,
       onDropped: (reason) => metrics.doorDroppedMessages.inc({ door: 'mqtt', reason }),
+      onSendTimeOutOfWindow: (reason) => metrics.doorSendTimesOutOfWindow.inc({ door: 'mqtt', reason }),
     });
     closers.push(() => mqttDoor.close());
     const sparkplugDoor = await startSparkplugDoor({

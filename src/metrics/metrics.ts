@@ -175,6 +175,12 @@ export function createMetrics(options: MetricsOptions) {
       labelNames: ['door', 'reason'] as const,
       registers,
     }),
+    doorSendTimesOutOfWindow: new Counter({
+      name: `${prefix}door_send_times_out_of_window_total`,
+      help: 'Device messages whose send time (MQTT sent-at, or the newest reading time) lay more than 7 days back or more than 60 s ahead, metered at arrival instead, by door and reason (too-old, future).',
+      labelNames: ['door', 'reason'] as const,
+      registers,
+    }),
     collectErrors: new Counter({
       name: `${prefix}metrics_collect_errors_total`,
       help: 'Scrapes at which a metric source failed; its metric kept its last values.',

@@ -86,7 +86,7 @@ export const OPENAPI_DOCUMENT = {
           tenantId: { type: 'string' },
           dimension: { type: 'string', enum: ADMITTED_DIMENSIONS },
           allowance: { type: ['string', 'null'], enum: [...ALLOWANCES, null], description: 'Required for INGEST and EGRESS, absent for the others.' },
-          units: { type: 'number', minimum: 0, maximum: MAX_UNITS },
+          units: { type: 'integer', minimum: 0, maximum: MAX_UNITS },
           at: {
             oneOf: [{ type: 'number', description: 'Unix milliseconds' }, { type: 'string', format: 'date-time' }],
             description:
