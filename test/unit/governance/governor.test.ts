@@ -304,7 +304,7 @@ describe('Governor: aggregates', () => {
     ]);
   });
 
-  it('offers a failed batch again unchanged, merges what came after it, and loses no count', async () => {
+  it('offers a failed batch again unchanged, puts what came after it in one batch, and loses no count', async () => {
     const source = new MemoryLimitSource().tenant('acme', {});
     const recorder = new CollectingRecorder();
     recorder.failNext = 2;
@@ -319,10 +319,14 @@ describe('Governor: aggregates', () => {
     expect(recorder.total('admittedUnits', 'acme')).toBe(105);
     expect(recorder.total('admittedMessages', 'acme')).toBe(35);
     // The first batch the recorder failed is offered again as it was (under its id, so a commit hidden by the
-    // failure is not stored twice); the seconds counted meanwhile merge into one batch after it.
+    // failure is not stored twice); the seconds counted meanwhile go into one batch after it, a summary per
+    // second (no summary spans more than the flush interval, 1 s here).
     expect(recorder.admissions.filter((each) => each.tenantId === 'acme')).toMatchObject([
       { fromSecond: T0 / 1000, seconds: 1, admittedUnits: 21 },
-      { fromSecond: T0 / 1000 + 1, seconds: 4, admittedUnits: 84 },
+      { fromSecond: T0 / 1000 + 1, seconds: 1, admittedUnits: 21 },
+      { fromSecond: T0 / 1000 + 2, seconds: 1, admittedUnits: 21 },
+      { fromSecond: T0 / 1000 + 3, seconds: 1, admittedUnits: 21 },
+      { fromSecond: T0 / 1000 + 4, seconds: 1, admittedUnits: 21 },
     ]);
     expect(gov.stats().recordFailures).toBe(2);
   });
