@@ -220,6 +220,24 @@ describe('Governor: limits and behaviours', () => {
     expect(sum(null, 'rejectedUnits')).toBe(101);
   });
 
+  it('answers issue 34’s 999,999,999 AI_INFERENCE units (limit 5/s, burst 10) as never fitting on either path, and they take nothing', async () => {
+    const source = new MemoryLimitSource().tenant('acme', { AI_INFERENCE: { override: { ratePerSecond: 5, burst: 10 } } });
+    const recorder = new CollectingRecorder();
+    const gov = governor(source, { recorder });
+    const inference = (units: number): AdmitRequest => ({ tenant: 'acme', dimension: 'AI_INFERENCE', units, at: clock });
+    gov.admit(inference(0));
+    await gov.loadsSettled();
+    // The full path (first call after the limits landed), then the fast path (the same pair again).
+    expect(gov.admit(inference(999_999_999))).toMatchObject({ admitted: false, neverFits: true, burst: 10 });
+    expect(gov.admit(inference(999_999_999))).toMatchObject({ admitted: false, neverFits: true, burst: 10 });
+    expect(gov.admit(inference(11))).toMatchObject({ admitted: false, neverFits: true });
+    // The whole burst is still there.
+    expect(gov.admit(inference(10))).toMatchObject({ admitted: true, neverFits: false });
+    await gov.flush();
+    expect(recorder.total('admittedUnits', 'acme')).toBe(10);
+    expect(recorder.total('rejectedUnits', 'acme')).toBe(2 * 999_999_999 + 11);
+  });
+
   it('holds an admitted readings charge until it is settled: admitted, unauthenticated (apart) or withdrawn (not counted)', async () => {
     const { gov, recorder } = await loaded('acme', { INGEST: { tier: { ratePerSecond: 10, burst: 30 } } });
     const request = { tenant: 'acme', dimension: 'INGEST', allowance: 'HTTP', units: 10, at: clock } as const;
