@@ -108,6 +108,14 @@ export function createMetrics(options: MetricsOptions) {
         return pulls.flag(this, 'redisCounterFallback');
       },
     }),
+    clampedTallies: new Counter({
+      name: `${prefix}governance_clamped_tallies_total`,
+      help: 'Tallies the Governor counted in an earlier window of their key because the batch waiting for the ledger was full (a long ledger outage): counts kept, their seconds clamped. 0 while the ledger keeps up.',
+      registers,
+      collect() {
+        return pulls.total(this, 'clampedTallies');
+      },
+    }),
     commandBacklog: new Gauge({
       name: `${prefix}governance_command_backlog`,
       help: 'Undelivered commands waiting, by tenant (the largest backlogs by name, the rest summed as _other).',
