@@ -158,6 +158,7 @@ export async function startService(
     projectionLags: () => projections.lag(),
     redisCounterFallback: () => governor.stats().sharedFallbackActive,
     nameOverflowInUse: () => governor.overflowInUse,
+    clampedTallies: () => governor.stats().clampedTallies,
   });
   closers.push(startCommandExpiry(commands, { onError: (error) => logger.warn({ err: error }, 'command expiry failed') }));
   const readiness: ReadinessCheck[] = [
@@ -187,6 +188,7 @@ export async function startService(
       parts: door,
       logger,
       onDropped: (reason) => metrics.doorDroppedMessages.inc({ door: 'mqtt', reason }),
+      onSendTimeOutOfWindow: (reason) => metrics.doorSendTimesOutOfWindow.inc({ door: 'mqtt', reason }),
     });
     closers.push(() => mqttDoor.close());
     const sparkplugDoor = await startSparkplugDoor({

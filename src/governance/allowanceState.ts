@@ -92,6 +92,8 @@ export class AllowanceState {
 
   /** Listed among the allowances with counts to flush. */
   dirty = false;
+  /** The window of the flush interval its counts lie in (Tallies.count); NaN before the first count. */
+  tallyWindow = Number.NaN;
   // The current second's counts.
   openSecond = 0;
   openDecisions = 0;

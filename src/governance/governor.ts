@@ -30,7 +30,16 @@ export interface GovernorOptions {
   cacheTtlMs?: number;
   /** How soon a failed read of the LimitSource (or a failed Redis reservation) is tried again. */
   retryMs?: number;
+  /**
+   * How often tallies go to the Recorder (default 1000 ms); also the most seconds one summary spans, rounded up
+   * to whole seconds (tallies.ts).
+   */
   flushIntervalMs?: number;
+  /**
+   * Summaries the batch waiting for the Recorder may hold before a key's new windows are clamped into its
+   * latest one (default MAX_PENDING_SUMMARIES, 250,000; see tallies.ts). Bounds memory through a ledger outage.
+   */
+  maxPendingSummaries?: number;
   /** Places for unconfirmed HTTP tenant names before they share the overflow allowance. */
   maxUnconfirmedNames?: number;
   /** An unconfirmed name idle this long may give its place to a new name. */
@@ -120,6 +129,11 @@ export interface GovernorStats {
   sharedFallbackActive: boolean;
   sharedFallbackAdmissions: number;
   sharedFailures: number;
+  /**
+   * Tallies whose seconds were clamped into an earlier window of their key because the batch waiting for
+   * the Recorder was full (a long ledger outage; see tallies.ts). 0 while the ledger keeps up.
+   */
+  clampedTallies: number;
 }
 
 /** A call the Governor cannot meter: a programming fault in the caller, not an over-limit outcome. */
@@ -216,6 +230,7 @@ export class Governor {
       recorder: options.recorder ?? null,
       now: this.now,
       flushIntervalMs: options.flushIntervalMs ?? 1000,
+      ...(options.maxPendingSummaries !== undefined ? { maxPendingSummaries: options.maxPendingSummaries } : {}),
       onTick: () => {
         this.readClock();
         this.names.sweepTrusted(this.clockMs, TRUSTED_SWEEP_PROBES);
@@ -591,6 +606,7 @@ export class Governor {
       sharedFallbackActive: this.shared !== null && !this.shared.available,
       sharedFallbackAdmissions: this.shared?.fallbackAdmissions ?? 0,
       sharedFailures: this.shared?.failures ?? 0,
+      clampedTallies: this.tallies.clamped,
     };
   }
 

@@ -1,8 +1,22 @@
 // The Governor's tallies on their way to the Recorder. Each decision is counted per second in its allowance's
 // own fields (AllowanceState.count); the allowances with counts are listed here, and a timer ticking just
 // after each boundary of the flush interval collects their closed seconds into an AdmissionBatch and hands
-// it to the Recorder. While a Recorder call is running or has failed, seconds merge into one span per key,
-// so memory is bounded by active keys and nothing is lost; `close()` flushes.
+// it to the Recorder. `close()` flushes.
+//
+// A summary never spans more than the flush interval, whatever times the decisions carry (a BACKLOG message
+// is metered at its send time, an admission at its `at`): the seconds are cut into windows of the flush
+// interval (whole seconds, aligned to the epoch), and each summary covers seconds of one window only. A
+// decision in another window than the allowance's counts so far hands those counts to the batch first (a
+// split), so a drain of messages sent over an hour becomes one summary per window it touched, never one
+// summary spanning the hour; and no summary can span decades (issue 34: one spanning 56 years made the trend
+// projection cut ~30 M minute buckets).
+//
+// While a Recorder call is running or has failed, what is counted goes into the next batch, one summary per
+// (key, window). So that memory stays bounded however long the ledger is away, that batch holds at most
+// MAX_PENDING_SUMMARIES summaries: past it, a key's counts of a new window are added to the key's latest
+// summary in the batch, whose window does not grow (the counts are kept, their seconds are clamped into that
+// window) and counted in `clamped` (GovernorStats.clampedTallies). A key with no summary in the batch yet
+// still gets one, so the batch holds at most MAX_PENDING_SUMMARIES + one summary per active key.
 import { randomUUID } from 'node:crypto';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import { CAUSE_NAMES } from './allowanceState.ts';
@@ -16,6 +30,8 @@ export interface TalliesOptions {
   /** Wall clock (ms): which seconds are closed. */
   now: () => number;
   flushIntervalMs: number;
+  /** Summaries the batch being filled may hold (MAX_PENDING_SUMMARIES by default). */
+  maxPendingSummaries?: number;
   /** Runs on every tick, before the tallies are collected (the Governor reads its clock, sweeps idle names). */
   onTick: () => void;
   onError: (error: unknown) => void;
@@ -27,11 +43,31 @@ const TICK_AFTER_BOUNDARY_MS = 20;
 /** Dirty allowances collected per turn of the event loop (a few ms of work). */
 const COLLECT_SLICE = 1_000;
 
+/**
+ * Summaries the batch being filled may hold before a key's new windows are clamped into its latest one: a
+ * ledger outage of 50 s at 5,000 active keys and a 1 s flush interval, about 65 MB (266 bytes a summary with
+ * its keys, measured at 500,000).
+ */
+export const MAX_PENDING_SUMMARIES = 250_000;
+
+/** The window of the flush interval a summary may span, in whole seconds (at least one). */
+export function summaryWindowSeconds(flushIntervalMs: number): number {
+  return Math.max(1, Math.ceil(flushIntervalMs / 1000));
+}
+
 export class Tallies {
   failures = 0;
+  /** Tallies whose seconds were clamped into another window of their key because the batch was full. */
+  get clamped(): number {
+    return this.clampedBefore + this.batch.clamped;
+  }
+  private clampedBefore = 0;
   private readonly recorder: Recorder | null;
+  /** The seconds one summary may span (the flush interval). */
+  readonly windowSeconds: number;
+  private readonly maxPendingSummaries: number;
   private dirty: AllowanceState[] = [];
-  private batch = new AdmissionBatch();
+  private batch: AdmissionBatch;
   /** A batch the Recorder failed to take, with the id it was offered under; offered again before anything newer. */
   private unacknowledged: { batch: AdmissionBatch; id: string } | null = null;
   private recording: Promise<void> | null = null;
@@ -41,6 +77,9 @@ export class Tallies {
 
   constructor(private readonly options: TalliesOptions) {
     this.recorder = options.recorder;
+    this.windowSeconds = summaryWindowSeconds(options.flushIntervalMs);
+    this.maxPendingSummaries = options.maxPendingSummaries ?? MAX_PENDING_SUMMARIES;
+    this.batch = new AdmissionBatch(this.windowSeconds, this.maxPendingSummaries);
     this.scheduleTick();
   }
 
@@ -52,8 +91,27 @@ export class Tallies {
   count(allowance: AllowanceState, at: number, units: number, byMessage: boolean, refused: number, cause: number): void {
     // A message admitted before decoding is counted by the readings charge that follows it.
     if (this.recorder === null || (byMessage && refused === 0)) return;
-    const becameDirty = allowance.count(Math.floor(at / 1000), byMessage ? 0 : units, byMessage ? units : 1, refused, cause);
+    const second = Math.floor(at / 1000);
+    const window = Math.floor(second / this.windowSeconds);
+    // The allowance's counts so far lie in one window: counts of another go to the batch first (allocates
+    // only when the window changes, at most once a flush interval for live traffic; collect would make the
+    // same summary a moment later).
+    if (window !== allowance.tallyWindow) {
+      if (allowance.dirty) this.handOff(allowance);
+      allowance.tallyWindow = window;
+    }
+    const becameDirty = allowance.count(second, byMessage ? 0 : units, byMessage ? units : 1, refused, cause);
     if (becameDirty) this.dirty.push(allowance);
+  }
+
+  /** Moves every count of the allowance, the open second's too, into the batch (it stays listed as dirty). */
+  private handOff(allowance: AllowanceState): void {
+    allowance.closeOpenSecond();
+    const closed = allowance.closed;
+    if (closed !== null && closed.decisions > 0) {
+      this.batch.add(allowance, closed);
+      closed.clear();
+    }
   }
 
   /** Hands every tally, the current second included, to the Recorder and waits for it. */
@@ -125,7 +183,8 @@ export class Tallies {
       }
       if (!this.batch.isEmpty) {
         const batch = this.batch;
-        this.batch = new AdmissionBatch();
+        this.clampedBefore += batch.clamped;
+        this.batch = new AdmissionBatch(this.windowSeconds, this.maxPendingSummaries);
         this.unacknowledged = { batch, id: randomUUID() };
         await recorder.record([...batch.admissions.values()], [...batch.unresolved.values()], this.unacknowledged.id);
         this.unacknowledged = null;
@@ -171,14 +230,25 @@ export class Tallies {
 }
 
 /**
- * The closed tallies of one delivery. Entries are keyed by (tenant, dimension, allowance) or (tenant,
- * dimension, cause); a batch the Recorder failed to take stays as it is, and what is counted meanwhile goes
- * into the next one.
+ * The closed tallies of one delivery. Entries are keyed by (tenant, dimension, allowance, window) or (tenant,
+ * dimension, cause, window), so no entry spans more than one window of `windowSeconds`; a batch the Recorder
+ * failed to take stays as it is, and what is counted meanwhile goes into the next one. Past `maxSummaries`
+ * a key's new window is clamped into the key's latest entry (see the head of this file).
  */
 
 export class AdmissionBatch {
   readonly admissions = new Map<string, AdmissionSummary>();
   readonly unresolved = new Map<string, UnresolvedAdmissionSummary>();
+  /** Each key's entry of its latest window (by the key without the window). */
+  private readonly latestAdmission = new Map<string, AdmissionSummary>();
+  private readonly latestUnresolved = new Map<string, UnresolvedAdmissionSummary>();
+  /** Tallies added to an entry of another window because the batch was full. */
+  clamped = 0;
+
+  constructor(
+    private readonly windowSeconds = 1,
+    private readonly maxSummaries = MAX_PENDING_SUMMARIES,
+  ) {}
 
   get isEmpty(): boolean {
     return this.admissions.size === 0 && this.unresolved.size === 0;
@@ -188,14 +258,25 @@ export class AdmissionBatch {
   forget(admissions: ReadonlySet<AdmissionSummary>, unresolved: ReadonlySet<UnresolvedAdmissionSummary>): void {
     for (const [key, entry] of this.admissions) if (admissions.has(entry)) this.admissions.delete(key);
     for (const [key, entry] of this.unresolved) if (unresolved.has(entry)) this.unresolved.delete(key);
+    for (const [key, entry] of this.latestAdmission) if (admissions.has(entry)) this.latestAdmission.delete(key);
+    for (const [key, entry] of this.latestUnresolved) if (unresolved.has(entry)) this.latestUnresolved.delete(key);
   }
 
+  /** Adds a tally whose seconds lie in one window (Tallies hands off at each new window). */
   add(allowance: AllowanceState, tally: Tally): void {
     const { tenantId, slot } = allowance;
-    const key = `${tenantId}\u0000${slot.index}`;
-    const entry = this.admissions.get(key);
+    const window = Math.floor(tally.fromSecond / this.windowSeconds);
+    const keyOfKey = `${tenantId}\u0000${slot.index}`;
+    const key = `${keyOfKey}\u0000${window}`;
+    let entry = this.admissions.get(key);
+    let clamp = false;
+    if (entry === undefined && this.admissions.size + this.unresolved.size >= this.maxSummaries) {
+      entry = this.latestAdmission.get(keyOfKey);
+      clamp = entry !== undefined;
+      if (clamp) this.clamped++;
+    }
     if (entry === undefined) {
-      this.admissions.set(key, {
+      entry = {
         tenantId,
         dimension: slot.dimension,
         allowance: slot.allowance,
@@ -209,10 +290,12 @@ export class AdmissionBatch {
         rejectedMessages: tally.rejectedMessages,
         unauthenticatedUnits: tally.unauthenticatedUnits,
         unauthenticatedMessages: tally.unauthenticatedMessages,
-        hitSeconds: tally.hitSeconds,
-      });
+        hitSeconds: Math.min(tally.hitSeconds, tally.toSecond - tally.fromSecond + 1),
+      };
+      this.admissions.set(key, entry);
+      this.latestAdmission.set(keyOfKey, entry);
     } else {
-      widen(entry, tally.fromSecond, tally.toSecond);
+      if (!clamp) widen(entry, tally.fromSecond, tally.toSecond);
       entry.admittedUnits += tally.admittedUnits;
       entry.admittedMessages += tally.admittedMessages;
       entry.shedUnits += tally.shedUnits;
@@ -221,7 +304,8 @@ export class AdmissionBatch {
       entry.rejectedMessages += tally.rejectedMessages;
       entry.unauthenticatedUnits = (entry.unauthenticatedUnits ?? 0) + tally.unauthenticatedUnits;
       entry.unauthenticatedMessages = (entry.unauthenticatedMessages ?? 0) + tally.unauthenticatedMessages;
-      entry.hitSeconds += tally.hitSeconds;
+      // A second counted in two tallies (a window handed off and counted again) is one hit second.
+      entry.hitSeconds = Math.min(entry.hitSeconds + tally.hitSeconds, entry.seconds);
     }
     for (let cause = 0; cause < CAUSE_NAMES.length; cause++) {
       const messages = tally.unresolvedMessages[cause]!;
@@ -231,11 +315,17 @@ export class AdmissionBatch {
   }
 
   private addUnresolved(tenantId: string, allowance: AllowanceState, cause: number, tally: Tally, messages: number): void {
-    const key = `${tenantId}\u0000${allowance.slot.dimension}\u0000${cause}`;
+    const keyOfKey = `${tenantId}\u0000${allowance.slot.dimension}\u0000${cause}`;
+    const key = `${keyOfKey}\u0000${Math.floor(tally.fromSecond / this.windowSeconds)}`;
     const units = tally.unresolvedUnits[cause]!;
-    const entry = this.unresolved.get(key);
+    let entry = this.unresolved.get(key);
+    let clamp = false;
+    if (entry === undefined && this.admissions.size + this.unresolved.size >= this.maxSummaries) {
+      entry = this.latestUnresolved.get(keyOfKey);
+      clamp = entry !== undefined;
+    }
     if (entry === undefined) {
-      this.unresolved.set(key, {
+      entry = {
         tenantId,
         dimension: allowance.slot.dimension,
         cause: CAUSE_NAMES[cause]!,
@@ -243,9 +333,11 @@ export class AdmissionBatch {
         seconds: tally.toSecond - tally.fromSecond + 1,
         units,
         messages,
-      });
+      };
+      this.unresolved.set(key, entry);
+      this.latestUnresolved.set(keyOfKey, entry);
     } else {
-      widen(entry, tally.fromSecond, tally.toSecond);
+      if (!clamp) widen(entry, tally.fromSecond, tally.toSecond);
       entry.units += units;
       entry.messages += messages;
     }

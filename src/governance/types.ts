@@ -92,7 +92,10 @@ export interface AdmissionSummary {
   allowance: Allowance | null;
   /** Unix seconds of the first second covered. */
   fromSecond: number;
-  /** How many seconds the span covers (more than 1 when a slow recorder made windows merge). */
+  /**
+   * How many seconds the span covers: at most the flush interval for the Governor's own summaries (tallies.ts),
+   * at most 60 within one minute for a leasing client's (doors/leases/leaseSummary.ts).
+   */
   seconds: number;
   admittedUnits: number;
   admittedMessages: number;
@@ -109,6 +112,12 @@ export interface AdmissionSummary {
   unauthenticatedMessages?: number;
   /** Seconds within the span in which the limit was hit. */
   hitSeconds: number;
+  /**
+   * Set by a sender that may send the same summary again (a leasing client after a lost answer): the ledger
+   * Recorder stores it in an event of its own whose id follows from this one, so it is stored once. Not a
+   * column of the summary table.
+   */
+  id?: string;
 }
 
 /** Traffic admitted at the platform default because the tenant's ceilings were not known. */

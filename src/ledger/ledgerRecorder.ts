@@ -146,10 +146,22 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
         }
         closeGroup();
       };
-      await addEvents(admissions, 'AdmissionsRecorded', ADMISSION_FIELDS);
+      // A summary with an id of its own (a leasing client's, which may come again) is an event of its own whose
+      // id follows from it, so the ledger stores it once however often it is sent (PostgreSQL and PGlite skip
+      // an event whose id is stored; EventStoreDB only within its cache of recent ids).
+      const unnamed = admissions.some((entry) => entry.id !== undefined) ? admissions.filter((entry) => entry.id === undefined) : admissions;
+      await addEvents(unnamed, 'AdmissionsRecorded', ADMISSION_FIELDS);
       await addEvents(unresolved, 'UnresolvedAdmissionsRecorded', UNRESOLVED_FIELDS);
       // Ids follow from the batch id: a batch offered again after a failure that hid a commit is stored once.
       if (batchId !== undefined) events.forEach((event, index) => (event.id = derivedEventId(batchId, index)));
+      if (unnamed !== admissions) {
+        for (const entry of admissions) {
+          if (entry.id === undefined) continue;
+          const before = events.length;
+          await addEvents([entry], 'AdmissionsRecorded', ADMISSION_FIELDS);
+          events[before]!.id = summaryEventId(entry.id);
+        }
+      }
       const stored = { admissions: new Set<AdmissionSummary>(), unresolved: new Set<UnresolvedAdmissionSummary>() };
       const places = events.map((_, place) => place);
       for (const append of splitBySize(places, (place) => eventSizes[place]!, maxAppendBytes)) {
@@ -168,6 +180,11 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
       }
     },
   };
+}
+
+/** The id of the event that carries a summary with an id of its own (AdmissionSummary.id). */
+export function summaryEventId(summaryId: string): string {
+  return derivedEventId(`summary:${summaryId}`, 0);
 }
 
 /** A UUID (version 8, RFC 9562) that is a function of the batch id and the event's place in the batch. */

@@ -127,6 +127,14 @@ export function createMetrics(options: MetricsOptions) {
         return pulls.flag(this, 'redisCounterFallback');
       },
     }),
+    clampedTallies: new Counter({
+      name: `${prefix}governance_clamped_tallies_total`,
+      help: 'Tallies the Governor counted in an earlier window of their key because the batch waiting for the ledger was full (a long ledger outage): counts kept, their seconds clamped. 0 while the ledger keeps up.',
+      registers,
+      collect() {
+        return pulls.total(this, 'clampedTallies');
+      },
+    }),
     commandBacklog: new Gauge({
       name: `${prefix}governance_command_backlog`,
       help: 'Undelivered commands waiting, by tenant (the largest backlogs by name, the rest summed as _other).',
@@ -191,6 +199,12 @@ export function createMetrics(options: MetricsOptions) {
     doorDroppedMessages: new Counter({
       name: `${prefix}door_dropped_messages_total`,
       help: 'Device messages a door dropped before charging their readings (malformed, too large, a topic or path naming no tenant or device), by door and reason.',
+      labelNames: ['door', 'reason'] as const,
+      registers,
+    }),
+    doorSendTimesOutOfWindow: new Counter({
+      name: `${prefix}door_send_times_out_of_window_total`,
+      help: 'Device messages whose send time (MQTT sent-at, or the newest reading time) lay more than 7 days back or more than 60 s ahead, metered at arrival instead, by door and reason (too-old, future).',
       labelNames: ['door', 'reason'] as const,
       registers,
     }),

@@ -2,7 +2,7 @@
 // metric at its last values and counts on metrics_collect_errors_total, so one slow or broken part never
 // takes /metrics down with it. Each pulled gauge calls one of these reads from its prom-client `collect`
 // option (metrics.ts), so this file knows gauges, not the metrics object that holds them.
-import type { Gauge } from 'prom-client';
+import type { Counter, Gauge } from 'prom-client';
 import { OTHER_TENANTS } from './tenantLabels.ts';
 
 export interface CommandBacklogSample {
@@ -26,6 +26,8 @@ export interface MetricSources {
   redisCounterFallback?: () => boolean;
   /** Whether unconfirmed tenant names currently share the overflow allowance. */
   nameOverflowInUse?: () => boolean;
+  /** Tallies the Governor clamped into an earlier window because its batch for the Recorder was full (GovernorStats.clampedTallies). */
+  clampedTallies?: () => number;
 }
 
 type SourceName = keyof MetricSources;
@@ -90,6 +92,18 @@ export function createSourcePulls(named: number, countError: (source: SourceName
         return () => {
           gauge.reset();
           for (const sample of samples) gauge.set({ projection: sample.projection }, sample.secondsBehind);
+        };
+      });
+    },
+    /** A count the source keeps since the process started, as a counter's value. */
+    total(counter: Counter<string>, source: 'clampedTallies'): Promise<void> {
+      const read = all[source];
+      if (!read) return Promise.resolve();
+      return pull(source, async () => {
+        const value = read();
+        return () => {
+          counter.reset();
+          counter.inc(value);
         };
       });
     },

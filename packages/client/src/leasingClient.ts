@@ -5,7 +5,9 @@
 //
 // When the service cannot be reached, each key meters locally at half its last known limit per second
 // (OpenRUM's rule for a lost shared counter), counted in stats().fallbackAdmittedUnits, and summaries wait
-// (merged per key) until it answers again. Nothing here ever throws at a caller of admit().
+// until it answers again: seconds not sent yet merge per key and minute (the service takes no summary
+// spanning more), and a summary once sent keeps its id and is sent again unchanged, so the service records
+// it once even when the answer that said so was lost. Nothing here ever throws at a caller of admit().
 import type { ClientSummary, LeaseAnswer, LeaseExchange, LeaseRequest } from './protocol.ts';
 
 export interface LeasingClientOptions {
@@ -31,10 +33,16 @@ export interface LeasingClientStats {
   failedExchanges: number;
   /** Summaries waiting to be delivered. */
   pendingSummaries: number;
+  /** Summaries the service refused (out of its bounds): dropped, never sent again. */
+  refusedSummaries: number;
 }
 
 /** How many admits may pass between reads of the wall clock (reading it costs more than an admit). */
 const CLOCK_READ_EVERY = 64;
+/** Leases and summaries per exchange: the service takes at most 1,000 of each. */
+const MAX_PER_EXCHANGE = 1000;
+/** Seconds not yet sent merge per key within one minute: the service takes no summary spanning more. */
+const SUMMARY_SPAN_SECONDS = 60;
 
 class Allowance {
   granted = 0;
@@ -62,7 +70,11 @@ class Allowance {
 export class LeasingClient {
   private readonly byTenant = new Map<string, Map<string, Map<string, Allowance>>>();
   private readonly all: Allowance[] = [];
+  /** Closed seconds not sent yet, merged per key and minute (no id yet). */
   private readonly pending = new Map<string, ClientSummary>();
+  /** Summaries sent whose fate is unknown (the exchange failed), with their ids; sent again first, unchanged. */
+  private unsent: ClientSummary[] = [];
+  private refusedSummaries = 0;
   private readonly now: () => number;
   private readonly timer: NodeJS.Timeout;
   private readonly options: Required<Omit<LeasingClientOptions, 'now'>>;
@@ -84,7 +96,8 @@ export class LeasingClient {
   }
 
   /**
-   * Admits `units` on the tenant's dimension (and allowance) from the slice leased here, or refuses them.
+   * Admits `units` (a whole number) on the tenant's dimension (and allowance) from the slice leased here, or
+   * refuses them.
    * Synchronous, no I/O. A key's first admits, before its first grant arrives (one round trip), are refused:
    * call prepare() ahead for keys known in advance.
    */
@@ -102,7 +115,8 @@ export class LeasingClient {
       fallbackActive: this.unreachable,
       fallbackAdmittedUnits: this.fallbackAdmittedUnits,
       failedExchanges: this.failedExchanges,
-      pendingSummaries: this.pending.size,
+      pendingSummaries: this.pending.size + this.unsent.length,
+      refusedSummaries: this.refusedSummaries,
     };
   }
 
@@ -112,7 +126,12 @@ export class LeasingClient {
     this.closed = true;
     while (this.exchanging !== null) await this.exchanging;
     this.collect(true);
-    if (this.pending.size > 0) await this.exchange([]);
+    // In slices of what one exchange carries; a failed one ends the attempt (the summaries are lost with the process).
+    while (this.pending.size + this.unsent.length > 0) {
+      const failedBefore = this.failedExchanges;
+      await this.exchange([]);
+      if (this.failedExchanges !== failedBefore) break;
+    }
   }
 
   private allowanceOf(tenantId: string, dimension: string, allowance: string | null): Allowance {
@@ -131,6 +150,9 @@ export class LeasingClient {
   }
 
   private spend(state: Allowance, units: number): boolean {
+    // Units are whole numbers (the service refuses a summary with a fraction in it, and every count in it
+    // with it): anything else is refused here and counted nowhere.
+    if (!Number.isSafeInteger(units) || units < 0) return false;
     if (++this.sinceClock >= CLOCK_READ_EVERY) this.readClock();
     const nowMs = this.clockMs;
     state.offered += units;
@@ -172,10 +194,11 @@ export class LeasingClient {
   /** Moves the counts of the state's open second to the pending summaries and opens `second`. */
   private closeSecond(state: Allowance, second: number): void {
     if (state.admittedCount + state.refusedCount > 0) {
-      const summary = this.pending.get(state.key);
+      const pendingKey = `${state.key}\u0000${Math.floor(state.second / SUMMARY_SPAN_SECONDS)}`;
+      const summary = this.pending.get(pendingKey);
       const hit = state.refusedCount > 0 ? 1 : 0;
       if (summary === undefined) {
-        this.pending.set(state.key, {
+        this.pending.set(pendingKey, {
           tenantId: state.tenantId,
           dimension: state.dimension,
           allowance: state.allowance,
@@ -188,7 +211,8 @@ export class LeasingClient {
           hitSeconds: hit,
         });
       } else {
-        // Undelivered seconds of one key merge into one span, so memory is bounded by keys, not by time.
+        // Undelivered seconds of one key and minute merge into one span: memory grows by a summary per key and
+        // minute while the service is unreachable, and no span reaches past its minute.
         const to = Math.max(summary.fromSecond + summary.seconds - 1, state.second);
         summary.fromSecond = Math.min(summary.fromSecond, state.second);
         summary.seconds = to - summary.fromSecond + 1;
@@ -196,7 +220,7 @@ export class LeasingClient {
         summary.admittedCount += state.admittedCount;
         summary.refusedUnits += state.refusedUnits;
         summary.refusedCount += state.refusedCount;
-        summary.hitSeconds += hit;
+        summary.hitSeconds = Math.min(summary.hitSeconds + hit, summary.seconds);
       }
     }
     state.second = second;
@@ -231,13 +255,27 @@ export class LeasingClient {
       leases.push({ tenantId: state.tenantId, dimension: state.dimension, allowance: state.allowance, want });
       asked.push(state);
     }
-    if (leases.length === 0 && this.pending.size === 0) return;
+    if (leases.length === 0 && this.pending.size === 0 && this.unsent.length === 0) return;
     void this.exchange(leases, asked);
   }
 
+  /** Up to MAX_PER_EXCHANGE summaries to send: the unsent ones first, unchanged, then new ones, each given an id. */
+  private takeSummaries(): ClientSummary[] {
+    const summaries = this.unsent.splice(0, MAX_PER_EXCHANGE);
+    for (const [key, summary] of this.pending) {
+      if (summaries.length >= MAX_PER_EXCHANGE) break;
+      this.pending.delete(key);
+      summary.id = globalThis.crypto.randomUUID();
+      summaries.push(summary);
+    }
+    return summaries;
+  }
+
   private exchange(leases: LeaseRequest[], asked: Allowance[] = []): Promise<void> {
-    const summaries = [...this.pending.values()];
-    this.pending.clear();
+    // The leases past what one exchange carries are asked for at the next tick.
+    leases = leases.slice(0, MAX_PER_EXCHANGE);
+    asked = asked.slice(0, MAX_PER_EXCHANGE);
+    const summaries = this.takeSummaries();
     const body: LeaseExchange = { leases, summaries };
     const run = async () => {
       try {
@@ -258,36 +296,23 @@ export class LeasingClient {
           state.expiresAtMs = nowMs + grant.validForMs;
           state.limit = grant.limit;
         });
+        // A refused summary is out of the service's bounds and would be refused again: dropped, counted.
+        answer.summaries?.forEach((outcome) => {
+          if ('error' in outcome) this.refusedSummaries++;
+        });
         this.unreachable = false;
       } catch {
         this.failedExchanges++;
         this.unreachable = true;
         this.retryAtMs = this.now() + this.options.retryMs;
         for (const state of asked) state.granted = 0;
-        // Not delivered: back into the pending summaries, merged with whatever came since.
-        for (const summary of summaries) this.requeue(summary);
+        // Perhaps recorded, perhaps not: sent again first, unchanged and under the same ids, so never twice.
+        this.unsent = summaries.concat(this.unsent);
       }
     };
     this.exchanging = run().finally(() => {
       this.exchanging = null;
     });
     return this.exchanging;
-  }
-
-  private requeue(summary: ClientSummary): void {
-    const key = `${summary.tenantId}\u0000${summary.dimension}\u0000${summary.allowance ?? ''}`;
-    const held = this.pending.get(key);
-    if (held === undefined) {
-      this.pending.set(key, summary);
-      return;
-    }
-    const to = Math.max(held.fromSecond + held.seconds, summary.fromSecond + summary.seconds) - 1;
-    held.fromSecond = Math.min(held.fromSecond, summary.fromSecond);
-    held.seconds = to - held.fromSecond + 1;
-    held.admittedUnits += summary.admittedUnits;
-    held.admittedCount += summary.admittedCount;
-    held.refusedUnits += summary.refusedUnits;
-    held.refusedCount += summary.refusedCount;
-    held.hitSeconds += summary.hitSeconds;
   }
 }

@@ -3,6 +3,7 @@
 // bad item is an answer instead: the field and the reason, and the other items of the batch are still decided.
 import { ALLOWANCES, DIMENSIONS, ID_PATTERN, slotIndexOf, SLOTS } from '../../governance/index.ts';
 import type { AdmitRequest, Allowance, Dimension } from '../../governance/index.ts';
+import { SEND_TIME_MAX_AGE_MS, SEND_TIME_MAX_AHEAD_MS, sendTimeOutOfWindow } from '../pipeline/index.ts';
 
 export interface ItemError {
   field: string;
@@ -10,16 +11,16 @@ export interface ItemError {
 }
 
 /**
- * How far ahead of the service's clock `at` may be: callers' clocks drift a little, but an instant in the
- * future would fill a token bucket early and starve the live traffic that follows it.
+ * How far ahead of and back from the service's clock `at` may be: the window every client time is held to
+ * (../pipeline/sendTimeWindow.ts: 60 s ahead, 7 days back). Outside it an item is refused, not metered.
  */
-export const MAX_AT_AHEAD_MS = 60_000;
+export const MAX_AT_AHEAD_MS = SEND_TIME_MAX_AHEAD_MS;
+export const MAX_AT_AGE_MS = SEND_TIME_MAX_AGE_MS;
 /**
- * How far back `at` may be: a backlog drained after a restart is charged as it happened, but trends keep
- * minutes for 7 days by default (metrics/trends/retention.ts): an older instant would land where nobody looks.
+ * Units of one item: a whole weighted cost (a half reading is not a thing, and a fraction would be tallied as
+ * fractional units), bounded so a typo cannot overflow a counter. More than the allowance's burst is decided
+ * by the Governor: never fits, never granted.
  */
-export const MAX_AT_AGE_MS = 7 * 24 * 3600_000;
-/** Units of one item: a weighted cost, bounded so a typo cannot overflow a counter. */
 export const MAX_UNITS = 1_000_000_000;
 export const MAX_CALLER_KEY_LENGTH = 256;
 
@@ -48,15 +49,16 @@ export function readAdmissionItem(raw: unknown, nowMs: number, into: AdmitReques
   const slotIndex = slotIndexOf(dimension as Dimension, allowance as Allowance | null);
   if (slotIndex < 0) return { field: 'allowance', reason: allowanceHelp(dimension as Dimension) };
   const units = item.units;
-  if (typeof units !== 'number' || !(units >= 0 && units <= MAX_UNITS)) {
-    return { field: 'units', reason: `a number from 0 to ${MAX_UNITS}` };
+  if (typeof units !== 'number' || !Number.isInteger(units) || units < 0 || units > MAX_UNITS) {
+    return { field: 'units', reason: `a whole number from 0 to ${MAX_UNITS}` };
   }
   let at = nowMs;
   if (item.at !== undefined && item.at !== null) {
     const given = instantOf(item.at);
     if (given === null) return { field: 'at', reason: 'Unix milliseconds or an RFC 3339 date-time' };
-    if (given > nowMs + MAX_AT_AHEAD_MS) return { field: 'at', reason: `more than ${MAX_AT_AHEAD_MS / 1000} s in the future` };
-    if (given < nowMs - MAX_AT_AGE_MS) return { field: 'at', reason: 'more than 7 days in the past' };
+    const outOfWindow = sendTimeOutOfWindow(given, nowMs);
+    if (outOfWindow === 'future') return { field: 'at', reason: `more than ${MAX_AT_AHEAD_MS / 1000} s in the future` };
+    if (outOfWindow === 'too-old') return { field: 'at', reason: `more than ${MAX_AT_AGE_MS / 86_400_000} days in the past` };
     at = given;
   }
   const callerKey = item.callerKey ?? undefined;

@@ -1,26 +1,34 @@
 // POST /v1/leases: the exchange of the leasing client (packages/client). One body carries both directions:
-//   {leases: [{tenantId, dimension, allowance?, want}], summaries: [{tenantId, dimension, allowance, fromSecond,
-//    seconds, admittedUnits, admittedCount, refusedUnits, refusedCount, hitSeconds}]}
-//   -> 200 {grants: [{granted, limit, validForMs}]} one per lease, in order (granted 0 for a bad lease).
+//   {leases: [{tenantId, dimension, allowance?, want}], summaries: [{id?, tenantId, dimension, allowance,
+//    fromSecond, seconds, admittedUnits, admittedCount, refusedUnits, refusedCount, hitSeconds}]}
+//   -> 200 {grants: [{granted, limit, validForMs} | {granted: 0, ..., error: {field, reason}}],
+//           summaries: [{recorded: true} | {error: {field, reason}}]}, each in the order sent.
 // A grant is decided by a Governor of its own (the lease Governor, no Recorder) on the tenant's configured
 // limits: all clients draw their slices from the same buckets and windows, so what they admit together is
 // bounded by the limit (packages/client/README.md states the bound). The summaries of what clients admitted
 // and refused go to the service's Recorder, the same one the Governor hands its own tallies to, so the
-// ledger, trends and /metrics count client decisions like any other. SERVICE (or OPERATOR) token.
+// ledger, trends and /metrics count client decisions like any other. Each summary is checked first
+// (leaseSummary.ts: its span, its numbers); a bad one is refused alone and nothing of it is recorded. A
+// summary with an id is recorded once however often it comes (README.md). SERVICE (or OPERATOR) token.
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { DIMENSION_CATALOG, ID_PATTERN, slotIndexOf, SLOTS } from '../../governance/index.ts';
-import type { AdmissionSummary, AdmitRequest, Allowance, Dimension, Governor, Recorder } from '../../governance/index.ts';
+import { SLOTS, slotIndexOf } from '../../governance/index.ts';
+import type { AdmissionSummary, AdmitRequest, Governor, Recorder } from '../../governance/index.ts';
 import { declaresTooLarge, readBodyCapped } from '../../http-server/readBody.ts';
 import { sendJson } from '../../http-server/respond.ts';
 import type { Route } from '../../http-server/route.ts';
 import type { Logger } from '../../logger.ts';
+import { leaseKeyOf, readLeaseSummary, type SummaryError } from './leaseSummary.ts';
 
 export const LEASES_PATH = '/v1/leases';
 const MAX_ENTRIES = 1000;
 const MAX_BYTES = 1024 * 1024;
 const MAX_WANT = 1_000_000;
-/** Summaries older than this are refused as the admission API refuses such an `at`. */
-const MAX_SUMMARY_AGE_SECONDS = 7 * 24 * 3600;
+/**
+ * Summary ids this replica recorded lately, remembered so that a summary sent again is not handed to the
+ * Recorder again (the ledger would store it once anyway; /metrics would count it twice). A client resends
+ * within seconds; the ledger's own check covers the rest.
+ */
+const REMEMBERED_SUMMARY_IDS = 100_000;
 
 export interface LeaseRoutesDeps {
   /** Grants leases; its own instance, without a Recorder (the clients report what they did with the slices). */
@@ -71,32 +79,51 @@ export function createLeaseRoutes(deps: LeaseRoutesDeps): Route[] {
       return;
     }
     const nowMs = now();
-    const recorded: AdmissionSummary[] = [];
-    for (const raw of summaries) {
-      const summary = admissionSummaryOf(raw, Math.floor(nowMs / 1000));
-      if (summary !== null) recorded.push(summary);
-    }
-    if (recorded.length > 0) {
+    const toRecord: AdmissionSummary[] = [];
+    const idsToRemember: string[] = [];
+    const outcomes = summaries.map((raw): SummaryOutcome => {
+      const read = readLeaseSummary(raw, nowMs);
+      if (read.status === 'invalid') return { error: read.error };
+      if (read.id !== undefined) {
+        // Sent before (recorded here lately, or earlier in this exchange): recorded already.
+        if (recentIds.has(read.id) || idsToRemember.includes(read.id)) return RECORDED;
+        idsToRemember.push(read.id);
+      }
+      toRecord.push(read.summary);
+      return RECORDED;
+    });
+    if (toRecord.length > 0) {
       try {
-        await deps.recorder.record(recorded, []);
+        await deps.recorder.record(toRecord, []);
       } catch (error) {
-        // The client keeps the summaries and sends them again: nothing is lost, nothing counted twice.
+        // The client keeps the summaries and sends them again (under their ids: nothing is counted twice).
         deps.logger.warn({ err: error }, 'lease summaries not recorded');
         sendJson(res, 503, { error: 'summaries not recorded; send them again' }, ['Retry-After', '1']);
         return;
       }
+      for (const id of idsToRemember) remember(id);
     }
     const grants = leases.map((raw) => grantFor(deps.leaseGovernor, request, raw, nowMs));
-    sendJson(res, 200, { grants }, []);
+    sendJson(res, 200, { grants, summaries: outcomes }, []);
+  };
+  const recentIds = new Set<string>();
+  const remember = (id: string) => {
+    recentIds.add(id);
+    // A Set iterates in insertion order: the oldest id goes first.
+    if (recentIds.size > REMEMBERED_SUMMARY_IDS) recentIds.delete(recentIds.values().next().value!);
   };
   return [{ path: LEASES_PATH, handle }];
 }
 
+type SummaryOutcome = { recorded: true } | { error: SummaryError };
+const RECORDED: SummaryOutcome = { recorded: true };
+
 function grantFor(governor: Governor, request: AdmitRequest, raw: unknown, nowMs: number) {
-  const lease = keyOf(raw);
-  const want = (raw as { want?: unknown } | null)?.want;
-  if (lease === null || typeof want !== 'number' || !Number.isInteger(want) || want < 1 || want > MAX_WANT) {
-    return { granted: 0, limit: 0, validForMs: 0, error: 'tenantId, dimension, allowance and a whole want from 1 to 1,000,000' };
+  const lease = leaseKeyOf(raw);
+  if ('field' in lease) return { granted: 0, limit: 0, validForMs: 0, error: lease };
+  const want = (raw as { want?: unknown }).want;
+  if (typeof want !== 'number' || !Number.isInteger(want) || want < 1 || want > MAX_WANT) {
+    return { granted: 0, limit: 0, validForMs: 0, error: { field: 'want', reason: `a whole number from 1 to ${MAX_WANT}` } };
   }
   request.tenant = lease.tenantId;
   request.dimension = lease.dimension;
@@ -114,50 +141,4 @@ function grantFor(governor: Governor, request: AdmitRequest, raw: unknown, nowMs
   const fixedWindow = SLOTS[slotIndexOf(lease.dimension, lease.allowance)]!.kind === 'FIXED_WINDOW';
   // A fixed window's slice belongs to its second; a token bucket's is good for a second.
   return { granted, limit: decision.limit, validForMs: fixedWindow ? 1000 - (nowMs % 1000) : 1000 };
-}
-
-function keyOf(raw: unknown): { tenantId: string; dimension: Dimension; allowance: Allowance | null } | null {
-  if (typeof raw !== 'object' || raw === null) return null;
-  const { tenantId, dimension, allowance } = raw as Record<string, unknown>;
-  if (typeof tenantId !== 'string' || !ID_PATTERN.test(tenantId) || typeof dimension !== 'string') return null;
-  const named = (allowance ?? null) as Allowance | null;
-  if (named !== null && typeof named !== 'string') return null;
-  if (!(dimension in DIMENSION_CATALOG) || slotIndexOf(dimension as Dimension, named) < 0) return null;
-  return { tenantId, dimension: dimension as Dimension, allowance: named };
-}
-
-const count = (value: unknown) => (typeof value === 'number' && Number.isInteger(value) && value >= 0 && value <= 1e12 ? value : null);
-
-/** A client's summary as the Recorder's summary; refusals are shed or rejected as the dimension's behaviour says. */
-function admissionSummaryOf(raw: unknown, nowSecond: number): AdmissionSummary | null {
-  const key = keyOf(raw);
-  if (key === null) return null;
-  const s = raw as Record<string, unknown>;
-  const fromSecond = count(s.fromSecond);
-  const seconds = count(s.seconds);
-  const admittedUnits = count(s.admittedUnits);
-  const admittedCount = count(s.admittedCount);
-  const refusedUnits = count(s.refusedUnits);
-  const refusedCount = count(s.refusedCount);
-  const hitSeconds = count(s.hitSeconds);
-  if (fromSecond === null || seconds === null || seconds < 1 || admittedUnits === null || admittedCount === null) return null;
-  if (refusedUnits === null || refusedCount === null || hitSeconds === null) return null;
-  if (fromSecond < nowSecond - MAX_SUMMARY_AGE_SECONDS || fromSecond > nowSecond + 60) return null;
-  const spec = DIMENSION_CATALOG[key.dimension];
-  const behaviour = (key.allowance && spec.overLimitByAllowance[key.allowance]) || spec.overLimit;
-  const shed = behaviour === 'SHED' || behaviour === 'DROP_ACCEPTED';
-  return {
-    tenantId: key.tenantId,
-    dimension: key.dimension,
-    allowance: key.allowance,
-    fromSecond,
-    seconds,
-    admittedUnits,
-    admittedMessages: admittedCount,
-    shedUnits: shed ? refusedUnits : 0,
-    shedMessages: shed ? refusedCount : 0,
-    rejectedUnits: shed ? 0 : refusedUnits,
-    rejectedMessages: shed ? 0 : refusedCount,
-    hitSeconds: Math.min(hitSeconds, seconds),
-  };
 }

@@ -4,9 +4,15 @@
 // what live traffic needs. Anything younger, undated or dated in the future (a device clock running ahead)
 // is LIVE, charged at arrival.
 //
+// A send time outside the pipeline's window (sendTimeWindow.ts: older than 7 days, or more than 60 s ahead) is
+// not believed: the message is LIVE at arrival, and `outOfWindow` says why, so the door counts it
+// (door_send_times_out_of_window_total). A device cannot date its charges decades back or ahead.
+//
 // The send time is the MQTT 5 user property `sent-at` (Unix milliseconds or an ISO 8601 instant), read
 // before the body is decoded; without it, the latest `at` of the decoded readings (a device sends after
 // its newest reading).
+
+import { sendTimeOutOfWindow, type SendTimeOutOfWindow } from '../pipeline/index.ts';
 
 export const SENT_AT_PROPERTY = 'sent-at';
 
@@ -14,10 +20,15 @@ export interface Metering {
   allowance: 'LIVE' | 'BACKLOG';
   /** Unix ms the charge is metered at. */
   atMs: number;
+  /** Set when the send time lay outside the window and was replaced by the arrival time. */
+  outOfWindow?: SendTimeOutOfWindow;
 }
 
 export function meteringFor(sentAtMs: number | undefined, arrivedAtMs: number, backlogAfterMs: number): Metering {
-  if (sentAtMs !== undefined && sentAtMs <= arrivedAtMs - backlogAfterMs) return { allowance: 'BACKLOG', atMs: sentAtMs };
+  if (sentAtMs === undefined) return { allowance: 'LIVE', atMs: arrivedAtMs };
+  const outOfWindow = sendTimeOutOfWindow(sentAtMs, arrivedAtMs);
+  if (outOfWindow !== null) return { allowance: 'LIVE', atMs: arrivedAtMs, outOfWindow };
+  if (sentAtMs <= arrivedAtMs - backlogAfterMs) return { allowance: 'BACKLOG', atMs: sentAtMs };
   return { allowance: 'LIVE', atMs: arrivedAtMs };
 }
 

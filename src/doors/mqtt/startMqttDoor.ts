@@ -3,7 +3,7 @@
 // go to the same sink as HTTP ingest.
 import type { Settings } from '../../config.ts';
 import type { Logger } from '../../logger.ts';
-import { loadBrokerConsumer, type DoorParts, type DropReason, type MqttConsumer } from '../pipeline/index.ts';
+import { loadBrokerConsumer, type DoorParts, type DropReason, type MqttConsumer, type SendTimeOutOfWindow } from '../pipeline/index.ts';
 import { createTelemetryHandler } from './telemetryDoor.ts';
 import { telemetrySubscription } from './topics.ts';
 
@@ -17,6 +17,7 @@ export interface MqttDoorParts {
   parts: Pick<DoorParts, 'governor' | 'sink'>;
   logger: Logger;
   onDropped?: (reason: DropReason) => void;
+  onSendTimeOutOfWindow?: (reason: SendTimeOutOfWindow) => void;
   now?: () => number;
 }
 
@@ -36,6 +37,7 @@ export async function startMqttDoor(parts: MqttDoorParts): Promise<MqttConsumer>
       backlogAfterMs: settings.backlogAfterSeconds * 1000,
       maxPayloadBytes: settings.ingestMaxBodyBytes,
       onDropped: parts.onDropped,
+      onSendTimeOutOfWindow: parts.onSendTimeOutOfWindow,
       now: parts.now,
     }),
   });

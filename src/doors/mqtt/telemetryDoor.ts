@@ -27,6 +27,7 @@ import {
   type InboundMessage,
   type Metering,
   type Settled,
+  type SendTimeOutOfWindow,
   type SinkRefusal,
 } from '../pipeline/index.ts';
 import { latestReadingTime, meteringFor, sentAtOf } from './sendTime.ts';
@@ -43,12 +44,21 @@ export interface TelemetryDoorOptions {
   onDropped?: (reason: DropReason) => void;
   /** A message the sink refused for its content after its readings were charged (the Governor counts it rejected). */
   onRefused?: (reason: SinkRefusal) => void;
+  /** A send time outside the window (sendTimeWindow.ts), metered at arrival instead. */
+  onSendTimeOutOfWindow?: (reason: SendTimeOutOfWindow) => void;
 }
 
 export function createTelemetryHandler(options: TelemetryDoorOptions): (message: InboundMessage, signal: AbortSignal) => Promise<Settled> {
   const { parts, logger, topicRoot, backlogAfterMs, maxPayloadBytes } = options;
   const now = options.now ?? Date.now;
   const drop = brokerMessageDropper('MQTT', logger, options.onDropped);
+
+  // Where and when a message is metered; a send time outside the window is counted and metered at arrival.
+  const meteringOf = (tenantId: string, clientKey: string, sentAtMs: number | undefined, arrivedAtMs: number): Metering => {
+    const { allowance, atMs, outOfWindow } = meteringFor(sentAtMs, arrivedAtMs, backlogAfterMs);
+    if (outOfWindow !== undefined) options.onSendTimeOutOfWindow?.(outOfWindow);
+    return { tenantId, clientKey, allowance, atMs };
+  };
 
   return async (message, signal) => {
     const arrivedAtMs = now();
@@ -60,7 +70,7 @@ export function createTelemetryHandler(options: TelemetryDoorOptions): (message:
 
     const sentAtMs = sentAtOf(message.userProperties);
     const clientKey = `device:${deviceId}`;
-    const metering: Metering = { tenantId, clientKey, ...meteringFor(sentAtMs, arrivedAtMs, backlogAfterMs) };
+    const metering = meteringOf(tenantId, clientKey, sentAtMs, arrivedAtMs);
     // SHED: a refused message is dropped and counted by the Governor, and acknowledged.
     if (!chargeMessage(parts, metering).admitted) return 'settled';
 
@@ -72,8 +82,7 @@ export function createTelemetryHandler(options: TelemetryDoorOptions): (message:
     const foreign = decoded.entries.findIndex((entry) => entry.deviceId !== undefined && entry.deviceId !== deviceId);
     if (foreign >= 0) return drop('foreign-device', message, `readings[${foreign}] names another device than the topic`);
 
-    const readingsMetering: Metering =
-      sentAtMs === undefined ? { tenantId, clientKey, ...meteringFor(latestReadingTime(decoded.entries), arrivedAtMs, backlogAfterMs) } : metering;
+    const readingsMetering = sentAtMs === undefined ? meteringOf(tenantId, clientKey, latestReadingTime(decoded.entries), arrivedAtMs) : metering;
     const charge = new HeldCharge();
     if (!holdReadingsCharge(parts, readingsMetering, decoded.readingCount, charge).admitted) return 'settled';
 

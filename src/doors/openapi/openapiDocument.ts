@@ -4,6 +4,7 @@
 // list is answered 405 (with Allow) and is not listed per path.
 import { ADMITTED_DIMENSIONS, MAX_AT_AGE_MS, MAX_AT_AHEAD_MS, MAX_CALLER_KEY_LENGTH, MAX_UNITS } from '../admissions/admissionItem.ts';
 import { MAX_BATCH_BYTES, MAX_BATCH_ITEMS } from '../admissions/admissionRoutes.ts';
+import { LEASE_SUMMARY_MAX_SECONDS } from '../leases/leaseSummary.ts';
 import { ALLOWANCES } from '../../governance/index.ts';
 
 export const OPENAPI_PATH = '/openapi.json';
@@ -99,7 +100,7 @@ export const OPENAPI_DOCUMENT = {
           tenantId: { type: 'string' },
           dimension: { type: 'string', enum: ADMITTED_DIMENSIONS },
           allowance: { type: ['string', 'null'], enum: [...ALLOWANCES, null], description: 'Required for INGEST and EGRESS, absent for the others.' },
-          units: { type: 'number', minimum: 0, maximum: MAX_UNITS },
+          units: { type: 'integer', minimum: 0, maximum: MAX_UNITS },
           at: {
             oneOf: [{ type: 'number', description: 'Unix milliseconds' }, { type: 'string', format: 'date-time' }],
             description:
@@ -239,7 +240,10 @@ export const OPENAPI_DOCUMENT = {
     '/v1/leases': {
       post: {
         summary: 'The leasing client\'s exchange (packages/client): slices of tenants\' budgets out, summaries of its decisions in.',
-        description: 'Summaries go to the same Recorder as the Governor\'s own tallies. 503 (Retry-After: 1) when they could not be recorded; the client sends them again.',
+        description:
+          'Summaries go to the same Recorder as the Governor\'s own tallies, each checked first (src/doors/leases/README.md: 1 to 60 s within one minute, ' +
+          'at most 7 days back and 60 s ahead, whole counts within their maxima); one out of bounds is refused alone and nothing of it is recorded. ' +
+          'A summary with an id is recorded once however often it is sent. 503 (Retry-After: 1) when they could not be recorded; the client sends them again.',
         security: bearer,
         requestBody: {
           required: true,
@@ -247,18 +251,55 @@ export const OPENAPI_DOCUMENT = {
             type: 'object',
             properties: {
               leases: { type: 'array', maxItems: MAX_BATCH_ITEMS, items: { type: 'object', required: ['tenantId', 'dimension', 'want'] } },
-              summaries: { type: 'array', maxItems: MAX_BATCH_ITEMS, items: { type: 'object' } },
+              summaries: {
+                type: 'array',
+                maxItems: MAX_BATCH_ITEMS,
+                items: {
+                  type: 'object',
+                  required: ['tenantId', 'dimension', 'fromSecond', 'seconds', 'admittedUnits', 'admittedCount', 'refusedUnits', 'refusedCount', 'hitSeconds'],
+                  properties: {
+                    id: { type: 'string', pattern: '^[A-Za-z0-9_.:-]{1,64}$', description: 'Recorded once however often it is sent.' },
+                    tenantId: { type: 'string' },
+                    dimension: { type: 'string' },
+                    allowance: { type: ['string', 'null'] },
+                    fromSecond: { type: 'integer' },
+                    seconds: { type: 'integer', minimum: 1, maximum: LEASE_SUMMARY_MAX_SECONDS },
+                    admittedUnits: { type: 'integer', minimum: 0, description: 'At most (seconds + 1) x 1,000,000.' },
+                    admittedCount: { type: 'integer', minimum: 0 },
+                    refusedUnits: { type: 'integer', minimum: 0 },
+                    refusedCount: { type: 'integer', minimum: 0 },
+                    hitSeconds: { type: 'integer', minimum: 0 },
+                  },
+                },
+              },
             },
           }),
         },
         responses: {
-          '200': answer('One grant per lease, in order.', {
+          '200': answer('One grant per lease and one outcome per summary, in order.', {
             type: 'object',
-            required: ['grants'],
+            required: ['grants', 'summaries'],
             properties: {
               grants: {
                 type: 'array',
-                items: { type: 'object', properties: { granted: { type: 'integer' }, limit: { type: 'number' }, validForMs: { type: 'integer' } } },
+                items: {
+                  type: 'object',
+                  properties: {
+                    granted: { type: 'integer' },
+                    limit: { type: 'number' },
+                    validForMs: { type: 'integer' },
+                    error: { $ref: '#/components/schemas/ItemError/properties/error' },
+                  },
+                },
+              },
+              summaries: {
+                type: 'array',
+                items: {
+                  oneOf: [
+                    { type: 'object', required: ['recorded'], properties: { recorded: { const: true } } },
+                    { $ref: '#/components/schemas/ItemError' },
+                  ],
+                },
               },
             },
           }),

@@ -38,5 +38,6 @@ export type { NatsSinkOptions } from './natsSink.ts';
 export const loadBrokerConsumer = () => import('./brokerConsumer.ts');
 export type { AcceptedBatch, ReadingSink, SinkAnswer, SinkRefusal } from './sink.ts';
 export { decodeReadings, isObject, parseJson, readingsOf, type DecodedReadings } from './readings.ts';
+export { SEND_TIME_MAX_AGE_MS, SEND_TIME_MAX_AHEAD_MS, sendTimeOutOfWindow, type SendTimeOutOfWindow } from './sendTimeWindow.ts';
 export { brokerMessageDropper, brokerMessageId, handToSinkUntilTaken, type BrokerDelivery, type Decoded, type DropReason } from './handOff.ts';
 export type { InboundMessage, MqttConsumer, MqttConsumerOptions, MqttConsumerStats, Settled } from './brokerConsumer.ts';

@@ -55,10 +55,12 @@ describe.each(storageTargets)('ledger recorder on $name', (target) => {
 
     expect(events.map((event) => event.type)).toEqual(['AdmissionsRecorded', 'UnresolvedAdmissionsRecorded']);
     expect(events[0]!.metadata).toMatchObject({ actor: 'event-sources', occurredAt: new Date(T0 + 2000).toISOString() });
-    // Written as a table: the field names once, a row of values per entry.
-    expect(events[0]!.data).toMatchObject({ fields: ADMISSION_FIELDS, rows: [expect.any(Array)] });
-    const [admitted] = entriesOf(events[0]!.data as AdmissionsRecordedData);
-    expect(admitted).toMatchObject({ tenantId: 'acme', dimension: 'INGEST', allowance: 'LIVE', admittedUnits: 14, shedUnits: 2, hitSeconds: 1 });
+    // Written as a table: the field names once, a row of values per entry; a summary per second (no summary
+    // spans more than the flush interval).
+    expect(events[0]!.data).toMatchObject({ fields: ADMISSION_FIELDS, rows: [expect.any(Array), expect.any(Array)] });
+    const [first, second] = entriesOf(events[0]!.data as AdmissionsRecordedData);
+    expect(first).toMatchObject({ tenantId: 'acme', dimension: 'INGEST', allowance: 'LIVE', fromSecond: T0 / 1000, seconds: 1, admittedUnits: 4, shedUnits: 0, hitSeconds: 0 });
+    expect(second).toMatchObject({ tenantId: 'acme', dimension: 'INGEST', allowance: 'LIVE', fromSecond: T0 / 1000 + 1, seconds: 1, admittedUnits: 10, shedUnits: 2, hitSeconds: 1 });
     expect(entriesOf(events[1]!.data as UnresolvedAdmissionsRecordedData)).toEqual([
       expect.objectContaining({ tenantId: 'acme', dimension: 'INGEST', cause: 'pending', units: 4, messages: 1 }),
     ]);
@@ -153,6 +155,26 @@ describe.each(storageTargets)('ledger recorder on $name', (target) => {
     expect(hidden!.outcome).toBe('Error');
     expect(again[0]).toMatchObject({ expectedRevision: hidden!.expectedRevision, outcome: 'stored' });
     expect(again).toHaveLength(1);
+  });
+
+  it('stores a summary with an id once however often, and by however many recorders (replicas, restarts), it is recorded', async () => {
+    const first = createLedgerRecorder(store);
+    const replica = createLedgerRecorder(store);
+    const leased = summary({ tenantId: 'leased-once', id: '0b6f8a52-1f0c-4a4e-8f9e-6d1a2b3c4d5e', admittedUnits: 7 });
+    const other = summary({ tenantId: 'leased-once', id: 'another-summary', fromSecond: T0 / 1000 + 1, admittedUnits: 3 });
+    const unnamed = summary({ tenantId: 'governed', admittedUnits: 5 });
+    const events = await appendedBy(async () => {
+      await first.record([leased], []);
+      // Another replica, which never saw it, gets it again with a new summary and one of the Governor's.
+      await replica.record([unnamed, leased, other], []);
+      await first.record([leased], []);
+      await replica.record([other, leased], []);
+    });
+    const entries = events.flatMap((event) => entriesOf(event.data as AdmissionsRecordedData));
+    expect(entries.filter((each) => each.tenantId === 'leased-once').map((each) => each.admittedUnits).sort()).toEqual([3, 7]);
+    expect(entries.filter((each) => each.tenantId === 'governed').map((each) => each.admittedUnits)).toEqual([5]);
+    // The id is the event's, not a column of the table.
+    for (const entry of entries) expect(entry).not.toHaveProperty('id');
   });
 
   it('splits a large batch into several events of one append, and appends nothing for an empty batch', async () => {

@@ -220,6 +220,24 @@ describe('Governor: limits and behaviours', () => {
     expect(sum(null, 'rejectedUnits')).toBe(101);
   });
 
+  it('answers issue 34’s 999,999,999 AI_INFERENCE units (limit 5/s, burst 10) as never fitting on either path, and they take nothing', async () => {
+    const source = new MemoryLimitSource().tenant('acme', { AI_INFERENCE: { override: { ratePerSecond: 5, burst: 10 } } });
+    const recorder = new CollectingRecorder();
+    const gov = governor(source, { recorder });
+    const inference = (units: number): AdmitRequest => ({ tenant: 'acme', dimension: 'AI_INFERENCE', units, at: clock });
+    gov.admit(inference(0));
+    await gov.loadsSettled();
+    // The full path (first call after the limits landed), then the fast path (the same pair again).
+    expect(gov.admit(inference(999_999_999))).toMatchObject({ admitted: false, neverFits: true, burst: 10 });
+    expect(gov.admit(inference(999_999_999))).toMatchObject({ admitted: false, neverFits: true, burst: 10 });
+    expect(gov.admit(inference(11))).toMatchObject({ admitted: false, neverFits: true });
+    // The whole burst is still there.
+    expect(gov.admit(inference(10))).toMatchObject({ admitted: true, neverFits: false });
+    await gov.flush();
+    expect(recorder.total('admittedUnits', 'acme')).toBe(10);
+    expect(recorder.total('rejectedUnits', 'acme')).toBe(2 * 999_999_999 + 11);
+  });
+
   it('holds an admitted readings charge until it is settled: admitted, unauthenticated (apart) or withdrawn (not counted)', async () => {
     const { gov, recorder } = await loaded('acme', { INGEST: { tier: { ratePerSecond: 10, burst: 30 } } });
     const request = { tenant: 'acme', dimension: 'INGEST', allowance: 'HTTP', units: 10, at: clock } as const;
@@ -304,7 +322,7 @@ describe('Governor: aggregates', () => {
     ]);
   });
 
-  it('offers a failed batch again unchanged, merges what came after it, and loses no count', async () => {
+  it('offers a failed batch again unchanged, puts what came after it in one batch, and loses no count', async () => {
     const source = new MemoryLimitSource().tenant('acme', {});
     const recorder = new CollectingRecorder();
     recorder.failNext = 2;
@@ -319,10 +337,14 @@ describe('Governor: aggregates', () => {
     expect(recorder.total('admittedUnits', 'acme')).toBe(105);
     expect(recorder.total('admittedMessages', 'acme')).toBe(35);
     // The first batch the recorder failed is offered again as it was (under its id, so a commit hidden by the
-    // failure is not stored twice); the seconds counted meanwhile merge into one batch after it.
+    // failure is not stored twice); the seconds counted meanwhile go into one batch after it, a summary per
+    // second (no summary spans more than the flush interval, 1 s here).
     expect(recorder.admissions.filter((each) => each.tenantId === 'acme')).toMatchObject([
       { fromSecond: T0 / 1000, seconds: 1, admittedUnits: 21 },
-      { fromSecond: T0 / 1000 + 1, seconds: 4, admittedUnits: 84 },
+      { fromSecond: T0 / 1000 + 1, seconds: 1, admittedUnits: 21 },
+      { fromSecond: T0 / 1000 + 2, seconds: 1, admittedUnits: 21 },
+      { fromSecond: T0 / 1000 + 3, seconds: 1, admittedUnits: 21 },
+      { fromSecond: T0 / 1000 + 4, seconds: 1, admittedUnits: 21 },
     ]);
     expect(gov.stats().recordFailures).toBe(2);
   });

@@ -84,6 +84,7 @@ describe('metrics', () => {
   it('reads the pulled gauges from the sources at scrape time: largest backlogs by name, the rest as other', async () => {
     const metrics = createMetrics({ service: 'governance', namedTenants: 2, processMetrics: false });
     let overflow = false;
+    let clamped = 0;
     metrics.useSources({
       commandBacklogs: async () => [
         { tenantId: 'a', undelivered: 5, ceiling: 1000 },
@@ -94,6 +95,7 @@ describe('metrics', () => {
       projectionLags: async () => [{ projection: 'admission-trends', secondsBehind: 2.5 }],
       redisCounterFallback: () => true,
       nameOverflowInUse: () => overflow,
+      clampedTallies: () => clamped,
     });
     let text = await metrics.render();
     const p = 'devicechain_governance_';
@@ -105,9 +107,12 @@ describe('metrics', () => {
     expect(sample(text, `${p}projection_lag_seconds{projection="admission-trends"}`)).toBe(2.5);
     expect(sample(text, `${p}governance_redis_fallback`)).toBe(1);
     expect(sample(text, `${p}governance_name_overflow_in_use`)).toBe(0);
+    expect(sample(text, `${p}governance_clamped_tallies_total`)).toBe(0);
     overflow = true;
+    clamped = 42;
     text = await metrics.render();
     expect(sample(text, `${p}governance_name_overflow_in_use`)).toBe(1);
+    expect(sample(text, `${p}governance_clamped_tallies_total`)).toBe(42);
   });
 
   it('adds the "other" sample a source folded itself to the tenants it folds, and never names it as a tenant', async () => {

@@ -10,7 +10,7 @@ import type { Recorder } from '../../../../src/governance/index.ts';
 import type { AcceptedBatch, ReadingSink } from '../../../../src/doors/pipeline/sink.ts';
 import { startMqttConsumer, type InboundMessage, type MqttConsumer } from '../../../../src/doors/pipeline/brokerConsumer.ts';
 import { createTelemetryHandler } from '../../../../src/doors/mqtt/telemetryDoor.ts';
-import type { DropReason } from '../../../../src/doors/pipeline/index.ts';
+import type { DropReason, SendTimeOutOfWindow } from '../../../../src/doors/pipeline/index.ts';
 import { telemetrySubscription } from '../../../../src/doors/mqtt/topics.ts';
 import { CollectingRecorder, type TableLimitSource } from '../http/frontDoorHarness.ts';
 import { mqttUrl } from '../../../support/mosquitto.ts';
@@ -23,6 +23,8 @@ export interface DoorUnderTest {
   /** Arrival times (ms) of every message, by the topic's tenant level. */
   arrivals: Map<string, number[]>;
   dropped: Map<DropReason, number>;
+  /** Messages whose send time lay outside the window, metered at arrival, by reason. */
+  outOfWindow: Map<SendTimeOutOfWindow, number>;
   close(): Promise<void>;
 }
 
@@ -46,6 +48,7 @@ export async function startDoor(options: DoorOptions): Promise<DoorUnderTest> {
   await knowCeilings(governor, [...options.limits.records.keys()]);
   const arrivals = new Map<string, number[]>();
   const dropped = new Map<DropReason, number>();
+  const outOfWindow = new Map<SendTimeOutOfWindow, number>();
   const logger = pino({ level: 'silent' });
   const handle = createTelemetryHandler({
     parts: { governor, sink: options.sink },
@@ -54,6 +57,7 @@ export async function startDoor(options: DoorOptions): Promise<DoorUnderTest> {
     backlogAfterMs: options.backlogAfterMs ?? 5_000,
     maxPayloadBytes: 1024 * 1024,
     onDropped: (reason) => dropped.set(reason, (dropped.get(reason) ?? 0) + 1),
+    onSendTimeOutOfWindow: (reason) => outOfWindow.set(reason, (outOfWindow.get(reason) ?? 0) + 1),
   });
   const consumer = startMqttConsumer({
     url: mqttUrl,
@@ -76,6 +80,7 @@ export async function startDoor(options: DoorOptions): Promise<DoorUnderTest> {
     consumer,
     arrivals,
     dropped,
+    outOfWindow,
     async close() {
       await consumer.close();
       if (!options.governor) await governor.close();

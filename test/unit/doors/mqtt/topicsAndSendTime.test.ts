@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseTelemetryTopic, telemetrySubscription } from '../../../../src/doors/mqtt/topics.ts';
 import { latestReadingTime, meteringFor, sentAtOf } from '../../../../src/doors/mqtt/sendTime.ts';
+import { SEND_TIME_MAX_AGE_MS, SEND_TIME_MAX_AHEAD_MS } from '../../../../src/doors/pipeline/index.ts';
 
 describe('MQTT telemetry topics', () => {
   it('subscribes with a shared subscription on <root>/+/+/telemetry', () => {
@@ -37,6 +38,20 @@ describe('send time and allowance', () => {
     expect(meteringFor(arrived - 4_999, arrived, 5_000)).toEqual({ allowance: 'LIVE', atMs: arrived });
     expect(meteringFor(undefined, arrived, 5_000)).toEqual({ allowance: 'LIVE', atMs: arrived });
     expect(meteringFor(arrived + 60_000, arrived, 5_000)).toEqual({ allowance: 'LIVE', atMs: arrived });
+  });
+
+  it('meters a send time outside the window (older than 7 days, more than 60 s ahead) at arrival, and says why', () => {
+    const day = 86_400_000;
+    // The reproduction of issue 34: `sent-at: 1` once merged with a recent send time into a 56-year summary.
+    expect(meteringFor(1, arrived, 5_000)).toEqual({ allowance: 'LIVE', atMs: arrived, outOfWindow: 'too-old' });
+    expect(meteringFor(arrived - 30 * day, arrived, 5_000)).toEqual({ allowance: 'LIVE', atMs: arrived, outOfWindow: 'too-old' });
+    expect(meteringFor(arrived - 60_001 - 10 * 365 * day, arrived, 5_000)).toMatchObject({ outOfWindow: 'too-old' });
+    expect(meteringFor(arrived + 60_001, arrived, 5_000)).toEqual({ allowance: 'LIVE', atMs: arrived, outOfWindow: 'future' });
+    // The edges are inside.
+    expect(meteringFor(arrived - SEND_TIME_MAX_AGE_MS, arrived, 5_000)).toEqual({ allowance: 'BACKLOG', atMs: arrived - SEND_TIME_MAX_AGE_MS });
+    expect(meteringFor(arrived + SEND_TIME_MAX_AHEAD_MS, arrived, 5_000)).toEqual({ allowance: 'LIVE', atMs: arrived });
+    expect(SEND_TIME_MAX_AGE_MS).toBe(7 * day);
+    expect(SEND_TIME_MAX_AHEAD_MS).toBe(60_000);
   });
 
   it('reads sent-at as Unix ms or an ISO 8601 instant, and nothing else', () => {
