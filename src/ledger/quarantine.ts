@@ -118,6 +118,13 @@ export async function countQuarantine(db: Queryable): Promise<{ projection: stri
   return result.rows.map((row) => ({ projection: row.projection, events: Number(row.events) }));
 }
 
+/** Every running projection's quarantined events, 0 for those with none (the metric's source). */
+export async function projectionQuarantineCounts(db: Queryable, projections: { runners: readonly { projection: { name: string } }[] }) {
+  const counts = new Map(projections.runners.map((runner) => [runner.projection.name, 0]));
+  for (const { projection, events } of await countQuarantine(db)) counts.set(projection, events);
+  return [...counts].map(([projection, events]) => ({ projection, events }));
+}
+
 // SQLSTATE classes of faults that trying again may clear: 40 transaction rollback (serialization failure,
 // deadlock), 53 insufficient resources (disk full, out of memory, too many connections), 55P03 lock not
 // available, 57014 query canceled (an operator, a shutdown), 58 system errors (I/O).
@@ -148,5 +155,5 @@ export function faultReason(error: unknown): string {
 /** Text PostgreSQL can store (no U+0000, no lone surrogates), within MAX_QUARANTINE_REASON_CHARS. */
 function storable(text: string): string {
   const kept = text.length > MAX_QUARANTINE_REASON_CHARS ? `${text.slice(0, MAX_QUARANTINE_REASON_CHARS - 1)}…` : text;
-  return kept.replace(/\u0000/g, '').replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
+  return kept.replaceAll('\u0000', '').replace(/[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g, '\uFFFD');
 }
