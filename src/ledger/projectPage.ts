@@ -37,6 +37,8 @@ export interface PageOptions {
   alone?: boolean;
   /** Told before each transaction that applies events, and (undefined) once it has ended. */
   onApplying?: (attempt: ApplyAttempt | undefined) => void;
+  /** Told of each fault the projection's code threw that is not the database's (the page, or an event alone, is tried again). */
+  onApplyFault?: (fault: unknown) => void;
 }
 
 /** How many times an event is applied alone before it is set aside. */
@@ -72,7 +74,10 @@ export async function projectNextPage(
   try {
     quarantined = await applyInTransaction(db, projection, checkpoint, next, events, false, options);
   } catch (error) {
-    if (error instanceof ApplyFailed) return projectAlone(db, projection, checkpoint, events, short, options);
+    if (error instanceof ApplyFailed) {
+      options.onApplyFault?.(error.fault);
+      return projectAlone(db, projection, checkpoint, events, short, options);
+    }
     if (error instanceof CheckpointMoved) return moved(db, projection, error);
     throw error;
   }
@@ -110,6 +115,7 @@ async function projectAlone(
         if (error instanceof CheckpointMoved) return moved(db, projection, error);
         if (!(error instanceof ApplyFailed)) throw error;
         fault = error.fault;
+        options.onApplyFault?.(fault);
       }
     }
     if (fault !== undefined) {

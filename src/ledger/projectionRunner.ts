@@ -150,7 +150,7 @@ export async function startProjectionRunner(
     checkpoint = await prepareCheckpoint(db, projection, ledger);
     while (!stopped) {
       settleWaiters();
-      const outcome = await projectNextPage(db, store, projection, checkpoint, pageSize, { alone, onApplying });
+      const outcome = await projectNextPage(db, store, projection, checkpoint, pageSize, { alone, onApplying, onApplyFault: report });
       fault = undefined;
       checkpoint = outcome.checkpoint;
       if (outcome.status === 'applied') {
