@@ -15,10 +15,13 @@ export const MAX_SUMMARY_SECONDS = 86_400;
 export const MAX_SUMMARY_FROM_SECOND = 253_402_300_799;
 
 /**
- * The most minute rows the summaries of one event may cross together: about a second of traffic at 50,000
- * active tenants in which every summary spans 40 minutes; a few seconds of the projection's work.
+ * The most minute rows the summaries of one event may cross together. The largest event (MAX_APPEND_BYTES, about
+ * 8,700 summaries) passes with summaries of up to 57 minutes each, as a recorder outage of an hour makes them.
+ * Writing rows costs about 16,000 a second on PostgreSQL and 5,500 on PGlite (measured by
+ * test/integration/projections/summaryBounds.test.ts on a loaded machine): so an event costs at most about
+ * 30 s of PostgreSQL's work, in statements of at most 100,000 rows (the admission trends' FLUSH_ROWS).
  */
-export const MAX_EVENT_MINUTE_ROWS = 2_000_000;
+export const MAX_EVENT_MINUTE_ROWS = 500_000;
 
 /**
  * Why a summary's span lies outside the bounds, or undefined when it lies within them. A fromSecond that is not
