@@ -125,22 +125,25 @@ export async function projectionQuarantineCounts(db: Queryable, projections: { r
   return [...counts].map(([projection, events]) => ({ projection, events }));
 }
 
-// SQLSTATE classes of faults that trying again may clear: 40 transaction rollback (serialization failure,
-// deadlock), 53 insufficient resources (disk full, out of memory, too many connections), 55P03 lock not
-// available, 57014 query canceled (an operator, a shutdown), 58 system errors (I/O).
-const TRANSIENT_CLASSES = ['40', '53', '58'];
-const TRANSIENT_CODES = new Set(['55P03', '57014']);
+// SQLSTATE classes of faults that are not the event's, retried rather than quarantined: trying again may clear
+// them (40 transaction rollback: serialization failure, deadlock; 53 insufficient resources: disk full, out of
+// memory, too many connections; 55 object not in prerequisite state, e.g. a lock not available; 57 operator
+// intervention: a query canceled, a shutdown; 58 system errors: I/O), or they say the database or the code is
+// wrong for every event alike, and quarantining would set aside the whole ledger (42 a missing table or column,
+// a permission; 28 authorization; 3D, 3F a missing database or schema; XX internal errors). Data exceptions
+// (22: a value out of range) and integrity violations (23) are the event's.
+const TRANSIENT_CLASSES = new Set(['40', '53', '55', '57', '58', '42', '28', '3D', '3F', 'XX']);
 
 /**
  * Whether a fault met while applying an event is the database's (away, overloaded, a conflict with another
- * transaction) and so worth trying again as it is, rather than the event's: those are retried for as long as
- * they last and never quarantine anything.
+ * transaction, a schema or permission that fails every event alike) rather than the event's: those are retried
+ * for as long as they last and never quarantine anything.
  */
 export function isTransientFault(error: unknown): boolean {
   if (storageUnavailableIn(error) || isConnectionFault(error)) return true;
   for (let at = error, depth = 0; typeof at === 'object' && at !== null && depth < 8; depth++) {
     const code = (at as { code?: unknown }).code;
-    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && (TRANSIENT_CLASSES.includes(code.slice(0, 2)) || TRANSIENT_CODES.has(code))) return true;
+    if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code) && TRANSIENT_CLASSES.has(code.slice(0, 2))) return true;
     at = (at as { cause?: unknown }).cause;
   }
   return false;

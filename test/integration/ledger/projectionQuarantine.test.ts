@@ -180,7 +180,11 @@ describe('isTransientFault', () => {
     expect(isTransientFault(Object.assign(new Error('could not serialize access'), { code: '40001' }))).toBe(true);
     expect(isTransientFault(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }))).toBe(true);
     expect(isTransientFault(new Error('wrapped', { cause: Object.assign(new Error('disk full'), { code: '53100' }) }))).toBe(true);
+    // A schema or permission that fails every event alike is no reason to set the ledger aside.
+    expect(isTransientFault(Object.assign(new Error('relation "gl_admission_trends_minute" does not exist'), { code: '42P01' }))).toBe(true);
+    expect(isTransientFault(Object.assign(new Error('permission denied for table gl_checkpoints'), { code: '42501' }))).toBe(true);
     expect(isTransientFault(Object.assign(new Error('timestamp out of range'), { code: '22008' }))).toBe(false);
+    expect(isTransientFault(Object.assign(new Error('duplicate key value violates unique constraint'), { code: '23505' }))).toBe(false);
     expect(isTransientFault(new RangeError('Invalid array length'))).toBe(false);
     expect(isTransientFault(new TypeError('x is undefined'))).toBe(false);
   });
