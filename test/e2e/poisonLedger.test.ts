@@ -1,6 +1,5 @@
 // Nothing stored can stop the service (issue 34): the poison events of the attack, appended straight to the
-// ledger while the service is down (as older doors wrote them), and the service started on them and started
-// again. Each time it answers /readyz 200 within 10 s of the start (readiness counts a projection more than 1 s
+// ledger while the service is down (as older doors wrote them), and the service started again on them, twice. Each time it answers /readyz 200 within 10 s of the start (readiness counts a projection more than 1 s
 // behind, beyond its pace, as unready, and the events are older than that: 200 means the trend projection got
 // past them), the quarantine lists exactly those events with
 // their reasons, /metrics counts them, `governance projections quarantine` prints them, and the summaries
@@ -36,6 +35,8 @@ interface Started {
   baseUrl: string;
   /** ms from the start of startService to the first /readyz 200. */
   readyAfterMs: number;
+  /** ms from the start of startService to listening. */
+  listeningAfterMs: number;
   stop(): Promise<void>;
 }
 
@@ -45,6 +46,7 @@ async function startAndAwaitReady(env: Record<string, string>): Promise<Started>
   const service = await startService(readSettings(env), pino({ level: 'silent' }));
   const server = createServer(service, service.routes);
   const baseUrl = `http://127.0.0.1:${(await listen(server, 0, '127.0.0.1')).port}`;
+  const listeningAfterMs = performance.now() - startedAt;
   const stop = async () => {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -61,7 +63,7 @@ async function startAndAwaitReady(env: Record<string, string>): Promise<Started>
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
-  return { service, baseUrl, readyAfterMs: performance.now() - startedAt, stop };
+  return { service, baseUrl, readyAfterMs: performance.now() - startedAt, listeningAfterMs, stop };
 }
 
 function cli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -96,6 +98,10 @@ const suite = (mode: ServiceMode) => {
     dataDir = await mkdtemp(path.join(tmpdir(), 'gl-poison-'));
     await mode.prepare();
     env = { GOVERNANCE_DATA_DIR: dataDir, ...mode.env, GOVERNANCE_READY_MAX_LAG_SECONDS: '1' };
+    // The service has run on this database before (as in the attack: the poison arrived, and the restarts died
+    // on it); that first start also compiles the worker thread's sources, which a start of the built service
+    // never does.
+    await (await startAndAwaitReady(env)).stop();
     // Straight to the ledger, the service down: each record is one event, healthy summaries around the poison.
     const db = await openDb(readSettings(env));
     const store = await openEventStore(db, undefined);
@@ -123,7 +129,7 @@ const suite = (mode: ServiceMode) => {
     // Older than the readiness bound (1 s) plus the trend projection's pace (2 s, which readiness allows it) before
     // the service starts: a projection stuck on them is unready from its first answer.
     await new Promise((resolve) => setTimeout(resolve, 3_500));
-  }, 120_000);
+  }, 180_000);
 
   afterAll(async () => {
     await mode.dispose();
@@ -155,7 +161,7 @@ const suite = (mode: ServiceMode) => {
   it('starts on them ready within 10 s, quarantines exactly them with their reasons, and projects the rest', { timeout: 180_000 }, async () => {
     const first = await startAndAwaitReady(env);
     try {
-      console.log(`${mode.name}: ready ${Math.round(first.readyAfterMs)} ms after the start`);
+      console.log(`${mode.name}: listening ${Math.round(first.listeningAfterMs)} ms, ready ${Math.round(first.readyAfterMs)} ms after the start`);
       expect(first.readyAfterMs).toBeLessThanOrEqual(READY_WITHIN_MS);
       await expectQuarantinedAndProjected(first);
     } finally {
@@ -166,7 +172,7 @@ const suite = (mode: ServiceMode) => {
   it('starts again on them ready within 10 s, quarantining nothing twice', { timeout: 180_000 }, async () => {
     const again = await startAndAwaitReady(env);
     try {
-      console.log(`${mode.name}: ready again ${Math.round(again.readyAfterMs)} ms after the start`);
+      console.log(`${mode.name}: listening ${Math.round(again.listeningAfterMs)} ms, ready again ${Math.round(again.readyAfterMs)} ms after the start`);
       expect(again.readyAfterMs).toBeLessThanOrEqual(READY_WITHIN_MS);
       await expectQuarantinedAndProjected(again);
     } finally {
