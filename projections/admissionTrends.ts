@@ -8,11 +8,24 @@
 // only one event's summaries are alive at a time; a summary is read from its row by column and added to its
 // row of the read model without an object made for it (summaryColumns, RollupRows.addValues), and a page
 // yields the event loop every 1,000 summaries, so admissions never wait long on it.
+//
+// An event with a summary outside the bounds of summaryBounds.ts (a span over a day, a start outside 1970..9999,
+// or more than MAX_EVENT_MINUTE_ROWS minute rows in all) is refused whole before any of it is added: the runner
+// sets it aside in the quarantine (src/ledger/quarantine.ts) and the page goes on.
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Tx } from '../src/db/db.ts';
-import type { RecordedEvent, Projection, AdmissionsRecordedData } from '../src/ledger/index.ts';
-import { ADMISSION_FIELDS, eventData, forEachEntry, summaryColumns } from '../src/ledger/index.ts';
-import { ADMISSION_TRENDS, familyTables, RollupRows, splitAcrossMinutes, wholeCount } from '../src/metrics/index.ts';
+import type { RecordedEvent, Projection, AdmissionsRecordedData, Refusal } from '../src/ledger/index.ts';
+import { ADMISSION_FIELDS, entriesOf, eventData, forEachEntry, summaryColumns } from '../src/ledger/index.ts';
+import {
+  ADMISSION_TRENDS,
+  eventRowsProblem,
+  familyTables,
+  minutesCrossed,
+  RollupRows,
+  splitAcrossMinutes,
+  summarySpanProblem,
+  wholeCount,
+} from '../src/metrics/index.ts';
 
 /** Events per page: each carries up to a few thousand summaries, so a page stays a few seconds of traffic. */
 const PAGE_EVENTS = 32;
@@ -36,31 +49,63 @@ export const admissionTrendsProjection: Projection = {
   // Each event parsed when its turn comes (see addAdmissions), not a page of them at once.
   readsDataAsJson: true,
   apply: async (event: RecordedEvent, tx: Tx) => {
-    const rows = new RollupRows(ADMISSION_TRENDS);
-    await addAdmissions(rows, event);
-    await rows.upsert(tx);
+    const refusals = await applyAdmissions([event], tx);
+    return refusals.length > 0 ? { refused: refusals[0]!.reason } : undefined;
   },
   // A page's summaries in one upsert, merged per row (RollupRows).
-  applyPage: async (events: readonly RecordedEvent[], tx: Tx) => {
-    const rows = new RollupRows(ADMISSION_TRENDS);
-    for (const event of events) await addAdmissions(rows, event);
-    await rows.upsert(tx);
-  },
+  applyPage: (events: readonly RecordedEvent[], tx: Tx) => applyAdmissions(events, tx),
 };
+
+/**
+ * Rows merged before they are written: a page of events whose summaries span many minutes each is written in
+ * several statements of the same transaction (each sees the ones before, so the roll-ups stay exact), and the
+ * page's memory stays bounded whatever it holds.
+ */
+const FLUSH_ROWS = 100_000;
+
+/** Adds the events' summaries, refusing each event with a summary outside the bounds (summaryBounds.ts). */
+async function applyAdmissions(events: readonly RecordedEvent[], tx: Tx): Promise<Refusal[]> {
+  const refusals: Refusal[] = [];
+  let rows = new RollupRows(ADMISSION_TRENDS);
+  for (const event of events) {
+    const reason = await addAdmissions(rows, event);
+    if (reason !== undefined) refusals.push({ event, reason });
+    if (rows.size >= FLUSH_ROWS) {
+      await rows.upsert(tx);
+      rows = new RollupRows(ADMISSION_TRENDS);
+    }
+  }
+  await rows.upsert(tx);
+  return refusals;
+}
 
 // The summary fields read, in the order addSummary takes them: the table's own columns.
 const READ = ADMISSION_FIELDS;
+const FROM_SECOND = READ.indexOf('fromSecond');
+const SECONDS = READ.indexOf('seconds');
 
-async function addAdmissions(rows: RollupRows, event: RecordedEvent): Promise<void> {
+/** Adds an event's summaries to `rows`; or, when one lies outside the bounds, adds none and answers why. */
+async function addAdmissions(rows: RollupRows, event: RecordedEvent): Promise<string | undefined> {
   const data = eventData(event) as AdmissionsRecordedData;
   const table = summaryColumns(data, READ);
   if (table === null) {
     // Events written before summaries were tables: a list of objects.
+    const entries = entriesOf(data);
+    const reason = spansProblem(entries.length, (index) => entries[index]!.fromSecond, (index) => entries[index]!.seconds);
+    if (reason !== undefined) return reason;
     forEachEntry(data, (entry) => addSummary(rows, READ.map((field) => entry[field])));
     await yieldTurn();
-    return;
+    return undefined;
   }
   const { columns } = table;
+  const fromColumn = columns[FROM_SECOND]!;
+  const secondsColumn = columns[SECONDS]!;
+  const cell = (index: number, column: number) => {
+    const row = table.rows[index];
+    return column < 0 || !Array.isArray(row) ? undefined : row[column];
+  };
+  const reason = spansProblem(table.rows.length, (index) => cell(index, fromColumn), (index) => cell(index, secondsColumn));
+  if (reason !== undefined) return reason;
   for (let start = 0; start < table.rows.length; start += SLICE_SUMMARIES) {
     const end = Math.min(table.rows.length, start + SLICE_SUMMARIES);
     for (let index = start; index < end; index++) {
@@ -71,6 +116,20 @@ async function addAdmissions(rows: RollupRows, event: RecordedEvent): Promise<vo
     }
     await yieldTurn();
   }
+  return undefined;
+}
+
+/** Why an event's summaries (`count` of them, read by index) lie outside the bounds, or undefined. */
+function spansProblem(count: number, fromSecondAt: (index: number) => unknown, secondsAt: (index: number) => unknown): string | undefined {
+  let minuteRows = 0;
+  for (let index = 0; index < count; index++) {
+    const fromSecond = fromSecondAt(index);
+    const seconds = wholeCount(secondsAt(index));
+    const problem = summarySpanProblem(fromSecond, seconds);
+    if (problem !== undefined) return `summary ${index}: ${problem}`;
+    minuteRows += minutesCrossed(fromSecond, seconds);
+  }
+  return eventRowsProblem(minuteRows);
 }
 
 // Reused for every summary (addValues copies what it keeps): a summary's values in READ order, and its key

@@ -1,17 +1,42 @@
 // Read model: AI inference tokens per tenant per minute, with hour and day roll-ups, so an operator can
 // see which tenant spends (beyond the instance-wide counters; docs/governance-model.md, "Observing it").
 import type { Tx } from '../src/db/db.ts';
-import type { RecordedEvent, Projection, InferenceSpendRecordedData } from '../src/ledger/index.ts';
-import { INFERENCE_SPEND, familyTables, splitAcrossMinutes, upsertRollups, type RollupIncrement, wholeCount } from '../src/metrics/index.ts';
+import type { RecordedEvent, Projection, Refusal, InferenceSpendRecordedData } from '../src/ledger/index.ts';
+import {
+  INFERENCE_SPEND,
+  eventRowsProblem,
+  familyTables,
+  minutesCrossed,
+  splitAcrossMinutes,
+  summarySpanProblem,
+  upsertRollups,
+  type RollupIncrement,
+  wholeCount,
+} from '../src/metrics/index.ts';
 
 export const inferenceSpendProjection: Projection = {
   name: 'inference-spend',
   version: 1,
   eventTypes: ['InferenceSpendRecorded'],
   tables: familyTables(INFERENCE_SPEND),
-  apply: (event: RecordedEvent, tx: Tx) => upsertRollups(tx, INFERENCE_SPEND, incrementsOf(event)),
-  // A page's increments in one upsert, merged per row (upsertRollups).
-  applyPage: (events: readonly RecordedEvent[], tx: Tx) => upsertRollups(tx, INFERENCE_SPEND, events.flatMap(incrementsOf)),
+  apply: async (event: RecordedEvent, tx: Tx) => {
+    const reason = boundsProblem(event);
+    if (reason !== undefined) return { refused: reason };
+    await upsertRollups(tx, INFERENCE_SPEND, incrementsOf(event));
+  },
+  // A page's increments in one upsert, merged per row (upsertRollups); an event with a summary outside the
+  // bounds (summaryBounds.ts) is refused whole, and the runner sets it aside in the quarantine.
+  applyPage: async (events: readonly RecordedEvent[], tx: Tx) => {
+    const refusals: Refusal[] = [];
+    const increments: RollupIncrement[] = [];
+    for (const event of events) {
+      const reason = boundsProblem(event);
+      if (reason === undefined) for (const increment of incrementsOf(event)) increments.push(increment);
+      else refusals.push({ event, reason });
+    }
+    await upsertRollups(tx, INFERENCE_SPEND, increments);
+    return refusals;
+  },
 };
 
 function incrementsOf(event: RecordedEvent): RollupIncrement[] {
@@ -28,4 +53,17 @@ function incrementsOf(event: RecordedEvent): RollupIncrement[] {
     }
   }
   return increments;
+}
+
+/** Why the event's entries lie outside the bounds (summaryBounds.ts), or undefined. */
+function boundsProblem(event: RecordedEvent): string | undefined {
+  let minuteRows = 0;
+  const entries = (event.data as InferenceSpendRecordedData).entries ?? [];
+  for (let index = 0; index < entries.length; index++) {
+    const { fromSecond, seconds } = entries[index]!;
+    const problem = summarySpanProblem(fromSecond, wholeCount(seconds));
+    if (problem !== undefined) return `entry ${index}: ${problem}`;
+    minuteRows += minutesCrossed(fromSecond, wholeCount(seconds));
+  }
+  return eventRowsProblem(minuteRows);
 }

@@ -1,18 +1,43 @@
 // Read model: units and messages admitted at the platform default because a tenant's ceilings were not
 // known, per tenant, dimension and cause, per minute, with hour and day roll-ups.
 import type { Tx } from '../src/db/db.ts';
-import type { RecordedEvent, Projection, UnresolvedAdmissionsRecordedData } from '../src/ledger/index.ts';
+import type { RecordedEvent, Projection, Refusal, UnresolvedAdmissionsRecordedData } from '../src/ledger/index.ts';
 import { entriesOf } from '../src/ledger/index.ts';
-import { UNRESOLVED_ADMISSIONS, familyTables, splitAcrossMinutes, upsertRollups, type RollupIncrement, wholeCount } from '../src/metrics/index.ts';
+import {
+  UNRESOLVED_ADMISSIONS,
+  eventRowsProblem,
+  familyTables,
+  minutesCrossed,
+  splitAcrossMinutes,
+  summarySpanProblem,
+  upsertRollups,
+  type RollupIncrement,
+  wholeCount,
+} from '../src/metrics/index.ts';
 
 export const unresolvedAdmissionsProjection: Projection = {
   name: 'unresolved-admissions',
   version: 1,
   eventTypes: ['UnresolvedAdmissionsRecorded'],
   tables: familyTables(UNRESOLVED_ADMISSIONS),
-  apply: (event: RecordedEvent, tx: Tx) => upsertRollups(tx, UNRESOLVED_ADMISSIONS, incrementsOf(event)),
-  // A page's increments in one upsert, merged per row (upsertRollups).
-  applyPage: (events: readonly RecordedEvent[], tx: Tx) => upsertRollups(tx, UNRESOLVED_ADMISSIONS, events.flatMap(incrementsOf)),
+  apply: async (event: RecordedEvent, tx: Tx) => {
+    const reason = boundsProblem(event);
+    if (reason !== undefined) return { refused: reason };
+    await upsertRollups(tx, UNRESOLVED_ADMISSIONS, incrementsOf(event));
+  },
+  // A page's increments in one upsert, merged per row (upsertRollups); an event with a summary outside the
+  // bounds (summaryBounds.ts) is refused whole, and the runner sets it aside in the quarantine.
+  applyPage: async (events: readonly RecordedEvent[], tx: Tx) => {
+    const refusals: Refusal[] = [];
+    const increments: RollupIncrement[] = [];
+    for (const event of events) {
+      const reason = boundsProblem(event);
+      if (reason === undefined) for (const increment of incrementsOf(event)) increments.push(increment);
+      else refusals.push({ event, reason });
+    }
+    await upsertRollups(tx, UNRESOLVED_ADMISSIONS, increments);
+    return refusals;
+  },
 };
 
 function incrementsOf(event: RecordedEvent): RollupIncrement[] {
@@ -26,4 +51,17 @@ function incrementsOf(event: RecordedEvent): RollupIncrement[] {
     }
   }
   return increments;
+}
+
+/** Why the event's summaries lie outside the bounds (summaryBounds.ts), or undefined. */
+function boundsProblem(event: RecordedEvent): string | undefined {
+  let minuteRows = 0;
+  const entries = entriesOf(event.data as UnresolvedAdmissionsRecordedData);
+  for (let index = 0; index < entries.length; index++) {
+    const { fromSecond, seconds } = entries[index]!;
+    const problem = summarySpanProblem(fromSecond, wholeCount(seconds));
+    if (problem !== undefined) return `summary ${index}: ${problem}`;
+    minuteRows += minutesCrossed(fromSecond, wholeCount(seconds));
+  }
+  return eventRowsProblem(minuteRows);
 }

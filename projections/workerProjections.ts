@@ -19,6 +19,9 @@ export function projectionWorkerEntry(): URL {
 }
 
 /** startProjections' `workers` option: WORKER_PROJECTIONS in threads of their own on the PostgreSQL ledger at `connection`. */
-export function projectionWorkers(connection: PostgresConnection): NonNullable<ProjectionSetOptions['workers']> {
-  return { entry: projectionWorkerEntry(), connection, projections: WORKER_PROJECTIONS.map((projection) => projection.name) };
+export function projectionWorkers(
+  connection: PostgresConnection,
+  limits: { maxHeapMb?: number; maxBlockedMs?: number } = {},
+): NonNullable<ProjectionSetOptions['workers']> {
+  return { entry: projectionWorkerEntry(), connection, projections: WORKER_PROJECTIONS.map((projection) => projection.name), ...limits };
 }

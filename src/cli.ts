@@ -32,12 +32,28 @@ const COMMANDS: Record<string, CliCommand> = {
     },
   },
   projections: {
-    synopsis: 'projections rebuild [name]     rebuild one or every projection from the ledger',
-    help: "Rebuilds a projection's read model from the ledger (every projection without a name), with a progress bar.",
+    synopsis: 'projections rebuild [name] | projections quarantine [name] [--json]   rebuild projections; list the events they set aside',
+    help: [
+      'projections rebuild [name]',
+      "                      rebuilds a projection's read model from the ledger (every projection without a name),",
+      '                      with a progress bar',
+      'projections quarantine [name]',
+      '                      lists the ledger events a projection (every projection without a name) set aside',
+      '                      instead of applying, in ledger order, each with its reason (src/ledger/README.md)',
+      '  --json              one JSON object a line instead',
+    ].join('\n'),
     run: async (args) => {
-      const { positionals } = parse(args, {}, true);
-      if (positionals[0] !== 'rebuild' || positionals.length > 2) throw new UsageError('projections takes: rebuild [name]');
-      await rebuildProjections(positionals[1]);
+      const { positionals, values } = parse(args, { json: { type: 'boolean', default: false } }, true);
+      const [action, name, ...rest] = positionals;
+      if (action === 'rebuild' && rest.length === 0 && !values.json) {
+        await rebuildProjections(name);
+        return;
+      }
+      if (action === 'quarantine' && rest.length === 0) {
+        await listProjectionQuarantine(name, values.json);
+        return;
+      }
+      throw new UsageError('projections takes: rebuild [name], or quarantine [name] [--json]');
     },
   },
   ledger: {
@@ -177,6 +193,48 @@ async function rebuildProjections(name: string | undefined): Promise<void> {
     }
   } finally {
     await store.close();
+    await db.close();
+  }
+}
+
+/** Prints the events the projections set aside (one projection's when named), in ledger order. */
+async function listProjectionQuarantine(name: string | undefined, json: boolean): Promise<void> {
+  const [{ openDb }, { migrate }, { listQuarantine }, { allProjections }] = await Promise.all([
+    import('./db/open.ts'),
+    import('./db/migrate.ts'),
+    import('./ledger/quarantine.ts'),
+    import('../projections/index.ts'),
+  ]);
+  const known = allProjections().map((projection) => projection.name);
+  if (name !== undefined && !known.includes(name)) throw new UsageError(`no projection named ${name}; known: ${known.join(', ')}`);
+  const db = await openDb(readSettings());
+  try {
+    await migrate(db);
+    const events = await listQuarantine(db, { projection: name });
+    for (const event of events) {
+      const position = `${event.position.commit}/${event.position.prepare}`;
+      if (json) {
+        console.log(
+          JSON.stringify({
+            projection: event.projection,
+            eventId: event.id,
+            eventType: event.type,
+            stream: event.stream,
+            position,
+            quarantinedAt: event.quarantinedAt.toISOString(),
+            reason: event.reason,
+          }),
+        );
+      } else {
+        console.log(`${event.quarantinedAt.toISOString()}  ${event.projection}  ${event.type} ${event.id} (stream ${event.stream}, position ${position})`);
+        console.log(`    ${event.reason}`);
+      }
+    }
+    if (!json) {
+      const whose = name ? `projection ${name}` : 'any projection';
+      console.log(events.length === 0 ? `no event is in the quarantine of ${whose}` : `${events.length} event(s) in the quarantine of ${whose}`);
+    }
+  } finally {
     await db.close();
   }
 }

@@ -71,6 +71,16 @@ export interface Settings {
    * own when the ledger is on PostgreSQL (DATABASE_URL, no EVENTSTORE_URL); `off` keeps it in the service's thread.
    */
   projectionWorkers: boolean;
+  /**
+   * GOVERNANCE_PROJECTION_WORKER_MAX_HEAP_MB: a projection worker thread's heap (default 1024); a page that needs
+   * more ends the thread, not the service, and an event that does so alone is quarantined (src/ledger/README.md).
+   */
+  projectionWorkerMaxHeapMb: number;
+  /**
+   * GOVERNANCE_PROJECTION_MAX_BLOCKED_SECONDS: how long a projection worker thread's event loop may stay blocked
+   * while it applies a page before the thread is ended (default 30); an event that does so alone is quarantined.
+   */
+  projectionMaxBlockedSeconds: number;
   /** GOVERNANCE_GRPC_PORT: Envoy's rate limit service (gRPC) listens here (default 8081). */
   grpcPort: number;
   /** GOVERNANCE_GRPC_TLS_CERT/_KEY (PEM files): TLS on the gRPC port; with _CLIENT_CA, client certificates are required. */
@@ -128,6 +138,8 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     ledgerArchiveDir: optional('GOVERNANCE_LEDGER_ARCHIVE_DIR') ?? `${(optional('GOVERNANCE_DATA_DIR') ?? './data').replace(/\/+$/, '')}/ledger-archive`,
     ledgerArchiveCommand: optional('GOVERNANCE_LEDGER_ARCHIVE_COMMAND'),
     projectionWorkers: onOff(optional('GOVERNANCE_PROJECTION_WORKERS'), true, 'GOVERNANCE_PROJECTION_WORKERS'),
+    projectionWorkerMaxHeapMb: positiveInteger(optional('GOVERNANCE_PROJECTION_WORKER_MAX_HEAP_MB'), 1024, 'GOVERNANCE_PROJECTION_WORKER_MAX_HEAP_MB'),
+    projectionMaxBlockedSeconds: positiveInteger(optional('GOVERNANCE_PROJECTION_MAX_BLOCKED_SECONDS'), 30, 'GOVERNANCE_PROJECTION_MAX_BLOCKED_SECONDS'),
     grpcPort: portNumber(optional('GOVERNANCE_GRPC_PORT'), 8081, 'GOVERNANCE_GRPC_PORT'),
     grpcTls: grpcTls(optional('GOVERNANCE_GRPC_TLS_CERT'), optional('GOVERNANCE_GRPC_TLS_KEY'), optional('GOVERNANCE_GRPC_TLS_CLIENT_CA')),
     grpcToken: grpcToken(optional('GOVERNANCE_GRPC_TOKEN')),

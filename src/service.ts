@@ -6,6 +6,7 @@ import { openStorage, storageUnavailableIn, type Db } from './db/index.ts';
 import {
   createLedgerRecorder,
   openEventStore,
+  projectionQuarantineCounts,
   projectionReadiness,
   startLedgerRetention,
   startProjections,
@@ -121,11 +122,21 @@ export async function startService(
   // PGlite is one connection in this process, and an EventStoreDB ledger is read here.
   const workers =
     settings.projectionWorkers && settings.databaseUrl && !settings.eventStoreUrl
-      ? projectionWorkers({ connectionString: settings.databaseUrl, schema: settings.dbSchema })
+      ? projectionWorkers(
+          { connectionString: settings.databaseUrl, schema: settings.dbSchema },
+          { maxHeapMb: settings.projectionWorkerMaxHeapMb, maxBlockedMs: settings.projectionMaxBlockedSeconds * 1_000 },
+        )
       : undefined;
+  // Start-up waits for no projection to catch up: the runners start from their checkpoints and apply in the
+  // background; /readyz reports their lag, and an event none can apply is quarantined (src/ledger/README.md).
   const projections = await startProjections(db, store, withApiPublishers(allProjections({ governor }), pubsub), {
     workers,
     onError: (error, projection) => logger.error({ err: error, projection: projection.name }, 'projection failed'),
+    onQuarantined: (event) =>
+      logger.warn(
+        { projection: event.projection, eventId: event.id, eventType: event.type, stream: event.stream, reason: event.reason },
+        'projection quarantined an event it cannot apply; see governance projections quarantine',
+      ),
   });
 
   // Closed in reverse order of this list: projections stop before the governor's last flush lands in the store.
@@ -156,6 +167,7 @@ export async function startService(
   metrics.useSources({
     commandBacklogs: commandBacklogSource(db, metricsSettings.namedTenants),
     projectionLags: () => projections.lag(),
+    projectionQuarantine: () => projectionQuarantineCounts(db, projections),
     redisCounterFallback: () => governor.stats().sharedFallbackActive,
     nameOverflowInUse: () => governor.overflowInUse,
     clampedTallies: () => governor.stats().clampedTallies,

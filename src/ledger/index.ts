@@ -16,6 +16,8 @@ export * from './projectionReadiness.ts';
 export * from './rebuild.ts';
 export * from './rebuildProgress.ts';
 export * from './checkpoints.ts';
+export { listQuarantine, countQuarantine, projectionQuarantineCounts, MAX_QUARANTINE_REASON_CHARS, type QuarantinedEvent } from './quarantine.ts';
+export type { QuarantineNotice } from './projectionRunner.ts';
 export { createPostgresEventStore } from './postgres/postgresEventStore.ts';
 // The EventStoreDB adapter is reached through openEventStore, which loads its client only when EVENTSTORE_URL is set.
 export * from './retention/startLedgerRetention.ts';

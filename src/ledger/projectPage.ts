@@ -3,21 +3,55 @@
 // looked (ReadAllPage.through: past events of other types too, up to the readable head when the page is
 // short), all in one transaction. So a projection with nothing pending still moves to the head, and no
 // read ever wades through other types' events.
-import type { Db } from '../db/db.ts';
+//
+// No stored event may stop a projection (quarantine.ts). Events the projection refuses are set aside in the
+// page's transaction. When applying the page throws a fault that is not the database's (isTransientFault), the
+// page is rolled back and its events are applied alone, each in a transaction of its own that moves the
+// checkpoint to it; one that fails alone is tried once more, then set aside with the fault as its reason, in
+// the transaction that moves the checkpoint past it. A fault of the database is thrown as before: the runner
+// tries again later, and nothing is set aside for it.
+import type { Db, Tx } from '../db/db.ts';
 import { sameCheckpoint, type EventStore, type RecordedEvent } from './eventStore.ts';
-import type { Projection } from './projection.ts';
+import type { Projection, Refusal } from './projection.ts';
 import { loadCheckpoint, storeCheckpoint, type StoredCheckpoint } from './checkpoints.ts';
+import { eventRef, faultReason, isTransientFault, quarantineEvents, type EventRef } from './quarantine.ts';
 
 export type PageOutcome =
-  /** The page was applied and the checkpoint moved past it; `short` when the read found fewer events than it
-   *  asked for (it reached the head as it then stood). */
-  | { status: 'applied'; applied: readonly RecordedEvent[]; short: boolean; checkpoint: StoredCheckpoint }
+  /** The page was applied (its events applied or set aside) and the checkpoint moved past it; `short` when the
+   *  read found fewer events than it asked for (it reached the head as it then stood). */
+  | { status: 'applied'; applied: readonly RecordedEvent[]; quarantined: readonly Refusal[]; short: boolean; checkpoint: StoredCheckpoint }
   /** Nothing after the checkpoint: caught up with the ledger as of this read. */
   | { status: 'caught-up'; checkpoint: StoredCheckpoint }
   /** Another runner moved the checkpoint first; nothing was applied, continue from its checkpoint. */
   | { status: 'moved'; checkpoint: StoredCheckpoint };
 
+/** What is about to be applied, in one transaction from `from`: a page, or (`alone`) one event of a page that failed. */
+export interface ApplyAttempt {
+  from: StoredCheckpoint;
+  events: readonly EventRef[];
+  alone: boolean;
+}
+
+export interface PageOptions {
+  /** Apply the page's events one at a time from the start (after a thread ended while it applied this page). */
+  alone?: boolean;
+  /** Told before each transaction that applies events, and (undefined) once it has ended. */
+  onApplying?: (attempt: ApplyAttempt | undefined) => void;
+  /** Told of each fault the projection's code threw that is not the database's (the page, or an event alone, is tried again). */
+  onApplyFault?: (fault: unknown) => void;
+}
+
+/** How many times an event is applied alone before it is set aside. */
+const ALONE_ATTEMPTS = 2;
+
 class CheckpointMoved extends Error {}
+
+/** The projection's own code threw, with a fault that is not the database's: the events, not the storage, are to blame. */
+class ApplyFailed extends Error {
+  constructor(readonly fault: unknown) {
+    super(faultReason(fault), { cause: fault });
+  }
+}
 
 export async function projectNextPage(
   db: Db,
@@ -25,30 +59,136 @@ export async function projectNextPage(
   projection: Projection,
   checkpoint: StoredCheckpoint,
   pageSize: number,
+  options: PageOptions = {},
 ): Promise<PageOutcome> {
   const maxCount = Math.min(pageSize, projection.pageSize ?? pageSize);
-  const { events: applied, through } = await store.readAllPage(checkpoint.position, maxCount, {
+  const { events, through } = await store.readAllPage(checkpoint.position, maxCount, {
     types: projection.eventTypes,
     dataAsJson: projection.readsDataAsJson,
   });
-  if (applied.length === 0 && sameCheckpoint(through, checkpoint.position)) return { status: 'caught-up', checkpoint };
+  if (events.length === 0 && sameCheckpoint(through, checkpoint.position)) return { status: 'caught-up', checkpoint };
   const next: StoredCheckpoint = { ...checkpoint, position: through };
+  const short = events.length < maxCount;
+  if (options.alone && events.length > 0) return projectAlone(db, projection, checkpoint, events, short, options);
+  let quarantined: readonly Refusal[];
   try {
-    await db.transaction(async (tx) => {
-      // Checkpoint first: its row lock makes a competing runner wait here, before it applies anything.
-      if (!(await storeCheckpoint(tx, checkpoint, next))) throw new CheckpointMoved();
-      if (projection.applyPage) {
-        if (applied.length > 0) await projection.applyPage(applied, tx);
-      } else {
-        for (const event of applied) await projection.apply(event, tx);
-      }
-    });
+    quarantined = await applyInTransaction(db, projection, checkpoint, next, events, false, options);
   } catch (error) {
-    if (!(error instanceof CheckpointMoved)) throw error;
-    const moved = await loadCheckpoint(db, projection.name);
-    if (!moved) throw new Error(`checkpoint of projection ${projection.name} was deleted while it ran`, { cause: error });
-    return { status: 'moved', checkpoint: moved };
+    if (error instanceof ApplyFailed) {
+      options.onApplyFault?.(error.fault);
+      return projectAlone(db, projection, checkpoint, events, short, options);
+    }
+    if (error instanceof CheckpointMoved) return moved(db, projection, error);
+    throw error;
   }
+  const applied = quarantined.length === 0 ? events : events.filter((event) => !quarantined.some((refusal) => refusal.event === event));
   if (applied.length > 0) projection.afterCommit?.(applied);
-  return { status: 'applied', applied, short: applied.length < maxCount, checkpoint: next };
+  return { status: 'applied', applied, quarantined, short, checkpoint: next };
+}
+
+/**
+ * The page's events one at a time, each in its own transaction that moves the checkpoint to it; an event that
+ * fails alone ALONE_ATTEMPTS times is set aside. The checkpoint ends on the last event (the next read goes on
+ * from there).
+ */
+async function projectAlone(
+  db: Db,
+  projection: Projection,
+  checkpoint: StoredCheckpoint,
+  events: readonly RecordedEvent[],
+  short: boolean,
+  options: PageOptions,
+): Promise<PageOutcome> {
+  const applied: RecordedEvent[] = [];
+  const quarantined: Refusal[] = [];
+  let at = checkpoint;
+  for (const event of events) {
+    const next: StoredCheckpoint = { ...at, position: event.position };
+    let fault: unknown;
+    let refused: readonly Refusal[] = [];
+    for (let attempt = 1; attempt <= ALONE_ATTEMPTS; attempt++) {
+      try {
+        refused = await applyInTransaction(db, projection, at, next, [event], true, options);
+        fault = undefined;
+        break;
+      } catch (error) {
+        if (error instanceof CheckpointMoved) return moved(db, projection, error);
+        if (!(error instanceof ApplyFailed)) throw error;
+        fault = error.fault;
+        options.onApplyFault?.(fault);
+      }
+    }
+    if (fault !== undefined) {
+      const refusal = { event, reason: `its application failed ${ALONE_ATTEMPTS} times alone: ${faultReason(fault)}` };
+      const stored = await db.transaction(async (tx) => {
+        if (!(await storeCheckpoint(tx, at, next))) return false;
+        await quarantineEvents(tx, projection.name, [{ event: eventRef(event), reason: refusal.reason }]);
+        return true;
+      });
+      if (!stored) return moved(db, projection, new CheckpointMoved());
+      refused = [refusal];
+    }
+    if (refused.length > 0) quarantined.push(...refused);
+    else {
+      applied.push(event);
+      projection.afterCommit?.([event]);
+    }
+    at = next;
+  }
+  return { status: 'applied', applied, quarantined, short, checkpoint: at };
+}
+
+/**
+ * Moves the checkpoint from `from` to `next`, applies the events and sets aside those the projection refused,
+ * in one transaction. Throws CheckpointMoved when another runner moved the checkpoint first, ApplyFailed when
+ * the projection's code threw a fault that is not the database's; a fault of the database as it is.
+ */
+async function applyInTransaction(
+  db: Db,
+  projection: Projection,
+  from: StoredCheckpoint,
+  next: StoredCheckpoint,
+  events: readonly RecordedEvent[],
+  alone: boolean,
+  { onApplying }: PageOptions,
+): Promise<readonly Refusal[]> {
+  if (events.length > 0) onApplying?.({ from, events: events.map(eventRef), alone });
+  try {
+    return await db.transaction(async (tx) => {
+      // Checkpoint first: its row lock makes a competing runner wait here, before it applies anything.
+      if (!(await storeCheckpoint(tx, from, next))) throw new CheckpointMoved();
+      if (events.length === 0) return [];
+      const refused = await applyEvents(projection, events, tx);
+      if (refused.length > 0) {
+        await quarantineEvents(
+          tx,
+          projection.name,
+          refused.map((refusal) => ({ event: eventRef(refusal.event), reason: refusal.reason })),
+        );
+      }
+      return refused;
+    });
+  } finally {
+    if (events.length > 0) onApplying?.(undefined);
+  }
+}
+
+async function applyEvents(projection: Projection, events: readonly RecordedEvent[], tx: Tx): Promise<readonly Refusal[]> {
+  try {
+    if (projection.applyPage) return (await projection.applyPage(events, tx)) ?? [];
+    const refused: Refusal[] = [];
+    for (const event of events) {
+      const outcome = await projection.apply(event, tx);
+      if (outcome) refused.push({ event, reason: outcome.refused });
+    }
+    return refused;
+  } catch (error) {
+    throw isTransientFault(error) ? error : new ApplyFailed(error);
+  }
+}
+
+async function moved(db: Db, projection: Projection, error: CheckpointMoved): Promise<PageOutcome> {
+  const checkpoint = await loadCheckpoint(db, projection.name);
+  if (!checkpoint) throw new Error(`checkpoint of projection ${projection.name} was deleted while it ran`, { cause: error });
+  return { status: 'moved', checkpoint };
 }

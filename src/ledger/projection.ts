@@ -1,6 +1,17 @@
 import type { Tx } from '../db/db.ts';
 import type { RecordedEvent } from './eventStore.ts';
 
+/** apply's answer for an event it will not apply, and why (a sentence an operator reads in the quarantine). */
+export interface Refused {
+  refused: string;
+}
+
+/** applyPage's answer for each event of the page it will not apply. */
+export interface Refusal {
+  event: RecordedEvent;
+  reason: string;
+}
+
 /**
  * A read model kept in PostgreSQL/PGlite and built from the ledger. The runner applies each event of
  * `eventTypes` exactly once, in the ledger's global order, in the same transaction as the checkpoint.
@@ -32,13 +43,19 @@ export interface Projection {
    * garbage collector had to move at 50,000 active tenants, in the process that admits.
    */
   readsDataAsJson?: boolean;
-  apply(event: RecordedEvent, tx: Tx): Promise<void>;
+  /**
+   * Applies one event; or answers `{ refused: reason }` for an event outside the bounds the projection
+   * documents (one whose application would cost time or memory without bound), having applied nothing of it:
+   * the runner sets it aside in the quarantine (quarantine.ts) in the same transaction and goes on.
+   */
+  apply(event: RecordedEvent, tx: Tx): Promise<void | Refused>;
   /**
    * When present, the runner gives it each page of events (in ledger order) instead of calling apply per
    * event. It must leave the read model as applying them one by one would; a projection of sums uses it to
-   * merge a page's increments into one write per row instead of one per event.
+   * merge a page's increments into one write per row instead of one per event. The events it refuses (as
+   * apply does) are answered with their reasons; nothing of them may have been applied.
    */
-  applyPage?(events: readonly RecordedEvent[], tx: Tx): Promise<void>;
-  /** Called once a batch has committed, with the events it applied (e.g. to publish them to subscribers), as read. */
+  applyPage?(events: readonly RecordedEvent[], tx: Tx): Promise<void | readonly Refusal[]>;
+  /** Called once a batch has committed, with the events it applied (not those it set aside), as read (e.g. to publish them to subscribers). */
   afterCommit?(events: readonly RecordedEvent[]): void;
 }

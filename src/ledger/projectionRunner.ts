@@ -6,8 +6,15 @@ import { comparePositions, type Checkpoint, type EventStore, type Position, type
 import type { Projection } from './projection.ts';
 import { CheckpointOfAnotherLedger, checkLedger, loadOrCreateCheckpoint, type StoredCheckpoint } from './checkpoints.ts';
 import type { LedgerIdentity } from './eventStore.ts';
-import { projectNextPage } from './projectPage.ts';
+import { projectNextPage, type ApplyAttempt } from './projectPage.ts';
 import { resetProjection } from './resetProjection.ts';
+import { eventRef, type EventRef } from './quarantine.ts';
+
+/** An event a projection set aside, and why (QuarantinedEvent without the time it is stored with). */
+export interface QuarantineNotice extends EventRef {
+  projection: string;
+  reason: string;
+}
 
 export interface ProjectionRunnerOptions {
   /** Ledger events read, applied and checkpointed per transaction. */
@@ -17,6 +24,15 @@ export interface ProjectionRunnerOptions {
   /** How soon to read again while a waiter's head is committed but not yet readable (held back). */
   heldBackPollMs?: number;
   onError?: (error: unknown, projection: Projection) => void;
+  /** Told of each event set aside in the quarantine (quarantine.ts), once its transaction has committed. */
+  onQuarantined?: (event: QuarantineNotice) => void;
+  /**
+   * The first page is applied one event at a time (projectPage.ts): a worker thread started again after its
+   * predecessor ended while it applied that page, so that an event that ends threads is found alone.
+   */
+  isolateFirstPage?: boolean;
+  /** Told before each transaction that applies events, and (undefined) once it has ended (a worker's watchdog). */
+  onApplying?: (attempt: ApplyAttempt | undefined) => void;
 }
 
 export interface ProjectionLag {
@@ -67,7 +83,7 @@ export async function startProjectionRunner(
   db: Db,
   store: EventStore,
   projection: Projection,
-  { pageSize = 500, retryDelayMs = 1_000, heldBackPollMs = 25, onError }: ProjectionRunnerOptions = {},
+  { pageSize = 500, retryDelayMs = 1_000, heldBackPollMs = 25, onError, onQuarantined, isolateFirstPage = false, onApplying }: ProjectionRunnerOptions = {},
 ): Promise<ProjectionRunner> {
   // Refuses to start on a checkpoint taken on another ledger (CheckpointOfAnotherLedger names the rebuild).
   const ledger = await store.identity();
@@ -77,6 +93,8 @@ export async function startProjectionRunner(
   let fault: unknown;
   let passRequested = true;
   let wake: (() => void) | undefined;
+  /** Until a page has been applied: apply it one event at a time (isolateFirstPage). */
+  let alone = isolateFirstPage;
   let retryTimer: NodeJS.Timeout | undefined;
   let live: Subscription | undefined;
   const waiters = new Set<Waiter>();
@@ -132,9 +150,13 @@ export async function startProjectionRunner(
     checkpoint = await prepareCheckpoint(db, projection, ledger);
     while (!stopped) {
       settleWaiters();
-      const outcome = await projectNextPage(db, store, projection, checkpoint, pageSize);
+      const outcome = await projectNextPage(db, store, projection, checkpoint, pageSize, { alone, onApplying, onApplyFault: report });
       fault = undefined;
       checkpoint = outcome.checkpoint;
+      if (outcome.status === 'applied') {
+        alone = false;
+        for (const { event, reason } of outcome.quarantined) onQuarantined?.({ projection: projection.name, ...eventRef(event), reason });
+      }
       if (outcome.status === 'caught-up') return true;
       // A paced projection ends its pass at a short page (the head, as that read saw it) and lets the pace
       // gather what comes next; reading on would apply each append as it lands, a page each.

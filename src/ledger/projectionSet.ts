@@ -9,7 +9,15 @@ export interface ProjectionSetOptions extends ProjectionRunnerOptions {
    * Projections run in worker threads of their own (startProjectionWorker), on the PostgreSQL ledger at
    * `connection`: those named in `projections`, each in a thread started from `entry`.
    */
-  workers?: { entry: URL; connection: PostgresConnection; projections: readonly string[] };
+  workers?: {
+    entry: URL;
+    connection: PostgresConnection;
+    projections: readonly string[];
+    /** Each thread's heap, MB (startProjectionWorker's maxHeapMb). */
+    maxHeapMb?: number;
+    /** How long a thread's event loop may stay blocked on a page, ms (startProjectionWorker's maxBlockedMs). */
+    maxBlockedMs?: number;
+  };
 }
 
 /** The service's projection workers: one runner per projection, started and stopped together. */
@@ -39,7 +47,13 @@ export async function startProjections(
     for (const projection of projections) {
       runners.push(
         workers && inWorker.has(projection.name)
-          ? await startProjectionWorker(db, store, projection, { ...runnerOptions, entry: workers.entry, connection: workers.connection })
+          ? await startProjectionWorker(db, store, projection, {
+              ...runnerOptions,
+              entry: workers.entry,
+              connection: workers.connection,
+              maxHeapMb: workers.maxHeapMb,
+              maxBlockedMs: workers.maxBlockedMs,
+            })
           : await startProjectionRunner(db, store, projection, runnerOptions),
       );
     }

@@ -10,12 +10,29 @@
 // The thread opens its own connections (PostgresConnection); lag() is read here from the stored checkpoint, as
 // in the service's thread. A thread that ends unexpectedly is reported (onError) and started again after
 // retryDelayMs; waits in progress carry over to the new one.
+//
+// No stored event may end the service through its thread (quarantine.ts). The thread's heap is limited
+// (maxHeapMb: a runaway page ends the thread with ERR_WORKER_OUT_OF_MEMORY, never the process), and a watchdog
+// here ends a thread whose event loop has not turned for maxBlockedMs while it applied a page (a page that
+// computes without end). The thread says which events each transaction applies; when it ends in the middle of
+// one, the next thread applies that page one event at a time (isolateFirstPage), and when a thread ends while
+// it applied one event alone, that event is set aside here, in the transaction that moves the checkpoint past
+// it (quarantineAlone), and the next thread goes on after it. So a poison event costs two threads, not a loop.
 import { Worker } from 'node:worker_threads';
 import type { Db } from '../db/db.ts';
 import type { EventStore } from './eventStore.ts';
 import type { Projection } from './projection.ts';
 import { notCaughtUp, projectionLag, type ProjectionRunner, type ProjectionRunnerOptions } from './projectionRunner.ts';
-import type { FromProjectionWorker, PostgresConnection, ProjectionWorkerData, SentError, ToProjectionWorker } from './projectionWorkerThread.ts';
+import {
+  BEAT_MS,
+  type FromProjectionWorker,
+  type PostgresConnection,
+  type ProjectionWorkerData,
+  type SentError,
+  type ToProjectionWorker,
+} from './projectionWorkerThread.ts';
+import type { ApplyAttempt } from './projectPage.ts';
+import { eventRef, quarantineAlone } from './quarantine.ts';
 
 export type { PostgresConnection } from './projectionWorkerThread.ts';
 
@@ -25,7 +42,18 @@ export interface ProjectionWorkerOptions extends ProjectionRunnerOptions {
   connection: PostgresConnection;
   /** How long stop() waits for the thread's last page to commit before it ends the thread. */
   stopTimeoutMs?: number;
+  /** The thread's heap (V8 old generation), MB: past it the thread ends, not the process. */
+  maxHeapMb?: number;
+  /** How long the thread's event loop may stay blocked while it applies a page before the thread is ended, ms. */
+  maxBlockedMs?: number;
 }
+
+/** GOVERNANCE_PROJECTION_WORKER_MAX_HEAP_MB's default: several times what a page of the admission trends holds at 50,000 active tenants. */
+export const DEFAULT_WORKER_MAX_HEAP_MB = 1_024;
+/** GOVERNANCE_PROJECTION_MAX_BLOCKED_SECONDS' default, in ms: a page yields every millisecond or so. */
+export const DEFAULT_WORKER_MAX_BLOCKED_MS = 30_000;
+/** How often the watchdog looks at the thread's beats. */
+const WATCH_MS = 250;
 
 /**
  * The thread's start: the entry itself once compiled; from the TypeScript sources (tests, `npm run dev`), a
@@ -63,16 +91,31 @@ export async function startProjectionWorker(
   db: Db,
   store: EventStore,
   projection: Projection,
-  { entry, connection, stopTimeoutMs = 10_000, onError, ...runner }: ProjectionWorkerOptions,
+  {
+    entry,
+    connection,
+    stopTimeoutMs = 10_000,
+    maxHeapMb = DEFAULT_WORKER_MAX_HEAP_MB,
+    maxBlockedMs = DEFAULT_WORKER_MAX_BLOCKED_MS,
+    onError,
+    onQuarantined,
+    onApplying: _onApplying,
+    isolateFirstPage: _isolateFirstPage,
+    ...runner
+  }: ProjectionWorkerOptions,
 ): Promise<ProjectionRunner> {
   const retryDelayMs = runner.retryDelayMs ?? 1_000;
-  const workerData: ProjectionWorkerData = {
-    projection: projection.name,
-    connection,
-    runner,
-    forwardCommits: projection.afterCommit !== undefined,
-  };
+  // Several beats at the least: a beat late by a garbage collection is not a blocked loop.
+  const blockedMs = Math.max(maxBlockedMs, BEAT_MS * 8);
   const threadModule = threadStart(entry);
+  /** The next thread applies its first page one event at a time: the one before ended while it applied that page. */
+  let isolateNext = false;
+  /** The transaction the current thread is in the middle of, as it said (ApplyAttempt). */
+  let inFlight: ApplyAttempt | undefined;
+  /** Why the watchdog ended the current thread, if it did. */
+  let endedBecause: string | undefined;
+  /** The last uncaught error of the current thread ('error' comes before 'exit'). */
+  let threadError: unknown;
 
   let worker: Worker | undefined;
   /** The current thread's runner has started: it hears waits from now on. */
@@ -108,9 +151,36 @@ export async function startProjectionWorker(
   const spawn = () =>
     new Promise<void>((resolve, reject) => {
       let started = false;
-      const thread = new Worker(threadModule.start, { workerData, eval: threadModule.eval, stdout: false, stderr: false });
+      const workerData: ProjectionWorkerData = {
+        projection: projection.name,
+        connection,
+        runner: { ...runner, isolateFirstPage: isolateNext },
+        forwardCommits: projection.afterCommit !== undefined,
+      };
+      const thread = new Worker(threadModule.start, {
+        workerData,
+        eval: threadModule.eval,
+        stdout: false,
+        stderr: false,
+        resourceLimits: { maxOldGenerationSizeMb: maxHeapMb },
+      });
       worker = thread;
       ready = false;
+      inFlight = undefined;
+      endedBecause = undefined;
+      threadError = undefined;
+      let lastBeatAt = performance.now();
+      let lastWatchAt = lastBeatAt;
+      const watchdog = setInterval(() => {
+        const now = performance.now();
+        // This thread was itself held (its timers ran late): the beats it has not read yet are not the thread's fault.
+        if (now - lastWatchAt > WATCH_MS * 4) lastBeatAt = now;
+        lastWatchAt = now;
+        if (inFlight === undefined || endedBecause !== undefined || now - lastBeatAt <= blockedMs) return;
+        endedBecause = `it held the projection's worker thread's event loop for more than ${blockedMs / 1_000} s`;
+        void thread.terminate();
+      }, WATCH_MS);
+      watchdog.unref();
       exited = new Promise((resolveExit) => thread.once('exit', () => resolveExit()));
       thread.on('message', (message: FromProjectionWorker) => {
         switch (message.kind) {
@@ -142,11 +212,27 @@ export async function startProjectionWorker(
           case 'caughtUp':
             settle(message.id, message.error && new ProjectionWorkerError(message.error));
             return;
+          case 'beat':
+            lastBeatAt = performance.now();
+            return;
+          case 'applying':
+            lastBeatAt = performance.now();
+            inFlight = message.attempt;
+            // A page got through: the next thread (if one is needed) starts as usual.
+            if (message.attempt === undefined) isolateNext = false;
+            return;
+          case 'quarantined':
+            onQuarantined?.(message.notice);
+            return;
         }
       });
       // An exception nobody caught in the thread ends the thread only; its 'exit' follows.
-      thread.on('error', (error) => report(error));
+      thread.on('error', (error) => {
+        threadError = error;
+        report(error);
+      });
       thread.on('exit', (code) => {
+        clearInterval(watchdog);
         if (worker === thread) {
           worker = undefined;
           ready = false;
@@ -157,9 +243,37 @@ export async function startProjectionWorker(
         }
         if (stopped || fatal !== undefined) return;
         report(new Error(`projection ${projection.name}: its worker thread ended (code ${code}); starting another`));
-        scheduleRestart();
+        const attempt = inFlight;
+        inFlight = undefined;
+        if (attempt === undefined) {
+          scheduleRestart();
+          return;
+        }
+        if (!attempt.alone || attempt.events.length !== 1) {
+          // Ended in the middle of a page: the next thread applies it one event at a time to find the culprit.
+          isolateNext = true;
+          scheduleRestart();
+          return;
+        }
+        // Ended while it applied one event alone: that event is set aside, and the next thread goes on after it.
+        void setAside(attempt, endedBecause ?? threadEndReason(code, threadError, maxHeapMb)).finally(scheduleRestart);
       });
     });
+
+  const setAside = async (attempt: ApplyAttempt, why: string) => {
+    const event = eventRef(attempt.events[0]!);
+    const reason = `${why} when applied alone`;
+    try {
+      if (await quarantineAlone(db, attempt.from, event, reason)) {
+        isolateNext = false;
+        onQuarantined?.({ projection: projection.name, ...event, reason });
+      }
+    } catch (error) {
+      // The database is away: the next thread applies the page alone again, and a second end sets it aside then.
+      isolateNext = true;
+      report(error);
+    }
+  };
 
   const scheduleRestart = () => {
     clearTimeout(restartTimer);
@@ -208,4 +322,12 @@ export async function startProjectionWorker(
       for (const id of [...waits.keys()]) settle(id, new Error(`projection ${projection.name} was stopped`));
     },
   };
+}
+
+/** Why a thread ended, as a quarantine reason: out of memory, or the code and error it ended with. */
+function threadEndReason(code: number, error: unknown, maxHeapMb: number): string {
+  const errorCode = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  if (errorCode === 'ERR_WORKER_OUT_OF_MEMORY') return `it ran the projection's worker thread out of memory (its heap is limited to ${maxHeapMb} MB)`;
+  const detail = error instanceof Error ? `: ${error.name}: ${error.message}` : '';
+  return `it ended the projection's worker thread (exit code ${code}${detail})`;
 }

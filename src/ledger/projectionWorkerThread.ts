@@ -7,7 +7,14 @@ import { openPostgres } from '../db/postgres.ts';
 import type { RecordedEvent } from './eventStore.ts';
 import { createPostgresEventStore } from './postgres/postgresEventStore.ts';
 import type { Projection } from './projection.ts';
-import { startProjectionRunner, ProjectionSuperseded, type ProjectionRunner, type ProjectionRunnerOptions } from './projectionRunner.ts';
+import {
+  startProjectionRunner,
+  ProjectionSuperseded,
+  type ProjectionRunner,
+  type ProjectionRunnerOptions,
+  type QuarantineNotice,
+} from './projectionRunner.ts';
+import type { ApplyAttempt } from './projectPage.ts';
 import { CheckpointOfAnotherLedger } from './checkpoints.ts';
 
 /** Where the worker finds the ledger and its read models: the service's own database and schema. */
@@ -19,8 +26,8 @@ export interface PostgresConnection {
 export interface ProjectionWorkerData {
   projection: string;
   connection: PostgresConnection;
-  /** The runner's options but onError (a function does not cross to the thread: faults come back as messages). */
-  runner: Omit<ProjectionRunnerOptions, 'onError'>;
+  /** The runner's options but its callbacks (a function does not cross to the thread: they come back as messages). */
+  runner: Omit<ProjectionRunnerOptions, 'onError' | 'onQuarantined' | 'onApplying'>;
   /** The service's projection has an afterCommit: send it what each page committed. */
   forwardCommits: boolean;
 }
@@ -42,7 +49,12 @@ export type FromProjectionWorker =
   /** The runner's last fault changed: an error, or undefined once a later page succeeded. */
   | { kind: 'fault'; error: SentError | undefined }
   | { kind: 'committed'; events: readonly RecordedEvent[] }
-  | { kind: 'caughtUp'; id: number; error?: SentError };
+  | { kind: 'caughtUp'; id: number; error?: SentError }
+  /** The thread's event loop turns (sent every BEAT_MS): one that stops coming while a page is applied is blocked. */
+  | { kind: 'beat' }
+  /** A transaction that applies these events begins (attempt), or the last one ended (undefined). */
+  | { kind: 'applying'; attempt: ApplyAttempt | undefined }
+  | { kind: 'quarantined'; notice: QuarantineNotice };
 
 export function sendableError(error: unknown): SentError {
   const fatal = error instanceof ProjectionSuperseded || error instanceof CheckpointOfAnotherLedger;
@@ -52,6 +64,9 @@ export function sendableError(error: unknown): SentError {
 
 /** How often the thread looks whether the runner's last fault cleared (a page succeeded since). */
 const FAULT_CHECK_MS = 1_000;
+
+/** How often the thread tells the service's thread that its event loop turns (projectionWorker.ts' watchdog). */
+export const BEAT_MS = 250;
 
 /** The thread's main: runs the projection named in workerData until the service's thread says stop. */
 export async function serveProjectionWorker(projections: readonly Projection[]): Promise<void> {
@@ -90,12 +105,15 @@ export async function serveProjectionWorker(projections: readonly Projection[]):
         lastSentFault = error;
         send({ kind: 'fault', error: sendableError(error) });
       },
+      onQuarantined: (notice) => send({ kind: 'quarantined', notice }),
+      onApplying: (attempt) => send({ kind: 'applying', attempt }),
     });
   } catch (error) {
     await closeStorage();
     send({ kind: 'startFailed', error: sendableError(error) });
     return;
   }
+  const beat = setInterval(() => send({ kind: 'beat' }), BEAT_MS);
   const faultCheck = setInterval(() => {
     if (lastSentFault !== undefined && runner.lastError() === undefined) {
       lastSentFault = undefined;
@@ -112,6 +130,7 @@ export async function serveProjectionWorker(projections: readonly Projection[]):
       return;
     }
     clearInterval(faultCheck);
+    clearInterval(beat);
     void (async () => {
       await runner.stop();
       await closeStorage();

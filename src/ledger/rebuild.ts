@@ -68,7 +68,7 @@ export async function rebuildProjection(
       throw new Error(`projection ${projection.name} was reset to version ${outcome.checkpoint.version} during the rebuild`);
     }
     if (outcome.status === 'applied') {
-      done += outcome.applied.length;
+      done += outcome.applied.length + outcome.quarantined.length;
       applied += outcome.applied.length;
     }
     checkpoint = outcome.checkpoint;

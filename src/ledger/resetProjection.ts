@@ -2,6 +2,7 @@ import type { Queryable } from '../db/db.ts';
 import { quoteIdent } from '../db/postgres.ts';
 import type { Projection } from './projection.ts';
 import { storeCheckpoint, type StoredCheckpoint } from './checkpoints.ts';
+import { clearQuarantine } from './quarantine.ts';
 
 /**
  * Empties the projection's read model and moves its checkpoint to the start for the projection's
@@ -15,7 +16,9 @@ export async function resetProjection(tx: Queryable, projection: Projection, exp
   return reset;
 }
 
+/** Empties the read model and the projection's quarantine (the replay sets aside again what it still cannot apply). */
 export async function truncateReadModel(tx: Queryable, projection: Projection): Promise<void> {
+  await clearQuarantine(tx, projection.name);
   if (projection.tables.length === 0) return;
   await tx.query(`TRUNCATE ${projection.tables.map(quoteTableName).join(', ')}`);
 }

@@ -12,6 +12,7 @@ export * from './trends/pruneTrends.ts';
 export * from './trends/buckets.ts';
 export * from './trends/rollupFamily.ts';
 export * from './trends/splitAcrossMinutes.ts';
+export * from './trends/summaryBounds.ts';
 export * from './trends/upsertRollups.ts';
 export * from './trends/wholeCount.ts';
 export * from './trends/trendQuery.ts';

@@ -169,6 +169,15 @@ export function createMetrics(options: MetricsOptions) {
         return pulls.projectionLag(this);
       },
     }),
+    projectionQuarantinedEvents: new Gauge({
+      name: `${prefix}projection_quarantined_events`,
+      help: 'Ledger events a projection set aside in its quarantine instead of applying (governance projections quarantine lists them).',
+      labelNames: ['projection'] as const,
+      registers,
+      collect() {
+        return pulls.projectionQuarantine(this);
+      },
+    }),
     inferenceInputTokens: new Counter({
       name: `${prefix}ai_inference_input_tokens_total`,
       help: 'Input tokens the AI inference provider reported, instance-wide.',

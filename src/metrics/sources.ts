@@ -17,11 +17,19 @@ export interface ProjectionLagSample {
   secondsBehind: number;
 }
 
+export interface QuarantineSample {
+  projection: string;
+  /** Ledger events the projection set aside in its quarantine. */
+  events: number;
+}
+
 export interface MetricSources {
   /** Tenants with undelivered commands (e.g. from the command backlog read model). */
   commandBacklogs?: () => Promise<Iterable<CommandBacklogSample>>;
   /** Every projection's lag (e.g. ProjectionSet.lag()). */
   projectionLags?: () => Promise<Iterable<ProjectionLagSample>>;
+  /** Every projection's quarantined events, 0 for a projection with none (so that the first one is an increase). */
+  projectionQuarantine?: () => Promise<Iterable<QuarantineSample>>;
   /** Whether rate counters run on this replica alone because Redis is unreachable. */
   redisCounterFallback?: () => boolean;
   /** Whether unconfirmed tenant names currently share the overflow allowance. */
@@ -104,6 +112,17 @@ export function createSourcePulls(named: number, countError: (source: SourceName
         return () => {
           counter.reset();
           counter.inc(value);
+        };
+      });
+    },
+    projectionQuarantine(gauge: Gauge<'projection'>): Promise<void> {
+      if (!all.projectionQuarantine) return Promise.resolve();
+      const source = all.projectionQuarantine;
+      return pull('projectionQuarantine', async () => {
+        const samples = [...(await source())];
+        return () => {
+          gauge.reset();
+          for (const sample of samples) gauge.set({ projection: sample.projection }, sample.events);
         };
       });
     },

@@ -4,6 +4,8 @@
 // that add up exactly to the original: no unit is lost or invented, and hits never exceed the seconds a
 // piece covers.
 
+import { MAX_SUMMARY_SECONDS } from './summaryBounds.ts';
+
 export interface MinutePiece<Counts extends Record<string, number>> {
   minuteStart: number;
   counts: Counts;
@@ -17,6 +19,9 @@ export function splitAcrossMinutes<Counts extends Record<string, number>>(
   // A span with no place in time cannot be attributed to any minute.
   if (!Number.isFinite(fromSecond)) return [];
   const span = Math.max(1, Math.floor(seconds));
+  // Callers check their summaries first (summarySpanProblem) and refuse an event outside the bounds; this is the
+  // last line, so that no caller can ever make a row per minute of decades. The runner quarantines what throws.
+  if (span > MAX_SUMMARY_SECONDS) throw new RangeError(`a summary spans ${span} s, more than the ${MAX_SUMMARY_SECONDS} s a trend splits across minutes`);
   const end = fromSecond + span;
   const overlaps: Array<{ minuteStart: number; seconds: number }> = [];
   for (let minuteStart = Math.floor(fromSecond / 60) * 60; minuteStart < end; minuteStart += 60) {

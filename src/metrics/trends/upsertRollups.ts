@@ -48,6 +48,11 @@ export class RollupRows {
 
   constructor(readonly family: RollupFamily) {}
 
+  /** Rows (keys and minute) held so far. */
+  get size(): number {
+    return this.merged.size;
+  }
+
   /** The increments, merged. */
   static of(family: RollupFamily, increments: readonly RollupIncrement[]): RollupRows {
     const rows = new RollupRows(family);

@@ -16,6 +16,8 @@ import {
   type CounterScope,
 } from '../../support/counterProjection.ts';
 import { holdOlderTransaction } from '../../support/olderTransaction.ts';
+import { StorageUnavailable } from '../../../src/db/storageUnavailable.ts';
+import { listQuarantine } from '../../../src/ledger/quarantine.ts';
 
 const suite = (target: LedgerTarget) => {
   const ledger = useFileLedger(target);
@@ -166,7 +168,7 @@ const suite = (target: LedgerTarget) => {
     expect(await loadCheckpoint(ledger.db, scope.name)).toEqual(beyondInt53);
   });
 
-  it('retries a page whose apply failed, without keeping any of it, and reports the fault', async () => {
+  it('retries a page whose apply failed for the database, without keeping any of it, and reports the fault', async () => {
     const counted = await appendCounterEvents(ledger.store, scope, 120);
     const healthy = counterProjection(scope);
     let failuresLeft = 2;
@@ -178,14 +180,19 @@ const suite = (target: LedgerTarget) => {
         // Fails after its writes, in the middle of a page: the whole page must roll back.
         if ((event.data as { counter: string }).counter === 'c3' && failuresLeft > 0) {
           failuresLeft--;
-          throw new Error('read model unavailable');
+          // A fault of the database: retried as it is, never a reason to set the event aside.
+          throw new StorageUnavailable(new Error('read model unavailable'));
         }
       },
     };
     const runner = await startProjectionRunner(ledger.db, ledger.store, flaky, { pageSize: 50, retryDelayMs: 10, onError: (error) => faults.push(error) });
     try {
       await runner.waitForCaughtUp();
-      expect(faults.map(String)).toEqual(['Error: read model unavailable', 'Error: read model unavailable']);
+      expect(faults.map(String)).toEqual([
+        'StorageUnavailable: the database is unavailable: read model unavailable',
+        'StorageUnavailable: the database is unavailable: read model unavailable',
+      ]);
+      expect(await listQuarantine(ledger.db, { projection: scope.name })).toEqual([]);
       expect(runner.lastError()).toBeUndefined();
       expect(await countApplications(ledger.db, scope)).toEqual({ applications: counted, distinctEvents: counted });
     } finally {

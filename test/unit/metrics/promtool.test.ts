@@ -18,7 +18,7 @@ function promtool(args: string[], input?: string): string {
 
 describe.skipIf(!hasPromtool)('promtool', () => {
   it('accepts the alert rules', () => {
-    expect(promtool(['check', 'rules', 'alerts/governance.rules.yml'])).toContain('SUCCESS: 6 rules found');
+    expect(promtool(['check', 'rules', 'alerts/governance.rules.yml'])).toContain('SUCCESS: 7 rules found');
   });
 
   it('passes the alert unit tests: each alert fires and stays silent where it should', () => {
@@ -46,6 +46,7 @@ describe.skipIf(!hasPromtool)('promtool', () => {
     metrics.useSources({
       commandBacklogs: async () => [{ tenantId: 'acme', undelivered: 3, ceiling: 1000 }],
       projectionLags: async () => [{ projection: 'admission-trends', secondsBehind: 0.5 }],
+      projectionQuarantine: async () => [{ projection: 'admission-trends', events: 2 }],
       redisCounterFallback: () => false,
       nameOverflowInUse: () => true,
     });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { splitAcrossMinutes } from '../../../src/metrics/trends/splitAcrossMinutes.ts';
+import { eventRowsProblem, MAX_EVENT_MINUTE_ROWS, MAX_SUMMARY_SECONDS, minutesCrossed, summarySpanProblem } from '../../../src/metrics/trends/summaryBounds.ts';
 
 describe('splitAcrossMinutes', () => {
   it('keeps a summary inside one minute whole', () => {
@@ -36,6 +37,28 @@ describe('splitAcrossMinutes', () => {
         },
       ),
     );
+  });
+
+  it('refuses to split a span longer than MAX_SUMMARY_SECONDS (callers check first; this is the last line)', () => {
+    expect(splitAcrossMinutes(0, MAX_SUMMARY_SECONDS, { units: 1 })).toHaveLength(1_440);
+    expect(() => splitAcrossMinutes(0, MAX_SUMMARY_SECONDS + 1, { units: 1 })).toThrow(RangeError);
+    expect(() => splitAcrossMinutes(0, 1e12, { units: 1 })).toThrow('a summary spans 1000000000000 s, more than the 86400 s a trend splits across minutes');
+  });
+
+  it('bounds summaries: a day at most, from 1970 to 9999, and counts the minute rows a span crosses', () => {
+    expect(summarySpanProblem(0, MAX_SUMMARY_SECONDS)).toBeUndefined();
+    expect(summarySpanProblem(Number.NaN, 1)).toBeUndefined();
+    expect(summarySpanProblem(0, 1_763_000_000)).toBe('a summary spans 1763000000 s, more than the 86400 s a trend splits across minutes');
+    expect(summarySpanProblem(-1, 1)).toMatch(/outside 0\.\.253402300799/);
+    expect(summarySpanProblem(253_402_300_800, 1)).toMatch(/outside 0\.\.253402300799/);
+    expect(minutesCrossed(30, 1)).toBe(1);
+    expect(minutesCrossed(59, 2)).toBe(2);
+    expect(minutesCrossed(0, 0)).toBe(1);
+    expect(minutesCrossed(0, MAX_SUMMARY_SECONDS)).toBe(1_440);
+    expect(minutesCrossed(1, MAX_SUMMARY_SECONDS)).toBe(1_441);
+    expect(minutesCrossed(Number.NaN, 5)).toBe(0);
+    expect(eventRowsProblem(MAX_EVENT_MINUTE_ROWS)).toBeUndefined();
+    expect(eventRowsProblem(MAX_EVENT_MINUTE_ROWS + 1)).toMatch(/more than the 500000 an event may/);
   });
 
   it('attributes nothing when the summary has no place in time', () => {
