@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { encode } from 'cborg';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readSettings } from '../../../../src/config.ts';
 import { Governor } from '../../../../src/governance/index.ts';
 import { createCountingSink, type CountingSink } from '../../../../src/doors/pipeline/countingSink.ts';
 import { cachedCredentialLookup } from '../../../../src/doors/pipeline/credentialCache.ts';
@@ -64,6 +65,7 @@ describe('LwM2M door', () => {
       },
       logger: pino({ level: 'silent' }),
       maxPayloadBytes: 64 * 1024,
+      uploadLimits: readSettings({}).lwm2mUploads,
       onDropped: (reason) => dropped.push(reason),
     });
   }, 180_000);
