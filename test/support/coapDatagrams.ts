@@ -128,6 +128,11 @@ export class RawCoapPeer {
     return this.nextMessageId;
   }
 
+  /** The address answers to this peer go to. */
+  address(): { address: string; port: number; family: string } {
+    return { address: '127.0.0.1', port: this.socket.address().port, family: 'IPv4' };
+  }
+
   send(bytes: Buffer): void {
     this.socket.send(bytes, this.port, '127.0.0.1');
   }

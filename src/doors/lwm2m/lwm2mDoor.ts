@@ -2,7 +2,8 @@
 //
 //   POST /rd?ep=<device>&lt=<lifetime s>&k=<key>   registration: the key is checked (4.01), 2.01 with Location-Path rd/<id>
 //   POST /rd/<id>[?lt=<s>]  update;  DELETE /rd/<id>  de-registration (from the address that registered)
-//   POST /dp[?k=<key>&ep=<device>]                   Send, SenML JSON (110) or SenML CBOR (112)
+//   POST /dp[?k=<key>&ep=<device>]                   Send, SenML JSON (110) or SenML CBOR (112), whole or in
+//                                                    Block1 blocks (each authenticated, kept in BlockUploads)
 //
 // Every request first passes the edge per-address limit (4.29). A Send, in the order of docs/governance-model.md: the device (its registration's address, or the key it carries; 4.01), one
 // charge for the message before decoding on LWM2M (4.29), the size cap (4.13), the content format (4.15) and

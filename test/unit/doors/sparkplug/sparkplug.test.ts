@@ -107,7 +107,7 @@ describe('Sparkplug B bounds (payloadBounds.ts), checked on the bytes before any
   it(`bounds the nesting of any message (property sets inside property sets) at ${MAX_MESSAGE_DEPTH}`, () => {
     // PropertySet { values: PropertyValue { type: 20, propertyset_value: PropertySet { ... } } }, as raw bytes.
     const propertySets = (depth: number) => {
-      let set = Buffer.alloc(0);
+      let set: Buffer = Buffer.alloc(0);
       for (let level = 0; level < depth; level++) set = field(2, Buffer.concat([Buffer.from([0x08, 20]), field(9, set)]));
       return set;
     };
