@@ -20,11 +20,23 @@ export interface Lwm2mDoorParts {
   onDropped?: (reason: Lwm2mDropReason) => void;
 }
 
+/**
+ * The coap package keeps every answer it sends for EXCHANGE_LIFETIME (247 s), so a retransmitted request is
+ * answered again without being handled twice; it counts only the answer's bytes, while each entry keeps the
+ * request it answers alive (its payload too), some 4.6 KB for a 1 KiB block. With its default 32 MiB, 120,000
+ * unauthenticated 1 KiB requests grew the service by 800 MB (issue 34). 256 KiB holds some 5,000 answers of
+ * 50 bytes (a few tens of MB at most); under a flood the oldest give way first, so a retransmission that comes
+ * after its answer gave way is handled again.
+ */
+export const ANSWER_CACHE_BYTES = 256 * 1024;
+
 export interface Lwm2mDoor {
   /** The UDP port it listens on (the one asked for, or the one given for port 0). */
   port: number;
   registrations: Registrations;
   uploads: BlockUploads;
+  /** The answers the coap package keeps for retransmissions: how many, and their bytes as it counts them. */
+  cachedAnswers(): { count: number; bytes: number };
   close(): Promise<void>;
 }
 
@@ -53,6 +65,7 @@ export async function startLwm2mDoor(parts: Lwm2mDoorParts): Promise<Lwm2mDoor> 
   });
   const server = new Lwm2mCoapServer({
     type,
+    cacheSize: ANSWER_CACHE_BYTES,
     onFault: (kind, detail, rsinfo) =>
       kind === 'unparseable'
         ? parts.logger.debug({ detail, address: rsinfo.address }, 'LwM2M datagram that is not CoAP ignored')
@@ -68,6 +81,7 @@ export async function startLwm2mDoor(parts: Lwm2mDoorParts): Promise<Lwm2mDoor> 
     port,
     registrations,
     uploads,
+    cachedAnswers: () => ({ count: server._lru.size, bytes: server._lru.calculatedSize }),
     async close() {
       clearInterval(expiry);
       uploads.clear();
