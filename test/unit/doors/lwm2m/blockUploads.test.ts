@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { BlockUploads, type BlockUploadLimits } from '../../../../src/doors/lwm2m/blockUploads.ts';
 
@@ -70,5 +71,46 @@ describe('BlockUploads (Block1 Sends in flight)', () => {
     expect(uploads.stats()).toEqual({ uploads: 1, bufferedBytes: 1024, expired: 1 });
     expect(uploads.take('a', 'a:1', 'dp', block(1, true), KIB, 60_001)).toEqual({ status: 'incomplete' });
     expect(uploads.take('a', 'a:3', 'dp', block(0, true), KIB, 60_001).status).toBe('continue');
+  });
+});
+
+describe('BlockUploads, property-based', () => {
+  it('never holds more uploads or bytes than its bounds, whatever blocks come in whatever order', () => {
+    let runs = 0;
+    let steps = 0;
+    const small: BlockUploadLimits = { perHost: 2, maxUploads: 4, maxBufferedBytes: 3 * 1024, maxPayloadBytes: 5 * 1024, idleMs: 1_000 };
+    const step = fc.record({
+      host: fc.integer({ min: 0, max: 3 }),
+      port: fc.integer({ min: 0, max: 3 }),
+      num: fc.integer({ min: 0, max: 7 }),
+      more: fc.boolean(),
+      szx: fc.integer({ min: 5, max: 7 }),
+      lastBytes: fc.integer({ min: 0, max: 1024 }),
+      laterMs: fc.integer({ min: 0, max: 600 }),
+    });
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 80 }), (blocks) => {
+        runs++;
+        const uploads = new BlockUploads(small);
+        let nowMs = 0;
+        for (const each of blocks) {
+          steps++;
+          nowMs += each.laterMs;
+          const size = 2 ** (each.szx + 4);
+          const payload = Buffer.alloc(each.more ? size : Math.min(each.lastBytes, size));
+          const taken = uploads.take(`10.0.0.${each.host}`, `10.0.0.${each.host}:${each.port}`, 'dp', { num: each.num, more: each.more, szx: each.szx }, payload, nowMs);
+          if (taken.status === 'complete') expect(taken.payload.length).toBeLessThanOrEqual(small.maxPayloadBytes);
+          const stats = uploads.stats();
+          expect(stats.uploads).toBeLessThanOrEqual(small.maxUploads);
+          expect(stats.bufferedBytes).toBeLessThanOrEqual(small.maxBufferedBytes);
+          expect(stats.bufferedBytes).toBeGreaterThanOrEqual(0);
+        }
+        uploads.expire(nowMs + small.idleMs);
+        expect(uploads.stats()).toMatchObject({ uploads: 0, bufferedBytes: 0 });
+      }),
+      { numRuns: 2000 },
+    );
+    console.log(`block sequences: ${runs} runs completed, ${steps} blocks`);
+    expect(runs).toBe(2000);
   });
 });

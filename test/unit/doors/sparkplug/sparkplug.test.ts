@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import sparkplug from 'sparkplug-payload';
 import { describe, expect, it } from 'vitest';
 import { decodeSparkplugMetrics } from '../../../../src/doors/sparkplug/metrics.ts';
@@ -186,5 +187,42 @@ describe('Sparkplug B bounds (payloadBounds.ts), checked on the bytes before any
     expect(decoded).toMatchObject({ status: 'decoded', readingCount: 580 });
     // About 55 ms on an idle core; a busy shared machine gets room, far from the seconds of a doubling decoder.
     expect(tookMs).toBeLessThan(1_000);
+  });
+});
+
+describe('Sparkplug B bounds, property-based', () => {
+  it('never throws on arbitrary bytes: the scan and the decode answer with a status', () => {
+    let runs = 0;
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 600 }), (bytes) => {
+        runs++;
+        const payload = Buffer.from(bytes);
+        expect(['within', 'over', 'malformed']).toContain(scanSparkplugPayload(payload).status);
+        expect(['decoded', 'invalid', 'over-bounds']).toContain(decodeSparkplugMetrics(payload, 'e').status);
+      }),
+      { numRuns: 3000 },
+    );
+    console.log(`arbitrary payloads: ${runs} runs completed`);
+    expect(runs).toBe(3000);
+  });
+
+  it(`refuses exactly the templates nested more than ${MAX_TEMPLATE_DEPTH} deep, and decodes the others with one reading per top-level metric`, () => {
+    let runs = 0;
+    let refused = 0;
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 24 }), { minLength: 1, maxLength: 6 }), (depths) => {
+        runs++;
+        const decoded = decodeSparkplugMetrics(encoded(depths.map((depth) => nestedTemplate(depth))), 'e');
+        if (Math.max(...depths) > MAX_TEMPLATE_DEPTH) {
+          refused++;
+          expect(decoded.status).toBe('over-bounds');
+        } else {
+          expect(decoded).toMatchObject({ status: 'decoded', readingCount: depths.length });
+        }
+      }),
+      { numRuns: 500 },
+    );
+    console.log(`nested templates: ${runs} runs completed, ${refused} refused`);
+    expect(runs).toBe(500);
   });
 });
