@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import sparkplug from 'sparkplug-payload';
 import { describe, expect, it } from 'vitest';
 import { decodeSparkplugMetrics } from '../../../../src/doors/sparkplug/metrics.ts';
-import { MAX_MESSAGE_DEPTH, MAX_METRICS, MAX_TEMPLATE_DEPTH, scanSparkplugPayload } from '../../../../src/doors/sparkplug/payloadBounds.ts';
+import { MAX_MESSAGE_DEPTH, MAX_MESSAGES, MAX_METRICS, MAX_TEMPLATE_DEPTH, scanSparkplugPayload } from '../../../../src/doors/sparkplug/payloadBounds.ts';
 import { parseSparkplugTopic, sparkplugSubscriptions, tenantOfGroup } from '../../../../src/doors/sparkplug/topics.ts';
 
 const codec = sparkplug.get('spBv1.0')!;
@@ -119,6 +119,23 @@ describe('Sparkplug B bounds (payloadBounds.ts), checked on the bytes before any
     expect(decodeSparkplugMetrics(metricWithProperties(30), 'e')).toMatchObject({ status: 'decoded', readingCount: 1 });
     expect(decodeSparkplugMetrics(metricWithProperties(31), 'e')).toEqual({ status: 'over-bounds', message: `messages nested more than ${MAX_MESSAGE_DEPTH} deep` });
     expect(decodeSparkplugMetrics(metricWithProperties(5_000), 'e').status).toBe('over-bounds');
+  });
+
+  it(`bounds the messages of any kind in one payload at ${MAX_MESSAGES}: 1 MB of empty data set values is refused before decoding`, () => {
+    // Metric { datatype: DataSet, dataset_value: DataSet { types: [Int32], rows: Row { elements: DataSetValue {} } x n } }
+    const dataSet = (rows: number) => {
+      const row = field(4, field(1, Buffer.alloc(0)));
+      const set = Buffer.concat([Buffer.from([0x18, 0x03]), ...Array.from({ length: rows }, () => row)]);
+      return field(2, Buffer.concat([Buffer.from([0x20, 16]), field(17, set)]));
+    };
+    // The payload, the metric, its data set: 3 messages; each row 2 more.
+    expect(scanSparkplugPayload(dataSet((MAX_MESSAGES - 3) >> 1))).toMatchObject({ status: 'within' });
+    expect(decodeSparkplugMetrics(dataSet((MAX_MESSAGES - 3) >> 1), 'e')).toMatchObject({ status: 'decoded', readingCount: 1 });
+    const flood = dataSet(250_000);
+    expect(flood.length).toBeGreaterThan(999_000);
+    const startedAt = performance.now();
+    expect(decodeSparkplugMetrics(flood, 'e')).toEqual({ status: 'over-bounds', message: `more than ${MAX_MESSAGES} messages` });
+    console.log(`${flood.length} bytes of empty data set values refused in ${(performance.now() - startedAt).toFixed(1)} ms`);
   });
 
   it.each([
