@@ -56,6 +56,13 @@ export interface Settings {
   lwm2mEnabled: boolean;
   /** GOVERNANCE_LWM2M_PORT: its UDP port (default 5683). */
   lwm2mPort: number;
+  /**
+   * The bounds of block-wise (Block1) LwM2M Sends in flight: GOVERNANCE_LWM2M_UPLOADS_PER_ADDRESS per client
+   * address (default 4), GOVERNANCE_LWM2M_UPLOADS_MAX in all (default 1024), GOVERNANCE_LWM2M_UPLOADS_MAX_BYTES
+   * held by all of them (default 16 MiB), and GOVERNANCE_LWM2M_UPLOAD_IDLE_SECONDS without a block before one
+   * is dropped (default 60).
+   */
+  lwm2mUploads: { perHost: number; maxUploads: number; maxBufferedBytes: number; idleMs: number };
   logLevel: string;
   /**
    * GOVERNANCE_LEDGER_RETENTION_DAYS: raw admission summaries are kept this many days, then archived to
@@ -133,6 +140,12 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     sparkplugGroupTenants: groupTenants(optional('SPARKPLUG_GROUP_TENANTS')),
     lwm2mEnabled: optional('GOVERNANCE_LWM2M') === 'on',
     lwm2mPort: portNumber(optional('GOVERNANCE_LWM2M_PORT'), 5683, 'GOVERNANCE_LWM2M_PORT'),
+    lwm2mUploads: {
+      perHost: positiveInteger(optional('GOVERNANCE_LWM2M_UPLOADS_PER_ADDRESS'), 4, 'GOVERNANCE_LWM2M_UPLOADS_PER_ADDRESS'),
+      maxUploads: positiveInteger(optional('GOVERNANCE_LWM2M_UPLOADS_MAX'), 1024, 'GOVERNANCE_LWM2M_UPLOADS_MAX'),
+      maxBufferedBytes: positiveInteger(optional('GOVERNANCE_LWM2M_UPLOADS_MAX_BYTES'), 16 * 1024 * 1024, 'GOVERNANCE_LWM2M_UPLOADS_MAX_BYTES'),
+      idleMs: positiveInteger(optional('GOVERNANCE_LWM2M_UPLOAD_IDLE_SECONDS'), 60, 'GOVERNANCE_LWM2M_UPLOAD_IDLE_SECONDS') * 1000,
+    },
     logLevel: optional('LOG_LEVEL') ?? 'info',
     ledgerRetentionDays: retentionDays(optional('GOVERNANCE_LEDGER_RETENTION_DAYS')),
     ledgerArchiveDir: optional('GOVERNANCE_LEDGER_ARCHIVE_DIR') ?? `${(optional('GOVERNANCE_DATA_DIR') ?? './data').replace(/\/+$/, '')}/ledger-archive`,

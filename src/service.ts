@@ -219,6 +219,7 @@ export async function startService(
       parts: door,
       logger,
       maxPayloadBytes: settings.ingestMaxBodyBytes,
+      uploadLimits: settings.lwm2mUploads,
       onDropped: (reason) => metrics.doorDroppedMessages.inc({ door: 'lwm2m', reason }),
     });
     closers.push(() => lwm2mDoor.close());

@@ -1,11 +1,11 @@
 // The yoga server over the Pothos schema: GraphiQL (served from the package) on GET from a browser, POST, and subscriptions over SSE,
 // behind bearer-token auth and query-shape limits. Tests call `yoga.fetch` on it in-process; the service
 // mounts it at /graphql through createGraphQLRoute.
-import { createYoga, maskError, type YogaServerInstance } from 'graphql-yoga';
+import { createYoga, maskError, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import type { renderGraphiQL as RenderGraphiQL } from '@graphql-yoga/render-graphiql';
 import { storageUnavailableIn } from '../db/storageUnavailable.ts';
 import { GraphQLError } from './graphql.ts';
-import { withConsoleToken } from '../console/index.ts';
+import { graphiqlSecurityHeaders, withConsoleToken } from '../console/index.ts';
 import type { Logger } from '../logger.ts';
 import type { ApiDependencies } from './context.ts';
 import { schema } from './schema/index.ts';
@@ -48,7 +48,7 @@ export function createGraphQLServer({ verify, development = false, logger, ...de
           error: (...args: unknown[]) => logger.error({ args }, 'graphql'),
         }
       : false,
-    plugins: [useAuth(verify), useProtection()],
+    plugins: [useAuth(verify), useProtection(), useGraphiQLSecurityHeaders()],
     // A new object per request: the dataloaders cache per context, so nothing is shared between requests.
     // useAuth adds the actor, completing ApiContext.
     context: () => ({ ...dependencies, effectiveLimits }),
@@ -73,8 +73,10 @@ function serviceUnavailable(error: unknown): GraphQLError | undefined {
 }
 
 // GraphiQL's page comes in a module of about 9 MB: loaded at the first request for the page, not at every start,
-// where reading and compiling it was about a tenth of the service's start-up on PostgreSQL.
+// where reading and compiling it was about a tenth of the service's start-up on PostgreSQL. The page is the same
+// for the same options, so it is rendered (and its scripts hashed for its Content-Security-Policy) once.
 let graphiqlPage: Promise<typeof RenderGraphiQL> | undefined;
+let rendered: { optionsKey: string; html: string; headers: Record<string, string> } | undefined;
 async function renderGraphiQLWhenAsked(options: Parameters<typeof RenderGraphiQL>[0]): Promise<string> {
   graphiqlPage ??= import('@graphql-yoga/render-graphiql').then(
     ({ renderGraphiQL }) => withConsoleToken(renderGraphiQL),
@@ -83,5 +85,26 @@ async function renderGraphiQLWhenAsked(options: Parameters<typeof RenderGraphiQL
       throw error;
     },
   );
-  return (await graphiqlPage)(options);
+  const render = await graphiqlPage;
+  const optionsKey = JSON.stringify(options ?? {});
+  if (rendered?.optionsKey !== optionsKey) {
+    const html = render(options);
+    rendered = { optionsKey, html, headers: graphiqlSecurityHeaders(html) };
+  }
+  return rendered.html;
+}
+
+/**
+ * GraphiQL's page gets its Content-Security-Policy (its inline scripts by hash, no framing), nosniff and
+ * Referrer-Policy: yoga answers it with a Content-Type only. Every other HTML answer of /graphql gets them
+ * too, with no script allowed at all.
+ */
+function useGraphiQLSecurityHeaders(): Plugin {
+  return {
+    onResponse({ response }) {
+      if (!response.headers.get('content-type')?.startsWith('text/html')) return;
+      const headers = rendered?.headers ?? graphiqlSecurityHeaders('');
+      for (const [name, value] of Object.entries(headers)) response.headers.set(name, value);
+    },
+  };
 }

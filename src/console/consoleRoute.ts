@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { ServerResponse } from 'node:http';
 import type { Route } from '../http-server/route.ts';
 import { packagePath } from '../packageRoot.ts';
+import { CONSOLE_SECURITY_HEADERS } from './pageSecurity.ts';
 
 export const CONSOLE_PATH = '/console';
 export const CONSOLE_DIR = packagePath('dist', 'console');
@@ -20,15 +21,8 @@ const TYPES: Record<string, string> = {
   '.json': 'application/json',
 };
 
-const SECURITY_HEADERS = {
-  'content-security-policy':
-    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
-  'x-content-type-options': 'nosniff',
-  'referrer-policy': 'no-referrer',
-};
-
 function send(res: ServerResponse, status: number, type: string, body: Buffer | string, cache: string): void {
-  res.writeHead(status, { 'content-type': type, 'cache-control': cache, ...SECURITY_HEADERS }).end(body);
+  res.writeHead(status, { 'content-type': type, 'cache-control': cache, ...CONSOLE_SECURITY_HEADERS }).end(body);
 }
 
 /** The file under `dir` a request path names, or null when it names none (or tries to leave the folder). */
@@ -51,12 +45,12 @@ export function consoleRoute(dir = CONSOLE_DIR): Route {
     prefix: true,
     async handle(req, res, url) {
       if (req.method !== 'GET' && req.method !== 'HEAD') {
-        res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'application/json' }).end('{"error":"method not allowed"}');
+        res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'application/json', ...CONSOLE_SECURITY_HEADERS }).end('{"error":"method not allowed"}');
         return;
       }
       // /consolefoo is not the console; /console without the slash goes to /console/ so relative URLs resolve.
       if (url.pathname !== CONSOLE_PATH && !url.pathname.startsWith(`${CONSOLE_PATH}/`)) {
-        res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
+        res.writeHead(404, { 'content-type': 'application/json', ...CONSOLE_SECURITY_HEADERS }).end('{"error":"not found"}');
         return;
       }
       if (url.pathname === CONSOLE_PATH) {
@@ -72,7 +66,7 @@ export function consoleRoute(dir = CONSOLE_DIR): Route {
           send(res, 503, 'application/json', '{"error":"the console is not built: run `npm run build` (npm ci does it)"}', 'no-store');
           return;
         }
-        res.writeHead(404, { 'content-type': 'application/json' }).end('{"error":"not found"}');
+        res.writeHead(404, { 'content-type': 'application/json', ...CONSOLE_SECURITY_HEADERS }).end('{"error":"not found"}');
         return;
       }
       const body = await readFile(file);

@@ -1,5 +1,6 @@
 // GraphiQL works without the internet: the page the running service serves names no outside address, and in
-// Chromium with every request beyond the loopback refused it still draws the editor.
+// Chromium with every request beyond the loopback refused it still draws the editor and runs a query, under
+// its Content-Security-Policy (inline scripts by hash, no framing) without a single violation.
 import { existsSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -26,6 +27,10 @@ describe('GraphiQL served from the package', () => {
     expect(html).toContain('YogaGraphiQL');
     expect(html).not.toMatch(/(src|href)\s*=\s*["']?https?:/i);
     expect(html).not.toContain('unpkg.com');
+    expect(page.headers.get('content-security-policy')).toMatch(/frame-ancestors 'none'/);
+    expect(page.headers.get('content-security-policy')).toMatch(/script-src 'sha256-/);
+    expect(page.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(page.headers.get('referrer-policy')).toBe('no-referrer');
   });
 
   describe.skipIf(!CHROMIUM)('in Chromium, offline', () => {
@@ -49,9 +54,24 @@ describe('GraphiQL served from the package', () => {
         return route.continue();
       });
       const page = await context.newPage();
+      const violations: string[] = [];
+      page.on('console', (message) => {
+        if (/Content Security Policy|Refused to/i.test(message.text())) violations.push(message.text().slice(0, 300));
+      });
+      await page.addInitScript(() => {
+        document.addEventListener('securitypolicyviolation', (event) => console.error(`Refused to: ${event.violatedDirective} ${event.blockedURI}`));
+      });
       await page.goto(`${running.baseUrl}/graphql`);
       await page.waitForSelector('.graphiql-container', { timeout: 90_000 });
+      // The editor runs a query against this service (the schema needs no token for __typename).
+      await page.evaluate(async () => {
+        const response = await fetch('/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ __typename }"}' });
+        if (!response.ok && response.status !== 401) throw new Error(`fetch answered ${response.status}`);
+      });
+      // Monaco starts its workers after it draws: give them a moment to be refused, if they would be.
+      await page.waitForTimeout(2_000);
       expect(outside).toEqual([]);
+      expect(violations).toEqual([]);
       await context.close();
     }, 120_000);
   });

@@ -62,6 +62,19 @@ describe('readSettings', () => {
     expect(Object.fromEntries(set.sparkplugGroupTenants)).toEqual({ 'line-1': 'acme', 'line-2': 'globex' });
   });
 
+  it('reads the bounds of block-wise LwM2M Sends in flight, with their defaults', () => {
+    expect(readSettings({}).lwm2mUploads).toEqual({ perHost: 4, maxUploads: 1024, maxBufferedBytes: 16 * 1024 * 1024, idleMs: 60_000 });
+    expect(
+      readSettings({
+        GOVERNANCE_LWM2M_UPLOADS_PER_ADDRESS: '2',
+        GOVERNANCE_LWM2M_UPLOADS_MAX: '10',
+        GOVERNANCE_LWM2M_UPLOADS_MAX_BYTES: '65536',
+        GOVERNANCE_LWM2M_UPLOAD_IDLE_SECONDS: '5',
+      }).lwm2mUploads,
+    ).toEqual({ perHost: 2, maxUploads: 10, maxBufferedBytes: 65_536, idleMs: 5_000 });
+    expect(() => readSettings({ GOVERNANCE_LWM2M_UPLOADS_MAX_BYTES: '0' })).toThrow(/GOVERNANCE_LWM2M_UPLOADS_MAX_BYTES/);
+  });
+
   it('refuses a topic root that is not one topic level, a bad group map and a port out of range', () => {
     for (const bad of ['a/b', '+', 'dev#']) expect(() => readSettings({ MQTT_TOPIC_ROOT: bad })).toThrow(/MQTT_TOPIC_ROOT/);
     expect(() => readSettings({ SPARKPLUG_GROUP_TENANTS: 'line-1' })).toThrow(/SPARKPLUG_GROUP_TENANTS/);

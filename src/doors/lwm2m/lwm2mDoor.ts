@@ -2,7 +2,8 @@
 //
 //   POST /rd?ep=<device>&lt=<lifetime s>&k=<key>   registration: the key is checked (4.01), 2.01 with Location-Path rd/<id>
 //   POST /rd/<id>[?lt=<s>]  update;  DELETE /rd/<id>  de-registration (from the address that registered)
-//   POST /dp[?k=<key>&ep=<device>]                   Send, SenML JSON (110) or SenML CBOR (112)
+//   POST /dp[?k=<key>&ep=<device>]                   Send, SenML JSON (110) or SenML CBOR (112), whole or in
+//                                                    Block1 blocks (each authenticated, kept in BlockUploads)
 //
 // Every request first passes the edge per-address limit (4.29). A Send, in the order of docs/governance-model.md: the device (its registration's address, or the key it carries; 4.01), one
 // charge for the message before decoding on LWM2M (4.29), the size cap (4.13), the content format (4.15) and
@@ -26,6 +27,8 @@ import {
   type IngestCredential,
   type Metering,
 } from '../pipeline/index.ts';
+import type { Block1, BlockUploads } from './blockUploads.ts';
+import { block1Of, block1Value } from './coapServer.ts';
 import type { Registrations } from './registrations.ts';
 import { decodeSenml, SENML_CBOR, SENML_JSON } from './senml.ts';
 
@@ -35,6 +38,8 @@ export interface Lwm2mDoorOptions {
   parts: DoorParts;
   logger: Logger;
   registrations: Registrations;
+  /** Block-wise Sends (Block1) in flight, bounded (blockUploads.ts). */
+  uploads: BlockUploads;
   maxPayloadBytes: number;
   now?: () => number;
   onDropped?: (reason: Lwm2mDropReason) => void;
@@ -45,13 +50,19 @@ const DEFAULT_LIFETIME_SECONDS = 86_400;
 const MAX_LIFETIME_SECONDS = 30 * 86_400;
 
 export function createLwm2mHandler(options: Lwm2mDoorOptions): (req: IncomingMessage, res: OutgoingMessage) => Promise<void> {
-  const { parts, logger, registrations, maxPayloadBytes } = options;
+  const { parts, logger, registrations, uploads, maxPayloadBytes } = options;
   const now = options.now ?? Date.now;
 
   const refuse = (res: OutgoingMessage, code: string, diagnostic: string, reason?: Lwm2mDropReason): void => {
     if (reason) options.onDropped?.(reason);
     res.code = code;
     res.end(diagnostic);
+  };
+
+  /** 4.13 with Size1, the largest payload taken (RFC 7959 2.9.3), so a client knows what would fit. */
+  const tooLarge = (res: OutgoingMessage, maxBytes: number): void => {
+    res.setOption('Size1', maxBytes);
+    refuse(res, '4.13', `the payload is larger than ${maxBytes} bytes`, 'too-large');
   };
 
   async function deviceOf(key: string | undefined, ep: string | undefined): Promise<{ tenantId: string; deviceId: string } | string> {
@@ -82,24 +93,55 @@ export function createLwm2mHandler(options: Lwm2mDoorOptions): (req: IncomingMes
     res.end();
   }
 
-  async function send(req: IncomingMessage, res: OutgoingMessage, query: URLSearchParams, address: string, atMs: number) {
+  async function send(req: IncomingMessage, res: OutgoingMessage, query: URLSearchParams, address: string, atMs: number, block: Block1 | undefined) {
     const key = query.get('k') ?? undefined;
     const registered = key === undefined ? registrations.at(address, atMs) : undefined;
+    // Every block of a block-wise Send proves its sender too (the key is cached after the first), so no
+    // unknown peer can park bytes in the uploads.
     const device = registered ?? (await deviceOf(key, query.get('ep') ?? undefined));
     if (typeof device === 'string') return refuse(res, '4.01', device, 'unauthorized');
     const { tenantId, deviceId } = device;
+    // The cap follows the sink's (NATS: its max_payload less the envelope), read per request.
+    const capBytes = bodyCapOf(parts, maxPayloadBytes);
+
+    let payload = req.payload;
+    if (block) {
+      // Refused before a byte is held: a declared size past the cap (Size1, RFC 7959 4), a format Send never takes.
+      const declaredBytes = req.headers['Size1'];
+      if (typeof declaredBytes === 'number' && declaredBytes > capBytes) return tooLarge(res, capBytes);
+      if (!isSenml(req)) return refuse(res, '4.15', 'Send takes SenML JSON (110) or SenML CBOR (112)', 'unsupported-format');
+      const taken = uploads.take(req.rsinfo.address, address, 'dp', block, req.payload, atMs);
+      switch (taken.status) {
+        case 'continue':
+          res.setOption('Block1', block1Value(block));
+          return endWith(res, '2.31');
+        case 'too-large':
+          return tooLarge(res, capBytes);
+        case 'incomplete':
+          return refuse(res, '4.08', 'this block does not follow the last one received: start again from block 0');
+        case 'bad-block':
+          return refuse(res, '4.00', taken.message);
+        case 'busy':
+          logger.debug({ address, reason: taken.reason }, 'LwM2M block-wise Send refused: too many uploads in flight');
+          res.setOption('Max-Age', taken.retryAfterSeconds);
+          return refuse(res, '5.03', 'too many block-wise uploads in flight; retry after Max-Age seconds');
+        case 'complete':
+          payload = taken.payload;
+          res.setOption('Block1', block1Value(block));
+          break;
+      }
+    }
 
     const metering: Metering = { tenantId, allowance: 'LWM2M', atMs, clientKey: address.slice(0, address.lastIndexOf(':')) };
     const message = chargeMessage(parts, metering);
     if (!message.admitted) return tooMany(res, message.retryAfterSeconds);
 
-    const capBytes = bodyCapOf(parts, maxPayloadBytes);
-    if (req.payload.length > capBytes) return refuse(res, '4.13', `the payload is larger than ${capBytes} bytes`, 'too-large');
+    if (payload.length > capBytes) return tooLarge(res, capBytes);
     const format = contentFormatOf(req.headers['Content-Format']);
     if (format !== SENML_JSON && format !== SENML_CBOR) {
       return refuse(res, '4.15', 'Send takes SenML JSON (110) or SenML CBOR (112)', 'unsupported-format');
     }
-    const decoded = decodeSenml(req.payload, format, deviceId, atMs);
+    const decoded = decodeSenml(payload, format, deviceId, atMs);
     if (decoded.status === 'invalid') return refuse(res, '4.00', decoded.message, 'malformed');
 
     const readings = chargeReadings(parts, metering, decoded.readingCount);
@@ -141,13 +183,21 @@ export function createLwm2mHandler(options: Lwm2mDoorOptions): (req: IncomingMes
     const [pathPart = '', queryPart = ''] = req.url.split('?', 2);
     const path = pathPart.replace(/^\/+|\/+$/g, '').split('/');
     const query = new URLSearchParams(queryPart);
+    const block = block1Of(req);
+    if (block && 'invalid' in block) return refuse(res, '4.02', block.invalid);
     try {
       if (path.length === 1 && path[0] === 'dp') {
         if (req.method !== 'POST') return refuse(res, '4.05', 'Send is POST /dp');
-        return await send(req, res, query, address, atMs);
+        return await send(req, res, query, address, atMs, block);
       }
       if (path[0] === 'rd' && path.length === 1) {
         if (req.method !== 'POST') return refuse(res, '4.05', 'register with POST /rd');
+        if (block) {
+          // A registration's payload (its object links) is not read, so its blocks are not kept: each one
+          // before the last is acknowledged, and the last registers.
+          res.setOption('Block1', block1Value(block));
+          if (block.more) return endWith(res, '2.31');
+        }
         return await register(res, query, address, atMs);
       }
       if (path[0] === 'rd' && path.length === 2) {
@@ -169,6 +219,11 @@ function tooMany(res: OutgoingMessage, retryAfterSeconds: number): void {
   res.code = '4.29';
   res.setOption('Max-Age', Math.max(1, retryAfterSeconds));
   res.end('over the tenant’s LWM2M allowance; retry after Max-Age seconds');
+}
+
+function isSenml(req: IncomingMessage): boolean {
+  const format = contentFormatOf(req.headers['Content-Format']);
+  return format === SENML_JSON || format === SENML_CBOR;
 }
 
 function endWith(res: OutgoingMessage, code: string): void {

@@ -136,7 +136,7 @@ export function brokerMessageId(message: InboundMessage): string {
 }
 
 /** Why a door dropped a message before charging its readings (counted on door_dropped_messages_total). */
-export type DropReason = 'topic' | 'too-large' | 'malformed' | 'foreign-device' | 'unauthorized' | 'unsupported-format';
+export type DropReason = 'topic' | 'too-large' | 'too-complex' | 'malformed' | 'foreign-device' | 'unauthorized' | 'unsupported-format';
 
 /** What a door's decoder gives back: the decoded value and its readings, or what is wrong. */
 export type Decoded<T> = { status: 'decoded'; value: T; readingCount: number } | { status: 'invalid'; message: string };

@@ -47,6 +47,9 @@ export function createSparkplugHandler(options: SparkplugDoorOptions): (message:
     const deviceId = topic.device === null ? topic.edgeNode : `${topic.edgeNode}/${topic.device}`;
     // No message charge on SPARKPLUG (the catalog's messageChargedAllowances): decode, then the readings.
     const decoded = decodeSparkplugMetrics(message.payload, deviceId);
+    // Over a bound of payloadBounds.ts (nesting, metric count): dropped before the decoder runs, and settled,
+    // so the broker never delivers it again.
+    if (decoded.status === 'over-bounds') return drop('too-complex', message, decoded.message);
     if (decoded.status === 'invalid') return drop('malformed', message, decoded.message);
     if (decoded.readingCount === 0) return 'settled';
     const metering: Metering = { tenantId, allowance: 'SPARKPLUG', atMs: arrivedAtMs, clientKey: `device:${deviceId}` };

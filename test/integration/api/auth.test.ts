@@ -1,4 +1,5 @@
 // Authentication (401 before anything runs) and tenant isolation (FORBIDDEN and no data) through yoga.fetch.
+import { createHash } from 'node:crypto';
 import { SignJWT, UnsecuredJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../../../src/api/auth/token.ts';
@@ -73,6 +74,25 @@ describe.each(storageTargets)('GraphQL auth on $name', (target) => {
     const response = await api.yoga.fetch('http://localhost/graphql', { headers: { accept: 'text/html' } });
     expect(response.status).toBe(200);
     expect(await response.text()).toContain('governance-ledger');
+  });
+
+  it('serves GraphiQL with a Content-Security-Policy that allows its own inline scripts by hash, no framing, nosniff and no Referer', async () => {
+    const response = await api.yoga.fetch('http://localhost/graphql', { headers: { accept: 'text/html' } });
+    const page = await response.text();
+    const policy = response.headers.get('content-security-policy') ?? '';
+    const directives = new Map(policy.split(';').map((each) => each.trim().split(/\s+/)).map(([name, ...values]) => [name!, values]));
+    expect(directives.get('frame-ancestors')).toEqual(["'none'"]);
+    expect(directives.get('default-src')).toEqual(["'none'"]);
+    expect(directives.get('connect-src')).toEqual(["'self'"]);
+    // Each inline script of the page, and nothing else, by its SHA-256: an injected script would not run.
+    const scripts = [...page.matchAll(/<script>([\s\S]*?)<\/script>/g)].map((match) => `'sha256-${createHash('sha256').update(match[1]!).digest('base64')}'`);
+    expect(scripts.length).toBeGreaterThan(0);
+    expect(directives.get('script-src')).toEqual(scripts);
+    expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(response.headers.get('referrer-policy')).toBe('no-referrer');
+    // The GraphQL answers themselves are JSON, not pages: no policy needed, and none given.
+    const json = await api.yoga.fetch('http://localhost/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"query":"{ __typename }"}' });
+    expect(json.headers.get('content-type')).toContain('application/json');
   });
 
   it('refuses a tenant role another tenant, in root fields and nested fields, with FORBIDDEN and no data', async () => {

@@ -1,10 +1,9 @@
 // The LwM2M door over real UDP: a coap client in a child process registers and Sends SenML JSON and SenML
 // CBOR. A wrong key gets 4.01; past the tenant's LWM2M allowance a Send gets 4.29 with Max-Age.
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { encode } from 'cborg';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readSettings } from '../../../../src/config.ts';
 import { Governor } from '../../../../src/governance/index.ts';
 import { createCountingSink, type CountingSink } from '../../../../src/doors/pipeline/countingSink.ts';
 import { cachedCredentialLookup } from '../../../../src/doors/pipeline/credentialCache.ts';
@@ -13,25 +12,8 @@ import { createEdgeLimit } from '../../../../src/doors/pipeline/edgeLimit.ts';
 import { startLwm2mDoor, type Lwm2mDoor } from '../../../../src/doors/lwm2m/startLwm2mDoor.ts';
 import { postgresOnly, storageTargets, type TestDb } from '../../../support/databases.ts';
 import { CollectingRecorder, TableLimitSource } from '../http/frontDoorHarness.ts';
+import { runClient } from './coapClient.ts';
 import { knowCeilings } from '../mqtt/mqttHarness.ts';
-
-const CLIENT = fileURLToPath(new URL('./coapClient.child.ts', import.meta.url));
-
-function runClient(port: number, requests: unknown[]): Promise<Record<string, unknown>[]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', CLIENT], {
-      env: { ...process.env, LWM2M_CLIENT: JSON.stringify({ port, requests }) },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`the coap client exited ${code}`));
-      resolve(output.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>));
-    });
-  });
-}
 
 describe('LwM2M door', () => {
   let testDb: TestDb;
@@ -64,6 +46,7 @@ describe('LwM2M door', () => {
       },
       logger: pino({ level: 'silent' }),
       maxPayloadBytes: 64 * 1024,
+      uploadLimits: readSettings({}).lwm2mUploads,
       onDropped: (reason) => dropped.push(reason),
     });
   }, 180_000);

@@ -1,6 +1,7 @@
 // The Sparkplug B door on the machine's Mosquitto: NDATA and DDATA made with sparkplug-payload's encoder are
 // charged on SPARKPLUG, one reading per metric with a value, for the tenant the group maps to; births are not
-// charged, garbage is dropped, and a message larger than the burst is refused as rejected (it can never fit).
+// charged, garbage is dropped, a message larger than the burst is refused as rejected (it can never fit), and
+// a payload over the bounds of payloadBounds.ts (issue 34: a template 60 deep) is dropped at once and settled.
 import sparkplug from 'sparkplug-payload';
 import mqtt, { type MqttClient } from 'mqtt';
 import { pino } from 'pino';
@@ -107,5 +108,37 @@ describe.skipIf(!reachable)('Sparkplug B door', () => {
     expect(recorder.sum('plant', 'SPARKPLUG', 'rejectedUnits')).toBe(50);
     expect(recorder.sum('plant', 'SPARKPLUG', 'shedUnits')).toBe(0);
     expect(sink.unitsByTenant.get('plant')).toBe(5);
+  });
+
+  it('refuses the 60-deep template of issue 34 at once, acknowledged so never redelivered, and keeps the event loop free; the next message is admitted', async () => {
+    let metric: Record<string, unknown> = { name: 'leaf', type: 'Int32', value: 7 };
+    for (let level = 0; level < 60; level++) metric = { name: `t${level}`, type: 'Template', value: { templateRef: 'udt', metrics: [metric] } };
+    const poison = payload([metric]);
+    const acknowledgedBefore = consumer.stats().acknowledged;
+    const tooComplexBefore = dropped.get('too-complex') ?? 0;
+    const unitsBefore = sink.unitsByTenant.get(ownGroup) ?? 0;
+    // A timer every 10 ms stands for /healthz: the longest gap between its turns is how long the loop was held.
+    let lastTickAt = performance.now();
+    let maxLoopDelayMs = 0;
+    const probe = setInterval(() => {
+      const tickAt = performance.now();
+      maxLoopDelayMs = Math.max(maxLoopDelayMs, tickAt - lastTickAt - 10);
+      lastTickAt = tickAt;
+    }, 10);
+    const publishedAt = performance.now();
+    await publisher.publishAsync(`spBv1.0/${ownGroup}/NDATA/edge-9`, poison, { qos: 1 });
+    await waitFor(() => (dropped.get('too-complex') ?? 0) === tooComplexBefore + 1, { description: 'the 60-deep payload dropped as too complex' });
+    const refusedAfterMs = performance.now() - publishedAt;
+    await publisher.publishAsync(`spBv1.0/${ownGroup}/NDATA/edge-9`, payload([{ name: 'level', type: 'Float', value: 0.75 }, { name: 'ok', type: 'Boolean', value: true }]), { qos: 1 });
+    await waitFor(() => sink.unitsByTenant.get(ownGroup) === unitsBefore + 2, { description: 'the next message admitted' });
+    await waitFor(() => consumer.stats().acknowledged === acknowledgedBefore + 2, { description: 'both messages acknowledged' });
+    clearInterval(probe);
+    console.log(`${poison.length}-byte 60-deep payload refused ${refusedAfterMs.toFixed(0)} ms after its publish was acknowledged; longest event-loop delay ${maxLoopDelayMs.toFixed(0)} ms`);
+    expect(poison.length).toBeLessThan(1_400);
+    expect(refusedAfterMs).toBeLessThan(1_000);
+    // sparkplug-payload's decoder held the loop for minutes on this payload; what is left is scheduling.
+    expect(maxLoopDelayMs).toBeLessThan(500);
+    await governor.flush();
+    expect(recorder.sum(ownGroup, 'SPARKPLUG', 'admittedUnits')).toBe(3);
   });
 });
