@@ -19,6 +19,11 @@ export interface FuzzPlan {
   runTimeoutMs: number;
   /** The property stops after this long, counted and failed if short of its planned runs. */
   timeLimitMs: number;
+  /**
+   * Stop at the first failure without shrinking: for properties whose failing run can leave the system under
+   * test unable to answer (each shrinking step would wait out its bounds again).
+   */
+  endOnFailure?: boolean;
   /** fast-check's seed, to replay a failure (FUZZ_SEED too). */
   seed?: number;
 }
@@ -77,6 +82,7 @@ export async function fuzzExactly<T>(plan: FuzzPlan, values: fc.Arbitrary<T>, ch
     timeout: plan.runTimeoutMs,
     interruptAfterTimeLimit: plan.timeLimitMs,
     markInterruptAsFailure: true,
+    endOnFailure: plan.endOnFailure ?? false,
     ...(plan.seed !== undefined ? { seed: plan.seed } : seedText ? { seed: Number(seedText) } : {}),
   });
   // Deferred checks: each failure takes one run off the completed count.

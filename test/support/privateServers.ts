@@ -1,9 +1,10 @@
 // Servers of a suite's own, for suites that stop, restart or cut off a dependency: a PostgreSQL cluster
-// (initdb + pg_ctl in a temporary directory), a redis-server and a nats-server, each on a free port of
+// (initdb + pg_ctl in a temporary directory), a redis-server, a nats-server and a mosquitto (persistent, so
+// sessions and their queued messages outlive a restart), each on a free port of
 // 127.0.0.1. The machine's shared servers are never touched. As root (CI), PostgreSQL runs as the `postgres`
 // user, which initdb requires. Each start returns undefined, after saying why, when its binaries are missing.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { chown, mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -165,4 +166,33 @@ export function startPrivateRedis(): Promise<PrivateServer | undefined> {
 
 export function startPrivateNats(): Promise<PrivateServer | undefined> {
   return privateProcess('nats-server', (port, dir) => ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir], 'nats');
+}
+
+/**
+ * A Mosquitto of the suite's own, with persistence in its temporary directory: a persistent session and the
+ * QoS 1 messages queued or in flight for it survive a restart of the broker (written on SIGTERM), as on a
+ * production broker. Anonymous clients, 127.0.0.1 only.
+ */
+export function startPrivateMosquitto(): Promise<PrivateServer | undefined> {
+  return privateProcess(
+    'mosquitto',
+    (port, dir) => {
+      const conf = path.join(dir, 'mosquitto.conf');
+      writeFileSync(
+        conf,
+        [
+          `listener ${port} 127.0.0.1`,
+          'allow_anonymous true',
+          'persistence true',
+          `persistence_location ${dir}/`,
+          'autosave_interval 1',
+          // As root Mosquitto would switch to the mosquitto user, who cannot write the temporary directory.
+          ...(process.getuid?.() === 0 ? ['user root'] : []),
+          '',
+        ].join('\n'),
+      );
+      return ['-c', conf];
+    },
+    'mqtt',
+  );
 }
