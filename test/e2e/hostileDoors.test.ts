@@ -187,6 +187,19 @@ async function healthy(baseUrl: string, withinMs = HEALTH_WITHIN_MS): Promise<bo
   }
 }
 
+/** Publishes at QoS 1 and waits for the broker's PUBACK, failing (not hanging) when the broker does not answer. */
+async function publish(client: MqttClient, topic: string, payload: Buffer | string, options: Parameters<MqttClient['publishAsync']>[2] = {}): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`the broker did not acknowledge a publish to ${topic} within ${HANDLED_WITHIN_MS} ms`)), HANDLED_WITHIN_MS);
+  });
+  try {
+    await Promise.race([client.publishAsync(topic, payload, { qos: 1, ...options }), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** Resident memory of a process (Linux /proc), in bytes. */
 function rssBytes(pid: number): number {
   const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
@@ -278,7 +291,7 @@ async function expectLedgerWithinBounds(service: ServiceUnderTest, bounds: Hosti
     return why ? [`${why}: ${JSON.stringify(summary)}`] : [];
   });
   console.log(`ledger: ${summaries.length} summaries, ${breaches.length} out of bounds`);
-  expect(breaches.slice(0, 5), `${breaches.length} recorded summaries break a documented bound`).toEqual([]);
+  if (breaches.length > 0) throw new Error(`${breaches.length} recorded summaries break a documented bound:\n${breaches.slice(0, 5).join('\n')}`);
   return summaries;
 }
 
@@ -288,8 +301,9 @@ const DAY_MS = 24 * 3600_000;
 /** A `sent-at` as generated: a fixed text, or an offset from the moment it is sent. */
 type SentAt = { text: string } | { offsetMs: number; iso: boolean };
 const sentAtValues: fc.Arbitrary<SentAt> = fc.oneof(
-  fc.constantFrom('1', '0', '-1', '', ' ', 'abc', '1e3', '99999999999999999999', '999999999999999', '1970-01-01T00:00:00Z', '9999-12-31T23:59:59Z', '2026-13-45T99:99:99Z', '+275760-09-13T00:00:00Z', '\u0000', 'é😀').map((text) => ({ text })),
-  fc.string({ maxLength: 30 }).map((text) => ({ text })),
+  fc.constantFrom('1', '0', '-1', '', ' ', 'abc', '1e3', '99999999999999999999', '999999999999999', '1970-01-01T00:00:00Z', '9999-12-31T23:59:59Z', '2026-13-45T99:99:99Z', '+275760-09-13T00:00:00Z', 'é😀').map((text) => ({ text })),
+  // MQTT 5 strings may not hold U+0000: the broker closes a publisher's connection for one (the door never sees it).
+  fc.string({ maxLength: 30 }).filter((text) => !text.includes('\u0000')).map((text) => ({ text })),
   fc
     .tuple(fc.constantFrom(-10_000, -60_000, -DAY_MS, -30 * DAY_MS, -60 * DAY_MS, -365 * DAY_MS, 30_000, 120_000, DAY_MS, 365 * DAY_MS), fc.integer({ min: -5_000, max: 5_000 }), fc.boolean())
     .map(([offset, jitter, iso]) => ({ offsetMs: offset + jitter, iso })),
@@ -496,11 +510,13 @@ const rlsShapes: fc.Arbitrary<RlsShape> = fc.record({
   hitsAddend: fc.oneof(fc.constantFrom(0, 1, 10, 5_000, 2 ** 31, 2 ** 32 - 1), fc.nat({ max: 2 ** 32 - 1 })),
 });
 function rlsRequest(shape: RlsShape): RlsRequest {
+  // Many descriptors carry short entries, so the call stays under gRPC's 4 MiB message cap (and this process's memory).
+  const many = shape.descriptors > 1_000;
   const entries = [
-    { key: 'tenant', value: shape.tenant },
+    { key: 'tenant', value: many ? shape.tenant.slice(0, 64) : shape.tenant },
     ...(shape.dimension === undefined ? [] : [{ key: 'dimension', value: shape.dimension }]),
     ...(shape.allowance === undefined ? [] : [{ key: 'allowance', value: shape.allowance }]),
-    ...Array.from({ length: shape.extraEntries }, (_, i) => ({ key: `generic_key_${i}`, value: 'v' })),
+    ...Array.from({ length: many ? 0 : shape.extraEntries }, (_, i) => ({ key: `generic_key_${i}`, value: 'v' })),
   ];
   return { domain: 'devicechain', descriptors: Array.from({ length: shape.descriptors }, () => ({ entries })), hits_addend: shape.hitsAddend };
 }
@@ -565,8 +581,8 @@ describe.skipIf(missing !== undefined)('hostile doors: made-up MQTT, Sparkplug B
     // The door consumes once subscribed: a canary through each door before the runs.
     await waitFor(async () => {
       const probe = marker();
-      await publisher.publishAsync(`${service!.topicRoot}/canary/${probe}/telemetry`, JSON.stringify({ readings: [{ measurements: { t: 1 } }] }), { qos: 1 });
-      await publisher.publishAsync(`spBv1.0/canary/NDATA/${probe}-sp`, sparkplugPayload({ depth: 0, metrics: 1, templatesPerLevel: 1 }, 0), { qos: 1 });
+      await publish(publisher, `${service!.topicRoot}/canary/${probe}/telemetry`, JSON.stringify({ readings: [{ measurements: { t: 1 } }] }));
+      await publish(publisher, `spBv1.0/canary/NDATA/${probe}-sp`, sparkplugPayload({ depth: 0, metrics: 1, templatesPerLevel: 1 }, 0));
       return canaries.arrived(`${probe}-sp`, 2_000).then(
         () => canaries.arrived(probe, 2_000).then(() => true),
         () => false,
@@ -623,10 +639,10 @@ describe.skipIf(missing !== undefined)('hostile doors: made-up MQTT, Sparkplug B
         const now = Date.now();
         const userProperties = sentAt === undefined ? undefined : { 'sent-at': Array.isArray(sentAt) ? sentAt.map((each) => sentAtText(each, now)) : sentAtText(sentAt, now) };
         const what = `an MQTT message (${payload.kind}, sent-at ${JSON.stringify(userProperties?.['sent-at'])})`;
-        await publisher.publishAsync(`${running.topicRoot}/acme/pump-1/telemetry`, payloadOf(payload), { qos: 1, properties: userProperties ? { userProperties } : {} });
+        await publish(publisher, `${running.topicRoot}/acme/pump-1/telemetry`, payloadOf(payload), { properties: userProperties ? { userProperties } : {} });
         // Another tenant's message behind it: it reaches the sink only once the hostile one was handled.
         const probe = marker();
-        await publisher.publishAsync(`${running.topicRoot}/canary/${probe}/telemetry`, JSON.stringify({ readings: [{ measurements: { t: 1 } }] }), { qos: 1 });
+        await publish(publisher, `${running.topicRoot}/canary/${probe}/telemetry`, JSON.stringify({ readings: [{ measurements: { t: 1 } }] }));
         await canaries.arrived(probe).catch((error: unknown) => {
           throw new Error(`${what}: ${error instanceof Error ? error.message : String(error)}`);
         });
@@ -635,7 +651,7 @@ describe.skipIf(missing !== undefined)('hostile doors: made-up MQTT, Sparkplug B
       });
     });
     console.log(`MQTT payloads: ${JSON.stringify(Object.fromEntries(kinds))}`);
-  }, 240_000);
+  }, 300_000);
 
   it('Sparkplug B: templates nested deep and many metrics are handled in bounded time, the service answers throughout', async () => {
     await onService(async (running) => {
@@ -643,9 +659,9 @@ describe.skipIf(missing !== undefined)('hostile doors: made-up MQTT, Sparkplug B
       await fuzzExactly(plan('Sparkplug nesting and metric counts', SPARKPLUG_RUNS), sparkplugShapes, async (shape) => {
         const payload = sparkplugPayload(shape, seq++);
         const what = `an NDATA of ${payload.length} bytes (templates ${shape.depth} deep, ${shape.templatesPerLevel} a level, ${shape.metrics} metrics)`;
-        await publisher.publishAsync('spBv1.0/acme/NDATA/edge-1', payload, { qos: 1 });
+        await publish(publisher, 'spBv1.0/acme/NDATA/edge-1', payload);
         const probe = marker();
-        await publisher.publishAsync(`spBv1.0/canary/NDATA/${probe}`, sparkplugPayload({ depth: 0, metrics: 1, templatesPerLevel: 1 }, seq++), { qos: 1 });
+        await publish(publisher, `spBv1.0/canary/NDATA/${probe}`, sparkplugPayload({ depth: 0, metrics: 1, templatesPerLevel: 1 }, seq++));
         await expectHealthy(running, what);
         await canaries.arrived(probe).catch((error: unknown) => {
           throw new Error(`${what}: ${error instanceof Error ? error.message : String(error)}`);
@@ -653,7 +669,7 @@ describe.skipIf(missing !== undefined)('hostile doors: made-up MQTT, Sparkplug B
         await expectHealthy(running, what);
       });
     });
-  }, 240_000);
+  }, 300_000);
 
   it('CoAP block-wise: every Block1 gets a typed answer within 2 s, none without a key is held, memory stays bounded', async () => {
     const codes = new Map<string, number>();
@@ -679,7 +695,7 @@ describe.skipIf(missing !== undefined)('hostile doors: made-up MQTT, Sparkplug B
       // saw 740 MB from 120,000 blocks); all these runs send is a few MiB.
       expect(growthMb).toBeLessThan(64);
     });
-  }, 240_000);
+  }, 300_000);
 
   it('Envoy RLS: any descriptors and hits_addend get an answer or a typed refusal within 1 s, a count over the maximum is never granted', async () => {
     const outcomes = new Map<string, number>();
@@ -716,7 +732,7 @@ describe.skipIf(missing !== undefined)('hostile doors: made-up MQTT, Sparkplug B
         console.log(`RLS outcomes: ${JSON.stringify(Object.fromEntries(outcomes))}`);
       }
     });
-  }, 240_000);
+  }, 300_000);
 
   it('/v1/leases: hostile summaries are refused by item, a replay is recorded once, nothing recorded leaves its bounds', async () => {
     // What the ledger must hold for the lessee: each id's units once, and each summary without an id as often as it was taken.
@@ -759,5 +775,5 @@ describe.skipIf(missing !== undefined)('hostile doors: made-up MQTT, Sparkplug B
         expect(recorded, 'the lessee’s admitted units in the ledger: a replayed id counted twice, or a refused summary recorded').toBe(taken);
       },
     );
-  }, 240_000);
+  }, 300_000);
 });
