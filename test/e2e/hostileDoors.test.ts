@@ -67,7 +67,8 @@ const COAP_RUNS = 20;
 const RLS_RUNS = 40;
 const LEASE_RUNS = 40;
 const JWT_SECRET = `hostile-doors-${randomBytes(16).toString('hex')}`;
-const GRPC_TOKEN = randomBytes(16).toString('hex');
+// GOVERNANCE_GRPC_TOKEN takes at least 32 bytes.
+const GRPC_TOKEN = randomBytes(24).toString('hex');
 
 const mosquitto = databaseUrl ? await startPrivateMosquitto() : undefined;
 const nats = databaseUrl && mosquitto ? await startPrivateNats() : undefined;
