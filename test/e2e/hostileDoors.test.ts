@@ -61,11 +61,11 @@ const LISTEN_WITHIN_MS = 120_000;
 /** Each property stops by itself after this, counted and failed if short of its runs. */
 const PROPERTY_TIME_LIMIT_MS = 60_000;
 // Runs that fit CI (each property well under 30 s on a loaded two-core machine once the doors hold; FUZZ_RUNS plans others).
-const MQTT_RUNS = 30;
-const SPARKPLUG_RUNS = 25;
-const COAP_RUNS = 20;
-const RLS_RUNS = 40;
-const LEASE_RUNS = 40;
+const MQTT_RUNS = 100;
+const SPARKPLUG_RUNS = 50;
+const COAP_RUNS = 40;
+const RLS_RUNS = 150;
+const LEASE_RUNS = 100;
 const JWT_SECRET = `hostile-doors-${randomBytes(16).toString('hex')}`;
 // GOVERNANCE_GRPC_TOKEN takes at least 32 bytes.
 const GRPC_TOKEN = randomBytes(24).toString('hex');
