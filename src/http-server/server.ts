@@ -202,7 +202,10 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
 function answerOnSocket(socket: Socket, status: number, content: Record<string, string>, extraHeaders = ''): void {
   const body = JSON.stringify(content);
   socket.on('error', () => socket.destroy());
+  // Destroyed once written, not left half-open for the peer to close: a CONNECT socket is no longer the HTTP
+  // server's, so closeAllConnections() would not close it and server.close() would wait for it.
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extraHeaders}Connection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
   );
 }
