@@ -22,6 +22,11 @@ export interface Settings {
   trustedProxyCidrs: string[];
   /** EDGE_IP_RATE_PER_SECOND: the instance-level per-IP limit at the HTTP edge (default 1000 requests/s). */
   edgeIpRatePerSecond: number;
+  /**
+   * GOVERNANCE_REQUEST_TIMEOUT_SECONDS: an HTTP request whose headers and body have not all arrived within this
+   * is answered 408 within this and its connection closed (default 10 s; src/http-server/server.ts).
+   */
+  requestTimeoutSeconds: number;
   /** INGEST_MAX_BODY_BYTES: HTTP ingest bodies above this get 413 (default 1 MiB). */
   ingestMaxBodyBytes: number;
   /** GOVERNANCE_COMMAND_TTL_SECONDS: a queued command undelivered this long expires and frees its slot (default 1 h). */
@@ -99,6 +104,9 @@ export interface Settings {
   grpcToken?: string;
 }
 
+/** GOVERNANCE_REQUEST_TIMEOUT_SECONDS' default: a 1 MiB body at 100 KiB/s, a slow device link, fits. */
+export const DEFAULT_REQUEST_TIMEOUT_SECONDS = 10;
+
 /** GOVERNANCE_SERVICE's default: the DeviceChain service whose traffic is governed. */
 export const DEFAULT_SERVICE = 'ingest';
 
@@ -126,6 +134,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
       .map((cidr) => cidr.trim())
       .filter(Boolean),
     edgeIpRatePerSecond: positiveInteger(optional('EDGE_IP_RATE_PER_SECOND'), 1000, 'EDGE_IP_RATE_PER_SECOND'),
+    requestTimeoutSeconds: positiveInteger(optional('GOVERNANCE_REQUEST_TIMEOUT_SECONDS'), DEFAULT_REQUEST_TIMEOUT_SECONDS, 'GOVERNANCE_REQUEST_TIMEOUT_SECONDS'),
     ingestMaxBodyBytes: positiveInteger(optional('INGEST_MAX_BODY_BYTES'), 1024 * 1024, 'INGEST_MAX_BODY_BYTES'),
     commandTtlSeconds: positiveInteger(optional('GOVERNANCE_COMMAND_TTL_SECONDS'), 3600, 'GOVERNANCE_COMMAND_TTL_SECONDS'),
     readyMaxLagSeconds: positiveInteger(optional('GOVERNANCE_READY_MAX_LAG_SECONDS'), 30, 'GOVERNANCE_READY_MAX_LAG_SECONDS'),

@@ -5,14 +5,30 @@
 // answered here with a small JSON body, and only the log sees the fault.
 import { createServer as createHttpServer, STATUS_CODES, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { DEFAULT_REQUEST_TIMEOUT_SECONDS } from '../config.ts';
 import { storageUnavailableIn } from '../db/storageUnavailable.ts';
 import type { Logger } from '../logger.ts';
 import { handleHealthz, handleReadyz, type ReadinessCheck } from './health.ts';
 import type { RequestTarget, Route, RouteFault } from './route.ts';
 import { DRAINING_REASON, isDraining, registerShutdownState } from './shutdown.ts';
 
-/** Needs only a logger and the readiness checks, so a door can be served without a whole service. */
-export function createServer(service: { logger: Logger; readiness: readonly ReadinessCheck[] }, routes: readonly Route[]): Server {
+/**
+ * How often Node looks for requests past their timeout (its default, 30 s, would let a request that declared a
+ * body it never sends hold its connection for half a minute past the timeout). Node times a request out once
+ * it is older than its limit at a check, so the limit is set two checks short of GOVERNANCE_REQUEST_TIMEOUT_SECONDS:
+ * the 408 goes out between one and two checks before the setting's bound, which leaves a check's time for a busy
+ * event loop.
+ */
+export const REQUEST_TIMEOUT_CHECK_MS = 250;
+
+/**
+ * Needs only a logger and the readiness checks, so a door can be served without a whole service; the request
+ * timeout is the service's setting when it has one, else the setting's default.
+ */
+export function createServer(
+  service: { logger: Logger; readiness: readonly ReadinessCheck[]; settings?: { requestTimeoutSeconds: number } },
+  routes: readonly Route[],
+): Server {
   // The server is told to drain and close through src/http-server/shutdown.ts; the readiness route reads it.
   const draining: ReadinessCheck = async () => (isDraining(server) ? DRAINING_REASON : null);
   const table: Route[] = [
@@ -35,7 +51,11 @@ export function createServer(service: { logger: Logger; readiness: readonly Read
   };
   // Handed to every route: a handler's callbacks report faults through it (the path comes from the request).
   const fault: RouteFault = (res, error) => failed(res, error);
-  const server = createHttpServer((req, res) => {
+  // Headers and body together must arrive within the timeout (slowloris, or a body declared and never sent):
+  // Node answers 408 through clientError below, within GOVERNANCE_REQUEST_TIMEOUT_SECONDS, and closes the connection.
+  const requestTimeoutMs = Math.max(REQUEST_TIMEOUT_CHECK_MS, (service.settings?.requestTimeoutSeconds ?? DEFAULT_REQUEST_TIMEOUT_SECONDS) * 1000 - 2 * REQUEST_TIMEOUT_CHECK_MS);
+  const timeouts = { requestTimeout: requestTimeoutMs, headersTimeout: requestTimeoutMs, connectionsCheckingInterval: REQUEST_TIMEOUT_CHECK_MS };
+  const server = createHttpServer(timeouts, (req, res) => {
     let path: string | undefined;
     try {
       const target = requestTarget(req);
@@ -57,6 +77,8 @@ export function createServer(service: { logger: Logger; readiness: readonly Read
     }
   });
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => answerClientError(error, socket));
+  // Node closes a CONNECT request's connection without a word unless told otherwise: it is answered instead.
+  server.on('connect', (_req: IncomingMessage, socket: Socket) => answerOnSocket(socket, 405, { error: 'CONNECT is not served here' }, 'Allow: GET, POST\r\n'));
   registerShutdownState(server);
   return server;
 }
@@ -173,8 +195,17 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Socket): void {
   const status = error.code === 'HPE_HEADER_OVERFLOW' ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
   const message =
     status === 431 ? 'the request headers are too large' : status === 408 ? 'the request took too long' : 'the request is not valid HTTP/1.1';
-  const body = JSON.stringify({ error: message, code: error.code ?? 'HPE_INVALID' });
+  answerOnSocket(socket, status, { error: message, code: error.code ?? 'HPE_INVALID' });
+}
+
+/** A whole JSON answer written to a socket that has no response object, then the connection closed. */
+function answerOnSocket(socket: Socket, status: number, content: Record<string, string>, extraHeaders = ''): void {
+  const body = JSON.stringify(content);
+  socket.on('error', () => socket.destroy());
+  // Destroyed once written, not left half-open for the peer to close: a CONNECT socket is no longer the HTTP
+  // server's, so closeAllConnections() would not close it and server.close() would wait for it.
   socket.end(
-    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extraHeaders}Connection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
   );
 }

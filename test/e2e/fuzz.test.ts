@@ -4,8 +4,11 @@
 // documents and variables for every mutation's input, generated from the schema: each input type walked,
 // each field given hostile values (lone surrogates, U+0000, huge numbers, deep nesting, wrong types).
 // Required of every answer: not 500; an error body is JSON without a stack trace or a file path; a mutation
-// that refused its input appended nothing. Required of the process: it still serves when the runs are done.
-// Bounded: a fixed number of runs per property (about a minute in all on a loaded two-core machine).
+// that refused its input appended nothing. Required of every request: an answer within the documented request
+// timeout (GOVERNANCE_REQUEST_TIMEOUT_SECONDS, production's 10 s), a body declared and never sent included: no
+// answer is a hang, and fails the run. Required of the process: it still serves when the runs are done.
+// Bounded: each property runs exactly its planned runs (FUZZ_RUNS, else what fits CI: under half a minute each on a
+// loaded two-core machine), prints how many completed, and fails when fewer did (test/support/fuzzRuns.ts).
 import net from 'node:net';
 import fc from 'fast-check';
 import { readFileSync } from 'node:fs';
@@ -23,6 +26,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
 import { OPERATOR } from '../support/controlPlaneHarness.ts';
+import { fuzzExactly } from '../support/fuzzRuns.ts';
 import { serviceClient, type ServiceClient } from '../support/serviceClient.ts';
 import { serviceModes, startServiceIn, type RunningService } from '../support/serviceModes.ts';
 
@@ -30,8 +34,12 @@ import { serviceModes, startServiceIn, type RunningService } from '../support/se
 const mode = serviceModes('e2e_fuzz').at(-1)!;
 /** A stack frame, a source file or a machine path: nothing of the kind may reach a client. */
 const LEAK = /\n\s+at |\bat [\w.<>]+ \(|node_modules|\.[cm]?[tj]s:\d+|\/(?:home|work|usr|tmp|root)\//;
-const HTTP_RUNS = Number(process.env.FUZZ_HTTP_RUNS ?? 1200);
-const GRAPHQL_RUNS = Number(process.env.FUZZ_GRAPHQL_RUNS ?? 1200);
+// Runs that fit CI: about 5 s (HTTP) and 15 s (GraphQL) on an idle two-core machine, a few times that on a
+// loaded one (FUZZ_RUNS plans others).
+const HTTP_RUNS = 1200;
+const GRAPHQL_RUNS = 1000;
+/** A property that has not finished its runs by then is stopped and failed (the count says how far it got). */
+const PROPERTY_TIME_LIMIT_MS = 100_000;
 
 // ---- hostile values -------------------------------------------------------------------------------------
 
@@ -160,17 +168,23 @@ function mutationCases(schema: GraphQLSchema): fc.Arbitrary<MutationCase> {
 
 interface RawExchange {
   request: string;
-  /** The first response's status, or null when the server answered nothing (a body it still waits for). */
+  /** The first response's status, or null when the server answered nothing within the bound (a hang). */
   status: number | null;
   head: string;
   body: string;
+  /** From the request written to the first response complete (or the connection closed), on the test's clock. */
+  elapsedMs: number;
 }
 
-/** Sends bytes as given on a new connection; reads until the server closes it (Connection: close) or goes quiet. */
-function exchange(port: number, request: Buffer): Promise<RawExchange> {
+/**
+ * Sends bytes as given on a new connection; reads until the first response is complete, the server closes the
+ * connection, or `boundMs` passes without either (then status is null, or what came of a half answer).
+ */
+function exchange(port: number, request: Buffer, boundMs: number): Promise<RawExchange> {
   return new Promise((resolve) => {
     const socket = net.connect(port, '127.0.0.1');
     const chunks: Buffer[] = [];
+    let sentAt = performance.now();
     let done = false;
     const finish = () => {
       if (done) return;
@@ -178,19 +192,37 @@ function exchange(port: number, request: Buffer): Promise<RawExchange> {
       clearTimeout(timer);
       socket.destroy();
       const text = Buffer.concat(chunks).toString('utf8');
-      const end = text.indexOf('\r\n\r\n');
-      const head = end < 0 ? text : text.slice(0, end);
-      const match = /^HTTP\/1\.[01] (\d{3})/.exec(text);
-      resolve({ request: request.toString('utf8').slice(0, 300), status: match ? Number(match[1]) : null, head, body: end < 0 ? '' : dechunked(head, text.slice(end + 4)) });
+      resolve({ ...parsed(text), request: request.toString('utf8').slice(0, 300), elapsedMs: performance.now() - sentAt });
     };
-    // A request whose declared body never comes gets no answer: give up on it after a while.
-    const timer = setTimeout(finish, 3_000);
-    socket.on('data', (chunk) => chunks.push(chunk));
+    const timer = setTimeout(finish, boundMs);
+    socket.on('data', (chunk) => {
+      chunks.push(chunk);
+      if (complete(Buffer.concat(chunks).toString('utf8'))) finish();
+    });
     socket.on('end', finish);
     socket.on('close', finish);
     socket.on('error', finish);
-    socket.write(request);
+    socket.write(request, () => (sentAt = performance.now()));
   });
+}
+
+function parsed(text: string): { status: number | null; head: string; body: string } {
+  const end = text.indexOf('\r\n\r\n');
+  const head = end < 0 ? text : text.slice(0, end);
+  const match = /^HTTP\/1\.[01] (\d{3})/.exec(text);
+  return { status: match && end >= 0 ? Number(match[1]) : null, head, body: end < 0 ? '' : dechunked(head, text.slice(end + 4)) };
+}
+
+/** Whether the first response is whole: its head, and its body as Content-Length or the last chunk says. */
+function complete(text: string): boolean {
+  const end = text.indexOf('\r\n\r\n');
+  if (end < 0) return false;
+  const head = text.slice(0, end);
+  const length = /\r\ncontent-length:\s*(\d+)/i.exec(head);
+  if (length) return Buffer.byteLength(text.slice(end + 4)) >= Number(length[1]);
+  if (/\r\ntransfer-encoding:\s*chunked/i.test(head)) return /(?:^|\r\n)0\r\n\r\n$/.test(text.slice(end + 4));
+  // 1xx, 204 and 304 have no body; any other answer without framing ends with the connection.
+  return /^HTTP\/1\.[01] (?:1\d\d|204|304)/.test(text);
 }
 
 /** The first response's body: a server that answered early may answer a malformed rest of the stream again. */
@@ -287,7 +319,7 @@ function frame(method: string, target: string, host: string | undefined, xff: st
       lines.push(`Content-Length: ${Math.max(0, payload.length - 3)}`);
       break;
     case 'long-length':
-      // The rest of the body never comes: the server may wait for it (no answer) but must not fail.
+      // The rest of the body never comes: the server answers before it (a refusal) or at the request timeout (408).
       lines.push(`Content-Length: ${payload.length + 5}`);
       break;
     case 'bad-length':
@@ -317,10 +349,14 @@ function frame(method: string, target: string, host: string | undefined, xff: st
   return Buffer.concat([Buffer.from(`${lines.join('\r\n')}\r\n\r\n`, 'utf8'), framed]);
 }
 
-/** What every answer must be: not a 500, and an error body is JSON without a stack or a path. */
-function expectSafe(answer: RawExchange, method: string): void {
-  if (answer.status === null) return;
+/**
+ * What every answer must be: there (no hang past the request timeout), not a 500, and an error body is JSON
+ * without a stack or a path.
+ */
+function expectSafe(answer: RawExchange, method: string, boundMs: number): void {
   const where = `${answer.request}\n=> ${answer.head}\n${answer.body.slice(0, 500)}`;
+  if (answer.status === null) throw new Error(`no answer within ${boundMs} ms (${Math.round(answer.elapsedMs)} ms waited): a hang\n${where}`);
+  expect(answer.elapsedMs, `answered after ${Math.round(answer.elapsedMs)} ms, past the request timeout\n${where}`).toBeLessThanOrEqual(boundMs);
   expect(answer.status, where).not.toBe(500);
   expect(answer.status >= 500 && answer.status !== 503, where).toBe(false);
   expect(answer.head, where).not.toMatch(LEAK);
@@ -369,30 +405,70 @@ describe(`fuzz: made-up requests against the running service (${mode.name})`, ()
     return Number(rows[0]!.n);
   };
 
-  it('raw HTTP to every route: never a 500, error bodies are JSON without a stack, the process keeps serving', async () => {
+  it('a body declared and never sent, or headers that never end, is answered 408 within the request timeout on every route that reads a body', async () => {
+    const answeredWithinMs = running.service.settings.requestTimeoutSeconds * 1000;
+    const operator = await client.token('OPERATOR');
+    const service = await client.token('SERVICE');
+    const partial = (target: string, auth: string) =>
+      Buffer.from(`POST ${target} HTTP/1.1\r\nHost: 127.0.0.1\r\n${auth}\r\nContent-Type: application/json\r\nContent-Length: 100\r\nConnection: close\r\n\r\n{"readings":[`);
+    const requests = [
+      partial('/v1/ingest/acme', `X-Device-Key: ${deviceKey}`),
+      partial('/graphql', `Authorization: Bearer ${operator}`),
+      partial('/v1/admissions', `Authorization: Bearer ${service}`),
+      partial('/v1/leases', `Authorization: Bearer ${service}`),
+      // Headers that never end (slowloris).
+      Buffer.from('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: '),
+    ];
+    const answers = await Promise.all(requests.map((request) => exchange(port, request, answeredWithinMs + 5_000)));
+    for (const answer of answers) {
+      const where = `${answer.request.slice(0, 60)} => ${answer.head} after ${Math.round(answer.elapsedMs)} ms`;
+      expect(answer.status, where).toBe(408);
+      expect(answer.elapsedMs, where).toBeLessThanOrEqual(answeredWithinMs);
+      expect(JSON.parse(answer.body), where).toMatchObject({ error: 'the request took too long' });
+    }
+    console.log(`408 after ${answers.map((each) => Math.round(each.elapsedMs)).join(', ')} ms (the promise: ${answeredWithinMs} ms)`);
+  }, 60_000);
+
+  it('raw HTTP to every route: never a 500 or a hang, error bodies are JSON without a stack, the process keeps serving', async () => {
     const tokens = { operator: await client.token('OPERATOR'), service: await client.token('SERVICE') };
+    // The documented promise: every request is answered within the request timeout.
+    const answeredWithinMs = running.service.settings.requestTimeoutSeconds * 1000;
     const statuses = new Map<string, number>();
-    await fc.assert(
-      fc.asyncProperty(methods, targets, hosts, forwardedFor, bodies({ device: deviceKey }, tokens), framings, async (method, target, host, xff, { body, headers }, framing) => {
-        const answer = await exchange(port, frame(method, target, host, xff, headers, body, framing));
-        statuses.set(String(answer.status), (statuses.get(String(answer.status)) ?? 0) + 1);
-        expectSafe(answer, method);
-      }),
-      { numRuns: HTTP_RUNS, interruptAfterTimeLimit: 75_000 },
+    let bodiesNeverSent = 0;
+    const count = (answer: RawExchange) => statuses.set(String(answer.status), (statuses.get(String(answer.status)) ?? 0) + 1);
+    const requests = fc.tuple(methods, targets, hosts, forwardedFor, bodies({ device: deviceKey }, tokens), framings);
+    await fuzzExactly(
+      { name: 'raw HTTP', runs: HTTP_RUNS, runTimeoutMs: answeredWithinMs + 5_000, timeLimitMs: PROPERTY_TIME_LIMIT_MS },
+      requests,
+      async ([method, target, host, xff, { body, headers }, framing], defer) => {
+        // Past the bound the socket is given up on: the answer is then late or missing, and either fails the run.
+        const answer = exchange(port, frame(method, target, host, xff, headers, body, framing), answeredWithinMs + 2_000);
+        const checked = answer.then((each) => {
+          count(each);
+          expectSafe(each, method, answeredWithinMs);
+        });
+        // A body declared and never sent is answered only at the request timeout: checked after the last run,
+        // so the runs do not wait out the timeout one by one.
+        if (framing === 'long-length') bodiesNeverSent++;
+        if (framing === 'long-length') defer(`${method} ${target.slice(0, 60)} with a body never sent`, checked);
+        else await checked;
+      },
     );
-    console.log(`fuzz HTTP statuses: ${JSON.stringify(Object.fromEntries(statuses))}`);
+    console.log(`fuzz HTTP statuses: ${JSON.stringify(Object.fromEntries(statuses))}; ${bodiesNeverSent} bodies declared and never sent`);
     const health = await fetch(`${running.baseUrl}/healthz`);
     expect(health.status).toBe(200);
     expect(faults).toEqual([]);
-  }, 120_000);
+  }, 180_000);
 
   it('GraphQL: every mutation with generated, hostile input: a typed answer, never INTERNAL_SERVER_ERROR; refused input appends nothing', async () => {
     const schema = buildSchema(readFileSync(new URL('../../schema/schema.graphql', import.meta.url), 'utf8'));
     const operator = await client.token('OPERATOR');
     const outcomes = new Map<string, number>();
     const REFUSED = new Set(['InvalidInput', 'InvalidLimit', 'UnknownTenant', 'UnknownTier', 'UnknownCommand', 'UnknownIngestKey', 'Forbidden', 'CommandIdConflict']);
-    await fc.assert(
-      fc.asyncProperty(mutationCases(schema), async ({ name, document, variables }) => {
+    await fuzzExactly(
+      { name: 'GraphQL mutations', runs: GRAPHQL_RUNS, runTimeoutMs: 30_000, timeLimitMs: PROPERTY_TIME_LIMIT_MS },
+      mutationCases(schema),
+      async ({ name, document, variables }) => {
         const before = await decisionsRecorded();
         const answer = await client.gql<Record<string, { __typename?: string } | null>>(operator, document, variables);
         const where = `${name} ${JSON.stringify(variables).slice(0, 400)}\n=> ${answer.status} ${JSON.stringify(answer).slice(0, 600)}`;
@@ -408,12 +484,11 @@ describe(`fuzz: made-up requests against the running service (${mode.name})`, ()
         outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
         const refused = (answer.errors?.length ?? 0) > 0 || (typename !== undefined && REFUSED.has(typename));
         if (refused) expect(await decisionsRecorded(), `${where}\nrefused, yet appended`).toBe(before);
-      }),
-      { numRuns: GRAPHQL_RUNS, interruptAfterTimeLimit: 75_000 },
+      },
     );
     // What the runs reached: typed payloads (the service's own checks) as well as GraphQL's variable checks.
     console.log(`fuzz GraphQL outcomes: ${JSON.stringify(Object.fromEntries([...outcomes].sort((a, b) => b[1] - a[1])))}`);
     expect((await fetch(`${running.baseUrl}/healthz`)).status).toBe(200);
     expect(faults).toEqual([]);
-  }, 120_000);
+  }, 180_000);
 });
