@@ -13,7 +13,7 @@ import {
   type ProjectionSet,
 } from './ledger/index.ts';
 import { fanOutRecorder, Governor, loadRedisSharedBudget } from './governance/index.ts';
-import { createControlPlane, createReadModelLimitSource, feedConfirmedTenants, type ControlPlane } from './control-plane/index.ts';
+import { createControlPlane, createReadModelLimitSource, loadLimitsAndFollowChanges, type ControlPlane } from './control-plane/index.ts';
 import { controlPlaneCeilings, createCommandBacklog, startCommandExpiry, type CommandBacklog } from './command-backlog/index.ts';
 import { allProjections, projectionWorkers } from '../projections/index.ts';
 import {
@@ -100,7 +100,18 @@ export async function startService(
     recorder,
     onError: (error: unknown) => logger.warn({ err: error }, 'governor background work failed'),
   });
-  await feedConfirmedTenants(db, governor);
+  // Leasing clients draw slices from a Governor of their own on the same limits; it records nothing, since
+  // the clients report what they admitted and refused with the slices.
+  const leaseGovernor = new Governor({
+    limitSource: createReadModelLimitSource(db),
+    onError: (error: unknown) => logger.warn({ err: error }, 'lease governor background work failed'),
+  });
+  // Every registered tenant's ceilings, read before the service is ready (the HTTP server listens only after
+  // startService), and every later change, whichever process commits it (src/control-plane/limitChanges.ts).
+  const limitFollowing = await loadLimitsAndFollowChanges(db, [governor, leaseGovernor], {
+    onError: (error) => logger.warn({ err: error }, 'limit changes are not followed (LISTEN failed): each tenant is read again after the cache TTL'),
+  });
+  logger.info(limitFollowing.preload, 'tenant limits loaded');
   // Only registered tenants get a /metrics label of their own: names invented at the ingest door go to "_other".
   metrics.tenants.isConfirmed = (tenantId) => governor.isConfirmed(tenantId);
   const controlPlane = createControlPlane({ db, store, governor });
@@ -129,7 +140,7 @@ export async function startService(
   });
 
   // Closed in reverse order of this list: projections stop before the governor's last flush lands in the store.
-  const closers: Array<() => Promise<void>> = [() => governor.close(), () => projections.close()];
+  const closers: Array<() => Promise<void>> = [() => governor.close(), () => projections.close(), () => limitFollowing.close()];
   if (sharedBudget) closers.unshift(() => sharedBudget.close());
   const inferenceSpend = createInferenceSpendMeter(store, metrics, {
     onError: (error) => logger.warn({ err: error }, 'inference spend append failed; retried at the next flush'),
@@ -212,12 +223,6 @@ export async function startService(
   // Enforcement points in other processes: the same Governor, so their decisions reach the same Recorder.
   const callers = createServiceCallers(await tokenVerifierFor(settings, logger));
   routes.push(...createAdmissionRoutes({ governor, inferenceSpend, callers }), openapiRoute());
-  // Leasing clients draw slices from a Governor of their own on the same limits; it records nothing, since
-  // the clients report what they admitted and refused with the slices.
-  const leaseGovernor = new Governor({
-    limitSource: createReadModelLimitSource(db),
-    onError: (error: unknown) => logger.warn({ err: error }, 'lease governor background work failed'),
-  });
   closers.push(() => leaseGovernor.close());
   const authorize = async (authorization: string | undefined) => {
     const checked = await callers.check(authorization);
