@@ -134,7 +134,7 @@ async function serve(): Promise<void> {
     logger,
     server,
     drainMs: settings.drainSeconds * 1000,
-    service: { close: () => rls.close().then(() => service.close()) },
+    service: { close: (options) => rls.close().then(() => service.close(options)) },
   });
 }
 

@@ -63,7 +63,11 @@ export interface Service {
   routes: Route[];
   /** Envoy's ShouldRateLimit on the same Governor; `governance serve` listens for it on GOVERNANCE_GRPC_PORT. */
   rateLimits: RateLimitDecider;
-  close(): Promise<void>;
+  /**
+   * Closes every part, flushing the ledger. `clean`: a stop asked for (SIGTERM, SIGINT), not a crash: the broker
+   * doors then end their sessions (MQTT_END_SESSION_ON_STOP); otherwise the sessions stay for the next start.
+   */
+  close(options?: { clean?: boolean }): Promise<void>;
 }
 
 /**
@@ -140,6 +144,8 @@ export async function startService(
   });
 
   // Closed in reverse order of this list: projections stop before the governor's last flush lands in the store.
+  // Set by close(): whether this is a clean stop (the broker doors' closers read it).
+  let cleanStop = false;
   const closers: Array<() => Promise<void>> = [() => governor.close(), () => projections.close(), () => limitFollowing.close()];
   if (sharedBudget) closers.unshift(() => sharedBudget.close());
   const inferenceSpend = createInferenceSpendMeter(store, metrics, {
@@ -197,14 +203,14 @@ export async function startService(
       logger,
       onDropped: (reason) => metrics.doorDroppedMessages.inc({ door: 'mqtt', reason }),
     });
-    closers.push(() => mqttDoor.close());
+    closers.push(() => mqttDoor.close({ endSession: cleanStop && settings.mqttEndSessionOnStop }));
     const sparkplugDoor = await startSparkplugDoor({
       settings: doorSettings,
       parts: door,
       logger,
       onDropped: (reason) => metrics.doorDroppedMessages.inc({ door: 'sparkplug', reason }),
     });
-    closers.push(() => sparkplugDoor.close());
+    closers.push(() => sparkplugDoor.close({ endSession: cleanStop && settings.mqttEndSessionOnStop }));
   }
   if (settings.lwm2mEnabled) {
     const { startLwm2mDoor } = await loadLwm2mDoor();
@@ -244,7 +250,8 @@ export async function startService(
     readiness,
     routes,
     rateLimits: createRateLimitDecider(governor, rlsMapping),
-    async close() {
+    async close(options) {
+      cleanStop = options?.clean === true;
       for (const close of closers.reverse()) await close().catch((error: unknown) => logger.warn({ err: error }, 'close failed'));
       await store.close();
       await db.close();
