@@ -45,7 +45,7 @@ import {
   type RateLimitDecider,
 } from './doors/index.ts';
 import { createApiPubSub, createGraphQLRoute, tokenVerifierFor, withApiPublishers } from './api/index.ts';
-import { consoleRoute } from './console/index.ts';
+import { consoleRoute, faviconRoute } from './console/index.ts';
 
 export interface Service {
   settings: Settings;
@@ -224,7 +224,7 @@ export async function startService(
     });
     closers.push(() => lwm2mDoor.close());
   }
-  const routes: Route[] = [metricsRoute(metrics, { token: metricsSettings.token }), consoleRoute(), ...ingest.routes];
+  const routes: Route[] = [metricsRoute(metrics, { token: metricsSettings.token }), consoleRoute(), faviconRoute(), ...ingest.routes];
   routes.push(await createGraphQLRoute({ settings, logger, db, store, controlPlane, commands }, pubsub));
   // Enforcement points in other processes: the same Governor, so their decisions reach the same Recorder.
   const callers = createServiceCallers(await tokenVerifierFor(settings, logger));
