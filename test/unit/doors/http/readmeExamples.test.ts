@@ -9,19 +9,10 @@ import { describe, expect, it } from 'vitest';
 import { readAdmissionItem } from '../../../../src/doors/admissions/admissionItem.ts';
 import { decodeReadings } from '../../../../src/doors/pipeline/readings.ts';
 import type { AdmitRequest } from '../../../../src/governance/index.ts';
+import { curlBodies, multilineCurlBodies } from '../../../support/readmeExamples.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../../../..');
 const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
-
-/** The `-d '...'` body of every curl command (continued lines joined) whose URL contains `route`. */
-export function curlBodies(markdown: string, route: string): string[] {
-  const commands = markdown.replace(/\\\n\s*/g, ' ').split('\n');
-  return commands
-    .filter((line) => /^\s*(\S+=\S+\s+)*curl\b/.test(line) || line.includes('$(curl'))
-    .filter((line) => line.includes(route))
-    .map((line) => /-d '([^']*)'/.exec(line.includes(route) ? line.slice(line.indexOf('curl')) : line)?.[1])
-    .filter((body): body is string => body !== undefined);
-}
 
 describe("the README's examples of the HTTP doors", () => {
   it('every ingest body is one the ingest door decodes', () => {
@@ -32,7 +23,7 @@ describe("the README's examples of the HTTP doors", () => {
 
   it('every admissions body holds items the admission API takes', () => {
     // The admissions example spans lines inside its quotes: take the quoted body whole.
-    const bodies = [...readme.matchAll(/curl [^\n]*\/v1\/admissions[^\n]*-d '([^']*)'/g)].map((match) => match[1]!);
+    const bodies = multilineCurlBodies(readme, '/v1/admissions');
     expect(bodies.length).toBeGreaterThan(0);
     const into = { tenant: '', dimension: 'INGEST', units: 0, at: 0 } as AdmitRequest;
     for (const body of bodies) {
