@@ -29,15 +29,15 @@ export function decodeReadings(body: Buffer): DecodedReadings {
 /** The readings of a body already parsed as JSON, counted; or what is wrong with it. */
 export function readingsOf(document: unknown): DecodedReadings {
   if (!isObject(document)) return invalid(`the body must be a JSON object; ${EXPECTED}`);
+  const readings = document.readings;
+  if (readings === undefined) return invalid(`"readings" is missing; ${EXPECTED}`);
+  if (!Array.isArray(readings)) return invalid(`"readings" must be an array; ${EXPECTED}`);
   for (const field in document) {
     if (field !== 'readings' && Object.hasOwn(document, field)) {
       const hint = READING_FIELDS.has(field) ? `: "${field}" belongs in each reading` : '';
       return invalid(`unknown field "${field.slice(0, 64)}" at the top level${hint}; ${EXPECTED}`);
     }
   }
-  const readings = document.readings;
-  if (readings === undefined) return invalid(`"readings" is missing; ${EXPECTED}`);
-  if (!Array.isArray(readings)) return invalid(`"readings" must be an array; ${EXPECTED}`);
   let readingCount = 0;
   for (let i = 0; i < readings.length; i++) {
     const entry: unknown = readings[i];
