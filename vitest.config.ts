@@ -12,6 +12,8 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 180_000,
     teardownTimeout: 20_000,
+    // The caller's GOVERNANCE_* settings are cleared in every test process (test/support/cleanEnvironment.ts).
+    setupFiles: ['test/support/cleanEnvironment.ts'],
     projects: [
       { extends: true, test: { name: 'unit', include: ['test/unit/**/*.test.ts'] } },
       { extends: true, test: { name: 'integration', include: ['test/integration/**/*.test.ts'] } },

@@ -17,7 +17,8 @@ const MINUTE_MS = 60_000;
 
 export const commandListProjection: Projection = {
   name: 'command-list',
-  version: 1,
+  // 2: a cancelled command's reason (migration 0137); the rebuild fills it in for commands cancelled before.
+  version: 2,
   eventTypes: COMMAND_EVENT_TYPES,
   tables: ['gl_command_list', 'gl_command_rejections_minute'],
   async apply(event: RecordedEvent, tx: Tx) {
@@ -44,9 +45,12 @@ export const commandListProjection: Projection = {
     const status = SETTLED_STATUS[event.type];
     if (!status) return;
     const data = event.data as CommandFailedData;
+    // A cancel's reason travels in the event's metadata (src/command-backlog/commandEvents.ts).
+    const reason = status === 'cancelled' ? (event.metadata.reason ?? null) : null;
     await tx.query(
-      `UPDATE gl_command_list SET status = $3, settled_at = $4, error = $5 WHERE tenant_id = $1 AND command_id = $2 AND status = 'queued'`,
-      [data.tenantId, data.commandId, status, at, data.error ?? null],
+      `UPDATE gl_command_list SET status = $3, settled_at = $4, error = $5, reason = $6
+        WHERE tenant_id = $1 AND command_id = $2 AND status = 'queued'`,
+      [data.tenantId, data.commandId, status, at, data.error ?? null, reason],
     );
   },
 };

@@ -4,7 +4,7 @@
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent, Projection } from '../src/ledger/index.ts';
 import type { TenantNameConfirmer } from '../src/control-plane/index.ts';
-import { asControlPlaneEvent, occurredAt } from '../src/control-plane/index.ts';
+import { announceLimitChange, asControlPlaneEvent, occurredAt } from '../src/control-plane/index.ts';
 
 export function createTenantsProjection(governor?: TenantNameConfirmer): Projection {
   return {
@@ -20,9 +20,12 @@ export function createTenantsProjection(governor?: TenantNameConfirmer): Project
             'INSERT INTO gl_tenants (tenant_id, tier_id, registered_at) VALUES ($1, $2, $3) ON CONFLICT (tenant_id) DO NOTHING',
             [event.data.tenantId, event.data.tierId, occurredAt(recorded)],
           );
+          // Every process on this database reads the new tenant's ceilings now (src/control-plane/limitChanges.ts).
+          await announceLimitChange(tx, { kind: 'tenant', tenantId: event.data.tenantId });
           return;
         case 'TenantTierAssigned':
           await tx.query('UPDATE gl_tenants SET tier_id = $2 WHERE tenant_id = $1', [event.data.tenantId, event.data.tierId]);
+          await announceLimitChange(tx, { kind: 'tenant', tenantId: event.data.tenantId });
           return;
         case 'TenantModelAssigned':
           await tx.query('UPDATE gl_tenants SET model = $2 WHERE tenant_id = $1', [event.data.tenantId, event.data.model]);
@@ -35,6 +38,7 @@ export function createTenantsProjection(governor?: TenantNameConfirmer): Project
           return;
         case 'TenantOverLimitPolicySet':
           await tx.query('UPDATE gl_tenants SET api_over_limit_policy = $2 WHERE tenant_id = $1', [event.data.tenantId, event.data.policy]);
+          await announceLimitChange(tx, { kind: 'tenant', tenantId: event.data.tenantId });
           return;
       }
     },

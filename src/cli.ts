@@ -4,7 +4,7 @@
 // when it runs, so --help and token answer without loading the whole service.
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { readSettings } from './config.ts';
-import { UsageError, oneLine, parseTtl } from './cliSupport.ts';
+import { formatSeconds, joinDashedValues, UsageError, oneLine, parseServiceUrl, parseTtl } from './cliSupport.ts';
 
 interface CliCommand {
   /** The synopsis line of the overall usage. */
@@ -75,12 +75,15 @@ const COMMANDS: Record<string, CliCommand> = {
     run: ledger,
   },
   token: {
-    synopsis: 'token --role ROLE [--tenant T] [--sub NAME] [--ttl 1h]   mint a signed JWT for local use',
+    synopsis: 'token --role ROLE [--tenant T] [--sub NAME] [--ttl 1h] [--data-dir D]   mint a signed JWT for local use',
     help: [
-      '--role    OPERATOR, AUDITOR, SERVICE, TENANT_ADMIN or TENANT_VIEWER',
-      '--tenant  the tenant a TENANT_ADMIN or TENANT_VIEWER acts for (only with those roles)',
-      '--sub     who the token names; recorded as the actor of what it changes',
-      '--ttl     lifetime: seconds, or a number with s, m, h, d or w (default 1h)',
+      'Signs with GOVERNANCE_JWT_SECRET when it is set, else with the secret the service keeps in its data directory',
+      '(<data dir>/jwt-secret); says which on stderr. Use the settings of the service the token is for.',
+      '--role      OPERATOR, AUDITOR, SERVICE, TENANT_ADMIN or TENANT_VIEWER',
+      '--tenant    the tenant a TENANT_ADMIN or TENANT_VIEWER acts for (only with those roles)',
+      '--sub       who the token names; recorded as the actor of what it changes',
+      '--ttl       lifetime: seconds, or a number with s, m, h, d or w (default 1h); at most GOVERNANCE_JWT_MAX_TTL (24h)',
+      '--data-dir  the data directory of the service (default GOVERNANCE_DATA_DIR, else ./data)',
     ].join('\n'),
     run: token,
   },
@@ -94,14 +97,16 @@ const COMMANDS: Record<string, CliCommand> = {
     run: ingestKey,
   },
   demo: {
-    synopsis: 'demo [--url http://localhost:4000] [--seconds 60]   set up a tier, two tenants and a key on a running service, drive traffic, print queries',
+    synopsis: 'demo [--url http://localhost:4000] [--seconds 60] [--data-dir D]   set up a tier, two tenants and a key on a running service, drive traffic, print queries',
     help: [
       'Against a running service (npm start in another terminal; embedded storage or PostgreSQL): defines the tier',
       '"demo" (INGEST 10/s), registers acme and globex on it, issues a device key for each, sends acme three times',
       'its limit and globex less than it for --seconds, and prints the queries that show what was accepted and',
-      'refused. Signs its OPERATOR token with the same secret as `governance token`.',
-      '--url      the service (default http://localhost:$PORT, PORT default 4000)',
-      '--seconds  how long to send traffic (default 60)',
+      'refused. Signs its OPERATOR token with the secret of the service it talks to: GOVERNANCE_JWT_SECRET when set,',
+      'else the one in the data directory; when the service refuses one it tries the other, and says which it used.',
+      '--url       the service (default http://localhost:$PORT, PORT default 4000; http:// when no scheme is given)',
+      '--seconds   how long to send traffic, 1 to 3600 (default 60)',
+      '--data-dir  the data directory of the service (default GOVERNANCE_DATA_DIR, else ./data)',
     ].join('\n'),
     run: demo,
   },
@@ -113,7 +118,8 @@ const USAGE = `usage: governance <command> [--help]\n${Object.values(COMMANDS)
 
 /** parseArgs with --help on every command, and no stray positionals unless the command takes some. */
 function parse<Options extends NonNullable<ParseArgsConfig['options']>>(args: string[], options: Options, positionals = false) {
-  const parsed = parseArgs({ args, options, allowPositionals: positionals, strict: true });
+  const valueOptions = new Set(Object.entries(options).filter(([, option]) => option.type === 'string').map(([name]) => `--${name}`));
+  const parsed = parseArgs({ args: joinDashedValues(args, valueOptions), options, allowPositionals: positionals, strict: true });
   return parsed;
 }
 
@@ -151,7 +157,7 @@ async function serve(): Promise<void> {
     logger,
     server,
     drainMs: settings.drainSeconds * 1000,
-    service: { close: () => rls.close().then(() => service.close()) },
+    service: { close: (options) => rls.close().then(() => service.close(options)) },
   });
 }
 
@@ -302,18 +308,42 @@ async function readLedgerArchive(file: string, verify: boolean): Promise<void> {
 }
 
 async function token(args: string[]): Promise<void> {
-  const { values } = parse(args, { role: { type: 'string' }, tenant: { type: 'string' }, sub: { type: 'string' }, ttl: { type: 'string', default: '1h' } });
+  const { values } = parse(args, {
+    role: { type: 'string' },
+    tenant: { type: 'string' },
+    sub: { type: 'string' },
+    ttl: { type: 'string', default: '1h' },
+    'data-dir': { type: 'string' },
+  });
   const { isRole, isTenantRole } = await import('./api/auth/roles.ts');
   if (!isRole(values.role)) throw new UsageError('--role is one of OPERATOR, AUDITOR, SERVICE, TENANT_ADMIN, TENANT_VIEWER');
   if (isTenantRole(values.role) !== Boolean(values.tenant)) {
     throw new UsageError(isTenantRole(values.role) ? `--role ${values.role} needs --tenant` : `--tenant goes only with TENANT_ADMIN or TENANT_VIEWER`);
   }
-  const ttl = parseTtl(values.ttl!);
-  const [{ loadOrCreateJwtSecret }, { mintToken }] = await Promise.all([import('./api/auth/jwtSecret.ts'), import('./api/auth/token.ts')]);
-  const settings = readSettings();
-  const { secret } = await loadOrCreateJwtSecret(settings);
+  const settings = readSettingsFor(values['data-dir']);
+  const ttl = tokenTtl(values.ttl!, settings.jwtMaxTtlSeconds);
+  const [{ describeJwtSecret, loadOrCreateJwtSecret }, { mintToken }] = await Promise.all([import('./api/auth/jwtSecret.ts'), import('./api/auth/token.ts')]);
+  const jwt = await loadOrCreateJwtSecret(settings);
   // The issuer and audience the service checks, so a minted token is one it accepts.
-  console.log(await mintToken({ secret, role: values.role, tenant: values.tenant, sub: values.sub, ttl, issuer: settings.jwtIssuer, audience: settings.jwtAudience }));
+  console.log(await mintToken({ secret: jwt.secret, role: values.role, tenant: values.tenant, sub: values.sub, ttl, issuer: settings.jwtIssuer, audience: settings.jwtAudience }));
+  // On stderr, so TOKEN=$(governance token ...) keeps only the token.
+  console.error(`governance: signed with ${describeJwtSecret(jwt)}; a service with another secret answers 401`);
+}
+
+/** Settings as the environment gives them, with --data-dir in place of GOVERNANCE_DATA_DIR when given. */
+function readSettingsFor(dataDir: string | undefined) {
+  return readSettings(dataDir === undefined ? process.env : { ...process.env, GOVERNANCE_DATA_DIR: dataDir });
+}
+
+/** --ttl in seconds; a lifetime the service would refuse (GOVERNANCE_JWT_MAX_TTL) is refused here, at minting. */
+function tokenTtl(text: string, maxTtlSeconds: number): number {
+  const ttl = parseTtl(text);
+  if (ttl > maxTtlSeconds) {
+    throw new UsageError(
+      `--ttl ${text} is longer than the service accepts: GOVERNANCE_JWT_MAX_TTL is ${formatSeconds(maxTtlSeconds)} (set it to the same value for the service and this command to allow longer)`,
+    );
+  }
+  return ttl;
 }
 
 /** Issues an ingest credential and prints the key: it is shown once, only its hash is stored. */
@@ -349,14 +379,36 @@ async function ingestKey(args: string[]): Promise<void> {
 }
 
 async function demo(args: string[]): Promise<void> {
-  const settings = readSettings();
-  const { values } = parse(args, { url: { type: 'string', default: `http://localhost:${settings.port}` }, seconds: { type: 'string', default: '60' } });
+  const { values } = parse(args, { url: { type: 'string' }, seconds: { type: 'string', default: '60' }, 'data-dir': { type: 'string' } });
+  const settings = readSettingsFor(values['data-dir']);
+  const url = parseServiceUrl(values.url ?? `http://localhost:${settings.port}`);
   const seconds = Number(values.seconds);
-  if (!Number.isInteger(seconds) || seconds < 1 || seconds > 3600) throw new UsageError(`--seconds "${values.seconds}" is not a whole number from 1 to 3600`);
-  const [{ loadOrCreateJwtSecret }, { mintToken }, { runDemo }] = await Promise.all([import('./api/auth/jwtSecret.ts'), import('./api/auth/token.ts'), import('./demo.ts')]);
-  const { secret } = await loadOrCreateJwtSecret(settings);
-  const token = await mintToken({ secret, role: 'OPERATOR', sub: 'governance-demo', ttl: '1h' });
-  await runDemo({ url: values.url!.replace(/\/+$/, ''), token, seconds, log: (line) => console.log(line) });
+  if (!/^\s*\d+\s*$/.test(values.seconds!) || !Number.isInteger(seconds) || seconds < 1 || seconds > 3600) {
+    throw new UsageError(`--seconds "${values.seconds}" is not a whole number from 1 to 3600`);
+  }
+  const [{ describeJwtSecret, jwtSecretCandidates }, { mintToken }, { runDemo, serviceAccepts }] = await Promise.all([
+    import('./api/auth/jwtSecret.ts'),
+    import('./api/auth/token.ts'),
+    import('./demo.ts'),
+  ]);
+  // The service's secret: the first candidate it accepts (the shell may export one the service does not use).
+  const tried: string[] = [];
+  let token: string | undefined;
+  for (const jwt of await jwtSecretCandidates(settings)) {
+    const candidate = await mintToken({ secret: jwt.secret, role: 'OPERATOR', sub: 'governance-demo', ttl: '1h', issuer: settings.jwtIssuer, audience: settings.jwtAudience });
+    tried.push(describeJwtSecret(jwt));
+    if (await serviceAccepts(url, candidate)) {
+      token = candidate;
+      console.log(`signed the demo's OPERATOR token with ${describeJwtSecret(jwt)}`);
+      break;
+    }
+  }
+  if (!token) {
+    throw new Error(
+      `the service at ${url} refuses tokens signed with ${tried.join(' and with ')}: give the demo the service's GOVERNANCE_DATA_DIR (or --data-dir) or its GOVERNANCE_JWT_SECRET`,
+    );
+  }
+  await runDemo({ url, token, seconds, log: (line) => console.log(line) });
 }
 
 async function main(argv: string[]): Promise<void> {

@@ -53,6 +53,12 @@ export interface Settings {
   mqttClientId: string;
   /** MQTT_SESSION_EXPIRY_SECONDS: how long the broker keeps the session and queues for it while away (default 1 day). */
   mqttSessionExpirySeconds: number;
+  /**
+   * MQTT_END_SESSION_ON_STOP: `on` (default): a clean stop (SIGTERM, SIGINT) ends the broker doors' sessions, so
+   * nothing of the stopped service stays on the broker; `off` keeps them (the broker queues for the next start
+   * for MQTT_SESSION_EXPIRY_SECONDS). A crash always leaves them, for the next start to drain.
+   */
+  mqttEndSessionOnStop: boolean;
   /** GOVERNANCE_BACKLOG_AFTER_SECONDS: a message sent longer ago than this is charged on BACKLOG at its send time (default 5). */
   backlogAfterSeconds: number;
   /** SPARKPLUG_GROUP_TENANTS: `group=tenant,...`; a Sparkplug group not listed is its own tenant. */
@@ -145,6 +151,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     mqttShareGroup: topicLevel(optional('MQTT_SHARE_GROUP') ?? 'governance', 'MQTT_SHARE_GROUP'),
     mqttClientId: optional('MQTT_CLIENT_ID') ?? `governance-${hostname()}`,
     mqttSessionExpirySeconds: positiveInteger(optional('MQTT_SESSION_EXPIRY_SECONDS'), 86_400, 'MQTT_SESSION_EXPIRY_SECONDS'),
+    mqttEndSessionOnStop: onOff(optional('MQTT_END_SESSION_ON_STOP'), true, 'MQTT_END_SESSION_ON_STOP'),
     backlogAfterSeconds: positiveInteger(optional('GOVERNANCE_BACKLOG_AFTER_SECONDS'), 5, 'GOVERNANCE_BACKLOG_AFTER_SECONDS'),
     sparkplugGroupTenants: groupTenants(optional('SPARKPLUG_GROUP_TENANTS')),
     lwm2mEnabled: optional('GOVERNANCE_LWM2M') === 'on',

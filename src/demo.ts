@@ -22,6 +22,23 @@ const TIER = 'demo';
 /** acme sends three times its limit; globex stays under it. */
 const TRAFFIC = { acme: 30, globex: 5 } as const;
 
+function noServiceAnswers(url: string, error: unknown): Error {
+  return new Error(`no service answers at ${url} (${(error as Error).message}): start it with npm start, or pass --url`);
+}
+
+/** Whether the service at `url` takes this bearer token (anything but 401); no answer at all is an error. */
+export async function serviceAccepts(url: string, token: string): Promise<boolean> {
+  const response = await fetch(`${url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+    body: JSON.stringify({ query: '{ __typename }' }),
+  }).catch((error: unknown) => {
+    throw noServiceAnswers(url, error);
+  });
+  await response.arrayBuffer();
+  return response.status !== 401;
+}
+
 export async function runDemo({ url, token, seconds, log }: DemoOptions): Promise<DemoResult> {
   const graphql = async (query: string, variables?: Record<string, unknown>) => {
     const response = await fetch(`${url}/graphql`, {
@@ -29,7 +46,7 @@ export async function runDemo({ url, token, seconds, log }: DemoOptions): Promis
       headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
       body: JSON.stringify({ query, variables }),
     }).catch((error: unknown) => {
-      throw new Error(`no service answers at ${url} (${(error as Error).message}): start it with npm start, or pass --url`);
+      throw noServiceAnswers(url, error);
     });
     const body = (await response.json().catch(() => ({}))) as { data?: Record<string, { __typename?: string; message?: string; key?: string }>; errors?: Array<{ message: string }> };
     if (response.status !== 200 || body.errors?.length || !body.data) {
@@ -67,7 +84,7 @@ export async function runDemo({ url, token, seconds, log }: DemoOptions): Promis
           const response = await fetch(`${url}/v1/ingest/${tenant}`, {
             method: 'POST',
             headers: { 'content-type': 'application/json', 'x-device-key': keys[tenant]! },
-            body: JSON.stringify({ deviceId: 'pump-1', readings: [{ measurements: { pressure: 1 + Math.random() } }] }),
+            body: JSON.stringify({ readings: [{ deviceId: 'pump-1', measurements: { pressure: 1 + Math.random() } }] }),
           });
           await response.arrayBuffer();
           if (response.status === 202) accepted[tenant]! += 1;

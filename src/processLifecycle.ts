@@ -20,7 +20,8 @@ import { startDraining, stopServing } from './http-server/shutdown.ts';
 export interface ProcessLifecycleOptions {
   logger: Logger;
   server: Server;
-  service: { close(): Promise<void> };
+  /** `clean`: the stop was asked for (a signal), not forced by a crash. */
+  service: { close(options?: { clean?: boolean }): Promise<void> };
   /** How long /readyz answers 503 before the listener closes on SIGTERM (GOVERNANCE_DRAIN_SECONDS; default 0). */
   drainMs?: number;
   /** How long in-flight requests may take once the listener closed before their connections are cut (default 3 s). */
@@ -57,7 +58,7 @@ export function endProcessOnSignalsAndCrashes({
     try {
       const { cut } = await stopServing(server, { graceMs: exitCode === 0 ? requestGraceMs : 0 });
       if (cut) logger.warn({ requestGraceMs }, 'requests still open after the grace period were cut');
-      await service.close();
+      await service.close({ clean: exitCode === 0 });
       clearTimeout(timer);
       logger.info({ reason }, 'shut down');
       exit(exitCode);

@@ -14,7 +14,7 @@ import {
   type ProjectionSet,
 } from './ledger/index.ts';
 import { fanOutRecorder, Governor, loadRedisSharedBudget } from './governance/index.ts';
-import { createControlPlane, createReadModelLimitSource, feedConfirmedTenants, type ControlPlane } from './control-plane/index.ts';
+import { createControlPlane, createReadModelLimitSource, loadLimitsAndFollowChanges, type ControlPlane } from './control-plane/index.ts';
 import { controlPlaneCeilings, createCommandBacklog, startCommandExpiry, type CommandBacklog } from './command-backlog/index.ts';
 import { allProjections, projectionWorkers } from '../projections/index.ts';
 import {
@@ -46,7 +46,7 @@ import {
   type RateLimitDecider,
 } from './doors/index.ts';
 import { createApiPubSub, createGraphQLRoute, tokenVerifierFor, withApiPublishers } from './api/index.ts';
-import { consoleRoute } from './console/index.ts';
+import { consoleRoute, faviconRoute } from './console/index.ts';
 
 export interface Service {
   settings: Settings;
@@ -64,7 +64,11 @@ export interface Service {
   routes: Route[];
   /** Envoy's ShouldRateLimit on the same Governor; `governance serve` listens for it on GOVERNANCE_GRPC_PORT. */
   rateLimits: RateLimitDecider;
-  close(): Promise<void>;
+  /**
+   * Closes every part, flushing the ledger. `clean`: a stop asked for (SIGTERM, SIGINT), not a crash: the broker
+   * doors then end their sessions (MQTT_END_SESSION_ON_STOP); otherwise the sessions stay for the next start.
+   */
+  close(options?: { clean?: boolean }): Promise<void>;
 }
 
 /**
@@ -101,7 +105,18 @@ export async function startService(
     recorder,
     onError: (error: unknown) => logger.warn({ err: error }, 'governor background work failed'),
   });
-  await feedConfirmedTenants(db, governor);
+  // Leasing clients draw slices from a Governor of their own on the same limits; it records nothing, since
+  // the clients report what they admitted and refused with the slices.
+  const leaseGovernor = new Governor({
+    limitSource: createReadModelLimitSource(db),
+    onError: (error: unknown) => logger.warn({ err: error }, 'lease governor background work failed'),
+  });
+  // Every registered tenant's ceilings, read before the service is ready (the HTTP server listens only after
+  // startService), and every later change, whichever process commits it (src/control-plane/limitChanges.ts).
+  const limitFollowing = await loadLimitsAndFollowChanges(db, [governor, leaseGovernor], {
+    onError: (error) => logger.warn({ err: error }, 'limit changes are not followed (LISTEN failed): each tenant is read again after the cache TTL'),
+  });
+  logger.info(limitFollowing.preload, 'tenant limits loaded');
   // Only registered tenants get a /metrics label of their own: names invented at the ingest door go to "_other".
   metrics.tenants.isConfirmed = (tenantId) => governor.isConfirmed(tenantId);
   const controlPlane = createControlPlane({ db, store, governor });
@@ -140,7 +155,9 @@ export async function startService(
   });
 
   // Closed in reverse order of this list: projections stop before the governor's last flush lands in the store.
-  const closers: Array<() => Promise<void>> = [() => governor.close(), () => projections.close()];
+  // Set by close(): whether this is a clean stop (the broker doors' closers read it).
+  let cleanStop = false;
+  const closers: Array<() => Promise<void>> = [() => governor.close(), () => projections.close(), () => limitFollowing.close()];
   if (sharedBudget) closers.unshift(() => sharedBudget.close());
   const inferenceSpend = createInferenceSpendMeter(store, metrics, {
     onError: (error) => logger.warn({ err: error }, 'inference spend append failed; retried at the next flush'),
@@ -202,14 +219,14 @@ export async function startService(
       onDropped: (reason) => metrics.doorDroppedMessages.inc({ door: 'mqtt', reason }),
       onSendTimeOutOfWindow: (reason) => metrics.doorSendTimesOutOfWindow.inc({ door: 'mqtt', reason }),
     });
-    closers.push(() => mqttDoor.close());
+    closers.push(() => mqttDoor.close({ endSession: cleanStop && settings.mqttEndSessionOnStop }));
     const sparkplugDoor = await startSparkplugDoor({
       settings: doorSettings,
       parts: door,
       logger,
       onDropped: (reason) => metrics.doorDroppedMessages.inc({ door: 'sparkplug', reason }),
     });
-    closers.push(() => sparkplugDoor.close());
+    closers.push(() => sparkplugDoor.close({ endSession: cleanStop && settings.mqttEndSessionOnStop }));
   }
   if (settings.lwm2mEnabled) {
     const { startLwm2mDoor } = await loadLwm2mDoor();
@@ -224,17 +241,11 @@ export async function startService(
     });
     closers.push(() => lwm2mDoor.close());
   }
-  const routes: Route[] = [metricsRoute(metrics, { token: metricsSettings.token }), consoleRoute(), ...ingest.routes];
+  const routes: Route[] = [metricsRoute(metrics, { token: metricsSettings.token }), consoleRoute(), faviconRoute(), ...ingest.routes];
   routes.push(await createGraphQLRoute({ settings, logger, db, store, controlPlane, commands }, pubsub));
   // Enforcement points in other processes: the same Governor, so their decisions reach the same Recorder.
   const callers = createServiceCallers(await tokenVerifierFor(settings, logger));
   routes.push(...createAdmissionRoutes({ governor, inferenceSpend, callers }), openapiRoute());
-  // Leasing clients draw slices from a Governor of their own on the same limits; it records nothing, since
-  // the clients report what they admitted and refused with the slices.
-  const leaseGovernor = new Governor({
-    limitSource: createReadModelLimitSource(db),
-    onError: (error: unknown) => logger.warn({ err: error }, 'lease governor background work failed'),
-  });
   closers.push(() => leaseGovernor.close());
   const authorize = async (authorization: string | undefined) => {
     const checked = await callers.check(authorization);
@@ -256,7 +267,8 @@ export async function startService(
     readiness,
     routes,
     rateLimits: createRateLimitDecider(governor, rlsMapping),
-    async close() {
+    async close(options) {
+      cleanStop = options?.clean === true;
       for (const close of closers.reverse()) await close().catch((error: unknown) => logger.warn({ err: error }, 'close failed'));
       await store.close();
       await db.close();

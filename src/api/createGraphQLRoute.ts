@@ -1,10 +1,11 @@
 // Mounts the GraphQL server at /graphql on the service's listener. Tokens are checked against the JWKS when
 // GOVERNANCE_JWKS_URL is set, else against the HS256 secret (from the environment, or created once in the
 // data directory: see auth/jwtSecret.ts).
+import { resolve } from 'node:path';
 import type { Route } from '../http-server/route.ts';
 import type { Settings } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { loadOrCreateJwtSecret } from './auth/jwtSecret.ts';
+import { loadOrCreateJwtSecret, describeJwtSecret } from './auth/jwtSecret.ts';
 import { createTokenVerifier, type TokenVerifier } from './auth/verifyToken.ts';
 import type { Queryable } from '../db/db.ts';
 import type { EventStore } from '../ledger/index.ts';
@@ -17,12 +18,14 @@ export async function tokenVerifierFor(settings: Settings, logger: Logger): Prom
   const claims = { issuer: settings.jwtIssuer, audience: settings.jwtAudience, maxTtlSeconds: settings.jwtMaxTtlSeconds };
   if (settings.jwksUrl) return createTokenVerifier({ jwksUrl: settings.jwksUrl, ...claims });
   const jwt = await loadOrCreateJwtSecret(settings);
-  if (jwt.origin !== 'environment') {
-    logger.info(
-      { secretFile: jwt.path, created: jwt.origin === 'created' },
-      'GraphQL tokens are signed with the secret in the data directory; mint one with: npm run governance -- token --role OPERATOR --ttl 1h',
-    );
-  }
+  // The hint names the secret and the data directory, so a token minted from another shell or directory is
+  // signed with this service's secret (`governance token` reads the same settings; --data-dir overrides).
+  const dataDir = settings.dataDir === './data' ? '' : ` --data-dir ${resolve(settings.dataDir)}`;
+  const mint = jwt.origin === 'environment' ? 'with the same GOVERNANCE_JWT_SECRET set, ' : '';
+  logger.info(
+    { secret: describeJwtSecret(jwt), created: jwt.origin === 'created' },
+    `GraphQL tokens are signed with ${describeJwtSecret(jwt)}; mint one ${mint}with: npx governance token --role OPERATOR --ttl 1h${jwt.origin === 'environment' ? '' : dataDir}`,
+  );
   return createTokenVerifier({ secret: jwt.secret, ...claims });
 }
 

@@ -6,7 +6,12 @@
 // tenants with every field of tier, limits, overrides and backlog about 119,000. 150,000 admits each of
 // those once and refuses such pages repeated under aliases. A `first` passed as a variable costs as 1, which
 // is why the connection fields also cap every page at 500 themselves.
+// A refusal here is not a syntax error (armor's own errors say "Syntax Error: ..."): each is answered with a
+// code of its own in extensions.code (QUERY_TOO_COSTLY, QUERY_TOO_DEEP, TOO_MANY_ALIASES, TOO_MANY_DIRECTIVES),
+// the limit in extensions.limit, and what to do in the message. The token count is checked while parsing and
+// stays a parse error ("Syntax Error: Token limit of 2000 exceeded").
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor';
+import { GraphQLError, type ValidationContext } from 'graphql';
 import type { Plugin } from 'graphql-yoga';
 
 export const PROTECTION_LIMITS = {
@@ -17,13 +22,36 @@ export const PROTECTION_LIMITS = {
   maxDirectives: 20,
 } as const;
 
+/**
+ * Armor's refusal, reported in its place: the same limit, its own code, no "Syntax Error" prefix, on the
+ * validation context (a validation error like any other; an error thrown from validation would be masked as
+ * "Unexpected error.").
+ */
+function refuseAs(code: string, limit: number, advice: string) {
+  return {
+    propagateOnRejection: false,
+    onReject: [
+      (context: ValidationContext | null, error: GraphQLError) => {
+        const refusal = new GraphQLError(`${error.message.replace(/^Syntax Error: /, '')} ${advice}`, { extensions: { code, limit } });
+        if (context) context.reportError(refusal);
+        else throw refusal;
+      },
+    ],
+  };
+}
+
 export function useProtection(): Plugin {
+  const limits = PROTECTION_LIMITS;
   return EnvelopArmorPlugin({
-    maxDepth: { n: PROTECTION_LIMITS.maxDepth },
-    maxAliases: { n: PROTECTION_LIMITS.maxAliases },
-    costLimit: { maxCost: PROTECTION_LIMITS.maxCost },
-    maxTokens: { n: PROTECTION_LIMITS.maxTokens },
-    maxDirectives: { n: PROTECTION_LIMITS.maxDirectives },
+    maxDepth: { n: limits.maxDepth, ...refuseAs('QUERY_TOO_DEEP', limits.maxDepth, 'Select fewer nested levels.') },
+    maxAliases: { n: limits.maxAliases, ...refuseAs('TOO_MANY_ALIASES', limits.maxAliases, 'Send fewer aliases per query.') },
+    costLimit: {
+      maxCost: limits.maxCost,
+      ...refuseAs('QUERY_TOO_COSTLY', limits.maxCost, 'Ask for smaller pages (first) or fewer fields, and page with after.'),
+    },
+    // Counted while parsing, before there is a validation context: armor's own parse error stands.
+    maxTokens: { n: limits.maxTokens },
+    maxDirectives: { n: limits.maxDirectives, ...refuseAs('TOO_MANY_DIRECTIVES', limits.maxDirectives, 'Send fewer directives.') },
     blockFieldSuggestion: { enabled: true },
   }) as Plugin;
 }

@@ -22,7 +22,7 @@ export interface TenantGovernance {
   platformDefaults: Partial<Record<Dimension, unknown>>;
 }
 
-interface GovernanceRow {
+export interface GovernanceRow {
   tenant_id: string;
   tier_id: string | null;
   api_over_limit_policy: OverLimitPolicy | null;
@@ -47,19 +47,24 @@ export async function loadTenantGovernance(q: Queryable, tenantIds: readonly str
   let platformDefaults: Partial<Record<Dimension, unknown>> = {};
   for (const row of rows) {
     platformDefaults = (row.platform_defaults ?? {}) as Partial<Record<Dimension, unknown>>;
-    const levels: Partial<Record<Dimension, LimitLevels>> = {};
-    for (const [dimension, tier] of Object.entries(row.tier_limits ?? {})) levels[dimension as Dimension] = { tier };
-    for (const [dimension, override] of Object.entries(row.overrides ?? {})) {
-      levels[dimension as Dimension] = { ...levels[dimension as Dimension], override };
-    }
-    tenants.set(row.tenant_id, {
-      tenantId: row.tenant_id,
-      tierId: row.tier_id,
-      levels,
-      ...(row.api_over_limit_policy ? { apiOverLimitPolicy: row.api_over_limit_policy } : {}),
-    });
+    tenants.set(row.tenant_id, recordOfRow(row));
   }
   return { tenants, platformDefaults };
+}
+
+/** A tenant's governance record from a row of the governance query (also read in pages at start, limitChanges.ts). */
+export function recordOfRow(row: GovernanceRow): TenantGovernanceRecord {
+  const levels: Partial<Record<Dimension, LimitLevels>> = {};
+  for (const [dimension, tier] of Object.entries(row.tier_limits ?? {})) levels[dimension as Dimension] = { tier };
+  for (const [dimension, override] of Object.entries(row.overrides ?? {})) {
+    levels[dimension as Dimension] = { ...levels[dimension as Dimension], override };
+  }
+  return {
+    tenantId: row.tenant_id,
+    tierId: row.tier_id,
+    levels,
+    ...(row.api_over_limit_policy ? { apiOverLimitPolicy: row.api_over_limit_policy } : {}),
+  };
 }
 
 // The effective limits of many tenants: one query (loadTenantGovernance), then the governance library's

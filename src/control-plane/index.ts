@@ -7,6 +7,7 @@ export * from './effectiveLimits.ts';
 export * from './effectiveLimitsAt.ts';
 export * from './effectiveLimitTimeline.ts';
 export * from './explainCascade.ts';
+export * from './limitChanges.ts';
 export * from './limitHistory.ts';
 export * from './listTiers.ts';
 export * from './tenantRecords.ts';

@@ -1,12 +1,10 @@
 // What the control-plane read models and the ledger say about tenants: their records by id or by page, the
-// overrides in force, their AI model and branding through the cascade, whether one is registered, and the
-// names confirmed to the Governor at start.
+// overrides in force, their AI model and branding through the cascade, and whether one is registered.
 import type { Queryable } from '../db/db.ts';
 import { type OverLimitPolicy, type Dimension, resolveCascade } from '../governance/index.ts';
 import { type Branding, tenantStream } from '../ledger/index.ts';
 import { checkModel, isControlPlaneError, checkBranding } from './validation.ts';
 import { BRANDING_DEFAULT_KEY } from './view.ts';
-import type { TenantNameConfirmer } from './controlPlane.ts';
 import type { EventStore } from '../ledger/index.ts';
 
 // Tenants by id, one query; unregistered ids are absent from the map.
@@ -211,15 +209,6 @@ function acceptBranding(raw: unknown): Branding | undefined {
   if (raw === null || raw === undefined) return undefined;
   const branding = checkBranding(raw);
   return isControlPlaneError(branding) ? undefined : branding;
-}
-
-// At start, every tenant already registered is confirmed to the Governor; from then on the tenants
-// projection confirms each new registration after it commits (projections/tenants.ts).
-/** Returns how many names were confirmed. */
-export async function feedConfirmedTenants(q: Queryable, governor: TenantNameConfirmer): Promise<number> {
-  const { rows } = await q.query<{ tenant_id: string }>('SELECT tenant_id FROM gl_tenants');
-  for (const row of rows) governor.confirmTenant(row.tenant_id);
-  return rows.length;
 }
 
 // Whether the ledger has registered a tenant, from its stream itself: right after registerTenant this is

@@ -18,7 +18,16 @@ import { TenantNames } from './tenantNames.ts';
 import { STATUS_KNOWN, STATUS_PENDING } from './tenantMeter.ts';
 import type { TenantMeter } from './tenantMeter.ts';
 import { remainingTokens, takeTokens, TokenBucket, tokensRetryAfterSeconds } from './tokenBucket.ts';
-import type { Allowance, Dimension, LimitSource, LimitSourceLevel, OverLimitBehaviour, Recorder } from './types.ts';
+import type {
+  Allowance,
+  Dimension,
+  LimitReload,
+  LimitSource,
+  LimitSourceLevel,
+  OverLimitBehaviour,
+  Recorder,
+  TenantGovernanceRecord,
+} from './types.ts';
 
 export interface GovernorOptions {
   limitSource: LimitSource;
@@ -583,6 +592,45 @@ export class Governor {
   /** The control plane registered this tenant: it keeps an allowance of its own on HTTP. */
   confirmTenant(name: string): void {
     this.names.confirm(name);
+  }
+
+  /**
+   * Ceilings read ahead, in bulk: every registered tenant's record and the platform defaults, read at start
+   * before the service is ready, so a tenant's own limit holds from its first request (no platform-default
+   * metering while a read is under way). Each tenant is confirmed and known at once, fresh for the cache TTL.
+   */
+  learnLimits(records: Iterable<TenantGovernanceRecord>, platformDefaults: Partial<Record<Dimension, unknown>>): number {
+    this.cache.learnPlatformDefaults(platformDefaults);
+    let learned = 0;
+    for (const record of records) {
+      this.cache.learn(this.names.confirm(record.tenantId), record);
+      learned++;
+    }
+    return learned;
+  }
+
+  /**
+   * A committed change to ceilings (src/control-plane/limitChanges.ts announces them): the tenants it concerns
+   * are read again now, in the background, whatever their TTL; admits meanwhile use the values they had. A
+   * tenant change of a name never seen makes it a confirmed tenant (only a registered tenant's records change),
+   * read at once, so its first request meets its own limits.
+   */
+  reloadLimits(change: LimitReload): void {
+    switch (change.kind) {
+      case 'tenant':
+        this.cache.reload(this.names.confirm(change.tenantId));
+        return;
+      case 'tier':
+        for (const state of this.states.values()) if (state.record?.tierId === change.tierId) this.cache.reload(state);
+        return;
+      case 'platform':
+        this.cache.reloadPlatformDefaults();
+        return;
+      case 'all':
+        this.cache.reloadPlatformDefaults();
+        for (const state of this.states.values()) if (state.status !== STATUS_PENDING || state.confirmed) this.cache.reload(state);
+        return;
+    }
   }
 
   /** Whether the name is a tenant the control plane registered (or the LimitSource knows), not one a sender made up. */

@@ -1,11 +1,13 @@
 // The limit cache: learns tenants' ceilings and the platform defaults from the LimitSource in the background,
 // batched and single-flight per tenant (a tenant already loading is not asked for again). admit never waits:
 // until an answer arrives a tenant is metered at the platform default. Values are refreshed after a TTL and
-// served stale while the refresh runs; a failed refresh keeps the last-known values.
+// served stale while the refresh runs; a failed refresh keeps the last-known values. Two ways in besides the
+// admit: `learn` installs ceilings read in bulk at start (every registered tenant, before the service is
+// ready), and `reload` reads tenants again at once when a change to their ceilings is announced.
 import { ResolvedLimits } from './resolvedLimits.ts';
 import { STATUS_KNOWN, STATUS_UNKNOWN_TENANT, STATUS_UNREACHABLE } from './tenantMeter.ts';
 import type { TenantMeter } from './tenantMeter.ts';
-import type { Dimension, LimitSource } from './types.ts';
+import type { Dimension, LimitSource, TenantGovernanceRecord } from './types.ts';
 
 export interface LimitCacheOptions {
   limitSource: LimitSource;
@@ -29,6 +31,8 @@ export class LimitCache {
   platformLimits: ResolvedLimits = ResolvedLimits.resolve({}, {});
   platformDueMs = 0;
   platformLoading = false;
+  /** A platform change was announced while a read was under way: read once more after it. */
+  private platformReloadAgain = false;
   loadFailures = 0;
   private readonly queue: TenantMeter[] = [];
   private inFlight = 0;
@@ -71,18 +75,59 @@ export class LimitCache {
     return new Promise((resolve) => this.settledWaiters.push(resolve));
   }
 
+  /** Ceilings read ahead (in bulk, at start): the tenant is known at once and fresh for a TTL. */
+  learn(state: TenantMeter, record: TenantGovernanceRecord): void {
+    state.record = record;
+    state.limitsVersion = -1;
+    state.status = STATUS_KNOWN;
+    state.refreshDueMs = this.options.now() + this.options.ttlMs;
+    state.fastKey = -1;
+    this.options.onKnown(state);
+  }
+
+  /** Platform defaults read ahead with the tenants' ceilings. */
+  learnPlatformDefaults(defaults: Partial<Record<Dimension, unknown>>): void {
+    this.applyPlatformDefaults(defaults);
+    this.platformDueMs = this.options.now() + this.options.ttlMs;
+  }
+
+  /**
+   * A change to these tenants' ceilings was committed: read them again now, whatever their TTL. A read already
+   * under way may have read before the commit, so such a tenant is read once more after it.
+   */
+  reload(state: TenantMeter): void {
+    if (state.isOverflow) return;
+    if (state.loading) {
+      state.reloadAgain = true;
+      return;
+    }
+    state.loading = true;
+    this.queue.push(state);
+    this.schedule();
+  }
+
+  /** A change to the platform defaults was committed: read them again now. */
+  reloadPlatformDefaults(): void {
+    if (this.platformLoading) this.platformReloadAgain = true;
+    else this.loadPlatformDefaults();
+  }
+
+  private applyPlatformDefaults(defaults: Partial<Record<Dimension, unknown>>): void {
+    if (JSON.stringify(defaults) === JSON.stringify(this.platformDefaults)) return;
+    this.platformDefaults = defaults;
+    this.platformLimits = ResolvedLimits.resolve({}, defaults);
+    this.platformVersion++;
+    this.options.onPlatformChanged();
+  }
+
   loadPlatformDefaults(): void {
     this.platformLoading = true;
+    this.platformReloadAgain = false;
     this.options.limitSource
       .loadPlatformDefaults()
       .then(
         (defaults) => {
-          if (JSON.stringify(defaults) !== JSON.stringify(this.platformDefaults)) {
-            this.platformDefaults = defaults;
-            this.platformLimits = ResolvedLimits.resolve({}, defaults);
-            this.platformVersion++;
-            this.options.onPlatformChanged();
-          }
+          this.applyPlatformDefaults(defaults);
           this.platformDueMs = this.options.now() + this.options.ttlMs;
         },
         (error: unknown) => {
@@ -93,7 +138,8 @@ export class LimitCache {
       )
       .finally(() => {
         this.platformLoading = false;
-        this.notifyIfSettled();
+        if (this.platformReloadAgain) this.loadPlatformDefaults();
+        else this.notifyIfSettled();
       });
   }
 
@@ -149,6 +195,11 @@ export class LimitCache {
         state.loading = false;
         // Its record or status may have changed: the next admit takes the full path and re-checks.
         state.fastKey = -1;
+        if (state.reloadAgain) {
+          state.reloadAgain = false;
+          state.loading = true;
+          this.queue.push(state);
+        }
       }
     }
   }

@@ -37,6 +37,8 @@ export class TenantMeter {
   /** Platform-defaults version `limits` was resolved against. */
   limitsVersion = -1;
   loading = false;
+  /** A change was announced while a read was under way (which may predate it): read once more after it. */
+  reloadAgain = false;
   /** Offset of this tenant's cell in AllowanceNumbers: refreshDueMs and lastSeenMs, unboxed. */
   private timesCell: number;
   private lastSlotIndex = -1;

@@ -85,6 +85,13 @@ export interface LimitSource {
   loadPlatformDefaults(): Promise<Partial<Record<Dimension, unknown>>>;
 }
 
+/**
+ * A committed change to ceilings, as the control plane announces it (src/control-plane/limitChanges.ts): one
+ * tenant's own record (registration, tier, override, policy), a tier's limits (every tenant on it), the
+ * platform defaults (every tenant), or `all` when announcements may have been missed (a lost LISTEN).
+ */
+export type LimitReload = { kind: 'tenant'; tenantId: string } | { kind: 'tier'; tierId: string } | { kind: 'platform' } | { kind: 'all' };
+
 /** Admissions of one (tenant, dimension, allowance) key over a span of whole seconds. */
 export interface AdmissionSummary {
   tenantId: string;

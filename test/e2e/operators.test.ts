@@ -63,7 +63,7 @@ describe('operators over HTTP', () => {
     const ingest = await fetch(`${running.baseUrl}/v1/ingest/acme`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-device-key': key },
-      body: JSON.stringify({ deviceId: 'pump-1', readings: [{ measurements: { t: 1 } }] }),
+      body: JSON.stringify({ readings: [{ deviceId: 'pump-1', measurements: { t: 1 } }] }),
     });
     expect([202, 429]).toContain(ingest.status);
     let used: IngestKey | undefined;

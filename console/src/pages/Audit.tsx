@@ -1,22 +1,7 @@
 import { useState } from 'preact/hooks';
 import { DIMENSIONS, formatLimit, gql, SOURCE_WORDS, seesEveryTenant, type LimitValue, type Viewer } from '../api.ts';
 import { go, useLoad } from '../hooks.ts';
-
-interface Change {
-  at: string;
-  actor: string;
-  reason: string | null;
-  kind: string;
-  dimension: string | null;
-  tenantId: string | null;
-  tierId: string | null;
-  previousTierId: string | null;
-  previous: LimitValue | null;
-  value: LimitValue | null;
-  policy: string | null;
-  previousPolicy: string | null;
-  expiresAt: string | null;
-}
+import { beforeAfter, level, type Change } from '../auditLine.ts';
 
 const VALUE = '{ ratePerSecond burst ceiling }';
 const HISTORY = `query ($tenantId: ID, $tierId: ID, $dimension: Dimension, $after: String) {
@@ -25,18 +10,6 @@ const HISTORY = `query ($tenantId: ID, $tierId: ID, $dimension: Dimension, $afte
     pageInfo { hasNextPage endCursor }
   }
 }`;
-
-function level(change: Change): string {
-  if (change.tenantId) return `tenant ${change.tenantId}`;
-  if (change.tierId) return `tier ${change.tierId}`;
-  return 'platform';
-}
-
-function beforeAfter(change: Change): string {
-  if (change.policy || change.previousPolicy) return `${change.previousPolicy ?? 'default'} → ${change.policy ?? 'default'}`;
-  if (change.previousTierId !== null || (change.kind.includes('Tier') && change.tenantId)) return `${change.previousTierId ?? 'no tier'} → ${change.tierId ?? 'no tier'}`;
-  return `${formatLimit(change.previous)} → ${formatLimit(change.value)}`;
-}
 
 export function Audit({ viewer, params }: { viewer: Viewer; params: URLSearchParams }) {
   const tenantId = params.get('tenant') ?? (seesEveryTenant(viewer) ? '' : viewer.tenantId ?? '');

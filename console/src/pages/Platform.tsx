@@ -3,14 +3,19 @@ import { canEdit, describePayload, DIMENSIONS, formatLimit, gql, mutate, type Li
 import { useLoad } from '../hooks.ts';
 
 interface PlatformData {
-  dimensions: Array<{ dimension: string; unit: string; overLimit: string; shippedDefault: LimitValue }>;
+  dimensions: Array<{
+    dimension: string;
+    unit: string;
+    overLimitByAllowance: Array<{ allowance: string | null; overLimit: string; answer: string }>;
+    shippedDefault: LimitValue;
+  }>;
   platformDefaults: Array<{ dimension: string; value: LimitValue | null }>;
   tiers: Array<{ id: string; name: string; limits: Array<{ dimension: string; value: LimitValue }> }>;
 }
 
 const VALUE = '{ ratePerSecond burst ceiling }';
 const PLATFORM = `{
-  dimensions { dimension unit overLimit shippedDefault ${VALUE} }
+  dimensions { dimension unit overLimitByAllowance { allowance overLimit answer } shippedDefault ${VALUE} }
   platformDefaults { dimension value ${VALUE} }
   tiers { id name limits { dimension value ${VALUE} } }
 }`;
@@ -42,7 +47,18 @@ export function Platform({ viewer }: { viewer: Viewer }) {
               <tr>
                 <th scope="row">{dimension.dimension}</th>
                 <td>{dimension.unit}</td>
-                <td>{dimension.overLimit}</td>
+                <td>
+                  {/* Per allowance: INGEST sheds on MQTT but HTTP ingest answers 429, and the page says which. */}
+                  <ul class="plain">
+                    {dimension.overLimitByAllowance.map((each) => (
+                      <li>
+                        {each.allowance ? <strong>{each.allowance}</strong> : null}
+                        {each.allowance ? ': ' : ''}
+                        {each.overLimit} <span class="muted">({each.answer})</span>
+                      </li>
+                    ))}
+                  </ul>
+                </td>
                 <td>{platform ? formatLimit(platform) : 'not set'}</td>
                 <td>{formatLimit(dimension.shippedDefault)}</td>
               </tr>

@@ -95,7 +95,7 @@ export function TenantPage({ viewer, tenantId }: { viewer: Viewer; tenantId: str
       </p>
       <meter min={0} max={tenant.commandBacklog.ceiling} value={tenant.commandBacklog.undelivered} aria-label="backlog against the ceiling" />
       <QueuedCommands tenantId={tenant.id} />
-      <IngestKeys tenantId={tenant.id} />
+      <IngestKeys tenantId={tenant.id} manage={viewer.role === 'OPERATOR' || (viewer.role === 'TENANT_ADMIN' && viewer.tenantId === tenant.id)} />
     </section>
   );
 }
@@ -232,8 +232,46 @@ interface KeysData {
   ingestKeys: Array<{ keyId: string; kind: string; subject: string | null; createdAt: string; lastUsedAt: string | null; revokedAt: string | null }>;
 }
 
-function IngestKeys({ tenantId }: { tenantId: string }) {
+type KeyAnswer = { __typename: string; key?: string; message?: string; field?: string | null; ingestKey?: { keyId: string } };
+
+/** Ingest keys: the list, and (for an operator or the tenant's admin) issue and revoke, on the issueIngestKey and revokeIngestKey mutations. */
+function IngestKeys({ tenantId, manage }: { tenantId: string; manage: boolean }) {
   const loaded = useLoad(() => gql<KeysData>('query ($tenantId: ID!) { ingestKeys(tenantId: $tenantId) { keyId kind subject createdAt lastUsedAt revokedAt } }', { tenantId }), [tenantId]);
+  const [draft, setDraft] = useState({ deviceId: '', integration: '' });
+  const [issued, setIssued] = useState<string | null>(null);
+  const [status, setStatus] = useState('');
+  const issue = async () => {
+    setIssued(null);
+    const input = { tenantId, ...(draft.deviceId ? { deviceId: draft.deviceId } : {}), ...(draft.integration ? { integration: draft.integration } : {}) };
+    try {
+      const data = await gql<{ issueIngestKey: KeyAnswer }>(
+        'mutation ($input: IssueIngestKeyInput!) { issueIngestKey(input: $input) { __typename ... on IngestKeyIssued { key } ... on Error { message } ... on InputError { field } } }',
+        { input },
+      );
+      const answer = data.issueIngestKey;
+      if (answer.__typename === 'IngestKeyIssued') {
+        setIssued(answer.key!);
+        setStatus('Issued. Copy the key now: it is shown once, only its hash is kept.');
+        loaded.reload();
+      } else setStatus(`${answer.__typename}: ${answer.message ?? ''}${answer.field ? ` (${answer.field})` : ''}`);
+    } catch (error) {
+      setStatus(String((error as Error).message));
+    }
+  };
+  const revoke = async (keyId: string) => {
+    if (!window.confirm(`Revoke key ${keyId}? Devices using it are refused from then on.`)) return;
+    try {
+      const data = await gql<{ revokeIngestKey: KeyAnswer }>(
+        'mutation ($input: RevokeIngestKeyInput!) { revokeIngestKey(input: $input) { __typename ... on Error { message } } }',
+        { input: { tenantId, keyId } },
+      );
+      const answer = data.revokeIngestKey;
+      setStatus(answer.__typename === 'IngestKeyRevoked' ? `Key ${keyId} revoked.` : `${answer.__typename}: ${answer.message ?? ''}`);
+      loaded.reload();
+    } catch (error) {
+      setStatus(String((error as Error).message));
+    }
+  };
   return (
     <>
       <h2>Ingest keys</h2>
@@ -250,6 +288,7 @@ function IngestKeys({ tenantId }: { tenantId: string }) {
                 <th scope="col">Created</th>
                 <th scope="col">Last used</th>
                 <th scope="col">Revoked</th>
+                {manage && <th scope="col">Action</th>}
               </tr>
             </thead>
             <tbody>
@@ -263,12 +302,46 @@ function IngestKeys({ tenantId }: { tenantId: string }) {
                   <td>{new Date(key.createdAt).toLocaleString()}</td>
                   <td>{key.lastUsedAt ? new Date(key.lastUsedAt).toLocaleString() : 'never'}</td>
                   <td>{key.revokedAt ? new Date(key.revokedAt).toLocaleString() : '–'}</td>
+                  {manage && (
+                    <td>
+                      {!key.revokedAt && (
+                        <button type="button" onClick={() => void revoke(key.keyId)} aria-label={`Revoke key ${key.keyId}`}>
+                          Revoke
+                        </button>
+                      )}
+                    </td>
+                  )}
                 </tr>
               ))}
             </tbody>
           </table>
+          {loaded.data?.ingestKeys.length === 0 && <p class="muted">No ingest key yet.</p>}
         </div>
       )}
+      {manage && (
+        <form
+          class="card"
+          aria-labelledby="issue-key-title"
+          onSubmit={(event) => {
+            event.preventDefault();
+            void issue();
+          }}
+        >
+          <h3 id="issue-key-title">Issue an ingest key</h3>
+          <label for="key-device">Device id (a key for this device only)</label>
+          <input id="key-device" value={draft.deviceId} onInput={(event) => setDraft({ ...draft, deviceId: event.currentTarget.value })} />
+          <label for="key-integration">Or an integration (a key for /v1/integrations)</label>
+          <input id="key-integration" value={draft.integration} onInput={(event) => setDraft({ ...draft, integration: event.currentTarget.value })} />
+          <p class="muted">Neither: a key for any device of the tenant.</p>
+          <button type="submit">Issue key</button>
+        </form>
+      )}
+      {issued && (
+        <p>
+          New key (shown once): <code data-testid="issued-key">{issued}</code>
+        </p>
+      )}
+      {status && <p role="status">{status}</p>}
     </>
   );
 }

@@ -46,7 +46,8 @@ export function Tenants({ viewer, params }: { viewer: Viewer; params: URLSearchP
       </form>
       {page.error && <p role="alert" class="error">{page.error}</p>}
       <div class="scroll" tabIndex={0}>
-        <table>
+        {/* class stack: on a phone each tenant is a block of labelled lines instead of a row cut off at the edge. */}
+        <table class="stack">
           <caption>Effective limit per dimension, and the level of the cascade it comes from</caption>
           <thead>
             <tr>
@@ -63,12 +64,12 @@ export function Tenants({ viewer, params }: { viewer: Viewer; params: URLSearchP
                 <th scope="row">
                   <a href={`#/tenant/${encodeURIComponent(node.id)}`}>{node.id}</a>
                 </th>
-                <td>{node.tier ? node.tier.name : '–'}</td>
+                <td data-label="Tier">{node.tier ? node.tier.name : '–'}</td>
                 {DIMENSIONS.map((dimension) => {
                   const limit = node.effectiveLimits.find((each) => each.dimension === dimension);
                   const override = node.overrides.find((each) => each.dimension === dimension);
                   return (
-                    <td>
+                    <td data-label={dimension}>
                       {formatLimit(limit?.value)} <span class={`badge ${limit?.source ?? ''}`}>{SOURCE_WORDS[limit?.source ?? ''] ?? ''}</span>
                       {override && (
                         <span class="badge override" title="an override is active">

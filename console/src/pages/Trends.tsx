@@ -249,6 +249,7 @@ function TopShedders({ dimension, from, to }: { dimension: string; from: string;
           </tbody>
         </table>
       </div>
+      {loaded.data?.topShedders.length === 0 && <p data-testid="no-shedders">None: no tenant was refused anything in this range.</p>}
     </>
   );
 }

@@ -2,12 +2,52 @@
 // platform defaults, and per tenant every level with the one that wins and why. None of it is tenant data
 // beyond Tenant.cascade, which the Tenant type's own scope guards.
 import { acceptLimit, DIMENSION_CATALOG, DIMENSIONS } from '../../governance/index.ts';
-import type { Dimension, DimensionSpec, LimitValue } from '../../governance/index.ts';
+import type { Allowance, Dimension, DimensionSpec, LimitValue } from '../../governance/index.ts';
 import { explainCascade, type CascadeLevelView, type CascadeView, loadPlatformDefaults } from '../../control-plane/index.ts';
 import { builder } from '../builder.ts';
 import { AllowanceEnum, DimensionEnum, LimitSourceEnum } from './enums.ts';
 import { LimitValueType } from './limitValue.ts';
 import { TenantType } from './tenant.ts';
+
+/**
+ * What a sender sees when an allowance is over its limit: the catalog's behaviour, as each door answers it
+ * (the doors' READMEs). The behaviour alone misleads: INGEST is SHED by default, yet HTTP ingest answers 429.
+ */
+const ANSWER_BY_ALLOWANCE: Record<Allowance, string> = {
+  HTTP: 'HTTP 429 with Retry-After and RateLimit fields; 413 when one request is larger than the burst',
+  INTEGRATIONS: 'HTTP 202 {"accepted": 0, "dropped": N}: dropped, counted as shed',
+  LIVE: 'MQTT: acknowledged to the broker and dropped, counted as shed',
+  BACKLOG: 'MQTT: acknowledged to the broker and dropped, counted as shed',
+  SPARKPLUG: 'Sparkplug B: acknowledged to the broker and dropped, counted as shed',
+  LWM2M: 'CoAP 4.29 with Max-Age (the seconds until there is room)',
+  DETECTION: 'the enforcement point is told admitted: false and drops the action (POST /v1/admissions)',
+  CONNECTORS: 'the enforcement point is told admitted: false and drops the action (POST /v1/admissions)',
+};
+const ANSWER_WITHOUT_ALLOWANCE = 'the caller is told admitted: false with retryAfterSeconds (POST /v1/admissions, Envoy: 429)';
+
+interface AllowanceOverLimitView {
+  allowance: Allowance | null;
+  overLimit: string;
+  answer: string;
+}
+
+const AllowanceOverLimitType = builder.objectRef<AllowanceOverLimitView>('AllowanceOverLimit').implement({
+  description: 'What traffic over the limit gets on one allowance, and what the sender sees.',
+  fields: (t) => ({
+    allowance: t.field({ type: AllowanceEnum, nullable: true, description: 'Null for a dimension without allowances.', resolve: (each) => each.allowance }),
+    overLimit: t.exposeString('overLimit', { description: 'SHED, REJECT, STABLE_DOWNSAMPLE or DROP_ACCEPTED.' }),
+    answer: t.exposeString('answer', { description: 'What the sender sees, in words.' }),
+  }),
+});
+
+function overLimitByAllowance(spec: DimensionSpec): AllowanceOverLimitView[] {
+  if (spec.allowances.length === 0) return [{ allowance: null, overLimit: spec.overLimit, answer: spec.kind === 'COUNT_CEILING' ? 'CommandRejected (CEILING_REACHED), retryable' : ANSWER_WITHOUT_ALLOWANCE }];
+  return spec.allowances.map((allowance) => ({
+    allowance,
+    overLimit: spec.overLimitByAllowance[allowance] ?? spec.overLimit,
+    answer: ANSWER_BY_ALLOWANCE[allowance],
+  }));
+}
 
 const DimensionInfoType = builder.objectRef<DimensionSpec>('DimensionInfo').implement({
   description: 'One dimension of the catalog: what it counts, how it is limited, and the shipped default it never falls below.',
@@ -17,7 +57,10 @@ const DimensionInfoType = builder.objectRef<DimensionSpec>('DimensionInfo').impl
     kind: t.exposeString('kind', { description: 'TOKEN_BUCKET, FIXED_WINDOW or COUNT_CEILING.' }),
     shippedDefault: t.field({ type: LimitValueType, resolve: (spec) => spec.shippedDefault }),
     allowances: t.field({ type: [AllowanceEnum], resolve: (spec) => [...spec.allowances] }),
-    overLimit: t.exposeString('overLimit', { description: 'What traffic over the limit gets: SHED, REJECT, STABLE_DOWNSAMPLE or DROP_ACCEPTED.' }),
+    overLimit: t.exposeString('overLimit', {
+      description: 'What traffic over the limit gets by default: SHED, REJECT, STABLE_DOWNSAMPLE or DROP_ACCEPTED. Allowances may differ: see overLimitByAllowance.',
+    }),
+    overLimitByAllowance: t.field({ type: [AllowanceOverLimitType], description: 'Per allowance: the behaviour and what the sender sees.', resolve: overLimitByAllowance }),
   }),
 });
 

@@ -24,6 +24,7 @@ interface CommandRecord {
   enqueuedAt: Date;
   settledAt: Date | null;
   error: string | null;
+  reason: string | null;
 }
 
 const CommandType = builder.objectRef<CommandRecord>('Command').implement({
@@ -37,6 +38,7 @@ const CommandType = builder.objectRef<CommandRecord>('Command').implement({
     enqueuedAt: t.field({ type: 'DateTime', resolve: (command) => command.enqueuedAt }),
     settledAt: t.field({ type: 'DateTime', nullable: true, description: 'When it was delivered, failed, cancelled or expired.', resolve: (command) => command.settledAt }),
     error: t.exposeString('error', { nullable: true, description: 'FAILED only: what delivery reported.' }),
+    reason: t.exposeString('reason', { nullable: true, description: 'CANCELLED only: the reason the canceller gave (cancelCommand).' }),
   }),
 });
 
@@ -71,6 +73,7 @@ interface Row {
   enqueued_at: Date;
   settled_at: Date | null;
   error: string | null;
+  reason: string | null;
 }
 
 function parseCommandCursor(key: string): { enqueuedAt: Date; commandId: string } {
@@ -98,7 +101,7 @@ builder.queryFields((t) => ({
       const key = decodeCursor(args.after);
       const cursor = key === undefined ? null : parseCommandCursor(key);
       const { rows } = await db.query<Row>(
-        `SELECT tenant_id, command_id, device_id, payload, status, enqueued_at, settled_at, error FROM gl_command_list
+        `SELECT tenant_id, command_id, device_id, payload, status, enqueued_at, settled_at, error, reason FROM gl_command_list
           WHERE tenant_id = $1 AND ($2::text IS NULL OR status = $2)
             AND ($3::timestamptz IS NULL OR (enqueued_at, command_id) < ($3::timestamptz, $4::text))
           ORDER BY enqueued_at DESC, command_id DESC LIMIT $5`,
@@ -114,6 +117,7 @@ builder.queryFields((t) => ({
           enqueuedAt: new Date(row.enqueued_at),
           settledAt: row.settled_at === null ? null : new Date(row.settled_at),
           error: row.error,
+          reason: row.reason,
         }),
       );
       return toConnection({ nodes, hasNextPage: rows.length > first }, (node) => `${node.enqueuedAt.toISOString()}|${node.commandId}`);

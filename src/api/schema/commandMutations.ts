@@ -28,12 +28,22 @@ const CommandRejectedType = builder.objectRef<CommandRejected>('CommandRejected'
   fields: (t) => ({
     commandId: t.exposeID('commandId'),
     reason: t.field({ type: CommandRejectionReasonEnum, resolve: (rejected) => rejected.reason }),
+    message: t.string({ description: 'The refusal in words, with what to do about it.', resolve: rejectionMessage }),
     retryable: t.exposeBoolean('retryable'),
     retryAfterSeconds: t.exposeInt('retryAfterSeconds', { nullable: true }),
     undelivered: t.exposeInt('undelivered'),
     ceiling: t.exposeInt('ceiling', { nullable: true }),
   }),
 });
+
+/** What a person reads of a refusal: the reason, the numbers behind it and what to do. */
+export function rejectionMessage(rejected: CommandRejected): string {
+  if (rejected.reason === 'UNKNOWN_TENANT') return 'no such tenant is registered; nothing was queued (register it first)';
+  return (
+    `the tenant's backlog is full: ${rejected.undelivered} undelivered command(s) at its UNDELIVERED_COMMANDS ceiling of ${rejected.ceiling ?? '?'}; ` +
+    `nothing was queued: enqueue the same commandId again in ${rejected.retryAfterSeconds ?? 1} s, or once commands are delivered`
+  );
+}
 
 // Errors are answered as returned values: the errors plugin picks their union member.
 // A commandId sent again: the same content answers as the first time while the command is queued, and

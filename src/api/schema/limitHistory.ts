@@ -31,10 +31,18 @@ const LimitChangeConnection = builder.connectionObject({ type: LimitChangeType, 
 builder.queryFields((t) => ({
   limitHistory: t.field({
     type: LimitChangeConnection,
-    description: 'Limit changes, newest first; filters combine. Cursors stand for ledger positions.',
+    description:
+      'Limit changes, newest first; filters combine. Cursors stand for ledger positions. Each change is of one level: ' +
+      'tenantId set (the tenant\'s own: registration, tier assignment, overrides, policy), only tierId set (a tier\'s limits), ' +
+      'neither (a platform default).',
     args: {
-      tenantId: t.arg.id(),
-      tierId: t.arg.id(),
+      tenantId: t.arg.id({
+        description:
+          'Only this tenant\'s own changes. The tier and platform changes that moved its limits are not listed here: ' +
+          'effectiveLimitTimeline(tenantId, dimension) gives every change of its effective limit whatever level caused it, ' +
+          'and limitHistory(tierId:) the changes of its tier.',
+      }),
+      tierId: t.arg.id({ description: 'Only the changes that name this tier: its limits, and tenants registered on or assigned to it.' }),
       dimension: t.arg({ type: DimensionEnum }),
       first: t.arg.int(),
       after: t.arg.string(),

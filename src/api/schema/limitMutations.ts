@@ -7,6 +7,17 @@ import type { ApiContext } from '../context.ts';
 import { applied, CONTROL_PLANE_ERRORS, type Applied } from './applyResult.ts';
 import { DimensionEnum } from './enums.ts';
 import { REFUSAL_RULE } from './errors.ts';
+import { DIMENSION_CATALOG, LIMIT_MAX } from '../../governance/index.ts';
+
+/** What leaving out burst gives, per token-bucket dimension, from the catalog the cascade uses (acceptLimit). */
+const BURST_WHEN_LEFT_OUT = Object.values(DIMENSION_CATALOG)
+  .filter((spec) => spec.kind === 'TOKEN_BUCKET')
+  .map((spec) => `${spec.dimension} ${spec.shippedDefault.burst! / spec.shippedDefault.ratePerSecond!} x`)
+  .join(', ');
+export const BURST_DESCRIPTION =
+  'The most one request can take at once (token bucket size). Left out, it is ratePerSecond times the dimension\'s ' +
+  `shipped burst/rate ratio (${BURST_WHEN_LEFT_OUT} the rate; capped at ${LIMIT_MAX.toLocaleString('en')}), so a rate alone ` +
+  'allows bursts of twice the rate on INGEST: give burst to allow less.';
 
 const AppliedType = builder.objectRef<Applied>('Applied').implement({
   description: 'The command appended its event; `position` is where it stands in the ledger.',
@@ -17,7 +28,7 @@ const SetPlatformDefaultInput = builder.inputType('SetPlatformDefaultInput', {
   fields: (t) => ({
     dimension: t.field({ type: DimensionEnum, required: true }),
     ratePerSecond: t.int(),
-    burst: t.int(),
+    burst: t.int({ description: BURST_DESCRIPTION }),
     ceiling: t.int(),
     reason: t.string(),
   }),
@@ -32,7 +43,7 @@ const SetTierLimitInput = builder.inputType('SetTierLimitInput', {
     tierId: t.id({ required: true }),
     dimension: t.field({ type: DimensionEnum, required: true }),
     ratePerSecond: t.int(),
-    burst: t.int(),
+    burst: t.int({ description: BURST_DESCRIPTION }),
     ceiling: t.int(),
     reason: t.string(),
   }),
@@ -59,7 +70,7 @@ const SetTenantOverrideInput = builder.inputType('SetTenantOverrideInput', {
     tenantId: t.id({ required: true }),
     dimension: t.field({ type: DimensionEnum, required: true }),
     ratePerSecond: t.int(),
-    burst: t.int(),
+    burst: t.int({ description: BURST_DESCRIPTION }),
     ceiling: t.int(),
     reason: t.string({ required: true }),
     expiresAt: t.field({ type: 'DateTime' }),

@@ -4,7 +4,11 @@
 // calls back, so a message is acknowledged exactly when the door's handler has settled it: the sink took it,
 // or its shed or drop was counted. A handler that fails unexpectedly is logged and the message acknowledged
 // (a poison message must not be redelivered forever); a consumer that closes while a message is in hand
-// does not acknowledge it, and the broker delivers it again to the session.
+// does not acknowledge it, and the broker delivers it again to the session. A clean stop (`close({ endSession:
+// true })`, the service's SIGTERM) ends the session instead, so nothing is left on the broker: it unsubscribes
+// (the shared subscription's other members take the traffic from then on), lets the messages in hand settle
+// and be acknowledged (at most CLEAN_STOP_DRAIN_MS), then disconnects with session expiry 0. A crash, or a
+// close without endSession, leaves the session for the next start to drain.
 import mqtt, { type IClientOptions, type IPublishPacket, type MqttClient } from 'mqtt';
 import type { Logger } from '../../logger.ts';
 
@@ -49,8 +53,12 @@ export interface MqttConsumer {
   /** Resolves true once connected and subscribed, false when that did not happen within `timeoutMs`. */
   ready(timeoutMs: number): Promise<boolean>;
   stats(): MqttConsumerStats;
-  /** Stops taking messages; one in hand is not acknowledged. The session stays on the broker. */
-  close(): Promise<void>;
+  /**
+   * Stops taking messages. By default one in hand is not acknowledged and the session stays on the broker (its
+   * queue is delivered again to the next session of this client id). With `endSession` (a clean stop) the
+   * messages in hand settle first and the session is ended (expiry 0): nothing of this consumer stays on the broker.
+   */
+  close(options?: { endSession?: boolean }): Promise<void>;
 }
 
 export function startMqttConsumer(options: MqttConsumerOptions): MqttConsumer {
@@ -59,6 +67,13 @@ export function startMqttConsumer(options: MqttConsumerOptions): MqttConsumer {
   const stats: MqttConsumerStats = { connected: false, received: 0, acknowledged: 0, handlerFaults: 0 };
   let subscribed = false;
   const waiters = new Set<() => void>();
+  // Messages handed to the handler and not yet settled, and who waits for none (a clean stop).
+  let inHand = 0;
+  const idleWaiters = new Set<() => void>();
+  const settledOne = () => {
+    inHand--;
+    if (inHand === 0) for (const wake of idleWaiters) wake();
+  };
 
   const clientOptions: IClientOptions = {
     clientId: options.clientId,
@@ -76,6 +91,7 @@ export function startMqttConsumer(options: MqttConsumerOptions): MqttConsumer {
 
   client.handleMessage = (packet: IPublishPacket, callback: (error?: Error) => void) => {
     stats.received++;
+    inHand++;
     const message: InboundMessage = {
       topic: packet.topic,
       payload: typeof packet.payload === 'string' ? Buffer.from(packet.payload) : Buffer.from(packet.payload),
@@ -87,11 +103,13 @@ export function startMqttConsumer(options: MqttConsumerOptions): MqttConsumer {
     };
     options.handle(message, stopping.signal).then(
       (outcome) => {
+        settledOne();
         if (outcome === 'abandoned' || stopping.signal.aborted) return;
         stats.acknowledged++;
         callback();
       },
       (error: unknown) => {
+        settledOne();
         stats.handlerFaults++;
         logger.error({ err: error, topic: message.topic }, 'MQTT message handler failed; the message is acknowledged and dropped');
         if (stopping.signal.aborted) return;
@@ -136,12 +154,38 @@ export function startMqttConsumer(options: MqttConsumerOptions): MqttConsumer {
       });
     },
     stats: () => ({ ...stats }),
-    async close() {
+    async close(closing) {
+      if (closing?.endSession && client.connected) {
+        // No new deliveries; what is in hand settles and is acknowledged; then the session ends.
+        await withinMs(client.unsubscribeAsync([...options.subscriptions]), CLEAN_STOP_DRAIN_MS).catch(() => undefined);
+        if (inHand > 0) await withinMs(new Promise<void>((resolve) => idleWaiters.add(resolve)), CLEAN_STOP_DRAIN_MS).catch(() => undefined);
+        stopping.abort();
+        const ended = await withinMs(client.endAsync(false, { properties: { sessionExpiryInterval: 0 } }), CLEAN_STOP_DRAIN_MS).then(
+          () => true,
+          () => false,
+        );
+        if (ended) {
+          logger.info({ clientId: options.clientId }, 'MQTT consumer stopped; its session is ended on the broker');
+          return;
+        }
+        logger.warn({ clientId: options.clientId }, 'the broker did not take the MQTT DISCONNECT in time: the session stays until it expires');
+      }
       stopping.abort();
-      // Forced: no PUBACK for a message still in hand; a normal DISCONNECT keeps the session.
+      // Forced: no PUBACK for a message still in hand, and no DISCONNECT, so the session stays.
       await client.endAsync(true);
     },
   };
+}
+
+/** How long a clean stop waits for each of: the unsubscribe, the messages in hand, the DISCONNECT. */
+export const CLEAN_STOP_DRAIN_MS = 3_000;
+
+function withinMs<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error(`not done within ${ms} ms`)), ms);
+  });
+  return Promise.race([work, timeout]).finally(() => clearTimeout(timer));
 }
 
 /** How long a broker door's start-up waits for the broker; after that the consumer keeps reconnecting in the background. */

@@ -8,7 +8,8 @@
 //   ]}
 //
 // and costs 2 + 1 + 1 = 4 readings. An entry may carry several kinds at once (measurements and a location
-// taken together); it costs the sum. Entries are passed on to the sink as sent: the front door checks only
+// taken together); it costs the sum. The top level is strict: a field other than "readings" (a "deviceId" put
+// there instead of in each reading, say) is refused naming it, never ignored. Entries are passed on to the sink as sent: the front door checks only
 // what it must to count them, and the pipeline behind it validates values.
 
 export type DecodedReadings =
@@ -16,6 +17,8 @@ export type DecodedReadings =
   | { status: 'invalid'; message: string };
 
 const EXPECTED = 'expected {"readings": [ ... ]}';
+/** Fields of a reading, named in the message when sent at the top level. */
+const READING_FIELDS = new Set(['deviceId', 'at', 'measurements', 'location', 'alert']);
 
 export function decodeReadings(body: Buffer): DecodedReadings {
   const parsed = parseJson(body);
@@ -29,6 +32,12 @@ export function readingsOf(document: unknown): DecodedReadings {
   const readings = document.readings;
   if (readings === undefined) return invalid(`"readings" is missing; ${EXPECTED}`);
   if (!Array.isArray(readings)) return invalid(`"readings" must be an array; ${EXPECTED}`);
+  for (const field in document) {
+    if (field !== 'readings' && Object.hasOwn(document, field)) {
+      const hint = READING_FIELDS.has(field) ? `: "${field}" belongs in each reading` : '';
+      return invalid(`unknown field "${field.slice(0, 64)}" at the top level${hint}; ${EXPECTED}`);
+    }
+  }
   let readingCount = 0;
   for (let i = 0; i < readings.length; i++) {
     const entry: unknown = readings[i];

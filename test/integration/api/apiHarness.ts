@@ -9,6 +9,7 @@ import { controlPlaneProjections } from '../../../projections/controlPlane.ts';
 import { createCommandBacklog } from '../../../src/command-backlog/createCommandBacklog.ts';
 import { controlPlaneCeilings } from '../../../src/command-backlog/ceilings.ts';
 import { commandBacklogProjection } from '../../../projections/commandBacklog.ts';
+import { commandListProjection } from '../../../projections/commandList.ts';
 import { admissionTrendsProjection } from '../../../projections/admissionTrends.ts';
 import { unresolvedAdmissionsProjection } from '../../../projections/unresolvedAdmissions.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
@@ -67,7 +68,7 @@ export async function openApiHarness(target: StorageTarget): Promise<ApiHarness>
   const projections = await startProjections(
     db,
     store,
-    withApiPublishers([...controlPlaneProjections(), commandBacklogProjection, admissionTrendsProjection, unresolvedAdmissionsProjection], pubsub),
+    withApiPublishers([...controlPlaneProjections(), commandBacklogProjection, commandListProjection, admissionTrendsProjection, unresolvedAdmissionsProjection], pubsub),
     {
       // On PostgreSQL as the service runs them: the admission trends in a worker thread, whose commits reach
       // the sheds subscription through the thread's messages.

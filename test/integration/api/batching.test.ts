@@ -108,14 +108,24 @@ describe.each(storageTargets)('GraphQL batching and limits on $name', (target) =
     expect((await api.gql(operator, `{ ${page} }`)).errors).toBeUndefined();
     const tooCostly = await api.gql(operator, `{ a: ${page} b: ${page} }`);
     expect(tooCostly.errors?.[0]?.message).toMatch(/cost limit/i);
+    expect(tooCostly.errors?.[0]?.extensions?.code).toBe('QUERY_TOO_COSTLY');
 
     const tooDeep = await api.gql(operator, '{ viewer { a { b { c { d { e { f { g { h { i { j { k } } } } } } } } } } } }');
     expect(tooDeep.errors?.map((error) => error.message).join(' ')).toMatch(/depth limit of 10 exceeded/i);
-
+    expect(tooDeep.errors?.[0]?.extensions?.code).toBe('QUERY_TOO_DEEP');
 
     const aliases = Array.from({ length: 20 }, (_, i) => `a${i}: viewer { id }`).join(' ');
     const tooManyAliases = await api.gql(operator, `{ ${aliases} }`);
     expect(tooManyAliases.errors?.[0]?.message).toMatch(/aliases/i);
+    expect(tooManyAliases.errors?.[0]?.extensions?.code).toBe('TOO_MANY_ALIASES');
+  });
+
+  it('answers a query over the cost limit with its own code and advice, not as a syntax error', async () => {
+    const answer = await api.gql(operator, '{ topShedders(first: 100000) { tenantId } }');
+    const [error] = answer.errors ?? [];
+    expect(error?.extensions).toMatchObject({ code: 'QUERY_TOO_COSTLY', limit: 150_000 });
+    expect(error?.message).not.toMatch(/syntax/i);
+    expect(error?.message).toMatch(/^Query Cost limit of 150000 exceeded, found \d+\. Ask for smaller pages/);
   });
 
   // Last: it breaks the read model on purpose.

@@ -29,7 +29,7 @@ describe.each(storageTargets)('GraphQL commands and trends on $name', (target) =
 
   const ENQUEUE = `mutation($input: EnqueueCommandInput!) { enqueueCommand(input: $input) { __typename
     ... on CommandAccepted { commandId undelivered ceiling }
-    ... on CommandRejected { commandId reason retryable retryAfterSeconds undelivered ceiling }
+    ... on CommandRejected { commandId reason retryable retryAfterSeconds undelivered ceiling message }
     ... on InputError { field message } } }`;
   const DELIVERED = `mutation($input: MarkCommandDeliveredInput!) { markCommandDelivered(input: $input) { __typename
     ... on CommandSettled { commandId undelivered } ... on Error { message } } }`;
@@ -50,8 +50,15 @@ describe.each(storageTargets)('GraphQL commands and trends on $name', (target) =
       retryAfterSeconds: expect.any(Number),
       undelivered: 2,
       ceiling: 2,
+      message: expect.stringMatching(/^the tenant's backlog is full: 2 undelivered command\(s\) at its UNDELIVERED_COMMANDS ceiling of 2; nothing was queued: enqueue the same commandId again in \d+ s/),
     });
-    expect(await enqueue({ ...command('c9'), tenantId: 'nobody' })).toMatchObject({ __typename: 'CommandRejected', reason: 'UNKNOWN_TENANT', retryable: false, ceiling: null });
+    expect(await enqueue({ ...command('c9'), tenantId: 'nobody' })).toMatchObject({
+      __typename: 'CommandRejected',
+      reason: 'UNKNOWN_TENANT',
+      retryable: false,
+      ceiling: null,
+      message: 'no such tenant is registered; nothing was queued (register it first)',
+    });
     expect(await enqueue({ ...command(''), commandId: '' })).toMatchObject({ __typename: 'InvalidInput', field: 'commandId' });
 
     const deliver = async (commandId: string) =>

@@ -176,5 +176,18 @@ describe.each(storageTargets)('GraphQL tenant settings and command settlement on
     expect(await mutate('markCommandFailed', { tenantId: 'acme', commandId: 'c1' }, viewer)).toMatchObject({ __typename: 'Forbidden' });
     expect(await mutate('cancelCommand', { tenantId: 'acme', commandId: 'c1', reason: 'mine' }, viewer)).toMatchObject({ __typename: 'Forbidden' });
     expect(await ledgerLength()).toBe(before);
+
+    // The command list says why each left: a failure's error, a cancel's reason.
+    await api.projections.waitForCaughtUp();
+    const listed = await api.gql<{ commands: { edges: Array<{ node: Record<string, unknown> }> } }>(
+      operator,
+      '{ commands(tenantId: "acme") { edges { node { commandId status error reason } } } }',
+    );
+    expect(listed.data?.commands.edges.map(({ node }) => node)).toEqual(
+      expect.arrayContaining([
+        { commandId: 'c1', status: 'FAILED', error: 'device offline', reason: null },
+        { commandId: 'c3', status: 'CANCELLED', error: null, reason: 'superseded' },
+      ]),
+    );
   });
 });

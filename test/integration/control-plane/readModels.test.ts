@@ -3,8 +3,9 @@
 // branding through the cascade, and a LimitSource the real Governor enforces.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ControlPlaneResult } from '../../../src/control-plane/controlPlaneCommand.ts';
-import { feedConfirmedTenants, listTenants, loadOverrides, loadTenants, resolveTenantBrandings, resolveTenantModels } from '../../../src/control-plane/tenantRecords.ts';
+import { listTenants, loadOverrides, loadTenants, resolveTenantBrandings, resolveTenantModels } from '../../../src/control-plane/tenantRecords.ts';
 import { createReadModelLimitSource, loadEffectiveLimits, resolveTenantLimit } from '../../../src/control-plane/effectiveLimits.ts';
+import { loadLimitsAndFollowChanges } from '../../../src/control-plane/limitChanges.ts';
 import { limitHistory, type LimitChange } from '../../../src/control-plane/limitHistory.ts';
 import { listTiers } from '../../../src/control-plane/listTiers.ts';
 import type { Queryable } from '../../../src/db/db.ts';
@@ -144,7 +145,14 @@ describe.each(storageTargets)('control-plane read models on $name', (target) => 
     await rebuildProjection(h.db, h.store, createTenantsProjection({ confirmTenant: (name) => replayed.push(name) }));
     expect(replayed.sort()).toEqual(['acme', 'beta', 'gamma']);
     const atStart: string[] = [];
-    expect(await feedConfirmedTenants(h.db, { confirmTenant: (name) => atStart.push(name) })).toBe(3);
+    const loaded = await loadLimitsAndFollowChanges(h.db, [
+      {
+        learnLimits: (records) => [...records].map((record) => atStart.push(record.tenantId)).length,
+        reloadLimits: () => {},
+      },
+    ]);
+    await loaded.close();
+    expect(loaded.preload.tenants).toBe(3);
     expect(atStart.sort()).toEqual(['acme', 'beta', 'gamma']);
   });
 

@@ -102,6 +102,7 @@ describe('HTTP ingest front door', () => {
     ['{"values": []}', '"readings" is missing'],
     ['{"readings": {}}', '"readings" must be an array'],
     ['{"readings": [{"measurements": {"t": 1}}, "x"]}', 'readings[1] is not an object'],
+    ['{"deviceId": "pump-1", "readings": [{"measurements": {"t": 1}}]}', 'unknown field "deviceId" at the top level: "deviceId" belongs in each reading'],
   ])('400: %s is refused with a message that says what is wrong', async (body, message) => {
     const response = await post('/v1/ingest/acme', body, { 'x-device-key': tenantKey });
     expect(response.status).toBe(400);
