@@ -1,0 +1,5 @@
+// The verifiable ledger's surface: RFC 9162 Merkle trees over the ledger's global order, the canonical leaf of
+// an event, C2SP signed checkpoints, the tree kept in PostgreSQL/PGlite, export and verification.
+export * from './merkle.ts';
+export * from './leaf.ts';
+export * from './signedNote.ts';
