@@ -62,9 +62,11 @@ export function formatVerifierKey(key: VerifierKey): string {
 }
 
 export function parseVerifierKey(text: string): VerifierKey {
-  const parts = text.trim().split('+');
-  if (parts.length !== 3) throw new MalformedNote('a verifier key is <name>+<key id>+<key>');
-  const [name, hexId, encoded] = parts as [string, string, string];
+  // The name has no "+", the id is 8 hex digits; the base64 key after them may hold "+" of its own.
+  const trimmed = text.trim();
+  const plus = trimmed.indexOf('+');
+  if (plus < 0 || trimmed[plus + 9] !== '+') throw new MalformedNote('a verifier key is <name>+<key id>+<key>');
+  const [name, hexId, encoded] = [trimmed.slice(0, plus), trimmed.slice(plus + 1, plus + 9), trimmed.slice(plus + 10)];
   checkKeyName(name);
   if (!/^[0-9a-f]{8}$/.test(hexId)) throw new MalformedNote('a verifier key id is 8 lowercase hex digits');
   const bytes = Buffer.from(encoded, 'base64');

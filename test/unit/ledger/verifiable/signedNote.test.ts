@@ -39,6 +39,18 @@ describe('C2SP signed notes and checkpoints', () => {
     expect(verifyCheckpoint(both, parseVerifierKey(vkey)).ok).toBe(true);
   });
 
+  it('round-trips verifier keys whose base64 holds "+" and "/"', () => {
+    let withPlus = 0;
+    for (let i = 0; i < 200; i++) {
+      const key = signerKey('governance.example/ledger', generateKeyPairSync('ed25519').privateKey);
+      const vkey = formatVerifierKey(key);
+      if (vkey.split('+').length > 3) withPlus++;
+      expect(parseVerifierKey(vkey).raw.equals(key.raw)).toBe(true);
+    }
+    console.log(`200 keys round-tripped, ${withPlus} with a "+" in their base64`);
+    expect(withPlus).toBeGreaterThan(0);
+  });
+
   it('refuses malformed checkpoints and keys', () => {
     expect(() => parseCheckpoint('origin\n01\nAAAA\n')).toThrow(/leading zeros/);
     expect(() => parseCheckpoint('origin\n1\nAAAA\n')).toThrow(/32 bytes/);
