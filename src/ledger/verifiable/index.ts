@@ -9,3 +9,5 @@ export * from './signingKey.ts';
 export * from './checkpointer.ts';
 export * from './verify.ts';
 export * from './exportLedger.ts';
+export * from './startVerifiableLedger.ts';
+export * from './commands.ts';

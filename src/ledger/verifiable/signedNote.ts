@@ -148,18 +148,18 @@ export function verifyNote(note: string, key: VerifierKey): NoteVerdict {
 }
 
 /** A C2SP tlog-checkpoint body. */
-export interface Checkpoint {
+export interface TreeCheckpoint {
   origin: string;
   treeSize: number;
   rootHash: Buffer;
 }
 
-export function formatCheckpoint(checkpoint: Checkpoint): string {
+export function formatCheckpoint(checkpoint: TreeCheckpoint): string {
   checkKeyName(checkpoint.origin);
   return `${checkpoint.origin}\n${checkpoint.treeSize}\n${checkpoint.rootHash.toString('base64')}\n`;
 }
 
-export function parseCheckpoint(text: string): Checkpoint {
+export function parseCheckpoint(text: string): TreeCheckpoint {
   const lines = text.split('\n');
   if (lines.length < 4 || lines.at(-1) !== '') throw new MalformedNote('a checkpoint is origin, tree size and root hash, each on a line');
   const [origin, size, root] = lines as [string, string, string];
@@ -170,13 +170,13 @@ export function parseCheckpoint(text: string): Checkpoint {
   return { origin, treeSize: Number(size), rootHash };
 }
 
-export type CheckpointVerdict = { ok: true; checkpoint: Checkpoint } | { ok: false; reason: string };
+export type CheckpointVerdict = { ok: true; checkpoint: TreeCheckpoint } | { ok: false; reason: string };
 
 /** A signed checkpoint verified against the log's key: the signature, then the body, whose origin is the key's name. */
 export function verifyCheckpoint(note: string, key: VerifierKey): CheckpointVerdict {
   const verdict = verifyNote(note, key);
   if (!verdict.ok) return verdict;
-  let checkpoint: Checkpoint;
+  let checkpoint: TreeCheckpoint;
   try {
     checkpoint = parseCheckpoint(verdict.text);
   } catch (error) {

@@ -4,7 +4,7 @@ import type { Queryable } from '../../db/db.ts';
 import { leafHash, type LeafEvent } from './leaf.ts';
 import { consistencyProofRanges, fullSubtrees, hashChildren, inclusionProofRanges, nodesForRanges, rangeHash, type NodeId, type Range } from './merkle.ts';
 
-export const SUMMARY_STREAM = 'governance-admissions';
+const SUMMARY_STREAM = 'governance-admissions';
 
 /** The global order, read below every open transaction exactly as the ledger's readers do (postgres/read.ts). */
 const READABLE = 'tx_id < pg_snapshot_xmin(pg_current_snapshot())';
@@ -183,6 +183,19 @@ export async function appendTreePage(db: { transaction<T>(work: (tx: Queryable) 
         [nodeLevels, nodeIndexes, nodeHashes],
       );
     }
+    // The tree's place in the global order, where retention looks for its readers (gl_checkpoints): a day of
+    // summaries is archived only once the tree has its leaves.
+    const last = rows.at(-1)!;
+    await tx.query(
+      `INSERT INTO gl_checkpoints (projection, version, commit_position, prepare_position, ledger_kind, ledger_id, updated_at)
+       SELECT $1, 1, $2::xid8::text::bigint, $3::bigint, 'postgres', id::text, now() FROM gl_ledger_identity
+       ON CONFLICT (projection) DO UPDATE SET commit_position = EXCLUDED.commit_position, prepare_position = EXCLUDED.prepare_position,
+         ledger_kind = EXCLUDED.ledger_kind, ledger_id = EXCLUDED.ledger_id, updated_at = now()`,
+      [MERKLE_TREE_READER.name, last.tx_id, last.global_position],
+    );
     return rows.length;
   });
 }
+
+/** The tree as a reader of the admission summaries, for retention's check that every reader has passed a day. */
+export const MERKLE_TREE_READER = { name: 'ledger-merkle-tree', eventTypes: ['AdmissionsRecorded', 'UnresolvedAdmissionsRecorded'] } as const;

@@ -4,7 +4,7 @@
 // checkpoint, the consistency of the two. The same check runs over the database (`verifyStoredLedger`).
 import { leafHash, RECORDED_AT_PATTERN, type LeafEvent } from './leaf.ts';
 import { hashChildren, largestPowerOfTwoBelow, TreeBuilder, verifyConsistency, type Range } from './merkle.ts';
-import { verifyCheckpoint, type Checkpoint, type VerifierKey } from './signedNote.ts';
+import { verifyCheckpoint, type TreeCheckpoint, type VerifierKey } from './signedNote.ts';
 
 export const EXPORT_FORMAT = 'governance-ledger-export/v1';
 
@@ -34,7 +34,7 @@ export interface StoredClaim {
 }
 
 export type Verdict =
-  | { ok: true; summary: string; treeSize: number; events: number; archived: number; checkpoint: Checkpoint }
+  | { ok: true; summary: string; treeSize: number; events: number; archived: number; checkpoint: TreeCheckpoint }
   | { ok: false; reason: string; leaf?: number; eventId?: string };
 
 export interface VerifyOptions {
