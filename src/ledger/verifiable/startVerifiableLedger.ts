@@ -32,7 +32,7 @@ export interface VerifiableLedger {
   /** The verifier key (vkey) auditors check checkpoints with. */
   verifierKey: string;
   tree: MerkleTree;
-  /** Signs a checkpoint now (after bringing the tree up to date). */
+  /** Signs a checkpoint of the tree as the follower has it now. */
   checkpointNow(): Promise<SignedCheckpoint | undefined>;
   verifyNow(): Promise<Verdict>;
   close(): Promise<void>;
@@ -53,7 +53,8 @@ export async function startVerifiableLedger(db: Db, options: VerifiableLedgerOpt
     intervalMs: options.checkpointSeconds * 1000,
     command: options.checkpointCommand,
     dir: path.join(options.dataDir, 'ledger-checkpoints'),
-    catchUp: () => tree.catchUp(),
+    // Signs what the follower has added: catching up here would run pages back to back and take the time the
+    // follower's busyShare leaves to appends.
     onSigned: options.onSigned,
     onDelivered: options.onDelivered,
     onError: (error, step) => options.onError?.(error, `checkpoint ${step}`),

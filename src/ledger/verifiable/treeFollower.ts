@@ -12,6 +12,13 @@ export interface MerkleTreeOptions {
   paceMs?: number;
   /** Look again this often even without a NOTIFY. */
   pollMs?: number;
+  /**
+   * The share of the time the follower may spend adding pages while it is behind: after a page that took t ms
+   * it rests t * (1 / share - 1) ms. Hashing and storing a leaf costs about what appending its event did, so
+   * an unbounded follower would halve a saturated append rate; at 0.2 appends keep >= 0.8 of it
+   * (bench/ledger-append.ts) and the tree catches up when appends ease.
+   */
+  busyShare?: number;
   onError?: (error: unknown) => void;
   onAdvanced?: (head: TreeHead, added: number) => void;
 }
@@ -23,12 +30,14 @@ export interface MerkleTree {
   close(): Promise<void>;
 }
 
-export const MERKLE_TREE_DEFAULTS = { pageSize: 2_000, paceMs: 250, pollMs: 1_000 } as const;
+export const MERKLE_TREE_DEFAULTS = { pageSize: 2_000, paceMs: 250, pollMs: 1_000, busyShare: 0.2 } as const;
 
 export function startMerkleTree(db: Db, options: MerkleTreeOptions = {}): MerkleTree {
   const pageSize = options.pageSize ?? MERKLE_TREE_DEFAULTS.pageSize;
   const paceMs = options.paceMs ?? MERKLE_TREE_DEFAULTS.paceMs;
   const pollMs = options.pollMs ?? MERKLE_TREE_DEFAULTS.pollMs;
+  const busyShare = options.busyShare ?? MERKLE_TREE_DEFAULTS.busyShare;
+  if (!(busyShare > 0 && busyShare <= 1)) throw new RangeError(`busyShare is in (0, 1], got ${busyShare}`);
   const signal = createAppendSignal(db);
   let closed = false;
   let wake: (() => void) | undefined;
@@ -63,6 +72,7 @@ export function startMerkleTree(db: Db, options: MerkleTreeOptions = {}): Merkle
     while (!closed) {
       woken = false;
       let added = 0;
+      const started = performance.now();
       try {
         added = await page();
         if (added > 0) options.onAdvanced?.(await readTreeHead(db), added);
@@ -70,9 +80,13 @@ export function startMerkleTree(db: Db, options: MerkleTreeOptions = {}): Merkle
         if (!closed) options.onError?.(error);
       }
       if (closed) break;
-      if (added === pageSize) continue;
+      const restMs = (performance.now() - started) * (1 / busyShare - 1);
+      if (added === pageSize) {
+        await sleep(restMs, false);
+        continue;
+      }
       await sleep(pollMs, true);
-      await sleep(paceMs, false);
+      await sleep(Math.max(paceMs, restMs), false);
     }
     unlisten?.();
     await signal.close().catch(() => undefined);

@@ -4,6 +4,7 @@ import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { storageTargets } from '../../support/databases.ts';
 import { openApiHarness, type ApiHarness } from './apiHarness.ts';
+import { waitFor } from '../../support/waitFor.ts';
 import {
   parseVerifierKey,
   signCheckpoint,
@@ -32,7 +33,10 @@ describe.each(storageTargets)('GraphQL ledger proofs on $name', (target) => {
         ids.push(id);
         await api.store.append(`proof-${round}`, [{ id, type: 'ProofTestEvent', data: { round, i } }]);
       }
-      await tree.catchUp();
+      await waitFor(async () => (await tree.catchUp()).size === (await api.db.query('SELECT 1 FROM gl_events')).rowCount, {
+        timeoutMs: 60_000,
+        description: 'the tree to reach every event',
+      });
       const signed = await signCheckpoint(api.db, key);
       if (round === 0) firstCheckpointNote = signed!.note;
     }

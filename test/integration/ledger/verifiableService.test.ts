@@ -114,6 +114,7 @@ describe.skipIf(!postgresOnly)('governance ledger export | verify | public-key',
     const env = { ...opened.env!, GOVERNANCE_DATA_DIR: dataDir };
     const ledger = await startVerifiableLedger(db, { dataDir, checkpointSeconds: 3600, verifySeconds: 0 });
     const ids = await append(db, 9);
+    await waitFor(async () => (await ledger.tree.catchUp()).size === 9, { timeoutMs: 60_000, description: 'the tree to reach 9 leaves' });
     await ledger.checkpointNow();
     const vkey = ledger.verifierKey;
     await ledger.close();
