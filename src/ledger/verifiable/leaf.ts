@@ -30,48 +30,33 @@ export class NotCanonicalizable extends Error {
  * ECMAScript's JSON.stringify does, numbers as ECMAScript's Number-to-string (which RFC 8785 adopts).
  */
 export function canonicalJson(value: unknown): string {
-  const parts: string[] = [];
-  write(value, parts);
-  return parts.join('');
-}
-
-function write(value: unknown, out: string[]): void {
-  if (value === null) {
-    out.push('null');
-    return;
-  }
+  if (value === null) return 'null';
   switch (typeof value) {
     case 'boolean':
-      out.push(value ? 'true' : 'false');
-      return;
+      return value ? 'true' : 'false';
     case 'number':
       if (!Number.isFinite(value)) throw new NotCanonicalizable(`${value} has no JSON form`);
-      out.push(JSON.stringify(value));
-      return;
+      return JSON.stringify(value);
     case 'string':
-      out.push(JSON.stringify(value));
-      return;
+      return JSON.stringify(value);
     case 'object': {
       if (Array.isArray(value)) {
-        out.push('[');
-        value.forEach((item, i) => {
-          if (i > 0) out.push(',');
-          write(item, out);
-        });
-        out.push(']');
-        return;
+        let out = '[';
+        for (let i = 0; i < value.length; i++) out += (i > 0 ? ',' : '') + canonicalJson(value[i]);
+        return out + ']';
       }
-      // Default sort compares UTF-16 code units, which is RFC 8785's order.
-      const entries = Object.entries(value as Record<string, unknown>).filter(([, item]) => item !== undefined);
-      entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-      out.push('{');
-      entries.forEach(([key, item], i) => {
-        if (i > 0) out.push(',');
-        out.push(JSON.stringify(key), ':');
-        write(item, out);
-      });
-      out.push('}');
-      return;
+      // Array.prototype.sort without a comparator compares UTF-16 code units: RFC 8785's order.
+      const keys = Object.keys(value).sort();
+      const record = value as Record<string, unknown>;
+      let out = '{';
+      let first = true;
+      for (const key of keys) {
+        const item = record[key];
+        if (item === undefined) continue;
+        out += (first ? '' : ',') + JSON.stringify(key) + ':' + canonicalJson(item);
+        first = false;
+      }
+      return out + '}';
     }
     default:
       throw new NotCanonicalizable(`a ${typeof value} has no JSON form`);
