@@ -81,12 +81,13 @@ export function startMerkleTree(db: Db, options: MerkleTreeOptions = {}): Merkle
       }
       if (closed) break;
       const restMs = (performance.now() - started) * (1 / busyShare - 1);
-      if (added === pageSize) {
-        await sleep(restMs, false);
+      if (added > 0) {
+        // More may wait (a page is cut by leaves and by bytes): rest, then look again without waiting for a
+        // NOTIFY; a short page also waits the live pace, so the next one takes many appends.
+        await sleep(added < pageSize ? Math.max(paceMs, restMs) : restMs, false);
         continue;
       }
       await sleep(pollMs, true);
-      await sleep(Math.max(paceMs, restMs), false);
     }
     unlisten?.();
     await signal.close().catch(() => undefined);

@@ -50,6 +50,30 @@ WHERE (g.tx_id, g.global_position) > ($1::xid8, $2::bigint) AND g.${READABLE}
 ORDER BY g.tx_id, g.global_position
 LIMIT $3`;
 
+/** The stored (compressed) size of the next events' data and metadata: a page is cut to a byte budget. */
+const EVENT_SIZES_SQL = `
+SELECT pg_column_size(g.data) + pg_column_size(g.metadata) AS bytes FROM gl_events g
+WHERE (g.tx_id, g.global_position) > ($1::xid8, $2::bigint) AND g.${READABLE}
+ORDER BY g.tx_id, g.global_position
+LIMIT $3`;
+
+/**
+ * Stored bytes of events per tree page at most (always one event at least). Admission summaries are up to
+ * MAX_APPEND_BYTES (512 KiB) of JSON each: 2,000 of them parsed at once would be gigabytes.
+ */
+export const MAX_TREE_PAGE_STORED_BYTES = 4 * 1024 * 1024;
+
+/** How many of the next `maxLeaves` events fit the page's byte budget. Later commits only sort after these. */
+async function eventsWithinBudget(tx: Queryable, after: [string, string], maxLeaves: number): Promise<number> {
+  const { rows } = await tx.query<{ bytes: number }>(EVENT_SIZES_SQL, [...after, maxLeaves]);
+  let total = 0;
+  for (let i = 0; i < rows.length; i++) {
+    total += Number(rows[i]!.bytes);
+    if (total > MAX_TREE_PAGE_STORED_BYTES) return Math.max(1, i);
+  }
+  return rows.length;
+}
+
 export interface TreeHead {
   size: number;
   /** The last leaf's event position, or undefined for the empty tree. */
@@ -141,7 +165,10 @@ export async function appendTreePage(db: { transaction<T>(work: (tx: Queryable) 
   return db.transaction(async (tx) => {
     await tx.query(`SELECT ${TREE_LOCK}`);
     const head = await readTreeHead(tx);
-    const { rows } = await tx.query<LeafRow>(EVENTS_AFTER_SQL, [head.last?.txId ?? '0', head.last?.globalPosition ?? '0', maxLeaves]);
+    const after: [string, string] = [head.last?.txId ?? '0', head.last?.globalPosition ?? '0'];
+    const count = await eventsWithinBudget(tx, after, maxLeaves);
+    if (count === 0) return 0;
+    const { rows } = await tx.query<LeafRow>(EVENTS_AFTER_SQL, [...after, count]);
     if (rows.length === 0) return 0;
 
     // The right edge: the complete subtrees of [0, size), largest first, each waiting for a right sibling.

@@ -1,13 +1,14 @@
 // The ledger's Merkle tree on PGlite and PostgreSQL: kept as events are appended, proofs that verify, signed
 // checkpoints, an export verified offline, and tampering as a superuser would do it (the append-only trigger
 // out of the way) caught and named by verify.
-import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
 import { waitFor } from '../../support/waitFor.ts';
 import type { Db } from '../../../src/db/db.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import {
+  appendTreePage,
   exportLedger,
   findLeaf,
   formatCheckpoint,
@@ -132,6 +133,32 @@ describe.each(storageTargets)('the verifiable ledger on $name', (target) => {
     const stranger = signerKey(ORIGIN, generateKeyPairSync('ed25519').privateKey);
     const { header, lines } = await exportLedger(db, { from: 0 });
     expect(await verifyExport(ndjson(header, lines), stranger)).toMatchObject({ ok: false, reason: expect.stringMatching(/does not verify/) });
+  });
+
+  it('cuts a tree page to its byte budget, so large events are never all parsed at once', async () => {
+    opened = await target.open();
+    const { db } = opened;
+    const store = createPostgresEventStore(db, { pollIntervalMs: 250 });
+    // 16 events of ~400 KB of incompressible text: over 4 MiB stored together.
+    for (let i = 0; i < 16; i++) {
+      await store.append('large', [{ type: 'Large', data: { blob: randomBytes(300_000).toString('base64') } }]);
+    }
+    await store.close();
+    let pages = 0;
+    let leaves = 0;
+    await waitFor(
+      async () => {
+        const added = await appendTreePage(db, 2_000);
+        if (added > 0) pages++;
+        leaves += added;
+        expect(added).toBeLessThan(16);
+        return leaves === 16;
+      },
+      { timeoutMs: 60_000, description: 'the tree to take the 16 large events' },
+    );
+    expect(pages).toBeGreaterThan(1);
+    const events = await eventsInOrder(db);
+    expect((await storedRoot(db, 16)).equals(rootOfLeaves(events.map((row) => leafHash(leafEventOf(row)))))).toBe(true);
   });
 
   describe('tampering as a superuser', () => {
