@@ -5,6 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../src/db/db.ts';
 import type { NewEvent } from '../src/ledger/eventStore.ts';
+import { startMerkleTree } from '../src/ledger/verifiable/index.ts';
 import { withBenchLedger } from './support/benchSchema.ts';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -88,6 +89,31 @@ async function main() {
       `single-event appends: port ${Math.round(singleAppendsPerSecond)} appends/s, raw ${Math.round(singleRawInsertsPerSecond)} inserts/s`,
     );
 
+    // The same port appends (batches of 1000) while the ledger's Merkle tree follows them as the service runs it
+    // (docs/verifiable-ledger.md): the promise is >= 0.8 of the rate without it. The tree first catches up,
+    // untimed, with what earlier runs appended.
+    const withTreeRates: number[] = [];
+    const withoutTreeRates: number[] = [];
+    for (let round = 0; round < 2; round++) {
+      const measureWithTree = async () => {
+        const tree = startMerkleTree(db);
+        await tree.catchUp();
+        withTreeRates.push(await portRate(append, 1000, `tree-${round}`));
+        await tree.close();
+      };
+      if (round === 0) {
+        await measureWithTree();
+        withoutTreeRates.push(await portRate(append, 1000, `notree-${round}`));
+      } else {
+        withoutTreeRates.push(await portRate(append, 1000, `notree-${round}`));
+        await measureWithTree();
+      }
+    }
+    const withTree = { ours: Math.max(...withTreeRates), baseline: Math.max(...withoutTreeRates) };
+    console.log(
+      `with the Merkle tree: port ${Math.round(withTree.ours)} events/s, without ${Math.round(withTree.baseline)} events/s, ratio ${(withTree.ours / withTree.baseline).toFixed(2)}`,
+    );
+
     const headline = results.batch1000!;
     console.log(
       JSON.stringify({
@@ -104,6 +130,7 @@ async function main() {
         },
         singleAppendsPerSecond: Math.round(singleAppendsPerSecond),
         singleRawInsertsPerSecond: Math.round(singleRawInsertsPerSecond),
+        withMerkleTree: { ours: Math.round(withTree.ours), baseline: Math.round(withTree.baseline), ratio: Number((withTree.ours / withTree.baseline).toFixed(3)) },
       }),
     );
   });

@@ -57,7 +57,8 @@ const COMMANDS: Record<string, CliCommand> = {
     },
   },
   ledger: {
-    synopsis: 'ledger archive [--before YYYY-MM-DD] [--dir D] | ledger read-archive FILE   archive old admission summaries; read an archive back',
+    synopsis:
+      'ledger archive [--before YYYY-MM-DD] [--dir D] | ledger read-archive FILE | ledger public-key | ledger export --out FILE [--from X] [--to X] [--since CHECKPOINT] | ledger verify [FILE --public-key KEY [--since CHECKPOINT]]   archive old admission summaries; read an archive back; export and verify the ledger',
     help: [
       'ledger archive        archives every day of admission summaries before --before (default: today minus',
       '                      GOVERNANCE_LEDGER_RETENTION_DAYS, 30) to --dir (default GOVERNANCE_LEDGER_ARCHIVE_DIR,',
@@ -71,6 +72,16 @@ const COMMANDS: Record<string, CliCommand> = {
       '                      checks FILE against its manifest (sha256, size, events), then prints its events, one',
       '                      JSON line each, in ledger order',
       '  --no-verify          print without checking the manifest first',
+      'ledger public-key     prints the verifier key (C2SP vkey) that checks the ledger\'s signed checkpoints',
+      'ledger export --out FILE [--from X] [--to X] [--since CHECKPOINT]',
+      '                      writes the events of leaves [--from, --to) (leaf indexes, or ISO 8601 instants) with the',
+      '                      latest signed checkpoint and what proves them against it (docs/verifiable-ledger.md)',
+      'ledger verify FILE --public-key KEY [--since CHECKPOINT]',
+      '                      checks an export offline (no database, no network): every leaf, the root, the signature,',
+      '                      and consistency with an earlier checkpoint file. Exit 0 with a summary line, or exit 1',
+      '                      naming the first bad event',
+      'ledger verify [--public-key KEY]',
+      '                      checks the stored ledger the same way, every signed checkpoint included',
     ].join('\n'),
     run: ledger,
   },
@@ -246,32 +257,79 @@ async function listProjectionQuarantine(name: string | undefined, json: boolean)
 }
 
 async function ledger(args: string[]): Promise<void> {
+  const [action, ...rest] = args;
+  if (action === 'public-key' || action === 'export' || action === 'verify') {
+    await verifiableLedgerCommand(action, rest);
+    return;
+  }
   const { values, positionals } = parse(
     args,
     { before: { type: 'string' }, dir: { type: 'string' }, 'no-verify': { type: 'boolean', default: false } },
     true,
   );
-  const [action, ...rest] = positionals;
   if (action === 'archive') {
-    if (rest.length > 0 || values['no-verify']) throw new UsageError('ledger archive takes only --before and --dir');
+    if (positionals.length > 1 || values['no-verify']) throw new UsageError('ledger archive takes only --before and --dir');
     await archiveLedger(values.before, values.dir);
     return;
   }
   if (action === 'read-archive') {
-    if (rest.length !== 1 || values.before !== undefined || values.dir !== undefined) throw new UsageError('ledger read-archive takes one FILE (and --no-verify)');
-    await readLedgerArchive(rest[0]!, !values['no-verify']);
+    if (positionals.length !== 2 || values.before !== undefined || values.dir !== undefined) throw new UsageError('ledger read-archive takes one FILE (and --no-verify)');
+    await readLedgerArchive(positionals[1]!, !values['no-verify']);
     return;
   }
-  throw new UsageError('ledger takes: archive [--before YYYY-MM-DD] [--dir D], or read-archive FILE');
+  throw new UsageError('ledger takes: archive [--before YYYY-MM-DD] [--dir D], read-archive FILE, public-key, export, or verify');
+}
+
+/** `ledger public-key | export | verify` (docs/verifiable-ledger.md). A verify that finds the ledger altered exits 1. */
+async function verifiableLedgerCommand(action: 'public-key' | 'export' | 'verify', args: string[]): Promise<void> {
+  const { values, positionals } = parse(
+    args,
+    { from: { type: 'string' }, to: { type: 'string' }, out: { type: 'string' }, 'public-key': { type: 'string' }, since: { type: 'string' } },
+    true,
+  );
+  const commands = await import('./ledger/verifiable/commands.ts');
+  if (action === 'verify' && positionals.length === 1) {
+    // Offline: the file and the key, no database.
+    if (!values['public-key']) throw new UsageError('ledger verify FILE needs --public-key KEY (the vkey, or a file holding it)');
+    const verdict = await commands.verifyFile(positionals[0]!, values['public-key'], values.since);
+    console.log(commands.describeVerdict(verdict));
+    if (!verdict.ok) process.exitCode = 1;
+    return;
+  }
+  if (positionals.length > 0) throw new UsageError(`ledger ${action} takes no ${positionals.length === 1 ? 'argument' : 'arguments'} here`);
+  const [{ openDb }, { migrate }] = await Promise.all([import('./db/open.ts'), import('./db/migrate.ts')]);
+  const settings = readSettings();
+  if (settings.eventStoreUrl) throw new UsageError('EVENTSTORE_URL is set: the Merkle tree is kept for the PostgreSQL ledger');
+  const db = await openDb(settings);
+  try {
+    await migrate(db);
+    const keySettings = { dataDir: settings.dataDir, signingKey: settings.ledgerVerifiable.signingKey, origin: settings.ledgerVerifiable.origin };
+    if (action === 'public-key') {
+      console.log(await commands.ledgerPublicKey(db, keySettings));
+    } else if (action === 'export') {
+      if (!values.out) throw new UsageError('ledger export needs --out FILE');
+      const since = values.since !== undefined ? await (await import('node:fs/promises')).readFile(values.since, 'utf8') : undefined;
+      const range = { from: commands.parseBound(values.from, '--from'), to: commands.parseBound(values.to, '--to'), since };
+      const events = await commands.exportToFile(db, range, values.out);
+      console.log(`exported ${events} leaves to ${values.out}`);
+    } else {
+      const verdict = await commands.verifyDatabase(db, keySettings, values['public-key']);
+      console.log(commands.describeVerdict(verdict));
+      if (!verdict.ok) process.exitCode = 1;
+    }
+  } finally {
+    await db.close();
+  }
 }
 
 async function archiveLedger(before: string | undefined, dir: string | undefined): Promise<void> {
-  const [{ openDb }, { migrate }, { archiveSummaryDays }, summaryPartitions, { allProjections }] = await Promise.all([
+  const [{ openDb }, { migrate }, { archiveSummaryDays }, summaryPartitions, { allProjections }, { MERKLE_TREE_READER }] = await Promise.all([
     import('./db/open.ts'),
     import('./db/migrate.ts'),
     import('./ledger/retention/archiveSummaries.ts'),
     import('./ledger/postgres/summaryPartitions.ts'),
     import('../projections/index.ts'),
+    import('./ledger/verifiable/treeStore.ts'),
   ]);
   const settings = readSettings();
   if (settings.eventStoreUrl) throw new UsageError('EVENTSTORE_URL is set: archiving applies to the PostgreSQL ledger (EventStoreDB keeps its own streams)');
@@ -288,7 +346,7 @@ async function archiveLedger(before: string | undefined, dir: string | undefined
       dir: dir ?? settings.ledgerArchiveDir,
       before: until,
       command: settings.ledgerArchiveCommand,
-      projections: allProjections(),
+      projections: [...allProjections(), MERKLE_TREE_READER],
       onArchived: ({ day, file, manifest }) => console.log(`${day}: ${manifest.events} events -> ${file} (sha256 ${manifest.sha256})`),
     });
     for (const { day, reason } of outcome.skipped) console.log(`${day}: not archived: ${reason}`);

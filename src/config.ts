@@ -84,6 +84,8 @@ export interface Settings {
   ledgerArchiveDir: string;
   /** GOVERNANCE_LEDGER_ARCHIVE_COMMAND: run with each archive file ($1) and its manifest ($2) before the day is dropped. */
   ledgerArchiveCommand?: string;
+  /** The verifiable ledger (docs/verifiable-ledger.md): GOVERNANCE_CHECKPOINT_SECONDS etc., see ledgerVerifiable. */
+  ledgerVerifiable: LedgerVerifiableSettings;
   /**
    * GOVERNANCE_PROJECTION_WORKERS: `on` (default) runs the admission-trends projection in a worker thread of its
    * own when the ledger is on PostgreSQL (DATABASE_URL, no EVENTSTORE_URL); `off` keeps it in the service's thread.
@@ -112,6 +114,20 @@ export interface Settings {
 
 /** GOVERNANCE_REQUEST_TIMEOUT_SECONDS' default: a 1 MiB body at 100 KiB/s, a slow device link, fits. */
 export const DEFAULT_REQUEST_TIMEOUT_SECONDS = 10;
+
+/** The verifiable ledger's settings (docs/verifiable-ledger.md). */
+export interface LedgerVerifiableSettings {
+  /** GOVERNANCE_CHECKPOINT_SECONDS: a checkpoint is signed this often while the tree grew (default 10). */
+  checkpointSeconds: number;
+  /** GOVERNANCE_CHECKPOINT_COMMAND: run by /bin/sh with each signed checkpoint's file as $1. */
+  checkpointCommand?: string | undefined;
+  /** GOVERNANCE_LEDGER_SIGNING_KEY: the Ed25519 key (PKCS#8 PEM, or a file holding it); else <data dir>/ledger-signing-key.pem. */
+  signingKey?: string | undefined;
+  /** GOVERNANCE_LEDGER_ORIGIN: the log's name in checkpoints (default governance-ledger.invalid/<ledger id>). */
+  origin?: string | undefined;
+  /** GOVERNANCE_LEDGER_VERIFY_SECONDS: the service verifies the stored ledger this often (default 3600; 0: never). */
+  verifySeconds: number;
+}
 
 /** GOVERNANCE_SERVICE's default: the DeviceChain service whose traffic is governed. */
 export const DEFAULT_SERVICE = 'ingest';
@@ -166,6 +182,13 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     ledgerRetentionDays: retentionDays(optional('GOVERNANCE_LEDGER_RETENTION_DAYS')),
     ledgerArchiveDir: optional('GOVERNANCE_LEDGER_ARCHIVE_DIR') ?? `${(optional('GOVERNANCE_DATA_DIR') ?? './data').replace(/\/+$/, '')}/ledger-archive`,
     ledgerArchiveCommand: optional('GOVERNANCE_LEDGER_ARCHIVE_COMMAND'),
+    ledgerVerifiable: {
+      checkpointSeconds: positiveInteger(optional('GOVERNANCE_CHECKPOINT_SECONDS'), 10, 'GOVERNANCE_CHECKPOINT_SECONDS'),
+      checkpointCommand: optional('GOVERNANCE_CHECKPOINT_COMMAND'),
+      signingKey: optional('GOVERNANCE_LEDGER_SIGNING_KEY'),
+      origin: optional('GOVERNANCE_LEDGER_ORIGIN'),
+      verifySeconds: wholeNumber(optional('GOVERNANCE_LEDGER_VERIFY_SECONDS'), 3600, 'GOVERNANCE_LEDGER_VERIFY_SECONDS'),
+    },
     projectionWorkers: onOff(optional('GOVERNANCE_PROJECTION_WORKERS'), true, 'GOVERNANCE_PROJECTION_WORKERS'),
     projectionWorkerMaxHeapMb: positiveInteger(optional('GOVERNANCE_PROJECTION_WORKER_MAX_HEAP_MB'), 1024, 'GOVERNANCE_PROJECTION_WORKER_MAX_HEAP_MB'),
     projectionMaxBlockedSeconds: positiveInteger(optional('GOVERNANCE_PROJECTION_MAX_BLOCKED_SECONDS'), 30, 'GOVERNANCE_PROJECTION_MAX_BLOCKED_SECONDS'),

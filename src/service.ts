@@ -9,6 +9,8 @@ import {
   projectionQuarantineCounts,
   projectionReadiness,
   startLedgerRetention,
+  startVerifiableLedger,
+  MERKLE_TREE_READER,
   startProjections,
   type EventStore,
   type ProjectionSet,
@@ -172,7 +174,7 @@ export async function startService(
       retentionDays: settings.ledgerRetentionDays,
       dir: settings.ledgerArchiveDir,
       command: settings.ledgerArchiveCommand,
-      projections: allProjections(),
+      projections: [...allProjections(), MERKLE_TREE_READER],
       onError: (error) => logger.warn({ err: error }, 'ledger retention pass failed; tried again in an hour'),
       onArchived: ({ day, file, manifest }) => logger.info({ day, file, events: manifest.events, sha256: manifest.sha256 }, 'admission summaries archived'),
       onPass: ({ archive }) => {
@@ -180,6 +182,21 @@ export async function startService(
       },
     });
     closers.push(() => retention.close());
+    // Every event a leaf of a Merkle tree, signed checkpoints handed out, the stored ledger verified now and then
+    // (docs/verifiable-ledger.md). A failed verify is logged and counted; the service keeps serving.
+    const verifiable = await startVerifiableLedger(db, {
+      dataDir: settings.dataDir,
+      ...settings.ledgerVerifiable,
+      onError: (error, step) => logger.warn({ err: error, step }, 'verifiable ledger step failed; tried again at the next pass'),
+      onSigned: ({ treeSize }) => logger.debug({ treeSize }, 'ledger checkpoint signed'),
+      onDelivered: ({ treeSize }, file) => logger.debug({ treeSize, file }, 'ledger checkpoint handed to GOVERNANCE_CHECKPOINT_COMMAND'),
+      onVerificationFailed: ({ reason, leaf, eventId }) => {
+        metrics.ledgerVerificationFailures.inc();
+        logger.error({ reason, leaf, eventId }, 'ledger verification failed: the stored ledger was altered');
+      },
+      onVerified: ({ summary }) => logger.info({ summary }, 'ledger verified'),
+    });
+    closers.push(() => verifiable.close());
   }
   metrics.useSources({
     commandBacklogs: commandBacklogSource(db, metricsSettings.namedTenants),

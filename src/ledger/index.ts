@@ -24,3 +24,4 @@ export * from './retention/startLedgerRetention.ts';
 export { appendInTransaction, appendStreamsInTransaction, type StreamAppend } from './postgres/appendInTransaction.ts';
 export { serveProjectionWorker } from './projectionWorkerThread.ts';
 export type { PostgresConnection } from './projectionWorker.ts';
+export * from './verifiable/index.ts';

@@ -188,6 +188,11 @@ export function createMetrics(options: MetricsOptions) {
       help: 'Output tokens the AI inference provider reported, instance-wide.',
       registers,
     }),
+    ledgerVerificationFailures: new Counter({
+      name: `${prefix}governance_ledger_verification_failures_total`,
+      help: 'Verifications of the stored ledger (its Merkle tree and signed checkpoints, docs/verifiable-ledger.md) that found an event or checkpoint altered.',
+      registers,
+    }),
     commandRejections: new Counter({
       name: `${prefix}governance_command_rejections_total`,
       help: 'Commands refused at enqueue, by tenant (the busiest named, the rest _other) and reason (CEILING_REACHED, UNKNOWN_TENANT).',

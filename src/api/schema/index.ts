@@ -22,6 +22,7 @@ import './commandList.ts';
 import './ingestKeys.ts';
 import './subscriptions.ts';
 import './viewer.ts';
+import './ledgerProofs.ts';
 
 builder.queryType({ description: REFUSAL_RULE });
 

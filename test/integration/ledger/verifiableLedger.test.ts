@@ -1,0 +1,233 @@
+// The ledger's Merkle tree on PGlite and PostgreSQL: kept as events are appended, proofs that verify, signed
+// checkpoints, an export verified offline, and tampering as a superuser would do it (the append-only trigger
+// out of the way) caught and named by verify.
+import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { storageTargets, type TestDb } from '../../support/databases.ts';
+import { waitFor } from '../../support/waitFor.ts';
+import type { Db } from '../../../src/db/db.ts';
+import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
+import {
+  appendTreePage,
+  exportLedger,
+  findLeaf,
+  formatCheckpoint,
+  leafHash,
+  leafEventOf,
+  LEAF_COLUMNS,
+  latestCheckpoint,
+  parseCheckpoint,
+  rootOfLeaves,
+  signCheckpoint,
+  signerKey,
+  signNote,
+  startMerkleTree,
+  storedConsistencyProof,
+  storedInclusionProof,
+  storedRoot,
+  verifyConsistency,
+  verifyExport,
+  verifyInclusion,
+  verifyStoredLedger,
+  type ExportLine,
+  type LeafRow,
+  type SignerKey,
+} from '../../../src/ledger/verifiable/index.ts';
+
+const ORIGIN = 'governance.test/ledger';
+
+async function* ndjson(header: unknown, lines: AsyncIterable<ExportLine>): AsyncIterable<string> {
+  yield JSON.stringify(header);
+  for await (const line of lines) yield JSON.stringify(line);
+}
+
+/** Appends `count` events over a few streams, in several transactions, with data jsonb reorders and normalises. */
+async function appendSome(db: Db, count: number): Promise<void> {
+  const store = createPostgresEventStore(db, { pollIntervalMs: 250 });
+  try {
+    for (let i = 0; i < count; i += 5) {
+      await store.append(
+        `tenant-${i % 3}`,
+        Array.from({ length: Math.min(5, count - i) }, (_, j) => ({
+          id: randomUUID(),
+          type: 'LimitSet',
+          data: { z: i + j, a: { limit: 1.5, tags: ['x', 'é'] }, big: 12345678901234, neg: -0.25 },
+          metadata: { actor: 'auditor-test', reason: `step ${i + j}` },
+        })),
+      );
+    }
+  } finally {
+    await store.close();
+  }
+}
+
+async function eventsInOrder(db: Db): Promise<LeafRow[]> {
+  return (await db.query<LeafRow>(`SELECT ${LEAF_COLUMNS} FROM gl_events g ORDER BY g.tx_id, g.global_position`)).rows;
+}
+
+/** What a superuser can do: the append-only trigger does not fire for the replication role. */
+async function asSuperuser(db: Db, statements: string[], params: unknown[][] = []): Promise<void> {
+  await db.transaction(async (tx) => {
+    await tx.query('SET LOCAL session_replication_role = replica');
+    for (const [i, sql] of statements.entries()) await tx.query(sql, params[i] ?? []);
+  });
+}
+
+describe.each(storageTargets)('the verifiable ledger on $name', (target) => {
+  let opened: TestDb | undefined;
+  afterEach(async () => {
+    await opened?.dispose();
+    opened = undefined;
+  });
+
+  async function ledgerWithTree(count: number): Promise<{ db: Db; key: SignerKey }> {
+    opened = await target.open();
+    const { db } = opened;
+    await appendSome(db, count);
+    const tree = startMerkleTree(db, { paceMs: 0, pollMs: 200, pageSize: 7 });
+    try {
+      // On a shared server another session's open transaction holds every reader back (the xmin rule), so
+      // wait for the tree to reach the events rather than expect one pass to.
+      await waitFor(async () => (await tree.catchUp()).size === count, { timeoutMs: 60_000, description: `the tree to reach ${count} leaves` });
+    } finally {
+      await tree.close();
+    }
+    const key = signerKey(ORIGIN, generateKeyPairSync('ed25519').privateKey);
+    expect(await signCheckpoint(db, key)).toBeDefined();
+    return { db, key };
+  }
+
+  it('keeps the tree of the global order: its root, inclusion and consistency proofs verify', async () => {
+    const { db, key } = await ledgerWithTree(23);
+    const events = await eventsInOrder(db);
+    const leaves = events.map((row) => leafHash(leafEventOf(row)));
+    const root = rootOfLeaves(leaves);
+    expect((await storedRoot(db, 23)).equals(root)).toBe(true);
+    const checkpoint = parseCheckpoint((await latestCheckpoint(db))!.note.split('\n\n')[0] + '\n');
+    expect(checkpoint).toEqual({ origin: ORIGIN, treeSize: 23, rootHash: root });
+    for (const [i, row] of events.entries()) {
+      const leaf = await findLeaf(db, row.id);
+      expect(leaf?.leafIndex).toBe(i);
+      expect(verifyInclusion(i, 23, leaves[i]!, await storedInclusionProof(db, i, 23), root)).toBe(true);
+    }
+    for (const from of [1, 2, 7, 8, 16, 22]) {
+      expect(verifyConsistency(from, 23, rootOfLeaves(leaves.slice(0, from)), root, await storedConsistencyProof(db, from, 23))).toBe(true);
+    }
+    expect((await verifyStoredLedger(db, key)).ok).toBe(true);
+  });
+
+  it('exports a range that verifies offline with the public key alone, and with an earlier checkpoint', async () => {
+    const { db, key } = await ledgerWithTree(20);
+    const earlier = (await latestCheckpoint(db))!.note;
+    await appendSome(db, 11);
+    const tree = startMerkleTree(db, { paceMs: 0 });
+    await waitFor(async () => (await tree.catchUp()).size === 31, { timeoutMs: 60_000, description: 'the tree to reach 31 leaves' });
+    await tree.close();
+    await signCheckpoint(db, key);
+    for (const [from, to] of [[0, 31], [5, 17], [20, 31], [30, 31], [12, 12]] as const) {
+      const { header, lines } = await exportLedger(db, { from, to, since: earlier });
+      const verdict = await verifyExport(ndjson(header, lines), key, { since: earlier });
+      expect(verdict, `[${from}, ${to})`).toMatchObject({ ok: true, treeSize: 31, events: to - from });
+    }
+    // Another key's checkpoint proves nothing.
+    const stranger = signerKey(ORIGIN, generateKeyPairSync('ed25519').privateKey);
+    const { header, lines } = await exportLedger(db, { from: 0 });
+    expect(await verifyExport(ndjson(header, lines), stranger)).toMatchObject({ ok: false, reason: expect.stringMatching(/does not verify/) });
+  });
+
+  it('cuts a tree page to its byte budget, so large events are never all parsed at once', async () => {
+    opened = await target.open();
+    const { db } = opened;
+    const store = createPostgresEventStore(db, { pollIntervalMs: 250 });
+    // 16 events of ~400 KB of incompressible text: over 4 MiB stored together.
+    for (let i = 0; i < 16; i++) {
+      await store.append('large', [{ type: 'Large', data: { blob: randomBytes(300_000).toString('base64') } }]);
+    }
+    await store.close();
+    let pages = 0;
+    let leaves = 0;
+    await waitFor(
+      async () => {
+        const added = await appendTreePage(db, 2_000);
+        if (added > 0) pages++;
+        leaves += added;
+        expect(added).toBeLessThan(16);
+        return leaves === 16;
+      },
+      { timeoutMs: 60_000, description: 'the tree to take the 16 large events' },
+    );
+    expect(pages).toBeGreaterThan(1);
+    const events = await eventsInOrder(db);
+    expect((await storedRoot(db, 16)).equals(rootOfLeaves(events.map((row) => leafHash(leafEventOf(row)))))).toBe(true);
+  });
+
+  describe('tampering as a superuser', () => {
+    async function expectCaught(db: Db, key: SignerKey, eventId: string | undefined, reason: RegExp) {
+      const stored = await verifyStoredLedger(db, key);
+      expect(stored).toMatchObject({ ok: false, reason: expect.stringMatching(reason) });
+      if (eventId) expect(stored).toMatchObject({ eventId });
+      const { header, lines } = await exportLedger(db, { from: 0 });
+      const offline = await verifyExport(ndjson(header, lines), key);
+      expect(offline).toMatchObject({ ok: false, reason: expect.stringMatching(reason) });
+      if (eventId) expect(offline).toMatchObject({ eventId });
+    }
+
+    it("catches an event's data changed", async () => {
+      const { db, key } = await ledgerWithTree(12);
+      const victim = (await eventsInOrder(db))[6]!;
+      await asSuperuser(db, [`UPDATE gl_events SET data = jsonb_set(data, '{z}', '999') WHERE event_id = $1`], [[victim.id]]);
+      await expectCaught(db, key, victim.id, /was changed after it was recorded/);
+    });
+
+    it('catches an event deleted', async () => {
+      const { db, key } = await ledgerWithTree(12);
+      const victim = (await eventsInOrder(db))[4]!;
+      await asSuperuser(db, ['DELETE FROM gl_events WHERE event_id = $1'], [[victim.id]]);
+      await expectCaught(db, key, victim.id, /was deleted/);
+    });
+
+    it('catches two events swapped', async () => {
+      const { db, key } = await ledgerWithTree(12);
+      const events = await eventsInOrder(db);
+      const [a, b] = [events[2]!, events[8]!];
+      await asSuperuser(
+        db,
+        [
+          'UPDATE gl_events SET global_position = -1, tx_id = $2::xid8 WHERE event_id = $1',
+          'UPDATE gl_events SET global_position = $2, tx_id = $3::xid8 WHERE event_id = $1',
+          'UPDATE gl_events SET global_position = $2, tx_id = $3::xid8 WHERE event_id = $1',
+        ],
+        [
+          [a.id, a.tx_id],
+          [b.id, a.global_position, a.tx_id],
+          [a.id, b.global_position, b.tx_id],
+        ],
+      );
+      await expectCaught(db, key, a.id, /order was changed/);
+    });
+
+    it('catches an event inserted in the past', async () => {
+      const { db, key } = await ledgerWithTree(12);
+      const early = (await eventsInOrder(db))[1]!;
+      const forged = randomUUID();
+      await asSuperuser(
+        db,
+        [
+          `INSERT INTO gl_events (global_position, tx_id, event_id, stream, revision, type, data, metadata)
+           VALUES ($1, $2::xid8, $3, 'tenant-forged', 0, 'LimitSet', '{"limit": 1000000}', '{}')`,
+        ],
+        [[String(Number(early.global_position) + 1_000_000), early.tx_id, forged]],
+      );
+      await expectCaught(db, key, forged, /inserted after the fact/);
+    });
+
+    it('catches a checkpoint re-signed with another key', async () => {
+      const { db, key } = await ledgerWithTree(12);
+      const other = signerKey(ORIGIN, generateKeyPairSync('ed25519').privateKey);
+      const latest = (await latestCheckpoint(db))!;
+      const forged = signNote(formatCheckpoint({ origin: ORIGIN, treeSize: latest.treeSize, rootHash: latest.rootHash }), other);
+      await db.query('UPDATE gl_merkle_checkpoints SET note = $1 WHERE tree_size = $2', [forged, String(latest.treeSize)]);
+      await expectCaught(db, key, undefined, /does not verify with the public key/);
+    });
+  });
+});
