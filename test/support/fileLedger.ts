@@ -22,11 +22,25 @@ const eventStoreUrl = process.env.EVENTSTORE_URL;
 
 /**
  * The ledger on EventStoreDB (EVENTSTORE_URL), the read models on the first storage target; undefined without
- * EVENTSTORE_URL. Suites run on it with describe.skipIf(!eventStoreLedger) after warnWithoutEventStore.
+ * EVENTSTORE_URL. Suites run on eventStoreSuiteTarget with describe.skipIf(!eventStoreLedger) after warnWithoutEventStore.
  */
 export const eventStoreLedger: LedgerTarget | undefined = eventStoreUrl
   ? { name: 'eventstoredb', storage: storageTargets[0]!, openStore: () => createEventStoreDbEventStore(eventStoreUrl) }
   : undefined;
+
+/**
+ * The EventStoreDB target a suite registers its tests on: eventStoreLedger, or without EVENTSTORE_URL a stand-in
+ * whose ledger cannot open. Register on it inside describe.skipIf(!eventStoreLedger), so that without a server the
+ * suite's tests are collected and show as skipped in the closing line instead of registering nothing (a skipped
+ * describe runs neither its hooks nor its tests, so the stand-in is never opened).
+ */
+export const eventStoreSuiteTarget: LedgerTarget = eventStoreLedger ?? {
+  name: 'eventstoredb',
+  storage: storageTargets[0]!,
+  openStore: () => {
+    throw new Error('EVENTSTORE_URL is not set: a suite on EventStoreDB must be skipped (describe.skipIf(!eventStoreLedger))');
+  },
+};
 
 export function warnWithoutEventStore(suite: string): void {
   if (!eventStoreLedger) console.warn(`EVENTSTORE_URL is not set: the ${suite} on EventStoreDB is skipped (it runs above on the PostgreSQL ledger).`);
