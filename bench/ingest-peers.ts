@@ -348,6 +348,9 @@ async function measure(): Promise<void> {
   console.log(
     JSON.stringify({
       bench: 'ingest-peers',
+      // Where accepted readings went: the counting sink counts them and drops them (no NATS_URL), so the rate
+      // excludes delivery to JetStream.
+      sink: 'counting',
       admittedVsFastify: round2(ours.admitted / table.fastify.admitted),
       refusedVsFastify: round2(ours.refused / table.fastify.refused),
       admittedVsExpress: round2(ours.admitted / table.express.admitted),
