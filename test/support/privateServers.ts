@@ -155,6 +155,12 @@ export async function startPrivatePostgres(settings: PrivatePostgresOptions = {}
       // A new postmaster refuses to start while a child of the old one still holds the shared memory; each child
       // exits on its own once it sees its postmaster gone.
       await waitFor(() => [postmaster, ...children].every((pid) => !alive(pid)), { timeoutMs: 30_000, description: 'the killed postmaster and its children to exit' });
+      // The lock file names the dead postmaster. Where nothing reaps orphans (a container's first process may
+      // not) its id stays taken by a zombie, which the next postmaster would take for a live server; after a
+      // real crash of the machine there would be no such process at all.
+      // The same holds for the Unix socket's lock file.
+      await rm(path.join(data, 'postmaster.pid'), { force: true });
+      await rm(path.join(dir, `.s.PGSQL.${port}.lock`), { force: true });
     },
     async dispose() {
       if (running) await ctl('-m', 'immediate', 'stop').catch(() => {});
