@@ -1,12 +1,12 @@
 // One migrated database and one ledger per target for a whole test file: opening PGlite takes seconds, so a
 // file's tests share them and keep apart by their own scopes. The ledger is the PostgreSQL/PGlite adapter on
 // the database, or EventStoreDB (EVENTSTORE_URL) beside it, as in the service.
-import { afterAll, beforeAll } from 'vitest';
+import { afterAll, beforeAll, describe } from 'vitest';
 import type { Db } from '../../src/db/db.ts';
 import type { EventStore } from '../../src/ledger/eventStore.ts';
 import { createEventStoreDbEventStore } from '../../src/ledger/eventstoredb/index.ts';
 import { createPostgresEventStore } from '../../src/ledger/postgres/postgresEventStore.ts';
-import { storageTargets, type StorageTarget, type TestDb } from './databases.ts';
+import { storageTargets, storageTargetsToRegister, type StorageTarget, type TestDb } from './databases.ts';
 
 /** Where a suite's read models live (`storage`) and which ledger it reads (`openStore`). */
 export interface LedgerTarget {
@@ -17,6 +17,16 @@ export interface LedgerTarget {
 
 /** The ledger in the database itself, on every storage target. */
 export const postgresLedgers: LedgerTarget[] = storageTargets.map((storage) => ({ name: storage.name, storage, openStore: createPostgresEventStore }));
+
+/**
+ * describe.each(postgresLedgers), except that without DATABASE_URL the PostgreSQL suite is registered too, as
+ * skipped, so the closing line counts its tests (see describeOnEachStorage). `$name` in `name` is the target's.
+ */
+export function describeOnEachPostgresLedger(name: string, body: (target: LedgerTarget) => void): void {
+  for (const { target: storage, skip } of storageTargetsToRegister) {
+    describe.skipIf(skip)(name.replaceAll('$name', storage.name), () => body({ name: storage.name, storage, openStore: createPostgresEventStore }));
+  }
+}
 
 const eventStoreUrl = process.env.EVENTSTORE_URL;
 

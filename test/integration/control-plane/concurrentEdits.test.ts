@@ -3,19 +3,19 @@
 // ConcurrentEdit, and the ledger's history holds exactly the applied ones, each naming the value the edit
 // before it wrote as its previous value. The race is also forced (a rival edit between one client's read and its
 // append), so a ConcurrentEdit is required to happen, not left to the scheduler.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createControlPlane, type ControlPlane } from '../../../src/control-plane/controlPlane.ts';
 import type { ControlPlaneResult } from '../../../src/control-plane/controlPlaneCommand.ts';
 import type { Db } from '../../../src/db/db.ts';
 import type { TierLimitSetData } from '../../../src/ledger/catalog/controlPlane.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
-import { storageTargets, type TestDb } from '../../support/databases.ts';
+import { describeOnEachStorage, type TestDb } from '../../support/databases.ts';
 import { OPERATOR, SETUP_TIMEOUT_MS } from '../../support/controlPlaneHarness.ts';
 
 const CLIENTS = 20;
 
-describe.each(storageTargets)('concurrent control-plane edits on $name', (target) => {
+describeOnEachStorage('concurrent control-plane edits on $name', (target) => {
   let testDb: TestDb;
   const clients: Array<{ db: Db; store: EventStore }> = [];
 
