@@ -2,7 +2,9 @@
 // granted by a lease server in a child process and admit() spends it. Baseline in the same run: a bare
 // counter decrement behind a Map lookup of the tenant (the least a synchronous local check can cost).
 //   ours     = LeasingClient.admit(tenant, 'EGRESS', 'CONNECTORS') with a granted slice, 100 tenants in turn
-//              (each round's offered load sizes the next round's leases; admittedShare says they covered it)
+//              (each round's offered load sizes the next round's leases; admittedShare says they covered it).
+//              Counted: the calls admitted per CPU-second; a refused call (its slice spent) is counted apart
+//              (refusedPerRound, callsPerSecond), never as an admit.
 //   baseline = Map.get(tenant) then a decrement
 // Target: ours >= 5,000,000 admits/s.
 // Last line: {"bench":"client-admit","ours":..,"baseline":..,"ratio":..,"unit":"admits/s",...}
@@ -45,12 +47,13 @@ async function measure(): Promise<void> {
   const deadline = Date.now() + 10_000;
   while (!TENANTS.every((tenant) => client.admit(tenant, 'EGRESS', 'CONNECTORS')) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
 
-  const oursRound = (): { perSecond: number; admitted: number } => {
+  const oursRound = (): { admittedPerSecond: number; callsPerSecond: number; admitted: number } => {
     let admitted = 0;
     const started = process.cpuUsage();
     for (let i = 0; i < CALLS; i++) if (client.admit(TENANTS[i % 100]!, 'EGRESS', 'CONNECTORS')) admitted++;
     const used = process.cpuUsage(started);
-    return { perSecond: CALLS / ((used.user + used.system) / 1e6), admitted };
+    const cpuSeconds = (used.user + used.system) / 1e6;
+    return { admittedPerSecond: admitted / cpuSeconds, callsPerSecond: CALLS / cpuSeconds, admitted };
   };
   const counters = new Map(TENANTS.map((tenant) => [tenant, { left: Number.MAX_SAFE_INTEGER }]));
   const baselineRound = (): number => {
@@ -64,17 +67,19 @@ async function measure(): Promise<void> {
       }
     }
     const used = process.cpuUsage(started);
-    return admitted > 0 ? CALLS / ((used.user + used.system) / 1e6) : 0;
+    return admitted / ((used.user + used.system) / 1e6);
   };
   const ours: number[] = [];
+  const oursCalls: number[] = [];
+  const refusedPerRound: number[] = [];
   const baseline: number[] = [];
-  let admittedShare = 0;
   oursRound();
   await new Promise((resolve) => setTimeout(resolve, 150));
   for (let round = 0; round < ROUNDS; round++) {
     const result = oursRound();
-    ours.push(result.perSecond);
-    admittedShare = Math.max(admittedShare, result.admitted / CALLS);
+    ours.push(result.admittedPerSecond);
+    oursCalls.push(result.callsPerSecond);
+    refusedPerRound.push(CALLS - result.admitted);
     baseline.push(baselineRound());
     // Let the exchanges top the slices up between rounds.
     await new Promise((resolve) => setTimeout(resolve, 150));
@@ -82,14 +87,21 @@ async function measure(): Promise<void> {
   await client.close();
   child.disconnect();
   const best = (values: number[]) => Math.max(...values);
-  console.log(`rounds (admits per CPU-second): ours ${ours.map(Math.round).join(', ')}; baseline ${baseline.map(Math.round).join(', ')}`);
+  console.log(
+    `rounds (admits per CPU-second): ours ${ours.map(Math.round).join(', ')} (refused ${refusedPerRound.join(', ')} of ${CALLS}); baseline ${baseline.map(Math.round).join(', ')}`,
+  );
+  // The worst round: a round whose slices ran dry shows here, not hidden behind a better one.
+  const admittedShare = Math.min(...refusedPerRound.map((refused) => (CALLS - refused) / CALLS));
   console.log(
     JSON.stringify({
       bench: 'client-admit',
       ours: Math.round(best(ours)),
       baseline: Math.round(best(baseline)),
       ratio: Math.round((best(ours) / best(baseline)) * 100) / 100,
-      unit: 'admits/s',
+      unit: 'admitted calls/s (refused calls not counted)',
+      // Every call, admitted or refused, per CPU-second: what the caller's loop cost.
+      callsPerSecond: Math.round(best(oursCalls)),
+      refusedPerRound,
       admittedShare: Math.round(admittedShare * 1000) / 1000,
       tenants: TENANTS.length,
       callsPerRound: CALLS,

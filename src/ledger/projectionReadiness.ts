@@ -7,12 +7,22 @@ import type { ProjectionLag } from './projectionRunner.ts';
 
 export type LagProbe = () => Promise<readonly ProjectionLag[]>;
 
+/**
+ * The most of a projection's pace readiness forgives, whatever pace it declares: a projection paced slower
+ * than this is counted behind for the rest, so no pace can hide a stalled read model from /readyz. The only
+ * paced projection, admission-trends, paces at 2 s (projections/admissionTrends.ts): it may be up to
+ * GOVERNANCE_READY_MAX_LAG_SECONDS + 2 s behind and still ready.
+ */
+export const MAX_FORGIVEN_PACE_SECONDS = 5;
+
 export function projectionReadiness(probe: LagProbe, maxLagSeconds: number): () => Promise<string | null> {
   return async () => {
     const reasons: string[] = [];
     for (const lag of await probe()) {
-      // A paced projection (Projection.livePaceMs) is behind by its pace on purpose: only what lies beyond counts.
-      if (lag.pending && lag.secondsBehind - (lag.paceSeconds ?? 0) > maxLagSeconds) reasons.push(`${lag.projection} ${Math.round(lag.secondsBehind)}s`);
+      // A paced projection (Projection.livePaceMs) is behind by its pace on purpose: only what lies beyond counts,
+      // and at most MAX_FORGIVEN_PACE_SECONDS of it is forgiven.
+      const forgivenSeconds = Math.min(lag.paceSeconds ?? 0, MAX_FORGIVEN_PACE_SECONDS);
+      if (lag.pending && lag.secondsBehind - forgivenSeconds > maxLagSeconds) reasons.push(`${lag.projection} ${Math.round(lag.secondsBehind)}s`);
     }
     return reasons.length === 0 ? null : `projections behind: ${reasons.join(', ')}`;
   };

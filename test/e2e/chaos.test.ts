@@ -1,11 +1,12 @@
 // Chaos: the service as a process of its own, on a PostgreSQL, a Redis and a NATS of the suite's own (the
 // machine's shared servers are never touched), under steady ingest and enqueue traffic from another process.
-// One after another: every backend of the service's database is terminated; PostgreSQL restarts; Redis
-// restarts; NATS stops for 10 s. After each the process is alive and /readyz is 200 within 10 s of the
-// dependency's return. At the end the ledger agrees with what the clients were told: every CommandAccepted is
-// in it exactly once and no refused command is; the admitted ingest units are exactly those answered 202: no
-// 429 counts as admitted, and neither does a 503 after the readings were charged (the charge is withdrawn,
-// see docs/faults.md).
+// One after another: every backend of the service's database is terminated; PostgreSQL restarts; PostgreSQL
+// crashes (SIGKILL of its postmaster, with fsync on as in production) and is started again, recovering from
+// its WAL; Redis restarts; NATS stops for 10 s. After each the process is alive and /readyz is 200 within 10 s
+// of the dependency's return. At the end the ledger agrees with what the clients were told: every
+// CommandAccepted is in it exactly once and no refused command is; the admitted ingest units are exactly those
+// answered 202: no 429 counts as admitted (a tenant with a low limit is in the traffic, so 429s do happen),
+// and neither does a 503 after the readings were charged (the charge is withdrawn, see docs/faults.md).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -28,7 +29,10 @@ const ROOT = path.resolve(import.meta.dirname, '../..');
 const JWT_SECRET = 'chaos-suite-secret-0123456789abcdef0123456789';
 const READY_WITHIN_MS = 10_000;
 
-const [pg, redis, nats] = await Promise.all([startPrivatePostgres(), startPrivateRedis(), startPrivateNats()]);
+// Durable: a crash may lose only what was never acknowledged.
+const [pg, redis, nats] = await Promise.all([startPrivatePostgres({ durable: true }), startPrivateRedis(), startPrivateNats()]);
+/** The limited tenant's INGEST limit: its paced traffic (2 units every 20 ms, 100/s) passes it, so some posts get 429. */
+const LIMITED_UNITS_PER_SECOND = 10;
 const servers = { pg, redis, nats };
 const missing = Object.entries(servers).filter(([, server]) => !server).map(([name]) => name);
 if (missing.length > 0) {
@@ -36,8 +40,16 @@ if (missing.length > 0) {
   await Promise.all(Object.values(servers).map((server) => server?.dispose()));
 }
 
+interface IngestTold {
+  acceptedReadings: number;
+  unavailableReadings: number;
+  refusedReadings: number;
+  statuses: Record<string, number>;
+}
+
 interface Told {
-  ingest: { acceptedReadings: number; unavailableReadings: number; refusedReadings: number; statuses: Record<string, number> };
+  ingest: IngestTold;
+  limited: IngestTold;
   commands: { accepted: string[]; refused: string[]; unsettled: string[]; retries: number };
   problems: string[];
 }
@@ -82,8 +94,10 @@ describe.skipIf(missing.length > 0)('chaos: the service under traffic while its 
     const setupDb = await openDb(settings);
     await migrate(setupDb);
     const registered = await registerIngestCredential(setupDb, { tenantId: 'acme', kind: 'tenant', subject: null });
+    const limitedKey = await registerIngestCredential(setupDb, { tenantId: 'limited', kind: 'tenant', subject: null });
     await setupDb.close();
     if (registered.status !== 'registered') throw new Error(registered.message);
+    if (limitedKey.status !== 'registered') throw new Error(limitedKey.message);
 
     const service = spawnTs(['src/cli.ts', 'serve'], env);
     children.push(service.child);
@@ -113,12 +127,22 @@ describe.skipIf(missing.length > 0)('chaos: the service under traffic while its 
     await mutate('registerTenant', { tenantId: 'acme', tierId: 'standard' });
     await mutate('setTenantOverride', { tenantId: 'acme', dimension: 'INGEST', ratePerSecond: 1_000_000, burst: 1_000_000, reason: 'chaos: no ingest refusals' });
     await mutate('setTenantOverride', { tenantId: 'acme', dimension: 'API_REQUESTS', ratePerSecond: 1_000_000, reason: 'chaos: no request refusals' });
+    await mutate('registerTenant', { tenantId: 'limited', tierId: 'standard' });
+    // Only the ingest limit refuses the limited tenant: a 429 it gets is an INGEST refusal.
+    await mutate('setTenantOverride', {
+      tenantId: 'limited',
+      dimension: 'INGEST',
+      ratePerSecond: LIMITED_UNITS_PER_SECOND,
+      burst: LIMITED_UNITS_PER_SECOND,
+      reason: 'chaos: some ingest refusals',
+    });
+    await mutate('setTenantOverride', { tenantId: 'limited', dimension: 'API_REQUESTS', ratePerSecond: 1_000_000, reason: 'chaos: no request refusals' });
     // A ceiling the traffic passes, so some enqueues are refused and the ledger must not hold them.
     await mutate('setTenantOverride', { tenantId: 'acme', dimension: 'UNDELIVERED_COMMANDS', ceiling: 40, reason: 'chaos: some refusals' });
     const ready = async () => (await fetch(`${baseUrl}/readyz`).catch(() => undefined))?.status === 200;
     await waitFor(ready, { timeoutMs: 60_000, description: '/readyz 200 before the chaos' });
 
-    const traffic = spawnTs(['test/e2e/chaosTraffic.child.ts'], { BASE_URL: baseUrl, INGEST_KEY: registered.key, TOKEN: token });
+    const traffic = spawnTs(['test/e2e/chaosTraffic.child.ts'], { BASE_URL: baseUrl, INGEST_KEY: registered.key, LIMITED_KEY: limitedKey.key, TOKEN: token });
     children.push(traffic.child);
     const progress = () => Number([...traffic.output().matchAll(/progress (\d+)/g)].at(-1)?.[1] ?? 0);
     const moreTraffic = async (answers: number) => {
@@ -141,6 +165,12 @@ describe.skipIf(missing.length > 0)('chaos: the service under traffic while its 
 
     await postgres.restart();
     await readyAgain('restarting PostgreSQL');
+
+    // A crash, not a shutdown: no checkpoint, the service's connections cut mid-transaction. What the service
+    // acknowledged was committed with fsync on, so the recovered database must hold it (checked at the end).
+    await postgres.crash();
+    await postgres.start();
+    await readyAgain('a crash of PostgreSQL (SIGKILL of the postmaster) and its recovery');
 
     await redisServer.stop();
     await redisServer.start();
@@ -165,17 +195,26 @@ describe.skipIf(missing.length > 0)('chaos: the service under traffic while its 
     expect(told.commands.accepted.length).toBeGreaterThan(0);
     expect(told.commands.refused.length).toBeGreaterThan(0);
     expect(told.ingest.acceptedReadings).toBeGreaterThan(0);
+    expect(told.limited.acceptedReadings).toBeGreaterThan(0);
+    expect(told.limited.refusedReadings, JSON.stringify(told.limited)).toBeGreaterThan(0);
 
     const db = await openDb(settings);
     const store = await openEventStore(db, undefined);
     try {
       const ledger = await readWholeLedger(store);
-      const admitted = ledger
-        .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
-        .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
-        .filter((entry) => entry.tenantId === 'acme' && entry.dimension === 'INGEST' && entry.allowance === 'HTTP')
-        .reduce((sum, entry) => sum + entry.admittedUnits, 0);
-      expect(admitted).toBe(told.ingest.acceptedReadings);
+      const httpIngest = (tenantId: string) =>
+        ledger
+          .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
+          .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
+          .filter((entry) => entry.tenantId === tenantId && entry.dimension === 'INGEST' && entry.allowance === 'HTTP');
+      const sum = (entries: ReturnType<typeof httpIngest>, field: 'admittedUnits' | 'rejectedMessages') => entries.reduce((total, entry) => total + (entry[field] ?? 0), 0);
+      expect(sum(httpIngest('acme'), 'admittedUnits')).toBe(told.ingest.acceptedReadings);
+      // What was refused with 429 is not in the ledger as admitted: the admitted units are exactly those
+      // answered 202, and each refused post is recorded as one rejected message (refused at the message charge
+      // with 0 units, or at the readings charge with its readings: docs/governance-model.md).
+      const limited = httpIngest('limited');
+      expect(sum(limited, 'admittedUnits')).toBe(told.limited.acceptedReadings);
+      expect(sum(limited, 'rejectedMessages')).toBe(told.limited.statuses['429']);
 
       const enqueued = ledger
         .filter((event) => event.stream === commandsStream('acme') && event.type === 'CommandEnqueued')

@@ -2,7 +2,9 @@
 // the LISTEN connection comes back by itself and reads once; terminating every backend during traffic answers
 // only successes and typed, retryable refusals (HTTP 503 with Retry-After, GraphQL SERVICE_UNAVAILABLE),
 // never a 500; /readyz is 503 while the database is stopped and 200 within 5 s of its return; and what the
-// Governor admitted meanwhile reaches the ledger exactly once.
+// Governor admitted meanwhile reaches the ledger exactly once. The database runs durably (fsync on, as in
+// production) and crashes once under traffic (SIGKILL of its postmaster): after its recovery every decision and
+// every command the service acknowledged is in the ledger exactly once.
 import { mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -15,6 +17,7 @@ import type { Db } from '../../src/db/db.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import { entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
 import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
+import { commandsStream } from '../../src/ledger/catalog/commands.ts';
 import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
 import { createServer, listen } from '../../src/http-server/server.ts';
 import { startService, type Service } from '../../src/service.ts';
@@ -24,7 +27,8 @@ import { readWholeLedger } from '../support/readLedger.ts';
 import { waitFor } from '../support/waitFor.ts';
 
 const JWT_SECRET = 'database-outage-suite-secret-0123456789abcdef';
-const pg = await startPrivatePostgres();
+// Durable, so that the crash below may lose only what was never acknowledged.
+const pg = await startPrivatePostgres({ durable: true });
 
 describe.skipIf(!pg)('the service while its PostgreSQL loses connections and goes away', () => {
   const postgres = pg as PrivatePostgres;
@@ -210,4 +214,75 @@ describe.skipIf(!pg)('the service while its PostgreSQL loses connections and goe
       .reduce((sum, entry) => sum + entry.admittedUnits, 0);
     expect(admitted).toBe(acceptedReadings);
   }, 120_000);
+
+  it('a crash of PostgreSQL under traffic (SIGKILL of the postmaster) loses no acknowledged decision or command, and duplicates none', async () => {
+    const accepted: string[] = [];
+    const refused: string[] = [];
+    const unsettled: string[] = [];
+    const problems: string[] = [];
+    let answers = 0;
+    let stop = false;
+    let commandNumber = 0;
+    const loops = [
+      async () => {
+        while (!stop) {
+          const response = await ingest();
+          if (response.status !== 202 && !(response.status === 503 && response.headers.get('retry-after'))) problems.push(`ingest: ${response.status} ${await response.text()}`);
+          else await response.arrayBuffer();
+          answers++;
+        }
+      },
+      async () => {
+        while (!stop) {
+          const input = { tenantId: 'acme', commandId: `crash-${commandNumber++}`, deviceId: 'pump-1', payload: { reboot: true } };
+          // An enqueue answered SERVICE_UNAVAILABLE (or not at all) has an unknown fate until a retry with the same
+          // id settles it, as a client must retry.
+          for (let attempt = 0; ; attempt++) {
+            const body = await graphql('mutation ($input: EnqueueCommandInput!) { enqueueCommand(input: $input) { __typename } }', { input })
+              .then((response) => response.json() as Promise<{ data?: { enqueueCommand?: { __typename: string } }; errors?: Array<{ extensions?: { code?: string } }> }>)
+              .catch(() => undefined);
+            const outcome = body?.data?.enqueueCommand?.__typename;
+            if (outcome === 'CommandAccepted') accepted.push(input.commandId);
+            else if (outcome === 'CommandRejected') refused.push(input.commandId);
+            else if (body?.errors?.some((error) => error.extensions?.code !== 'SERVICE_UNAVAILABLE')) problems.push(`enqueue: ${JSON.stringify(body)}`);
+            else if (attempt < 200) {
+              await new Promise((resolve) => setTimeout(resolve, 100));
+              continue;
+            } else unsettled.push(input.commandId);
+            answers++;
+            break;
+          }
+        }
+      },
+    ];
+    const running = loops.map((loop) => loop());
+    await waitFor(() => answers >= 30 && accepted.length > 0, { timeoutMs: 60_000, description: 'traffic before the crash' });
+    await postgres.crash();
+    const answeredAtCrash = answers;
+    await postgres.start();
+    await waitFor(async () => (await fetch(`${baseUrl}/readyz`)).status === 200, { timeoutMs: 30_000, intervalMs: 100, description: '/readyz 200 after the crash' });
+    await waitFor(() => answers >= answeredAtCrash + 30, { timeoutMs: 60_000, description: 'traffic after the crash' });
+    stop = true;
+    await Promise.all(running);
+    expect(problems).toEqual([]);
+    expect(unsettled).toEqual([]);
+
+    await service.governor.flush();
+    const ledger = await readWholeLedger(service.store);
+    const admitted = ledger
+      .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
+      .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
+      .filter((entry) => entry.tenantId === 'acme' && entry.dimension === 'INGEST' && entry.allowance === 'HTTP')
+      .reduce((sum, entry) => sum + entry.admittedUnits, 0);
+    expect(admitted).toBe(acceptedReadings);
+    const enqueued = ledger
+      .filter((event) => event.stream === commandsStream('acme') && event.type === 'CommandEnqueued')
+      .map((event) => (event.data as { commandId: string }).commandId)
+      .filter((id) => id.startsWith('crash-'));
+    const times = new Map<string, number>();
+    for (const id of enqueued) times.set(id, (times.get(id) ?? 0) + 1);
+    expect(accepted.filter((id) => times.get(id) !== 1)).toEqual([]);
+    expect(refused.filter((id) => times.has(id))).toEqual([]);
+    expect(enqueued.length).toBe(accepted.length);
+  }, 240_000);
 });

@@ -4,15 +4,14 @@
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ClientError, GraphQLClient } from 'graphql-request';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { mintToken } from '../../src/api/auth/token.ts';
 import { JWT_SECRET_FILE } from '../../src/api/auth/jwtSecret.ts';
 import type { Role } from '../../src/control-plane/controlPlaneCommand.ts';
-import { serviceModes, startServiceIn, type RunningService } from '../support/serviceModes.ts';
+import { describeOnEachServiceMode, startServiceIn, type RunningService } from '../support/serviceModes.ts';
 
-const modes = serviceModes('e2e_graphql');
 
-describe.each(modes)('GraphQL over HTTP in the service ($name)', (mode) => {
+describeOnEachServiceMode('e2e_graphql', 'GraphQL over HTTP in the service ($name)', (mode) => {
   let running: RunningService;
   let endpoint: string;
   let secret: string;

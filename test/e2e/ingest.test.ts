@@ -4,19 +4,18 @@
 // the ledger and shedTrend. A request that could never fit is answered 413 and counted as rejected; readings
 // charged before a failed credential are counted as unauthenticated, in the ledger, the trends, GraphQL and
 // /metrics, never as admitted; invented tenant names never take a named /metrics label.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
 import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
 import { shedTrend } from '../../src/metrics/trends/shedTrend.ts';
 import type { Service } from '../../src/service.ts';
 import { OPERATOR } from '../support/controlPlaneHarness.ts';
-import { serviceModes, startServiceIn, type RunningService } from '../support/serviceModes.ts';
+import { describeOnEachServiceMode, startServiceIn, type RunningService } from '../support/serviceModes.ts';
 import { serviceClient } from '../support/serviceClient.ts';
 import { waitFor } from '../support/waitFor.ts';
 
-const modes = serviceModes('e2e_ingest');
 
-describe.each(modes)('ingest front door in the service ($name)', (mode) => {
+describeOnEachServiceMode('e2e_ingest', 'ingest front door in the service ($name)', (mode, modes) => {
   let running: RunningService;
   let service: Service;
   let baseUrl: string;

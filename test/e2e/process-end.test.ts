@@ -4,7 +4,8 @@
 // - SIGTERM drains: /readyz answers 503 for GOVERNANCE_DRAIN_SECONDS while requests still succeed, then a
 //   request in flight when the listener closes finishes with `Connection: close`, and the process exits 0
 //   within 10 s with every acknowledged admission in the ledger;
-// - SIGKILL: what was decided more than one flush interval (1 s) before is already in the ledger;
+// - SIGKILL: what was acknowledged more than one flush interval (1 s) plus a stated margin (500 ms: the tick's
+//   offset after the boundary, one append, a late timer) before the kill is already in the ledger;
 // - an uncaught exception or an unhandled rejection: logged, everything flushed, exit code 1.
 import { spawn, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
@@ -27,6 +28,11 @@ import { waitFor } from '../support/waitFor.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const FLUSH_INTERVAL_MS = 1_000;
+/**
+ * What a decision may wait beyond one flush interval before its batch is in the ledger: the collecting tick's
+ * 20 ms after the second's boundary, one append's commit, and the tick's timer firing late on a busy machine.
+ */
+const SIGKILL_MARGIN_MS = 500;
 if (!databaseUrl) console.warn('DATABASE_URL is not set: the SIGKILL bound (which reads the ledger while the service runs) is skipped.');
 
 interface Started {
@@ -254,20 +260,61 @@ describe('how the serving process ends', () => {
     expect(await ledgerAdmitted(env)).toBe(accepted);
   }, 240_000);
 
-  it.skipIf(!databaseUrl)('SIGKILL: what was decided more than one flush interval (plus slack) before is in the ledger', async () => {
+  it.skipIf(!databaseUrl)('SIGKILL: every decision acknowledged more than one flush interval (plus a stated margin) before the kill is in the ledger', async () => {
     const { env } = await storage(true);
     const key = await ingestKey(env);
     const started = await start(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], env);
-    const before = await ingest(started.baseUrl, key, 20);
-    const answeredAt = Date.now();
-    // The bound is one flush interval plus the append; the slack is for a busy machine.
-    await waitFor(() => Date.now() - answeredAt >= FLUSH_INTERVAL_MS + 5_000, { timeoutMs: 10_000, intervalMs: 100, description: 'the bound to pass' });
-    const during = await ingest(started.baseUrl, key, 20);
+    // Steady traffic, one request at a time; the client notes when each 202 came back. A decision is made
+    // before its answer leaves, so an answer's time is no earlier than its decision's.
+    const acknowledged: Array<{ atMs: number; units: number }> = [];
+    let stop = false;
+    const traffic = (async () => {
+      for (let i = 0; !stop; i++) {
+        const response = await fetch(`${started.baseUrl}/v1/ingest/acme`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'x-device-key': key },
+          body: JSON.stringify({ readings: [{ deviceId: `pump-${i % 7}`, measurements: { temperature: 20, pressure: 1 } }] }),
+        }).catch(() => undefined);
+        const answeredAtMs = Date.now();
+        if (response) await response.arrayBuffer().catch(() => undefined);
+        if (response?.status === 202) acknowledged.push({ atMs: answeredAtMs, units: 2 });
+      }
+    })();
+    // Several flush intervals of traffic, so the kill finds flushes behind it and decisions ahead of the next.
+    await waitFor(() => acknowledged.length > 0 && Date.now() - acknowledged[0]!.atMs >= 3 * FLUSH_INTERVAL_MS, {
+      timeoutMs: 60_000,
+      intervalMs: 20,
+      description: 'three flush intervals of acknowledged traffic',
+    });
+    const killedAtMs = Date.now();
     started.child.kill('SIGKILL');
+    stop = true;
     expect(await started.exited).toMatchObject({ signal: 'SIGKILL' });
+    await traffic;
     const recorded = await ledgerAdmitted(env);
-    expect(recorded).toBeGreaterThanOrEqual(before);
-    expect(recorded).toBeLessThanOrEqual(before + during);
+
+    // The promise (docs/faults.md): a kill loses at most the decisions of the flush interval under way and of a
+    // batch whose append had not committed. The margin on top of the interval is for what a decision waits
+    // beyond it: the tick that collects a second fires TICK_AFTER_BOUNDARY_MS (20 ms) after the boundary, then
+    // one append of the batch commits (one transaction on PostgreSQL), and on a machine shared with other work
+    // the tick's timer can fire late; SIGKILL_MARGIN_MS covers those three, and nothing else.
+    const cutoffMs = killedAtMs - FLUSH_INTERVAL_MS - SIGKILL_MARGIN_MS;
+    const mustBeRecorded = acknowledged.filter((each) => each.atMs < cutoffMs).reduce((sum, each) => sum + each.units, 0);
+    const acknowledgedUnits = acknowledged.reduce((sum, each) => sum + each.units, 0);
+    // The loss measured: how long before the kill the oldest decision missing from the ledger was acknowledged
+    // (the ledger keeps counts, so the missing ones are taken to be the newest).
+    let kept = 0;
+    const oldestLost = acknowledged.find((each) => (kept += each.units) > recorded);
+    console.log(
+      `SIGKILL: ${acknowledgedUnits} readings acknowledged, ${recorded} in the ledger; ` +
+        (oldestLost ? `the oldest lost was acknowledged ${killedAtMs - oldestLost.atMs} ms before the kill` : 'none lost') +
+        ` (bound ${FLUSH_INTERVAL_MS + SIGKILL_MARGIN_MS} ms)`,
+    );
+    expect(mustBeRecorded).toBeGreaterThan(0);
+    expect(recorded, `every reading acknowledged before ${killedAtMs - cutoffMs} ms before the kill`).toBeGreaterThanOrEqual(mustBeRecorded);
+    // Nothing beyond what was decided: the acknowledged, and at most the one request (2 readings) in flight
+    // whose answer the kill cut.
+    expect(recorded).toBeLessThanOrEqual(acknowledgedUnits + 2);
   }, 240_000);
 
   it.each(['throw', 'reject'])('a planted bug (%s) is logged, everything is flushed, and the process exits 1', async (bug) => {

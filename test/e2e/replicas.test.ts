@@ -11,8 +11,8 @@
 // - a tenant's INGEST admissions, summed over the replicas from the ledger, stay within [0.95, 1.10] x its
 //   limit in each of 10 two-second windows of sustained demand, and equal the readings answered 202;
 // - SIGKILL one replica mid-traffic: the other two keep serving, every CommandAccepted is in the ledger once,
-//   and every 202 is, except what the killed one acknowledged within its last flush interval (plus slack for a
-//   slow append), which SIGKILL loses by design (docs/faults.md);
+//   and every 202 is, except what the killed one acknowledged within its last flush interval (plus a stated
+//   margin of 500 ms: the tick's offset, one append, a late timer), which SIGKILL loses by design (docs/faults.md);
 // - a rolling restart of all three (SIGTERM, wait for ready, next) with no failed request at the proxy, and
 //   the ledger holding exactly what was acknowledged.
 // The whole suite is bounded (SUITE_BUDGET_MS): past it every process is killed and what waits fails.
@@ -50,8 +50,13 @@ const INGEST_LIMIT = 1000;
 const WINDOW_SECONDS = 2;
 const COMMAND_CEILING = 25;
 const FLUSH_INTERVAL_MS = 1_000;
-/** A slow ledger append on a busy machine, on top of the flush interval, in the SIGKILL bound. */
-const APPEND_SLACK_MS = 3_000;
+/**
+ * What a decision may wait beyond one flush interval before its batch is in the ledger, in the SIGKILL bound
+ * (docs/faults.md): the collecting tick's 20 ms after the second's boundary, one append's commit, and the tick's
+ * timer firing late on a busy machine. The clients' times are when each answer came back through the proxy,
+ * no earlier than the decision.
+ */
+const SIGKILL_MARGIN_MS = 500;
 const HIGH = 1_000_000;
 
 const redisUrl = process.env.REDIS_URL;
@@ -374,14 +379,30 @@ describe.skipIf(missing.length > 0)('three replicas behind HAProxy', () => {
     expect(Object.keys(told.ingest.statuses), told.ingest.refusals.join('\n')).toEqual(['202']);
 
     // SIGKILL loses what the killed replica decided since its last flush landed; everything else is there.
-    const lossFrom = killedAt - FLUSH_INTERVAL_MS - APPEND_SLACK_MS;
+    const lossFrom = killedAt - FLUSH_INTERVAL_MS - SIGKILL_MARGIN_MS;
     const mayBeLost = told.ingest.accepted.filter(([at, by]) => by === killed.name && at >= lossFrom).reduce((sum, [, , units]) => sum + units, 0);
     let ledger: RecordedEvent[] = [];
+    // The surviving replicas flush what they decided within a flush interval or two: wait for the ledger to
+    // hold everything but what the kill may lose, and judge the loss by what it holds then (or at the deadline).
     await waitFor(async () => admittedOf((ledger = await readWholeLedger(store)), 'crash') >= told.ingest.acceptedReadings - mayBeLost, {
       timeoutMs: within(30_000),
       intervalMs: 500,
-      description: `the crash tenant's admissions in the ledger (${told.ingest.acceptedReadings} acknowledged, ${mayBeLost} of them in the killed replica's last ${(FLUSH_INTERVAL_MS + APPEND_SLACK_MS) / 1000} s)`,
-    });
+      description: 'the crash tenant’s admissions in the ledger',
+    }).catch(() => undefined);
+    const lostUnits = told.ingest.acceptedReadings - admittedOf(ledger, 'crash');
+    // The loss measured: taking the lost readings to be the killed replica's newest answers, how long before the
+    // kill the oldest of them was acknowledged.
+    let counted = 0;
+    const oldestLost = told.ingest.accepted
+      .filter(([, by]) => by === killed.name)
+      .reverse()
+      .find(([, , units]) => (counted += units) >= lostUnits);
+    console.info(
+      `SIGKILL of ${killed.name}: ${told.ingest.acceptedReadings} readings acknowledged, ${lostUnits} not in the ledger` +
+        (lostUnits > 0 && oldestLost ? `, the oldest acknowledged ${killedAt - oldestLost[0]} ms before the kill` : '') +
+        ` (bound ${FLUSH_INTERVAL_MS + SIGKILL_MARGIN_MS} ms: ${mayBeLost} readings)`,
+    );
+    expect(lostUnits, 'readings lost beyond the killed replica’s last flush interval and margin').toBeLessThanOrEqual(mayBeLost);
     expect(admittedOf(ledger, 'crash')).toBeLessThanOrEqual(told.ingest.acceptedReadings);
     expectCommandsAsTold(ledger, 'crash', told.commands);
 

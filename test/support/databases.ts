@@ -1,6 +1,7 @@
 // Every integration suite runs once per storage target: PGlite always, PostgreSQL when DATABASE_URL is set.
 // Each test database is isolated: a fresh in-memory PGlite, or a fresh schema on the real server.
 import { randomBytes } from 'node:crypto';
+import { describe } from 'vitest';
 import type { Db } from '../../src/db/db.ts';
 import { openPglite } from '../../src/db/pglite.ts';
 import { openPostgres, quoteIdent } from '../../src/db/postgres.ts';
@@ -67,3 +68,25 @@ if (!databaseUrl && !process.env.GOVERNANCE_QUIET_SKIPS) {
 }
 
 export const postgresOnly: StorageTarget | undefined = databaseUrl ? postgresTarget(databaseUrl) : undefined;
+
+/** The PostgreSQL target of a run without DATABASE_URL: it registers its suite, skipped, and never opens. */
+const unreachablePostgres: StorageTarget = {
+  name: 'postgres',
+  open: () => Promise.reject(new Error('DATABASE_URL is not set: a suite on PostgreSQL must be skipped')),
+};
+
+/**
+ * describe.each(storageTargets), except that without DATABASE_URL the PostgreSQL suite is registered too, as
+ * skipped: the closing line then counts its tests as skipped instead of the suite registering nothing. A
+ * skipped describe runs neither hooks nor tests, so its target is never opened. `$name` in `name` is the
+ * target's name.
+ */
+export function describeOnEachStorage(name: string, body: (target: StorageTarget) => void): void {
+  for (const { target, skip } of storageTargetsToRegister) describe.skipIf(skip)(name.replaceAll('$name', target.name), () => body(target));
+}
+
+/** Every storage target a suite registers on: PostgreSQL always, to be skipped (`skip`) without DATABASE_URL. */
+export const storageTargetsToRegister: ReadonlyArray<{ target: StorageTarget; skip: boolean }> = [
+  { target: pgliteTarget, skip: false },
+  postgresOnly ? { target: postgresOnly, skip: false } : { target: unreachablePostgres, skip: true },
+];

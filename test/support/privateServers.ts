@@ -4,14 +4,38 @@
 // 127.0.0.1. The machine's shared servers are never touched. As root (CI), PostgreSQL runs as the `postgres`
 // user, which initdb requires. Each start returns undefined, after saying why, when its binaries are missing.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { chown, mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { waitFor } from './waitFor.ts';
 
-const PG_BIN = process.env.GOVERNANCE_TEST_PG_BIN ?? '/usr/lib/postgresql/15/bin';
+const PG_BIN = process.env.GOVERNANCE_TEST_PG_BIN ?? postgresBinaries();
+
+/**
+ * Where initdb and pg_ctl are, whatever PostgreSQL version is installed: pg_config's bindir when it holds them
+ * (Debian's points at /usr/lib/postgresql/<version>/bin), else the newest version under /usr/lib/postgresql
+ * (Debian installs initdb there only, not on the PATH), else the PATH. GOVERNANCE_TEST_PG_BIN overrules.
+ */
+function postgresBinaries(): string {
+  const hasTools = (dir: string) => existsSync(path.join(dir, 'initdb')) && existsSync(path.join(dir, 'pg_ctl'));
+  const config = spawnSync('pg_config', ['--bindir'], { encoding: 'utf8' });
+  const configured = config.status === 0 ? config.stdout.trim() : '';
+  if (configured !== '' && hasTools(configured)) return configured;
+  const debianRoot = '/usr/lib/postgresql';
+  const versions = existsSync(debianRoot)
+    ? readdirSync(debianRoot)
+        .filter((name) => /^\d+(\.\d+)?$/.test(name))
+        .sort((a, b) => Number.parseFloat(b) - Number.parseFloat(a))
+    : [];
+  for (const version of versions) {
+    const dir = path.join(debianRoot, version, 'bin');
+    if (hasTools(dir)) return dir;
+  }
+  const initdb = onPath('initdb');
+  return initdb ? path.dirname(initdb) : configured || path.join(debianRoot, 'bin');
+}
 
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -64,10 +88,25 @@ export interface PrivatePostgres {
   start(): Promise<void>;
   /** A fast-mode restart, like `pg_ctlcluster <version> main restart`. */
   restart(): Promise<void>;
+  /**
+   * A crash: SIGKILL of the postmaster (no shutdown checkpoint, nothing flushed), then waiting until its child
+   * processes have noticed and gone; start() then runs crash recovery from the WAL. Only what was fsynced
+   * before the kill survives it on a cluster started with `durable`.
+   */
+  crash(): Promise<void>;
   dispose(): Promise<void>;
 }
 
-export async function startPrivatePostgres(): Promise<PrivatePostgres | undefined> {
+export interface PrivatePostgresOptions {
+  /**
+   * fsync, synchronous_commit and full_page_writes on, as production runs: a commit is on disk when
+   * acknowledged, so a crash() loses nothing acknowledged. Off by default: a throw-away cluster that only stops
+   * cleanly does not need to wait for the disk.
+   */
+  durable?: boolean;
+}
+
+export async function startPrivatePostgres(settings: PrivatePostgresOptions = {}): Promise<PrivatePostgres | undefined> {
   if (!existsSync(path.join(PG_BIN, 'initdb')) || !existsSync(path.join(PG_BIN, 'pg_ctl'))) {
     console.warn(`PostgreSQL binaries not found in ${PG_BIN}: suites needing a private PostgreSQL are skipped.`);
     return undefined;
@@ -86,8 +125,10 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres | undefine
   const port = await freePort();
   const pgCtl = path.join(PG_BIN, 'pg_ctl');
   await run(path.join(PG_BIN, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], true);
-  // No durability settings worth the wait in a throw-away cluster; a clean stop still writes everything.
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=60`;
+  // No durability settings worth the wait in a throw-away cluster; a clean stop still writes everything. A
+  // durable one is for crash(): what it acknowledged must outlive a SIGKILL.
+  const durability = settings.durable ? '-c fsync=on -c synchronous_commit=on -c full_page_writes=on' : '-c fsync=off -c synchronous_commit=off -c full_page_writes=off';
+  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 ${durability} -c max_connections=60`;
   const ctl = (...args: string[]) => run(pgCtl, ['-D', data, '-l', path.join(dir, 'log'), '-o', options, '-w', '-t', '60', ...args], true);
   await ctl('start');
   let running = true;
@@ -106,11 +147,53 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres | undefine
       await ctl('-m', 'fast', 'restart');
       running = true;
     },
+    async crash() {
+      // The first line of postmaster.pid is the postmaster's process id.
+      const postmaster = Number(readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      const children = childProcessIds(postmaster);
+      process.kill(postmaster, 'SIGKILL');
+      running = false;
+      // A new postmaster refuses to start while a child of the old one still holds the shared memory; each child
+      // exits on its own once it sees its postmaster gone.
+      await waitFor(() => [postmaster, ...children].every((pid) => !alive(pid)), { timeoutMs: 30_000, description: 'the killed postmaster and its children to exit' });
+      // The lock file names the dead postmaster. Where nothing reaps orphans (a container's first process may
+      // not) its id stays taken by a zombie, which the next postmaster would take for a live server; after a
+      // real crash of the machine there would be no such process at all.
+      // The same holds for the Unix socket's lock file.
+      await rm(path.join(data, 'postmaster.pid'), { force: true });
+      await rm(path.join(dir, `.s.PGSQL.${port}.lock`), { force: true });
+    },
     async dispose() {
       if (running) await ctl('-m', 'immediate', 'stop').catch(() => {});
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The process ids whose parent is `pid` (from /proc). */
+function childProcessIds(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // Field 4 of /proc/<pid>/stat is the parent; the command name before it may hold spaces, in parentheses.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid) children.push(Number(entry));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  return children;
+}
+
+/** Whether the process runs; a zombie (exited, not yet reaped by whoever adopted it) does not. */
+function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+  } catch {
+    return false;
+  }
 }
 
 /** A server process of our own that can be stopped and started again on the same port (and storage). */

@@ -17,22 +17,37 @@ export const ROOT = path.resolve(import.meta.dirname, '../..');
 const COMPILED_CLI = path.join(ROOT, 'dist/service/cli.js');
 
 /**
- * Why replicas cannot start from dist/ here (undefined when they can). A dist/ older than a source file is
- * named too: the replicas would run code other than the tree's.
+ * What `npm run build` turns into what bin/governance.js runs: tsc compiles src/, projections/ and schema/
+ * (tsconfig.build.json), scripts/bundleService.ts bundles them with the packages of package-lock.json into
+ * dist/service/ (the projection worker thread's module comes from projections/), and vite builds console/.
+ * A change to any of them after the build runs stale code in the replicas.
+ */
+const BUILT_FROM = ['src', 'projections', 'schema', 'console', 'scripts/bundleService.ts', 'package-lock.json', 'tsconfig.build.json'];
+// Files whose change changes the build; a README does not.
+const BUILT_FILE = /\.(ts|tsx|js|mjs|graphql|html|css|json)$/;
+
+/**
+ * Why replicas cannot start from dist/ here (undefined when they can). A dist/ older than any file the build
+ * is made from (BUILT_FROM) is named too: the replicas would run code other than the tree's.
  */
 export function compiledServiceMissing(): string | undefined {
   if (!existsSync(COMPILED_CLI)) return 'dist/ is not built (npm run build)';
   const builtAt = statSync(COMPILED_CLI).mtimeMs;
-  const newer = newestSource(path.join(ROOT, 'src'));
+  const newer = newestBuildInput(BUILT_FROM.map((entry) => path.join(ROOT, entry)));
   if (newer && newer.mtimeMs > builtAt) return `dist/ is older than ${path.relative(ROOT, newer.file)} (npm run build)`;
   return undefined;
 }
 
-function newestSource(dir: string): { file: string; mtimeMs: number } | undefined {
+function newestBuildInput(files: string[]): { file: string; mtimeMs: number } | undefined {
   let newest: { file: string; mtimeMs: number } | undefined;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const file = path.join(dir, entry.name);
-    const found = entry.isDirectory() ? newestSource(file) : entry.name.endsWith('.ts') ? { file, mtimeMs: statSync(file).mtimeMs } : undefined;
+  for (const file of files) {
+    if (!existsSync(file)) continue;
+    const stats = statSync(file);
+    const found = stats.isDirectory()
+      ? newestBuildInput(readdirSync(file, { withFileTypes: true }).filter((entry) => entry.name !== 'node_modules').map((entry) => path.join(file, entry.name)))
+      : BUILT_FILE.test(file)
+        ? { file, mtimeMs: stats.mtimeMs }
+        : undefined;
     if (found && (!newest || found.mtimeMs > newest.mtimeMs)) newest = found;
   }
   return newest;

@@ -5,6 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
+import { describe } from 'vitest';
 import { readSettings } from '../../src/config.ts';
 import { createServer, listen } from '../../src/http-server/server.ts';
 import { startService, type Service } from '../../src/service.ts';
@@ -42,6 +43,23 @@ export function serviceModes(schemaPrefix: string): ServiceMode[] {
       dispose: () => inSchema(`DROP SCHEMA ${quoteIdent(schema)} CASCADE`),
     },
   ];
+}
+
+/**
+ * describe.each(modes) over serviceModes(schemaPrefix), except that without DATABASE_URL the PostgreSQL suite
+ * is registered too, as skipped, so the closing line counts its tests instead of the suite registering
+ * nothing. `$name` in `name` is the mode's name; `body` gets the mode and the list of modes run.
+ */
+export function describeOnEachServiceMode(schemaPrefix: string, name: string, body: (mode: ServiceMode, modes: readonly ServiceMode[]) => void): void {
+  const modes = serviceModes(schemaPrefix);
+  const unreachable: ServiceMode = {
+    name: 'PostgreSQL',
+    env: {},
+    prepare: () => Promise.reject(new Error('DATABASE_URL is not set: a suite on PostgreSQL must be skipped')),
+    dispose: async () => {},
+  };
+  const registered = databaseUrl ? modes.map((mode) => ({ mode, skip: false })) : [...modes.map((mode) => ({ mode, skip: false })), { mode: unreachable, skip: true }];
+  for (const { mode, skip } of registered) describe.skipIf(skip)(name.replaceAll('$name', mode.name), () => body(mode, modes));
 }
 
 export interface RunningService {

@@ -277,6 +277,11 @@ export class LeasingClient {
     asked = asked.slice(0, MAX_PER_EXCHANGE);
     const summaries = this.takeSummaries();
     const body: LeaseExchange = { leases, summaries };
+    // A grant is valid for validForMs from when the service decided it (to the end of its window); the request
+    // left before that, so counting from the send time never lets a slice outlive the service's window, however
+    // late the answer arrives. Counted from the answer's arrival, a late answer let the rest of one window's
+    // grant be spent in the next, on top of that window's own (up to twice the limit in a window).
+    const sentAtMs = this.now();
     const run = async () => {
       try {
         const response = await fetch(`${this.options.url}/v1/leases`, {
@@ -293,7 +298,7 @@ export class LeasingClient {
           if (grant === undefined) return;
           if (nowMs >= state.expiresAtMs) state.granted = 0;
           state.granted += grant.granted;
-          state.expiresAtMs = nowMs + grant.validForMs;
+          state.expiresAtMs = sentAtMs + grant.validForMs;
           state.limit = grant.limit;
         });
         // A refused summary is out of the service's bounds and would be refused again: dropped, counted.

@@ -22,6 +22,9 @@ export async function startDoorParts(parts: { settings: Settings; db: Db; govern
   const nats = settings.natsUrl ? await import('./natsSink.ts') : undefined;
   const sink = nats && settings.natsUrl ? await nats.createNatsSink({ url: settings.natsUrl, ...nats.DEFAULT_INGEST_STREAM, logger }) : createCountingSink();
   logger.info({ sink: settings.natsUrl ? 'nats-jetstream' : 'counting' }, 'door sink ready');
+  // Without NATS_URL accepted readings are counted and then dropped: an operator who forgot the setting must
+  // hear it once at start-up, not find out from a downstream consumer that saw nothing.
+  if (!settings.natsUrl) logger.warn({ sink: 'counting' }, 'NATS_URL is not set: accepted ingest readings are counted and discarded, not delivered anywhere');
   return {
     governor,
     edgeLimit: createEdgeLimit({ ratePerSecond: settings.edgeIpRatePerSecond }),

@@ -1,13 +1,13 @@
 // Authentication (401 before anything runs) and tenant isolation (FORBIDDEN and no data) through yoga.fetch.
 import { createHash } from 'node:crypto';
 import { SignJWT, UnsecuredJWT } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { mintToken } from '../../../src/api/auth/token.ts';
-import { storageTargets } from '../../support/databases.ts';
+import { describeOnEachStorage } from '../../support/databases.ts';
 import { openApiHarness, TEST_SECRET, type ApiHarness } from './apiHarness.ts';
 import { readWholeLedger } from '../../support/readLedger.ts';
 
-describe.each(storageTargets)('GraphQL auth on $name', (target) => {
+describeOnEachStorage('GraphQL auth on $name', (target) => {
   let api: ApiHarness;
   let operator: string;
 

@@ -1,9 +1,9 @@
 // Input that storage could not keep, anywhere in the API: a typed InvalidInput naming the field on every
 // mutation, a BAD_USER_INPUT / BAD_CURSOR error naming it on queries, never INTERNAL_SERVER_ERROR, and
 // nothing appended.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { MAX_JSON_DEPTH } from '../../../src/db/storableValues.ts';
-import { storageTargets } from '../../support/databases.ts';
+import { describeOnEachStorage } from '../../support/databases.ts';
 import { openApiHarness, type ApiHarness } from './apiHarness.ts';
 
 const OPERATOR = { id: 'seed', role: 'OPERATOR' } as const;
@@ -16,7 +16,7 @@ function nested(levels: number): unknown {
   return value;
 }
 
-describe.each(storageTargets)('bad input over GraphQL on $name', (target) => {
+describeOnEachStorage('bad input over GraphQL on $name', (target) => {
   let api: ApiHarness;
   let operator: string;
 

@@ -1,12 +1,12 @@
 // Efficiency and protection: batched reads for a page of tenants, page-size and query-shape limits, cursor
 // paging of the history, and faults masked outside development.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storageTargets } from '../../support/databases.ts';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeOnEachStorage } from '../../support/databases.ts';
 import { openApiHarness, type ApiHarness } from './apiHarness.ts';
 
 const TENANTS = 40;
 
-describe.each(storageTargets)('GraphQL batching and limits on $name', (target) => {
+describeOnEachStorage('GraphQL batching and limits on $name', (target) => {
   let api: ApiHarness;
   let operator: string;
 

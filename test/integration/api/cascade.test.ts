@@ -1,14 +1,14 @@
 // What the console reads to lay a tenant's limits out: the dimension catalog, the platform defaults, the
 // cascade per dimension with the level that wins and why, the tenant search, and trends per allowance.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storageTargets } from '../../support/databases.ts';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeOnEachStorage } from '../../support/databases.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
 import { openApiHarness, type ApiHarness } from './apiHarness.ts';
 
 type Cascade = Array<{ dimension: string; winner: string; reason: string; value: Record<string, number | null>; levels: Array<{ source: string; value: Record<string, number | null> | null; unusable: boolean }> }>;
 
-describe.each(storageTargets)('GraphQL cascade and console reads on $name', (target) => {
+describeOnEachStorage('GraphQL cascade and console reads on $name', (target) => {
   let api: ApiHarness;
   let operator: string;
 

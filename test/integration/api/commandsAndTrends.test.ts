@@ -1,8 +1,8 @@
 // Command delivery against the backlog ceiling, and the trend queries over recorded admissions.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
 import type { AdmissionSummary } from '../../../src/governance/index.ts';
-import { storageTargets } from '../../support/databases.ts';
+import { describeOnEachStorage } from '../../support/databases.ts';
 import { openApiHarness, type ApiHarness } from './apiHarness.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
 
@@ -13,7 +13,7 @@ function summary(tenantId: string, minute: number, counts: Partial<AdmissionSumm
   return admissionSummary({ tenantId, fromSecond: HOUR_START + minute * 60, ...counts });
 }
 
-describe.each(storageTargets)('GraphQL commands and trends on $name', (target) => {
+describeOnEachStorage('GraphQL commands and trends on $name', (target) => {
   let api: ApiHarness;
 
   // Opening a database takes long on a busy machine (hence the hook's timeout); the tests themselves are quick.

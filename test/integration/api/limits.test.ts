@@ -1,12 +1,12 @@
 // The control-plane mutations with their typed results, and the limit queries that read what they changed.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storageTargets } from '../../support/databases.ts';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeOnEachStorage } from '../../support/databases.ts';
 import { openApiHarness, type ApiHarness } from './apiHarness.ts';
 import { readWholeLedger } from '../../support/readLedger.ts';
 
 type Payload = { __typename: string; position?: string; field?: string | null; message?: string };
 
-describe.each(storageTargets)('GraphQL limits on $name', (target) => {
+describeOnEachStorage('GraphQL limits on $name', (target) => {
   let api: ApiHarness;
   let operator: string;
 

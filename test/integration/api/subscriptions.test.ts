@@ -1,8 +1,8 @@
 // Subscriptions over SSE: notices arrive after the projection commits, only for the tenant subscribed to,
 // and a tenant role cannot open one for another tenant.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
-import { storageTargets } from '../../support/databases.ts';
+import { describeOnEachStorage } from '../../support/databases.ts';
 import { waitFor } from '../../support/waitFor.ts';
 import { openApiHarness, type ApiHarness } from './apiHarness.ts';
 
@@ -45,7 +45,7 @@ async function subscribe(api: ApiHarness, token: string, query: string): Promise
   };
 }
 
-describe.each(storageTargets)('GraphQL subscriptions on $name', (target) => {
+describeOnEachStorage('GraphQL subscriptions on $name', (target) => {
   let api: ApiHarness;
 
   // Opening a database takes long on a busy machine (hence the hook's timeout); the tests themselves are quick.

@@ -1,8 +1,8 @@
 // The tenant settings beside the limits (model, branding, API_REQUESTS over-limit policy) and settling a
 // command as failed or cancelled: each mutation applies, a typed error appends nothing, and a tenant viewer
 // is refused with Forbidden.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storageTargets } from '../../support/databases.ts';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeOnEachStorage } from '../../support/databases.ts';
 import { openApiHarness, type ApiHarness } from './apiHarness.ts';
 import { readWholeLedger } from '../../support/readLedger.ts';
 
@@ -17,7 +17,7 @@ function payloadOf(name: string): string {
   return `{ __typename ${success} ... on Error { message } ... on InputError { field } }`;
 }
 
-describe.each(storageTargets)('GraphQL tenant settings and command settlement on $name', (target) => {
+describeOnEachStorage('GraphQL tenant settings and command settlement on $name', (target) => {
   let api: ApiHarness;
   let operator: string;
 

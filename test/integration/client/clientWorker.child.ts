@@ -3,14 +3,14 @@
 // admit() threw (there must be none) and the client's stats.
 import { LeasingClient } from '../../../packages/client/src/index.ts';
 
-// Exchanges get 10 s: three callers and the server share two cores here, and an exchange starved past the
-// default 2 s would put a caller on its local fallback, over the shared limit. A killed server is refused at once.
-const client = new LeasingClient({ url: process.env.LEASE_TEST_URL!, token: 'test-token', timeoutMs: 10_000 });
+// The production settings (an exchange not answered within 2 s is a failure): accuracy is proven as deployed.
+const client = new LeasingClient({ url: process.env.LEASE_TEST_URL!, token: 'test-token' });
 const seconds = Number(process.env.LEASE_TEST_SECONDS ?? '12');
 const perSecond: Record<number, number> = {};
 let exceptions = 0;
 client.prepare('fleet', 'API_REQUESTS');
-const endAt = Date.now() + seconds * 1000;
+const startedAtMs = Date.now();
+const endAt = startedAtMs + seconds * 1000;
 while (Date.now() < endAt) {
   for (let i = 0; i < 500; i++) {
     try {
@@ -26,4 +26,4 @@ while (Date.now() < endAt) {
 }
 const stats = client.stats();
 await client.close();
-process.stdout.write(`${JSON.stringify({ perSecond, exceptions, stats })}\n`);
+process.stdout.write(`${JSON.stringify({ perSecond, exceptions, stats, startedAtMs, endedAtMs: endAt })}\n`);

@@ -27,6 +27,10 @@ const recorder = {
 const logger = pino({ level: 'silent' });
 const leaseGovernor = new Governor({ limitSource });
 const routes = createLeaseRoutes({ leaseGovernor, recorder, authorize: async (header) => (header === 'Bearer test-token' ? 'ok' : 'unauthenticated'), logger });
+// The tenant's limits read before the first lease: until then the Governor meters a tenant at the platform
+// default (none here), which a test of the tenant's own limit must not measure.
+leaseGovernor.admit({ tenant: 'fleet', dimension: 'API_REQUESTS', units: 0, at: Date.now() });
+await leaseGovernor.loadsSettled();
 const address = await listen(createServer({ logger, readiness: [] }, routes), 0, '127.0.0.1');
 process.on('message', () => process.send!({ totals }));
 process.send!({ port: address.port });

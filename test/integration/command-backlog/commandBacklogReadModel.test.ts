@@ -1,6 +1,6 @@
 // The ledger tells the same backlog as the guard rows: the command-backlog read model, caught up or rebuilt,
 // equals the authoritative count for every tenant. Ceilings come from the control plane, as in the service.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/db.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
@@ -13,7 +13,7 @@ import { createCommandBacklog } from '../../../src/command-backlog/createCommand
 import { controlPlaneCeilings, loadCommandBacklogs } from '../../../src/command-backlog/ceilings.ts';
 import type { CommandBacklog } from '../../../src/command-backlog/types.ts';
 import { commandBacklogProjection } from '../../../projections/commandBacklog.ts';
-import { storageTargets, type TestDb } from '../../support/databases.ts';
+import { describeOnEachStorage, type TestDb } from '../../support/databases.ts';
 
 // Opening a migrated database (PGlite above all) is the slow step on a busy two-core machine.
 const OPEN_TIMEOUT_MS = 180_000;
@@ -31,7 +31,7 @@ async function guardCounts(db: Db) {
   return rows;
 }
 
-describe.each(storageTargets)('command backlog read model on $name', (target) => {
+describeOnEachStorage('command backlog read model on $name', (target) => {
   let testDb: TestDb;
   let store: EventStore;
   let projections: ProjectionSet;

@@ -2,18 +2,18 @@
 // from a snapshot of their folded commands stream, folding only the events after it. A snapshot is a cache:
 // one the stream does not hold is discarded, and one that cannot be stored or read costs only folding.
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/db.ts';
 import type { EventStore, ReadStreamOptions } from '../../../src/ledger/eventStore.ts';
 import { commandsStream } from '../../../src/ledger/catalog/commands.ts';
 import { createStreamCommandBacklog, type StreamBacklogOptions } from '../../../src/command-backlog/stream/createStreamCommandBacklog.ts';
-import { storageTargets, type TestDb } from '../../support/databases.ts';
+import { describeOnEachStorage, type TestDb } from '../../support/databases.ts';
 import { setCeiling, tableCeilings } from './ceilingTable.ts';
 import { openCommandsDatabase, OPEN_TIMEOUT_MS } from './commandsDatabase.ts';
 
 const actor = { id: 'svc:command-delivery', role: 'SERVICE' };
 
-describe.each(storageTargets)('command state snapshots on $name', (target) => {
+describeOnEachStorage('command state snapshots on $name', (target) => {
   let testDb: TestDb;
   let store: EventStore;
   const run = randomBytes(4).toString('hex');

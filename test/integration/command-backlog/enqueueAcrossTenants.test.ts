@@ -1,13 +1,13 @@
 // The database path decides the concurrent enqueues of several tenants in one transaction (group commit
 // across tenants). Each tenant is still held to its own ceiling, first come first served; a fault in one
 // tenant's part fails only that tenant's enqueues.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Db, Queryable } from '../../../src/db/db.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { commandsStream } from '../../../src/ledger/catalog/commands.ts';
 import { createDatabaseCommandBacklog } from '../../../src/command-backlog/postgres/createDatabaseCommandBacklog.ts';
 import type { CeilingSource, EnqueueOutcome, TenantCeiling } from '../../../src/command-backlog/types.ts';
-import { storageTargets, type TestDb } from '../../support/databases.ts';
+import { describeOnEachStorage, type TestDb } from '../../support/databases.ts';
 import { setCeiling, tableCeilings, tableCeilingsOfMany } from './ceilingTable.ts';
 import { openCommandsDatabase, OPEN_TIMEOUT_MS } from './commandsDatabase.ts';
 
@@ -24,7 +24,7 @@ function countingTransactions(db: Db): { db: Db; transactions: () => number } {
   return { db: counted, transactions: () => count };
 }
 
-describe.each(storageTargets)('command enqueues across tenants on $name', (target) => {
+describeOnEachStorage('command enqueues across tenants on $name', (target) => {
   let testDb: TestDb;
   let store: EventStore;
   let run = 0;

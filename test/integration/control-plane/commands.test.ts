@@ -1,11 +1,11 @@
 // Given/when/then on the real ledger: the command appends exactly the one event the decider chose, with
 // the caller's identity, reason and time in its metadata, or a typed error and nothing at all.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ControlPlaneResult } from '../../../src/control-plane/controlPlaneCommand.ts';
-import { storageTargets } from '../../support/databases.ts';
+import { describeOnEachStorage } from '../../support/databases.ts';
 import { OPERATOR, openControlPlane, type ControlPlaneHarness, SETUP_TIMEOUT_MS } from '../../support/controlPlaneHarness.ts';
 
-describe.each(storageTargets)('control-plane commands on $name', (target) => {
+describeOnEachStorage('control-plane commands on $name', (target) => {
   let h: ControlPlaneHarness;
   beforeAll(async () => {
     h = await openControlPlane(target);

@@ -1,20 +1,21 @@
 // Two concurrent edits never lose one: parallel clients (on PostgreSQL each with its own pool, as separate
 // processes would be) edit one tier and one tenant at once. Every edit is applied or reported as a
 // ConcurrentEdit, and the ledger's history holds exactly the applied ones, each naming the value the edit
-// before it wrote as its previous value.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// before it wrote as its previous value. The race is also forced (a rival edit between one client's read and its
+// append), so a ConcurrentEdit is required to happen, not left to the scheduler.
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createControlPlane, type ControlPlane } from '../../../src/control-plane/controlPlane.ts';
 import type { ControlPlaneResult } from '../../../src/control-plane/controlPlaneCommand.ts';
 import type { Db } from '../../../src/db/db.ts';
 import type { TierLimitSetData } from '../../../src/ledger/catalog/controlPlane.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
-import { storageTargets, type TestDb } from '../../support/databases.ts';
+import { describeOnEachStorage, type TestDb } from '../../support/databases.ts';
 import { OPERATOR, SETUP_TIMEOUT_MS } from '../../support/controlPlaneHarness.ts';
 
 const CLIENTS = 20;
 
-describe.each(storageTargets)('concurrent control-plane edits on $name', (target) => {
+describeOnEachStorage('concurrent control-plane edits on $name', (target) => {
   let testDb: TestDb;
   const clients: Array<{ db: Db; store: EventStore }> = [];
 
@@ -66,6 +67,52 @@ describe.each(storageTargets)('concurrent control-plane edits on $name', (target
     expect(appliedValues.length).toBeGreaterThan(0);
     const history = await tierHistory('EGRESS');
     expect(history.map((change) => change.value.ratePerSecond).sort()).toEqual(appliedValues.sort());
+    expectUnbrokenChain(history);
+  });
+
+  /**
+   * A client whose every append is preceded by a rival's edit of the same stream: the rival's edit lands between
+   * this client's read and its append, the race forced on every attempt (or on the first `racedAttempts`), so a
+   * ConcurrentEdit does not depend on how the machine schedules twenty clients.
+   */
+  function racedControlPlane(options: { maxAttempts: number; racedAttempts: number; rivalValue: (attempt: number) => number }): ControlPlane {
+    const rival = createControlPlane(clients[1]!);
+    const own = clients[0]!;
+    let appends = 0;
+    const store = new Proxy(own.store, {
+      get(target, property, receiver) {
+        if (property !== 'append') return Reflect.get(target, property, receiver) as unknown;
+        return async (...args: Parameters<EventStore['append']>) => {
+          appends += 1;
+          if (appends <= options.racedAttempts) {
+            const edit = await rival.setTierLimit(OPERATOR, { tierId: 'busy', dimension: 'PROVISIONING', ratePerSecond: options.rivalValue(appends) });
+            expect(edit.status).toBe('applied');
+          }
+          return target.append(...args);
+        };
+      },
+    });
+    return createControlPlane({ db: own.db, store, maxAttempts: options.maxAttempts });
+  }
+
+  it('reports ConcurrentEdit, appending nothing, when another edit lands between its read and its append on every attempt', async () => {
+    const attempts = 3;
+    const raced = racedControlPlane({ maxAttempts: attempts, racedAttempts: Infinity, rivalValue: (attempt) => 500 + attempt });
+    const result = await raced.setTierLimit(OPERATOR, { tierId: 'busy', dimension: 'PROVISIONING', ratePerSecond: 999 });
+    expect(result.status).toBe('failed');
+    if (result.status === 'failed') expect(result.error.kind).toBe('ConcurrentEdit');
+    // The rival's three edits are the ledger's history; the raced edit's value is in none of it.
+    const history = await tierHistory('PROVISIONING');
+    expect(history.map((change) => change.value.ratePerSecond)).toEqual([501, 502, 503]);
+    expectUnbrokenChain(history);
+  });
+
+  it('decides again on fresh state after a lost race and is applied, naming the rival\'s value as its previous', async () => {
+    const raced = racedControlPlane({ maxAttempts: 50, racedAttempts: 1, rivalValue: () => 600 });
+    const result = await raced.setTierLimit(OPERATOR, { tierId: 'busy', dimension: 'PROVISIONING', ratePerSecond: 601 });
+    expect(result.status).toBe('applied');
+    const history = await tierHistory('PROVISIONING');
+    expect(history.slice(-2).map((change) => change.value.ratePerSecond)).toEqual([600, 601]);
     expectUnbrokenChain(history);
   });
 

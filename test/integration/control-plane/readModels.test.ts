@@ -1,7 +1,7 @@
 // The read models as the service, the API and the Governor read them: effective limits with their source
 // (one query however many tenants), expiry honoured at read time, the audit history with lapses, models and
 // branding through the cascade, and a LimitSource the real Governor enforces.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ControlPlaneResult } from '../../../src/control-plane/controlPlaneCommand.ts';
 import { listTenants, loadOverrides, loadTenants, resolveTenantBrandings, resolveTenantModels } from '../../../src/control-plane/tenantRecords.ts';
 import { createReadModelLimitSource, loadEffectiveLimits, resolveTenantLimit } from '../../../src/control-plane/effectiveLimits.ts';
@@ -12,13 +12,13 @@ import type { Queryable } from '../../../src/db/db.ts';
 import { Governor } from '../../../src/governance/index.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
 import { createTenantsProjection } from '../../../projections/tenants.ts';
-import { storageTargets } from '../../support/databases.ts';
+import { describeOnEachStorage } from '../../support/databases.ts';
 import { OPERATOR, openControlPlane, type ControlPlaneHarness, SETUP_TIMEOUT_MS } from '../../support/controlPlaneHarness.ts';
 import { waitFor } from '../../support/waitFor.ts';
 
 const HOUR_MS = 3_600_000;
 
-describe.each(storageTargets)('control-plane read models on $name', (target) => {
+describeOnEachStorage('control-plane read models on $name', (target) => {
   let h: ControlPlaneHarness;
   let overrideExpiresAt: Date;
   const confirmed: string[] = [];

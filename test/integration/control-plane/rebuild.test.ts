@@ -1,15 +1,15 @@
 // Every control-plane read model rebuilt from the ledger comes out identical to the one kept live.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ControlPlaneResult } from '../../../src/control-plane/controlPlaneCommand.ts';
 import { controlPlaneProjections } from '../../../projections/controlPlane.ts';
 import type { Queryable } from '../../../src/db/db.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
-import { storageTargets } from '../../support/databases.ts';
+import { describeOnEachStorage } from '../../support/databases.ts';
 import { OPERATOR, openControlPlane, type ControlPlaneHarness, SETUP_TIMEOUT_MS } from '../../support/controlPlaneHarness.ts';
 
 const MINUTE_MS = 60_000;
 
-describe.each(storageTargets)('control-plane projections rebuilt on $name', (target) => {
+describeOnEachStorage('control-plane projections rebuilt on $name', (target) => {
   let h: ControlPlaneHarness;
 
   beforeAll(async () => {

@@ -1,16 +1,16 @@
 // Time travel: what was in force at any past instant, answered from the ledger. A sequence of changes,
 // with probes between them: a tier change, an override that lapses by itself, a tier reassignment, a tier
 // limit cleared back to the platform default, an override set and cleared.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ControlPlaneResult } from '../../../src/control-plane/controlPlaneCommand.ts';
 import { effectiveLimitsAt } from '../../../src/control-plane/effectiveLimitsAt.ts';
 import { loadEffectiveLimits } from '../../../src/control-plane/effectiveLimits.ts';
-import { storageTargets } from '../../support/databases.ts';
+import { describeOnEachStorage } from '../../support/databases.ts';
 import { OPERATOR, openControlPlane, type ControlPlaneHarness, SETUP_TIMEOUT_MS } from '../../support/controlPlaneHarness.ts';
 
 const MINUTE_MS = 60_000;
 
-describe.each(storageTargets)('effectiveLimitsAt on $name', (target) => {
+describeOnEachStorage('effectiveLimitsAt on $name', (target) => {
   let h: ControlPlaneHarness;
   const t: Record<string, Date> = {};
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { storageTargets } from '../../support/databases.ts';
+import { describeOnEachStorage, storageTargets } from '../../support/databases.ts';
 import { migrate, loadMigrations } from '../../../src/db/migrate.ts';
 
-describe.each(storageTargets)('migrations on $name', (target) => {
+describeOnEachStorage('migrations on $name', (target) => {
   it('applies each migration once and records it', async () => {
     const { db, dispose } = await target.open({ migrate: false });
     try {

@@ -1,14 +1,14 @@
 // Statements marked with `prepared` are sent to PostgreSQL as named statements: parsed once per connection
 // and, after a few runs, planned once, instead of on every call. Checked on the server's own list of the
 // connection's prepared statements; PGlite ignores the mark and runs the statement as it is.
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { prepared, preparedName } from '../../../src/db/preparedStatements.ts';
-import { storageTargets } from '../../support/databases.ts';
+import { describeOnEachStorage } from '../../support/databases.ts';
 
 const MARKED = prepared('SELECT $1::integer + 1 AS next');
 const PLAIN = 'SELECT $1::integer + 2 AS next';
 
-describe.each(storageTargets)('prepared statements on $name', (target) => {
+describeOnEachStorage('prepared statements on $name', (target) => {
   it('runs a marked statement like any other, prepared once per connection on PostgreSQL', async () => {
     const { db, dispose } = await target.open({ migrate: false, max: 1 });
     try {

@@ -1,8 +1,8 @@
 // appendStreamsInTransaction (PostgreSQL adapter): several streams in one call, with each stream getting
 // what appendInTransaction would give it, all or nothing, and the streams' locks taken in one fixed order.
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storageTargets, type TestDb } from '../../support/databases.ts';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeOnEachStorage, type TestDb } from '../../support/databases.ts';
 import { readAllWhen, readWholeLedger, VISIBLE_WITHIN_MS } from '../../support/readLedger.ts';
 import { waitFor } from '../../support/waitFor.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
@@ -13,7 +13,7 @@ const probe = (data: unknown = {}): NewEvent => ({ id: randomUUID(), type: 'Prob
 const probes = (count: number) => Array.from({ length: count }, (_, n) => probe({ n }));
 const ids = (events: readonly { id?: string }[]) => events.map((each) => each.id);
 
-describe.each(storageTargets)('appendStreamsInTransaction on $name', (target) => {
+describeOnEachStorage('appendStreamsInTransaction on $name', (target) => {
   let opened: TestDb;
   let store: EventStore;
   beforeAll(async () => {

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storageTargets } from '../../support/databases.ts';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeOnEachStorage } from '../../support/databases.ts';
 import type { TestDb } from '../../support/databases.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import type { EventStore, NewEvent } from '../../../src/ledger/eventStore.ts';
@@ -13,7 +13,7 @@ import { admissionSummary } from '../../support/admissionSummaries.ts';
 
 const T0 = 1_800_000_000_000;
 
-describe.each(storageTargets)('ledger recorder on $name', (target) => {
+describeOnEachStorage('ledger recorder on $name', (target) => {
   let testDb: TestDb;
   let store: EventStore;
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { storageTargets, type StorageTarget, type TestDb } from '../../support/databases.ts';
+import { describeOnEachStorage, type StorageTarget, type TestDb } from '../../support/databases.ts';
 import { waitFor } from '../../support/waitFor.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { appendInTransaction } from '../../../src/ledger/postgres/appendInTransaction.ts';
@@ -8,7 +8,7 @@ import { WrongExpectedRevision, type AppendResult, type EventStore, type Recorde
 import { eventStoreContract, type ContractExtras } from './eventStore.contract.ts';
 import { holdOlderTransaction } from '../../support/olderTransaction.ts';
 
-describe.each(storageTargets)('PostgreSQL event store on $name', (target) => {
+describeOnEachStorage('PostgreSQL event store on $name', (target) => {
   eventStoreContract(target.name, async () => {
     const { db, connectAgain, dispose } = await target.open();
     const store = createPostgresEventStore(db, { pollIntervalMs: 250 });

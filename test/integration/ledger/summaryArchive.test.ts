@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, expect, it } from 'vitest';
 import { allProjections } from '../../../projections/index.ts';
 import { createControlPlane } from '../../../src/control-plane/controlPlane.ts';
 import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
@@ -27,7 +27,7 @@ import { ArchiveDamaged, readArchive, verifyArchive } from '../../../src/ledger/
 import { archiveSummaryDays, listArchivedDays } from '../../../src/ledger/retention/archiveSummaries.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
 import { OPERATOR, SETUP_TIMEOUT_MS } from '../../support/controlPlaneHarness.ts';
-import { storageTargets, type TestDb } from '../../support/databases.ts';
+import { describeOnEachStorage, type TestDb } from '../../support/databases.ts';
 
 const CLI = path.resolve(import.meta.dirname, '../../../src/cli.ts');
 const HOUR_MS = 3_600_000;
@@ -51,7 +51,7 @@ async function trendRows(testDb: TestDb) {
   return rows;
 }
 
-describe.each(storageTargets)('admission summary retention on $name', (target) => {
+describeOnEachStorage('admission summary retention on $name', (target) => {
   let testDb: TestDb;
   let store: EventStore;
   let projections: ProjectionSet;

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { eventBytes } from '../../../src/ledger/appendSize.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { startProjections } from '../../../src/ledger/projectionSet.ts';
@@ -8,14 +8,14 @@ import { createMetrics } from '../../../src/metrics/metrics.ts';
 import { createInferenceSpendMeter } from '../../../src/metrics/inferenceSpendMeter.ts';
 import { instrumentEventStore } from '../../../src/metrics/instrumentEventStore.ts';
 import { inferenceSpendTrend, topInferenceSpenders } from '../../../src/metrics/trends/inferenceSpend.ts';
-import { storageTargets } from '../../support/databases.ts';
+import { describeOnEachStorage } from '../../support/databases.ts';
 import { useFileLedger } from '../../support/fileLedger.ts';
 import { waitForProjected } from './waitForProjected.ts';
 
 const T0 = Date.UTC(2026, 5, 1, 12, 0, 30);
 const at = (ms: number) => new Date(ms);
 
-describe.each(storageTargets)('AI inference spend on $name', (target) => {
+describeOnEachStorage('AI inference spend on $name', (target) => {
   const ledger = useFileLedger(target);
 
   it('counts tokens instance-wide at once, and per tenant in the ledger in batches, then in the trend read model', async () => {

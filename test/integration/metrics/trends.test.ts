@@ -1,7 +1,7 @@
 // The trend read models rebuilt from the ledger: replayed, page by page, into exactly the rows the running
 // projections built. What the projections and the trend queries make of the events is
 // test/integration/projections/admissionTrends.test.ts, which needs no ledger.
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import type { NewEvent } from '../../../src/ledger/eventStore.ts';
 import { startProjections, type ProjectionSet } from '../../../src/ledger/projectionSet.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
@@ -9,7 +9,7 @@ import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
 import type { AdmissionSummary } from '../../../src/governance/index.ts';
 import { admissionTrendsProjection } from '../../../projections/admissionTrends.ts';
 import { unresolvedAdmissionsProjection } from '../../../projections/unresolvedAdmissions.ts';
-import { storageTargets } from '../../support/databases.ts';
+import { describeOnEachStorage } from '../../support/databases.ts';
 import { useFileLedger } from '../../support/fileLedger.ts';
 import { waitForProjected } from './waitForProjected.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
@@ -26,7 +26,7 @@ function admission(overrides: Partial<AdmissionSummary>): AdmissionSummary {
 
 const PROJECTIONS = [admissionTrendsProjection, unresolvedAdmissionsProjection];
 
-describe.each(storageTargets)('trend read models rebuilt from the ledger on $name', (target) => {
+describeOnEachStorage('trend read models rebuilt from the ledger on $name', (target) => {
   const ledger = useFileLedger(target);
   let projections: ProjectionSet;
 

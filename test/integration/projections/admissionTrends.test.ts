@@ -1,7 +1,7 @@
 // The trend read models from the events alone: what the admission-trends and unresolved-admissions projections
 // make of AdmissionsRecorded and UnresolvedAdmissionsRecorded, and what the trend queries (src/metrics/trends)
 // answer from it. Rebuilding them from the ledger is test/integration/metrics/trends.test.ts.
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, expect, it } from 'vitest';
 import type { AdmissionSummary, UnresolvedAdmissionSummary } from '../../../src/governance/index.ts';
 import { admissionTrendsProjection } from '../../../projections/admissionTrends.ts';
 import { unresolvedAdmissionsProjection } from '../../../projections/unresolvedAdmissions.ts';
@@ -10,7 +10,7 @@ import { topShedders } from '../../../src/metrics/trends/topShedders.ts';
 import { unresolvedAdmissions } from '../../../src/metrics/trends/unresolvedAdmissions.ts';
 import { pruneTrends } from '../../../src/metrics/trends/pruneTrends.ts';
 import { InvalidTrendQuery } from '../../../src/metrics/trends/trendQuery.ts';
-import { storageTargets } from '../../support/databases.ts';
+import { describeOnEachStorage } from '../../support/databases.ts';
 import { useProjectionSpec } from '../../support/projectionSpec.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
 
@@ -30,7 +30,7 @@ function unresolved(overrides: Partial<UnresolvedAdmissionSummary>): UnresolvedA
   return { tenantId: 'acme', dimension: 'INGEST', cause: 'unreachable', fromSecond: T0, seconds: 1, units: 0, messages: 0, ...overrides };
 }
 
-describe.each(storageTargets)('trend read models from their events on $name', (target) => {
+describeOnEachStorage('trend read models from their events on $name', (target) => {
   const spec = useProjectionSpec(target, admissionTrendsProjection, unresolvedAdmissionsProjection);
 
   beforeEach(() => {

@@ -2,10 +2,10 @@
 // it settles, however it settles; a refusal counts as refused and leaves the backlog as it was.
 // test/integration/command-backlog/commandBacklogReadModel.test.ts proves the same read model equals the
 // guard rows the service keeps, through the whole backlog.
-import { describe, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { commandsStream, type CommandEventMap, type CommandEventType } from '../../../src/ledger/catalog/commands.ts';
 import { commandBacklogProjection } from '../../../projections/commandBacklog.ts';
-import { storageTargets } from '../../support/databases.ts';
+import { describeOnEachStorage } from '../../support/databases.ts';
 import { useProjectionSpec, type GivenEvent } from '../../support/projectionSpec.ts';
 
 function command<Type extends CommandEventType>(type: Type, data: CommandEventMap[Type]): GivenEvent {
@@ -26,7 +26,7 @@ const rejected = (tenantId: string, commandId: string) =>
     ceiling: 3,
   });
 
-describe.each(storageTargets)('command backlog read model from its events on $name', (target) => {
+describeOnEachStorage('command backlog read model from its events on $name', (target) => {
   const spec = useProjectionSpec(target, commandBacklogProjection);
   const backlog = (tenantId: string) =>
     spec.rows('SELECT undelivered, accepted_total, rejected_total, settled_total FROM gl_command_backlog_view WHERE tenant_id = $1', [tenantId]);

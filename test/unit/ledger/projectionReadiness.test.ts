@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { projectionReadiness } from '../../../src/ledger/projectionReadiness.ts';
+import { MAX_FORGIVEN_PACE_SECONDS, projectionReadiness } from '../../../src/ledger/projectionReadiness.ts';
+import { admissionTrendsProjection } from '../../../projections/admissionTrends.ts';
 import type { ProjectionLag } from '../../../src/ledger/projectionRunner.ts';
 
 const lag = (projection: string, secondsBehind: number): ProjectionLag => ({
@@ -29,5 +30,19 @@ describe('projection readiness', () => {
     expect(await check()).toBeNull();
     lags = [paced(32.5)];
     expect(await check()).toBe('projections behind: admission-trends 33s');
+  });
+
+  it('forgives at most MAX_FORGIVEN_PACE_SECONDS of a pace, however slow a projection says it is paced', async () => {
+    const slow = (secondsBehind: number): ProjectionLag => ({ ...lag('slow', secondsBehind), paceSeconds: 3_600 });
+    let lags = [slow(30 + MAX_FORGIVEN_PACE_SECONDS - 0.5)];
+    const check = projectionReadiness(async () => lags, 30);
+    expect(await check()).toBeNull();
+    lags = [slow(30 + MAX_FORGIVEN_PACE_SECONDS + 0.5)];
+    expect(await check()).toBe(`projections behind: slow ${30 + MAX_FORGIVEN_PACE_SECONDS + 1}s`);
+  });
+
+  it('the admission-trends projection, the one paced projection, paces within what readiness forgives', () => {
+    expect(admissionTrendsProjection.livePaceMs).toBe(2_000);
+    expect(admissionTrendsProjection.livePaceMs! / 1_000).toBeLessThanOrEqual(MAX_FORGIVEN_PACE_SECONDS);
   });
 });

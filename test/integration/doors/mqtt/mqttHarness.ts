@@ -38,6 +38,12 @@ export interface DoorOptions {
   ledger?: Recorder;
   backlogAfterMs?: number;
   governor?: Governor;
+  /**
+   * The door's clock, read from each message (say, a time the test scripted into it) instead of the wall
+   * clock: set just before the door reads its clock for that message, so arrivals are at the test's times
+   * however the machine schedules them.
+   */
+  messageClock?: (message: InboundMessage) => number;
 }
 
 export async function startDoor(options: DoorOptions): Promise<DoorUnderTest> {
@@ -50,7 +56,10 @@ export async function startDoor(options: DoorOptions): Promise<DoorUnderTest> {
   const dropped = new Map<DropReason, number>();
   const outOfWindow = new Map<SendTimeOutOfWindow, number>();
   const logger = pino({ level: 'silent' });
+  const { messageClock } = options;
+  let messageNowMs = 0;
   const handle = createTelemetryHandler({
+    ...(messageClock ? { now: () => messageNowMs } : {}),
     parts: { governor, sink: options.sink },
     logger,
     topicRoot: options.root,
@@ -69,7 +78,8 @@ export async function startDoor(options: DoorOptions): Promise<DoorUnderTest> {
       const tenant = message.topic.split('/')[1] ?? '';
       let times = arrivals.get(tenant);
       if (!times) arrivals.set(tenant, (times = []));
-      times.push(Date.now());
+      if (messageClock) messageNowMs = messageClock(message);
+      times.push(messageClock ? messageNowMs : Date.now());
       return handle(message, signal);
     },
   });

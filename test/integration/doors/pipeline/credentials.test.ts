@@ -1,12 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
   findIngestCredential,
   registerIngestCredential,
   revokeIngestCredential,
 } from '../../../../src/doors/pipeline/credentials.ts';
-import { storageTargets, type TestDb } from '../../../support/databases.ts';
+import { describeOnEachStorage, type TestDb } from '../../../support/databases.ts';
 
-describe.each(storageTargets)('ingest credentials on $name', (target) => {
+describeOnEachStorage('ingest credentials on $name', (target) => {
   // One database per target (opening PGlite costs seconds); each test uses its own tenant.
   let testDb: TestDb;
   beforeAll(async () => {
