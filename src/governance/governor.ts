@@ -513,8 +513,9 @@ export class Governor {
   /**
    * For a caller that decides a batch and can wait first (the admission API): notes what this request will ask
    * of its shared counter, so that `reservePlanned` can reserve the batch's demand before it is decided. Does
-   * nothing without a reachable shared budget, for a name this Governor has not yet metered with its ceilings
-   * known (its first admissions are metered here alone, see admitFully), under STABLE_DOWNSAMPLE (callers hashed
+   * nothing without a reachable shared budget, for a name whose ceilings this Governor does not know yet (its
+   * first admissions are metered here alone, see admitFully; a tenant loaded at start or announced since is
+   * known, and planned on its first batch), under STABLE_DOWNSAMPLE (callers hashed
    * out never reach the shared budget), for a request that is invalid or never fits. Decides and counts nothing.
    */
   plan(request: AdmitRequest): void {
@@ -527,9 +528,12 @@ export class Governor {
     const slot = SLOTS[slotIndex]!;
     const byMessage = request.charge === 'message';
     if (byMessage && !slot.messageCharged) return;
+    // The state admit will meter this request on: a name with a state keeps it whatever door it comes through
+    // (admit marks it trusted on a trusted allowance, it does not replace it). So a tenant loaded at start, or
+    // announced since, is planned on its first batch too: requiring it to have been seen on a trusted allowance
+    // first left its first batch to the credit of one minimum slice (1 of 20 at 5/s burst 10).
     const state = this.states.get(request.tenant);
     if (state === undefined || state.status !== STATUS_KNOWN || state.isOverflow) return;
-    if (slot.allowance !== 'HTTP' && !state.trusted) return;
     const allowance = state.allowance(slotIndex, this.limitsOf(state));
     if (state.downsample) return;
     const numbers = this.numbers.values;

@@ -4,14 +4,17 @@
 // ready); a tenant registered and limited through A while B runs holds on B's first request 1 s later (the
 // change is announced to every process on the database). In turn: the admission API's first batch of 20 at
 // PROVISIONING 5/s burst 10 admits 10, and the first ingest request of 500 readings against an INGEST burst of
-// 100 is 413. The replicas meter alone (no REDIS_URL): shared counters take their slices in the background, which
-// is another subject (docs/scaling.md). It skips, naming what is missing, without PostgreSQL or a current dist/.
+// 100 is 413. Both once with the replicas metering alone (no REDIS_URL) and, when REDIS_URL is set, once on shared
+// counters (docs/scaling.md) under a key prefix of their own: the batch is then admitted as far as the shared
+// bucket's tokens allow (issue 34), 10 of 20 at burst 10, even though neither replica holds a slice of that tenant
+// yet. It skips, naming what is missing, without PostgreSQL or a current dist/ (the Redis run without Redis).
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../../src/api/auth/token.ts';
 import { postAnswer } from '../support/postAnswer.ts';
 import { postgresOnly, type TestDb } from '../support/databases.ts';
 import { freePort } from '../support/privateServers.ts';
-import { compiledServiceMissing, startReplica, type Replica } from '../support/replicas.ts';
+import { compiledServiceMissing, startReplica, tcpAnswers, type Replica } from '../support/replicas.ts';
 import { waitFor } from '../support/waitFor.ts';
 
 const JWT_SECRET = 'first-contact-suite-secret-0123456789abcdef';
@@ -24,24 +27,33 @@ const notBuilt = compiledServiceMissing();
 if (notBuilt) missing.push(notBuilt);
 if (missing.length > 0) console.warn(`first-contact suite skipped: ${missing.join('; ')}`);
 
+const redisUrl = process.env.REDIS_URL;
+let redisMissing: string | undefined;
+if (!redisUrl) redisMissing = 'REDIS_URL is not set';
+else if (!(await tcpAnswers(redisUrl, 6379))) redisMissing = `Redis does not answer at ${new URL(redisUrl).host}`;
+if (redisMissing && missing.length === 0) console.warn(`first-contact suite on shared counters skipped: ${redisMissing}`);
+
 interface Decision {
   admitted: boolean;
   source: string;
 }
 
-describe.skipIf(missing.length > 0)('a limit set in one process, enforced by another on first contact', () => {
+/** The suite, with the replicas metering alone (`redis` undefined) or sharing counters on Redis. */
+const firstContactSuite = (redis: string | undefined) => () => {
   let testDb: TestDb;
   const replicas: Replica[] = [];
   let a: Replica;
   let operator: string;
   let service: string;
+  // Both replicas of a run share one prefix; no other run (nor an earlier one) shares it.
+  const keyPrefix = `gl-first-contact-${randomBytes(5).toString('hex')}:`;
 
   const start = async (name: string) => {
     const replica = await startReplica({
       name,
       port: await freePort(),
       grpcPort: await freePort(),
-      env: { ...testDb.env!, GOVERNANCE_JWT_SECRET: JWT_SECRET, GOVERNANCE_DRAIN_SECONDS: '0', GOVERNANCE_PROJECTION_WORKERS: 'off', MQTT_URL: '', REDIS_URL: '' },
+      env: { ...testDb.env!, GOVERNANCE_JWT_SECRET: JWT_SECRET, GOVERNANCE_DRAIN_SECONDS: '0', GOVERNANCE_PROJECTION_WORKERS: 'off', MQTT_URL: '', REDIS_URL: redis ?? '', GOVERNANCE_REDIS_KEY_PREFIX: keyPrefix },
     });
     replicas.push(replica);
     await waitFor(() => replica.ready(), { timeoutMs: 90_000, intervalMs: 200, description: `replica ${name} ready` });
@@ -105,4 +117,10 @@ describe.skipIf(missing.length > 0)('a limit set in one process, enforced by ano
     expect([...first.sources]).toEqual(['TENANT_OVERRIDE']);
     expect(first.ingest.status, first.ingest.body).toBe(413);
   }, 60_000);
-});
+};
+
+describe.skipIf(missing.length > 0)('a limit set in one process, enforced by another on first contact', firstContactSuite(undefined));
+describe.skipIf(missing.length > 0 || redisMissing !== undefined)(
+  'a limit set in one process, enforced by another on first contact, on shared counters (Redis)',
+  firstContactSuite(redisUrl),
+);

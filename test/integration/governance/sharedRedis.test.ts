@@ -350,6 +350,25 @@ describe.skipIf(!redisUrl)('shared counting stays sane (issue 34, item 5)', () =
     expect(await admittedWithin(b.governor, inference('acme', 1, afterRefill), 3)).not.toBeNull();
   });
 
+  it("admits a tenant's first batch as far as the shared tokens allow when its ceilings were loaded at start", async () => {
+    const limits = smallSource();
+    const budget = createRedisSharedBudget({ url: redisUrl!, keyPrefix: prefix(), commandTimeoutMs: COMMAND_TIMEOUT_MS });
+    expect(await budget.ready()).toBe(true);
+    const governor = new Governor({ limitSource: limits, sharedBudget: budget, retryMs: 20 });
+    closers.push(() => budget.close(), () => governor.close());
+    // As the service at start (src/control-plane/limitChanges.ts): every registered tenant's ceilings read in bulk,
+    // so the tenant is known before anything was ever admitted for it here.
+    governor.learnLimits((await limits.loadTenants(['acme'])).values(), await limits.loadPlatformDefaults());
+    const at = Date.now();
+    for (let i = 0; i < 20; i++) governor.plan(inference('acme', 1, at));
+    const reserving = governor.reservePlanned();
+    expect(reserving).not.toBeNull();
+    await reserving;
+    let admitted = 0;
+    for (let i = 0; i < 20; i++) if (governor.admit(inference('acme', 1, at)).admitted) admitted++;
+    expect(admitted).toBe(BURST);
+  });
+
   it('admits a batch as far as the shared tokens allow (the admission API plans, reserves, then decides)', async () => {
     const keyPrefix = prefix();
     const a = await sharedGovernor(redisUrl!, keyPrefix, smallSource());
