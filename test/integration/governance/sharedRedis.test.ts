@@ -352,7 +352,7 @@ describe.skipIf(!redisUrl)('shared counting stays sane (issue 34, item 5)', () =
 
   it("admits a tenant's first batch as far as the shared tokens allow when its ceilings were loaded at start", async () => {
     const limits = smallSource();
-    const budget = createRedisSharedBudget({ url: redisUrl!, keyPrefix: prefix(), commandTimeoutMs: COMMAND_TIMEOUT_MS });
+    const budget = createRedisSharedBudget({ url: redisUrl!, keyPrefix: prefix() });
     expect(await budget.ready()).toBe(true);
     const governor = new Governor({ limitSource: limits, sharedBudget: budget, retryMs: 20 });
     closers.push(() => budget.close(), () => governor.close());
