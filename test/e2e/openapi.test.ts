@@ -129,6 +129,7 @@ describe('OpenAPI document against the routes', () => {
     'options /v1/integrations/{tenant}/{integration} 204': () => call('/v1/integrations/acme/ttn', { method: 'OPTIONS' }),
     'get /openapi.json 200': () => call('/openapi.json'),
     'get /console/ 200': () => call('/console/'),
+    'get /favicon.ico 200': () => call('/favicon.ico'),
   };
   for (const path of ['/v1/admissions', '/v1/inference-usage']) {
     const item = path === '/v1/admissions' ? { tenantId: 'acme', dimension: 'AI_INFERENCE', units: 1 } : { tenantId: 'acme', inputTokens: 1, outputTokens: 1 };

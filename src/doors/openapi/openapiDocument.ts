@@ -313,6 +313,9 @@ export const OPENAPI_DOCUMENT = {
     '/console/': {
       get: { summary: 'The operator console (static files).', responses: { '200': { description: 'The console page.', content: { 'text/html': { schema: { type: 'string' } } } } } },
     },
+    '/favicon.ico': {
+      get: { summary: "The service's icon (SVG).", responses: { '200': { description: 'The icon.', content: { 'image/svg+xml': { schema: { type: 'string' } } } } } },
+    },
     [OPENAPI_PATH]: { get: { summary: 'This document.', responses: { '200': answer('OpenAPI 3.1.', { type: 'object' }) } } },
   } as Record<string, Record<string, unknown>>,
 };
