@@ -6,7 +6,7 @@
 // in it exactly once and no refused command is; the admitted ingest units are exactly those answered 202: no
 // 429 counts as admitted, and neither does a 503 after the readings were charged (the charge is withdrawn,
 // see docs/faults.md).
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -22,9 +22,9 @@ import { commandsStream } from '../../src/ledger/catalog/commands.ts';
 import { openEventStore } from '../../src/ledger/openEventStore.ts';
 import { freePort, startPrivateNats, startPrivatePostgres, startPrivateRedis, type PrivatePostgres, type PrivateServer } from '../support/privateServers.ts';
 import { readWholeLedger } from '../support/readLedger.ts';
+import { spawnTs } from '../support/spawnTs.ts';
 import { waitFor } from '../support/waitFor.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const JWT_SECRET = 'chaos-suite-secret-0123456789abcdef0123456789';
 const READY_WITHIN_MS = 10_000;
 
@@ -40,15 +40,6 @@ interface Told {
   ingest: { acceptedReadings: number; unavailableReadings: number; refusedReadings: number; statuses: Record<string, number> };
   commands: { accepted: string[]; refused: string[]; unsettled: string[]; retries: number };
   problems: string[];
-}
-
-function spawnTs(file: string[], env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...file], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, output: () => output, exited };
 }
 
 describe.skipIf(missing.length > 0)('chaos: the service under traffic while its dependencies fail', () => {
@@ -85,7 +76,7 @@ describe.skipIf(missing.length > 0)('chaos: the service under traffic while its 
     await setupDb.close();
     if (registered.status !== 'registered') throw new Error(registered.message);
 
-    const service = spawnTs(['src/cli.ts', 'serve'], env);
+    const service = spawnTs(['src/cli.ts', 'serve'], env, 'pipe');
     children.push(service.child);
     const baseUrl = `http://127.0.0.1:${env.PORT}`;
     await waitFor(() => service.output().includes('listening on') || service.child.exitCode !== null, {
@@ -118,7 +109,7 @@ describe.skipIf(missing.length > 0)('chaos: the service under traffic while its 
     const ready = async () => (await fetch(`${baseUrl}/readyz`).catch(() => undefined))?.status === 200;
     await waitFor(ready, { timeoutMs: 60_000, description: '/readyz 200 before the chaos' });
 
-    const traffic = spawnTs(['test/e2e/chaosTraffic.child.ts'], { BASE_URL: baseUrl, INGEST_KEY: registered.key, TOKEN: token });
+    const traffic = spawnTs(['test/e2e/chaosTraffic.child.ts'], { BASE_URL: baseUrl, INGEST_KEY: registered.key, TOKEN: token }, 'pipe');
     children.push(traffic.child);
     const progress = () => Number([...traffic.output().matchAll(/progress (\d+)/g)].at(-1)?.[1] ?? 0);
     const moreTraffic = async (answers: number) => {
