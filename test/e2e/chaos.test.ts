@@ -17,11 +17,11 @@ import { migrate } from '../../src/db/migrate.ts';
 import { openDb } from '../../src/db/open.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
-import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import { commandsStream } from '../../src/ledger/catalog/commands.ts';
 import { openEventStore } from '../../src/ledger/openEventStore.ts';
 import { freePort, startPrivateNats, startPrivatePostgres, startPrivateRedis, type PrivatePostgres, type PrivateServer } from '../support/privateServers.ts';
-import { readWholeLedger } from '../support/readLedger.ts';
+import { admissionEntriesOf, readWholeLedger } from '../support/readLedger.ts';
 import { spawnTs } from '../support/spawnTs.ts';
 import { waitFor } from '../support/waitFor.ts';
 
@@ -161,9 +161,7 @@ describe.skipIf(missing.length > 0)('chaos: the service under traffic while its 
     const store = await openEventStore(db, undefined);
     try {
       const ledger = await readWholeLedger(store);
-      const admitted = ledger
-        .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
-        .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
+      const admitted = admissionEntriesOf(ledger.filter((event) => event.stream === ADMISSIONS_STREAM))
         .filter((entry) => entry.tenantId === 'acme' && entry.dimension === 'INGEST' && entry.allowance === 'HTTP')
         .reduce((sum, entry) => sum + entry.admittedUnits, 0);
       expect(admitted).toBe(told.ingest.acceptedReadings);

@@ -23,8 +23,9 @@ import { migrate } from '../../src/db/migrate.ts';
 import { openDb } from '../../src/db/open.ts';
 import { DEFAULT_INGEST_STREAM } from '../../src/doors/pipeline/natsSink.ts';
 import type { AcceptedBatch } from '../../src/doors/pipeline/sink.ts';
-import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import { openEventStore } from '../../src/ledger/openEventStore.ts';
+import { admissionEntriesOf } from '../support/readLedger.ts';
 import { serviceModes } from '../support/serviceModes.ts';
 import { freePort, startPrivateMosquitto, startPrivateNats, type PrivateServer } from '../support/privateServers.ts';
 import { spawnTs, type SpawnedTs } from '../support/spawnTs.ts';
@@ -136,8 +137,7 @@ describe.skipIf(missing.length > 0)('MQTT redelivery after the service is killed
       const db = await openDb(settings);
       const store = await openEventStore(db, undefined);
       try {
-        return (await store.readStream(ADMISSIONS_STREAM))
-          .flatMap((event) => (event.type === 'AdmissionsRecorded' ? entriesOf(event.data as AdmissionsRecordedData) : []))
+        return admissionEntriesOf(await store.readStream(ADMISSIONS_STREAM))
           .filter((entry) => entry.tenantId === 'acme' && entry.dimension === 'INGEST' && entry.allowance === 'LIVE')
           .reduce((sum, entry) => sum + entry.admittedUnits, 0);
       } finally {
