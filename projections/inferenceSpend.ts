@@ -1,7 +1,6 @@
 // Read model: AI inference tokens per tenant per minute, with hour and day roll-ups, so an operator can
 // see which tenant spends (beyond the instance-wide counters; docs/governance-model.md, "Observing it").
-import type { Tx } from '../src/db/db.ts';
-import type { RecordedEvent, Projection, Refusal, InferenceSpendRecordedData } from '../src/ledger/index.ts';
+import type { RecordedEvent, Projection, InferenceSpendRecordedData } from '../src/ledger/index.ts';
 import {
   INFERENCE_SPEND,
   eventRowsProblem,
@@ -9,34 +8,18 @@ import {
   minutesCrossed,
   splitAcrossMinutes,
   summarySpanProblem,
-  upsertRollups,
   type RollupIncrement,
   wholeCount,
 } from '../src/metrics/index.ts';
+import { rollupAppliers } from './rollupAppliers.ts';
 
 export const inferenceSpendProjection: Projection = {
   name: 'inference-spend',
   version: 1,
   eventTypes: ['InferenceSpendRecorded'],
   tables: familyTables(INFERENCE_SPEND),
-  apply: async (event: RecordedEvent, tx: Tx) => {
-    const reason = boundsProblem(event);
-    if (reason !== undefined) return { refused: reason };
-    await upsertRollups(tx, INFERENCE_SPEND, incrementsOf(event));
-  },
-  // A page's increments in one upsert, merged per row (upsertRollups); an event with a summary outside the
-  // bounds (summaryBounds.ts) is refused whole, and the runner sets it aside in the quarantine.
-  applyPage: async (events: readonly RecordedEvent[], tx: Tx) => {
-    const refusals: Refusal[] = [];
-    const increments: RollupIncrement[] = [];
-    for (const event of events) {
-      const reason = boundsProblem(event);
-      if (reason === undefined) for (const increment of incrementsOf(event)) increments.push(increment);
-      else refusals.push({ event, reason });
-    }
-    await upsertRollups(tx, INFERENCE_SPEND, increments);
-    return refusals;
-  },
+  // The family's rollups, a page in one upsert; an event outside the summary bounds is refused whole.
+  ...rollupAppliers(INFERENCE_SPEND, boundsProblem, incrementsOf),
 };
 
 function incrementsOf(event: RecordedEvent): RollupIncrement[] {

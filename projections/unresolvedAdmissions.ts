@@ -1,7 +1,6 @@
 // Read model: units and messages admitted at the platform default because a tenant's ceilings were not
 // known, per tenant, dimension and cause, per minute, with hour and day roll-ups.
-import type { Tx } from '../src/db/db.ts';
-import type { RecordedEvent, Projection, Refusal, UnresolvedAdmissionsRecordedData } from '../src/ledger/index.ts';
+import type { RecordedEvent, Projection, UnresolvedAdmissionsRecordedData } from '../src/ledger/index.ts';
 import { entriesOf } from '../src/ledger/index.ts';
 import {
   UNRESOLVED_ADMISSIONS,
@@ -10,34 +9,18 @@ import {
   minutesCrossed,
   splitAcrossMinutes,
   summarySpanProblem,
-  upsertRollups,
   type RollupIncrement,
   wholeCount,
 } from '../src/metrics/index.ts';
+import { rollupAppliers } from './rollupAppliers.ts';
 
 export const unresolvedAdmissionsProjection: Projection = {
   name: 'unresolved-admissions',
   version: 1,
   eventTypes: ['UnresolvedAdmissionsRecorded'],
   tables: familyTables(UNRESOLVED_ADMISSIONS),
-  apply: async (event: RecordedEvent, tx: Tx) => {
-    const reason = boundsProblem(event);
-    if (reason !== undefined) return { refused: reason };
-    await upsertRollups(tx, UNRESOLVED_ADMISSIONS, incrementsOf(event));
-  },
-  // A page's increments in one upsert, merged per row (upsertRollups); an event with a summary outside the
-  // bounds (summaryBounds.ts) is refused whole, and the runner sets it aside in the quarantine.
-  applyPage: async (events: readonly RecordedEvent[], tx: Tx) => {
-    const refusals: Refusal[] = [];
-    const increments: RollupIncrement[] = [];
-    for (const event of events) {
-      const reason = boundsProblem(event);
-      if (reason === undefined) for (const increment of incrementsOf(event)) increments.push(increment);
-      else refusals.push({ event, reason });
-    }
-    await upsertRollups(tx, UNRESOLVED_ADMISSIONS, increments);
-    return refusals;
-  },
+  // The family's rollups, a page in one upsert; an event outside the summary bounds is refused whole.
+  ...rollupAppliers(UNRESOLVED_ADMISSIONS, boundsProblem, incrementsOf),
 };
 
 function incrementsOf(event: RecordedEvent): RollupIncrement[] {

@@ -12,7 +12,7 @@ import { LimitCache } from './limitCache.ts';
 import { DecidedCharge, type HeldCharge, type HeldTally } from './heldCharge.ts';
 import { fallbackBurst, fallbackRate, SharedCounting } from './sharedCounting.ts';
 import type { SharedAllowance, SharedBudget } from './sharedCounting.ts';
-import { SLOT_COUNT, slotIndexOf, SLOTS } from './slots.ts';
+import { SLOT_COUNT, slotIndexOf, SLOTS, type SlotSpec } from './slots.ts';
 import { Tallies } from './tallies.ts';
 import { TenantNames } from './tenantNames.ts';
 import { STATUS_KNOWN, STATUS_PENDING } from './tenantMeter.ts';
@@ -161,6 +161,15 @@ function refusedCode(behaviour: OverLimitBehaviour): number {
   return behaviour === 'SHED' || behaviour === 'DROP_ACCEPTED' ? 1 : REJECTED;
 }
 const REJECTED = 2;
+
+/**
+ * What one request can ever get, from the configured numbers (before a Redis outage halves them): the burst, or a
+ * fixed window's limit (twice it under STABLE_DOWNSAMPLE). A larger request never fits; it is never planned on,
+ * nor charged to, the shared budget.
+ */
+function requestCapacity(kind: SlotSpec['kind'], downsample: boolean, rate: number, burst: number): number {
+  return kind === 'FIXED_WINDOW' ? (downsample ? 2 * rate : rate) : burst;
+}
 
 export class Governor {
   private readonly names: TenantNames;
@@ -382,8 +391,10 @@ export class Governor {
     let burst = numbers[cell + BURST]!;
     const downsample = state.downsample;
     const behaviour: OverLimitBehaviour = downsample ? 'STABLE_DOWNSAMPLE' : slot.overLimit;
-    // What one request can ever get, from the configured numbers (before a Redis outage halves them).
-    const capacity = slot.kind === 'FIXED_WINDOW' ? (downsample ? 2 * rate : rate) : burst;
+    const capacity = requestCapacity(slot.kind, downsample, rate, burst);
+    // Never fits: no wait admits it. Metering alone the meters below refuse it themselves (and still refill, so
+    // Remaining and Retry-After are theirs); shared, it is refused before the shared counter.
+    const overCapacity = units > capacity;
 
     const shared = this.shared;
     // Until its ceilings arrive a tenant is metered here alone, at the platform default: the other replicas
@@ -404,7 +415,7 @@ export class Governor {
     let retryAfterSeconds = 0;
     if (sharedActive) {
       const counter = shared.counterOf(allowance, byMessage);
-      if (units > capacity) {
+      if (overCapacity) {
         // Never fits, as metering alone: refused here and never charged to the shared budget, where its debt
         // would starve the tenant on every replica (issue 34: 999,999,999 units on a burst of 10).
         admitted = false;
@@ -442,7 +453,7 @@ export class Governor {
       if (!admitted) retryAfterSeconds = window.retryAfterSeconds(at);
     }
     if (admitted && sharesCounter && !sharedActive) shared.fallbackAdmissions++;
-    const neverFits = !admitted && units > capacity;
+    const neverFits = !admitted && overCapacity;
     if (this.counting) {
       const refused = admitted ? 0 : neverFits ? REJECTED : refusedCode(behaviour);
       const cause = known || state.isOverflow ? -1 : state.status;
@@ -539,7 +550,7 @@ export class Governor {
     const numbers = this.numbers.values;
     const rate = numbers[state.cell + RATE_PER_SECOND]!;
     const burst = numbers[state.cell + BURST]!;
-    const capacity = slot.kind === 'FIXED_WINDOW' ? rate : burst;
+    const capacity = requestCapacity(slot.kind, false, rate, burst);
     if (units > capacity) return;
     const counter = shared.counterOf(allowance, byMessage);
     if (counter.plan(units, capacity, request.at, rate, burst)) this.planned.push(counter);

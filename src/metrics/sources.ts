@@ -60,6 +60,23 @@ export function createSourcePulls(named: number, countError: (source: SourceName
     reads.add(done);
     return done;
   };
+  // A gauge with one value per projection, replaced whole at each scrape: a projection no longer reported
+  // leaves the gauge.
+  const perProjection = <Sample extends { projection: string }>(
+    gauge: Gauge<'projection'>,
+    name: 'projectionLags' | 'projectionQuarantine',
+    source: (() => Promise<Iterable<Sample>>) | undefined,
+    valueOf: (sample: Sample) => number,
+  ): Promise<void> => {
+    if (!source) return Promise.resolve();
+    return pull(name, async () => {
+      const samples = [...(await source())];
+      return () => {
+        gauge.reset();
+        for (const sample of samples) gauge.set({ projection: sample.projection }, valueOf(sample));
+      };
+    });
+  };
   // The backlog and its ceiling come from one read per scrape: the ceiling gauge waits for the read its
   // sibling (registered just before it) started instead of reading again.
   let backlogRead: Promise<CommandBacklogSample[] | undefined> = Promise.resolve(undefined);
@@ -93,15 +110,7 @@ export function createSourcePulls(named: number, countError: (source: SourceName
       });
     },
     projectionLag(gauge: Gauge<'projection'>): Promise<void> {
-      if (!all.projectionLags) return Promise.resolve();
-      const source = all.projectionLags;
-      return pull('projectionLags', async () => {
-        const samples = [...(await source())];
-        return () => {
-          gauge.reset();
-          for (const sample of samples) gauge.set({ projection: sample.projection }, sample.secondsBehind);
-        };
-      });
+      return perProjection(gauge, 'projectionLags', all.projectionLags, (sample) => sample.secondsBehind);
     },
     /** A count the source keeps since the process started, as a counter's value. */
     total(counter: Counter<string>, source: 'clampedTallies'): Promise<void> {
@@ -116,15 +125,7 @@ export function createSourcePulls(named: number, countError: (source: SourceName
       });
     },
     projectionQuarantine(gauge: Gauge<'projection'>): Promise<void> {
-      if (!all.projectionQuarantine) return Promise.resolve();
-      const source = all.projectionQuarantine;
-      return pull('projectionQuarantine', async () => {
-        const samples = [...(await source())];
-        return () => {
-          gauge.reset();
-          for (const sample of samples) gauge.set({ projection: sample.projection }, sample.events);
-        };
-      });
+      return perProjection(gauge, 'projectionQuarantine', all.projectionQuarantine, (sample) => sample.events);
     },
     flag(gauge: Gauge<string>, source: 'redisCounterFallback' | 'nameOverflowInUse'): Promise<void> {
       const read = all[source];

@@ -7,7 +7,7 @@
 // CommandAccepted is in it exactly once and no refused command is; the admitted ingest units are exactly those
 // answered 202: no 429 counts as admitted (a tenant with a low limit is in the traffic, so 429s do happen),
 // and neither does a 503 after the readings were charged (the charge is withdrawn, see docs/faults.md).
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -18,14 +18,14 @@ import { migrate } from '../../src/db/migrate.ts';
 import { openDb } from '../../src/db/open.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
-import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import { commandsStream } from '../../src/ledger/catalog/commands.ts';
 import { openEventStore } from '../../src/ledger/openEventStore.ts';
 import { freePort, startPrivateNats, startPrivatePostgres, startPrivateRedis, type PrivatePostgres, type PrivateServer } from '../support/privateServers.ts';
-import { readWholeLedger } from '../support/readLedger.ts';
+import { admissionEntriesOf, readWholeLedger } from '../support/readLedger.ts';
+import { spawnTs } from '../support/spawnTs.ts';
 import { waitFor } from '../support/waitFor.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const JWT_SECRET = 'chaos-suite-secret-0123456789abcdef0123456789';
 const READY_WITHIN_MS = 10_000;
 
@@ -52,15 +52,6 @@ interface Told {
   limited: IngestTold;
   commands: { accepted: string[]; refused: string[]; unsettled: string[]; retries: number };
   problems: string[];
-}
-
-function spawnTs(file: string[], env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...file], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['pipe', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, output: () => output, exited };
 }
 
 describe.skipIf(missing.length > 0)('chaos: the service under traffic while its dependencies fail', () => {
@@ -99,7 +90,7 @@ describe.skipIf(missing.length > 0)('chaos: the service under traffic while its 
     if (registered.status !== 'registered') throw new Error(registered.message);
     if (limitedKey.status !== 'registered') throw new Error(limitedKey.message);
 
-    const service = spawnTs(['src/cli.ts', 'serve'], env);
+    const service = spawnTs(['src/cli.ts', 'serve'], env, 'pipe');
     children.push(service.child);
     const baseUrl = `http://127.0.0.1:${env.PORT}`;
     await waitFor(() => service.output().includes('listening on') || service.child.exitCode !== null, {
@@ -142,7 +133,7 @@ describe.skipIf(missing.length > 0)('chaos: the service under traffic while its 
     const ready = async () => (await fetch(`${baseUrl}/readyz`).catch(() => undefined))?.status === 200;
     await waitFor(ready, { timeoutMs: 60_000, description: '/readyz 200 before the chaos' });
 
-    const traffic = spawnTs(['test/e2e/chaosTraffic.child.ts'], { BASE_URL: baseUrl, INGEST_KEY: registered.key, LIMITED_KEY: limitedKey.key, TOKEN: token });
+    const traffic = spawnTs(['test/e2e/chaosTraffic.child.ts'], { BASE_URL: baseUrl, INGEST_KEY: registered.key, LIMITED_KEY: limitedKey.key, TOKEN: token }, 'pipe');
     children.push(traffic.child);
     const progress = () => Number([...traffic.output().matchAll(/progress (\d+)/g)].at(-1)?.[1] ?? 0);
     const moreTraffic = async (answers: number) => {
@@ -203,10 +194,7 @@ describe.skipIf(missing.length > 0)('chaos: the service under traffic while its 
     try {
       const ledger = await readWholeLedger(store);
       const httpIngest = (tenantId: string) =>
-        ledger
-          .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
-          .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
-          .filter((entry) => entry.tenantId === tenantId && entry.dimension === 'INGEST' && entry.allowance === 'HTTP');
+        admissionEntriesOf(ledger.filter((event) => event.stream === ADMISSIONS_STREAM)).filter((entry) => entry.tenantId === tenantId && entry.dimension === 'INGEST' && entry.allowance === 'HTTP');
       const sum = (entries: ReturnType<typeof httpIngest>, field: 'admittedUnits' | 'rejectedMessages') => entries.reduce((total, entry) => total + (entry[field] ?? 0), 0);
       expect(sum(httpIngest('acme'), 'admittedUnits')).toBe(told.ingest.acceptedReadings);
       // What was refused with 429 is not in the ledger as admitted: the admitted units are exactly those

@@ -619,7 +619,7 @@ describe.skipIf(missing !== undefined)('hostile doors: made-up MQTT, Sparkplug B
   }
 
   beforeAll(async () => {
-    bounds = await hostileBounds();
+    bounds = hostileBounds();
     console.log(`bounds: ${JSON.stringify(bounds)}`);
     suiteStartedAtMs = Date.now();
     canaries = await CanaryWatch.open(nats!.url);

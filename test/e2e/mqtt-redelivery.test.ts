@@ -9,7 +9,7 @@
 //    was lost is redelivered under the same JetStream message ID and dropped as a duplicate), and the ledger
 //    never counts more units than messages (a kill loses the tallies of its last flush, about a second: at
 //    most once, README.md of src/doors/pipeline).
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -23,13 +23,14 @@ import { migrate } from '../../src/db/migrate.ts';
 import { openDb } from '../../src/db/open.ts';
 import { DEFAULT_INGEST_STREAM } from '../../src/doors/pipeline/natsSink.ts';
 import type { AcceptedBatch } from '../../src/doors/pipeline/sink.ts';
-import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import { openEventStore } from '../../src/ledger/openEventStore.ts';
+import { admissionEntriesOf } from '../support/readLedger.ts';
 import { serviceModes } from '../support/serviceModes.ts';
 import { freePort, startPrivateMosquitto, startPrivateNats, type PrivateServer } from '../support/privateServers.ts';
+import { spawnTs, type SpawnedTs } from '../support/spawnTs.ts';
 import { waitFor } from '../support/waitFor.ts';
 
-const ROOT = path.resolve(import.meta.dirname, '../..');
 const JWT_SECRET = 'redelivery-suite-secret-0123456789abcdef0123456789';
 const postgresMode = serviceModes('e2e_redelivery').find((mode) => mode.name === 'PostgreSQL');
 
@@ -40,15 +41,6 @@ const missing = Object.entries({ PostgreSQL: postgresMode, 'nats-server': nats, 
 if (missing.length > 0) {
   console.warn(`the MQTT redelivery suite is skipped: no ${missing.join(', ')} (DATABASE_URL for PostgreSQL; the others are started privately)`);
   await Promise.all([nats?.dispose(), mosquitto?.dispose()]);
-}
-
-function spawnService(env: Record<string, string>): { child: ChildProcess; output: () => string; exited: Promise<number | null> } {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  return { child, output: () => output, exited };
 }
 
 describe.skipIf(missing.length > 0)('MQTT redelivery after the service is killed (private NATS and Mosquitto)', () => {
@@ -93,7 +85,7 @@ describe.skipIf(missing.length > 0)('MQTT redelivery after the service is killed
     const baseUrl = `http://127.0.0.1:${env.PORT}`;
 
     const start = async () => {
-      const service = spawnService(env);
+      const service = spawnTs(['src/cli.ts', 'serve'], env);
       children.push(service.child);
       await waitFor(() => service.output().includes('listening on') || service.child.exitCode !== null, {
         timeoutMs: 150_000,
@@ -103,7 +95,7 @@ describe.skipIf(missing.length > 0)('MQTT redelivery after the service is killed
       expect(service.child.exitCode, service.output()).toBeNull();
       return service;
     };
-    const kill = async (service: ReturnType<typeof spawnService>) => {
+    const kill = async (service: SpawnedTs) => {
       service.child.kill('SIGKILL');
       await service.exited;
     };
@@ -145,8 +137,7 @@ describe.skipIf(missing.length > 0)('MQTT redelivery after the service is killed
       const db = await openDb(settings);
       const store = await openEventStore(db, undefined);
       try {
-        return (await store.readStream(ADMISSIONS_STREAM))
-          .flatMap((event) => (event.type === 'AdmissionsRecorded' ? entriesOf(event.data as AdmissionsRecordedData) : []))
+        return admissionEntriesOf(await store.readStream(ADMISSIONS_STREAM))
           .filter((entry) => entry.tenantId === 'acme' && entry.dimension === 'INGEST' && entry.allowance === 'LIVE')
           .reduce((sum, entry) => sum + entry.admittedUnits, 0);
       } finally {

@@ -13,10 +13,11 @@ import { registerIngestCredential } from '../../src/doors/pipeline/credentials.t
 import { DEFAULT_INGEST_STREAM, ENVELOPE_RESERVE_BYTES } from '../../src/doors/pipeline/natsSink.ts';
 import { MAX_JSON_DEPTH } from '../../src/doors/pipeline/readings.ts';
 import type { AcceptedBatch } from '../../src/doors/pipeline/sink.ts';
-import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import type { Service } from '../../src/service.ts';
 import { OPERATOR } from '../support/controlPlaneHarness.ts';
 import { startPrivateMosquitto, startPrivateNats, type PrivateServer } from '../support/privateServers.ts';
+import { admissionEntriesOf } from '../support/readLedger.ts';
 import { startServiceIn, type RunningService } from '../support/serviceModes.ts';
 import { waitFor } from '../support/waitFor.ts';
 
@@ -99,8 +100,7 @@ describe.skipIf(missing.length > 0)('the reading sink under faults (private NATS
   };
   const ledger = async (tenantId: string, allowance: string) => {
     await service.governor.flush();
-    const entries = (await service.store.readStream(ADMISSIONS_STREAM))
-      .flatMap((event) => (event.type === 'AdmissionsRecorded' ? entriesOf(event.data as AdmissionsRecordedData) : []))
+    const entries = admissionEntriesOf(await service.store.readStream(ADMISSIONS_STREAM))
       .filter((entry) => entry.tenantId === tenantId && entry.dimension === 'INGEST' && entry.allowance === allowance);
     return {
       admitted: entries.reduce((sum, entry) => sum + entry.admittedUnits, 0),

@@ -2,6 +2,8 @@
 // oldest write transaction still open on the whole server began (so that a reader never skips one), and
 // other suites run on the same server at the same time: a writer's own events can appear after a moment,
 // not at once. These helpers wait for what must be there instead of reading once.
+import type { AdmissionSummary } from '../../src/governance/index.ts';
+import { entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
 import { comparePositions, type Checkpoint, type EventStore, type RecordedEvent } from '../../src/ledger/eventStore.ts';
 import { waitFor } from './waitFor.ts';
 
@@ -50,4 +52,9 @@ export async function readWholeLedger(store: EventStore, pageSize = 1_000): Prom
     { timeoutMs: VISIBLE_WITHIN_MS, description: 'readAll to reach the ledger’s head' },
   );
   return found;
+}
+
+/** The admission summaries of the AdmissionsRecorded events among `events` (other events are passed over). */
+export function admissionEntriesOf(events: readonly RecordedEvent[]): AdmissionSummary[] {
+  return events.flatMap((event) => (event.type === 'AdmissionsRecorded' ? entriesOf(event.data as AdmissionsRecordedData) : []));
 }
