@@ -158,6 +158,35 @@ describe.skipIf(!CHROMIUM)('the console in Chromium', () => {
     await page.close();
   }, 180_000);
 
+  it('updates an open Trends page on admitted-only traffic, without a reload', async () => {
+    const page = await openPage(1280, 800);
+    await signIn(page, operator);
+    await page.getByRole('heading', { name: 'Tenants' }).waitFor();
+    await page.goto(`${running.baseUrl}/console/#/trends?tenant=acme&dimension=INGEST&range=1h`);
+    const admittedShown = async () => Number((await page.getByTestId('total-admitted').textContent())?.replaceAll(',', '') ?? '0');
+    await page.getByTestId('total-admitted').waitFor();
+    // The trend as it stands: what earlier tests sent has reached the page (it reads no more without new traffic).
+    let before = -1;
+    await waitFor(async () => before === (before = await admittedShown()), { timeoutMs: 30_000, intervalMs: 6_000, description: 'the trend to settle' });
+    // One reading a request, a second apart: well within acme's 5/s (burst 10), so nothing is refused and the
+    // sheds subscription hears nothing of it.
+    const body = JSON.stringify({ readings: [{ deviceId: 'pump-1', measurements: { a: 1 } }] });
+    let admitted = 0;
+    for (let i = 0; i < 4; i++) {
+      const response = await fetch(`${running.baseUrl}/v1/ingest/acme`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-device-key': deviceKey }, body });
+      if (response.status === 202) admitted++;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+    expect(admitted).toBeGreaterThan(0);
+    // No reload: the page reads its trend again by itself (every 5 s while visible) once the projection has it.
+    await waitFor(async () => (await admittedShown()) >= before + admitted, {
+      timeoutMs: 45_000,
+      intervalMs: 500,
+      description: `the open page to show ${admitted} more admitted readings than ${before}`,
+    });
+    await page.close();
+  }, 120_000);
+
   it('shows a tenant viewer its own tenant only, with no edit control, also at a phone width', async () => {
     const page = await openPage(390, 844);
     await signIn(page, viewer);

@@ -4,6 +4,8 @@ import { TimeChart } from '../chart.tsx';
 import { go, useLoad } from '../hooks.ts';
 
 type Bucket = 'MINUTE' | 'HOUR' | 'DAY';
+/** How often an open Trends page reads its trend again, for the admitted-only traffic no subscription announces. */
+const LIVE_POLL_MS = 5_000;
 const BUCKET_SECONDS: Record<Bucket, number> = { MINUTE: 60, HOUR: 3600, DAY: 86_400 };
 const PRESETS: Array<{ key: string; label: string; seconds: number; bucket: Bucket }> = [
   { key: '1h', label: 'Last hour, per minute', seconds: 3600, bucket: 'MINUTE' },
@@ -80,7 +82,10 @@ export function Trends({ viewer, params }: { viewer: Viewer; params: URLSearchPa
     );
   }, [tenantId, dimension, allowance, preset.key, now, allowances.join()]);
 
-  // Live: any shed or admission summary for this tenant refreshes the open chart (at most once a second).
+  // Live: a summary that refused something for this tenant refreshes the open chart at once (at most once a
+  // second, through the sheds subscription); admitted-only traffic, which the subscription does not carry (it
+  // would publish every summary of every tenant), is caught by reading the trend again every few seconds while
+  // the page is visible.
   useEffect(() => {
     if (!tenantId) return;
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -90,8 +95,12 @@ export function Trends({ viewer, params }: { viewer: Viewer; params: URLSearchPa
         setNow(Math.floor(Date.now() / 1000));
       }, 1000);
     });
+    const poll = setInterval(() => {
+      if (document.visibilityState === 'visible') setNow(Math.floor(Date.now() / 1000));
+    }, LIVE_POLL_MS);
     return () => {
       close();
+      clearInterval(poll);
       if (timer) clearTimeout(timer);
     };
   }, [tenantId]);
