@@ -18,12 +18,10 @@ import type { RecordedEvent, Projection, AdmissionsRecordedData, Refusal } from 
 import { ADMISSION_FIELDS, entriesOf, eventData, forEachEntry, summaryColumns } from '../src/ledger/index.ts';
 import {
   ADMISSION_TRENDS,
-  eventRowsProblem,
   familyTables,
-  minutesCrossed,
   RollupRows,
   splitAcrossMinutes,
-  summarySpanProblem,
+  summariesProblem,
   wholeCount,
 } from '../src/metrics/index.ts';
 
@@ -91,7 +89,7 @@ async function addAdmissions(rows: RollupRows, event: RecordedEvent): Promise<st
   if (table === null) {
     // Events written before summaries were tables: a list of objects.
     const entries = entriesOf(data);
-    const reason = spansProblem(entries.length, (index) => entries[index]!.fromSecond, (index) => entries[index]!.seconds);
+    const reason = summariesProblem(entries.length, (index) => entries[index]!.fromSecond, (index) => entries[index]!.seconds);
     if (reason !== undefined) return reason;
     forEachEntry(data, (entry) => addSummary(rows, READ.map((field) => entry[field])));
     await yieldTurn();
@@ -104,7 +102,7 @@ async function addAdmissions(rows: RollupRows, event: RecordedEvent): Promise<st
     const row = table.rows[index];
     return column < 0 || !Array.isArray(row) ? undefined : row[column];
   };
-  const reason = spansProblem(table.rows.length, (index) => cell(index, fromColumn), (index) => cell(index, secondsColumn));
+  const reason = summariesProblem(table.rows.length, (index) => cell(index, fromColumn), (index) => cell(index, secondsColumn));
   if (reason !== undefined) return reason;
   for (let start = 0; start < table.rows.length; start += SLICE_SUMMARIES) {
     const end = Math.min(table.rows.length, start + SLICE_SUMMARIES);
@@ -117,19 +115,6 @@ async function addAdmissions(rows: RollupRows, event: RecordedEvent): Promise<st
     await yieldTurn();
   }
   return undefined;
-}
-
-/** Why an event's summaries (`count` of them, read by index) lie outside the bounds, or undefined. */
-function spansProblem(count: number, fromSecondAt: (index: number) => unknown, secondsAt: (index: number) => unknown): string | undefined {
-  let minuteRows = 0;
-  for (let index = 0; index < count; index++) {
-    const fromSecond = fromSecondAt(index);
-    const seconds = wholeCount(secondsAt(index));
-    const problem = summarySpanProblem(fromSecond, seconds);
-    if (problem !== undefined) return `summary ${index}: ${problem}`;
-    minuteRows += minutesCrossed(fromSecond, seconds);
-  }
-  return eventRowsProblem(minuteRows);
 }
 
 // Reused for every summary (addValues copies what it keeps): a summary's values in READ order, and its key

@@ -3,11 +3,9 @@
 import type { RecordedEvent, Projection, InferenceSpendRecordedData } from '../src/ledger/index.ts';
 import {
   INFERENCE_SPEND,
-  eventRowsProblem,
   familyTables,
-  minutesCrossed,
   splitAcrossMinutes,
-  summarySpanProblem,
+  summariesProblem,
   type RollupIncrement,
   wholeCount,
 } from '../src/metrics/index.ts';
@@ -40,13 +38,6 @@ function incrementsOf(event: RecordedEvent): RollupIncrement[] {
 
 /** Why the event's entries lie outside the bounds (summaryBounds.ts), or undefined. */
 function boundsProblem(event: RecordedEvent): string | undefined {
-  let minuteRows = 0;
   const entries = (event.data as InferenceSpendRecordedData).entries ?? [];
-  for (let index = 0; index < entries.length; index++) {
-    const { fromSecond, seconds } = entries[index]!;
-    const problem = summarySpanProblem(fromSecond, wholeCount(seconds));
-    if (problem !== undefined) return `entry ${index}: ${problem}`;
-    minuteRows += minutesCrossed(fromSecond, wholeCount(seconds));
-  }
-  return eventRowsProblem(minuteRows);
+  return summariesProblem(entries.length, (index) => entries[index]!.fromSecond, (index) => entries[index]!.seconds, 'entry');
 }

@@ -4,11 +4,9 @@ import type { RecordedEvent, Projection, UnresolvedAdmissionsRecordedData } from
 import { entriesOf } from '../src/ledger/index.ts';
 import {
   UNRESOLVED_ADMISSIONS,
-  eventRowsProblem,
   familyTables,
-  minutesCrossed,
   splitAcrossMinutes,
-  summarySpanProblem,
+  summariesProblem,
   type RollupIncrement,
   wholeCount,
 } from '../src/metrics/index.ts';
@@ -38,13 +36,6 @@ function incrementsOf(event: RecordedEvent): RollupIncrement[] {
 
 /** Why the event's summaries lie outside the bounds (summaryBounds.ts), or undefined. */
 function boundsProblem(event: RecordedEvent): string | undefined {
-  let minuteRows = 0;
   const entries = entriesOf(event.data as UnresolvedAdmissionsRecordedData);
-  for (let index = 0; index < entries.length; index++) {
-    const { fromSecond, seconds } = entries[index]!;
-    const problem = summarySpanProblem(fromSecond, wholeCount(seconds));
-    if (problem !== undefined) return `summary ${index}: ${problem}`;
-    minuteRows += minutesCrossed(fromSecond, wholeCount(seconds));
-  }
-  return eventRowsProblem(minuteRows);
+  return summariesProblem(entries.length, (index) => entries[index]!.fromSecond, (index) => entries[index]!.seconds);
 }

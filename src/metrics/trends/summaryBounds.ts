@@ -4,6 +4,7 @@
 // that applied it, on every restart. So each projection checks an event's summaries against these bounds
 // before it applies any of them, and refuses an event outside them: the runner sets it aside in the quarantine
 // (src/ledger/quarantine.ts) and goes on.
+import { wholeCount } from './wholeCount.ts';
 
 /**
  * The longest span a summary may cover: a day (1,441 minute rows at most). The Governor's summaries cover one
@@ -48,4 +49,25 @@ export function minutesCrossed(fromSecond: unknown, seconds: number): number {
 /** Why an event whose summaries cross `rows` minute rows is refused, or undefined. */
 export function eventRowsProblem(rows: number): string | undefined {
   return rows > MAX_EVENT_MINUTE_ROWS ? `its summaries cross ${rows} minute rows, more than the ${MAX_EVENT_MINUTE_ROWS} an event may` : undefined;
+}
+
+/**
+ * Why an event's summaries (`count` of them, read by index) lie outside the bounds, or undefined: the first
+ * summary whose span does (named `<label> <index>`), else the minute rows they cross together.
+ */
+export function summariesProblem(
+  count: number,
+  fromSecondAt: (index: number) => unknown,
+  secondsAt: (index: number) => unknown,
+  label = 'summary',
+): string | undefined {
+  let minuteRows = 0;
+  for (let index = 0; index < count; index++) {
+    const fromSecond = fromSecondAt(index);
+    const seconds = wholeCount(secondsAt(index));
+    const problem = summarySpanProblem(fromSecond, seconds);
+    if (problem !== undefined) return `${label} ${index}: ${problem}`;
+    minuteRows += minutesCrossed(fromSecond, seconds);
+  }
+  return eventRowsProblem(minuteRows);
 }
