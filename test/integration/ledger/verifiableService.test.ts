@@ -46,7 +46,9 @@ describe.each(storageTargets)('the service\'s verifiable ledger on $name', (targ
     ledger = await startVerifiableLedger(db, {
       dataDir,
       checkpointSeconds: 1,
-      checkpointCommand: `mkdir -p '${kept}' && cp "$1" '${kept}/'`,
+      // Copied beside the kept folder, then renamed into it: the test reads the folder while the command runs, and
+      // a rename is whole where a cp is not (a half-copied checkpoint would not verify).
+      checkpointCommand: `mkdir -p '${kept}' && cp "$1" '${kept}.part' && mv '${kept}.part' '${kept}'/"$(basename "$1")"`,
       verifySeconds: 0,
       onVerificationFailed: (verdict) => failures.push(verdict),
     });
