@@ -8,6 +8,10 @@ export interface Settings {
   databaseUrl?: string;
   /** Schema to use on DATABASE_URL (tests and multi-tenant hosting of several ledgers in one database). */
   dbSchema?: string;
+  /** DATABASE_READ_URL: a streaming replica of DATABASE_URL's primary, for reads that may be a little stale. */
+  readDatabaseUrl?: string;
+  /** GOVERNANCE_READ_MAX_STALENESS_SECONDS: a replica further behind than this is not read from (default 5). */
+  readMaxStalenessSeconds: number;
   eventStoreUrl?: string;
   redisUrl?: string;
   natsUrl?: string;
@@ -140,6 +144,8 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     dataDir: optional('GOVERNANCE_DATA_DIR') ?? './data',
     databaseUrl: optional('DATABASE_URL'),
     dbSchema: optional('GOVERNANCE_DB_SCHEMA'),
+    readDatabaseUrl: optional('DATABASE_READ_URL'),
+    readMaxStalenessSeconds: positiveInteger(optional('GOVERNANCE_READ_MAX_STALENESS_SECONDS'), 5, 'GOVERNANCE_READ_MAX_STALENESS_SECONDS'),
     eventStoreUrl: optional('EVENTSTORE_URL'),
     redisUrl: optional('REDIS_URL'),
     natsUrl: optional('NATS_URL'),

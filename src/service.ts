@@ -48,6 +48,7 @@ import {
   type RateLimitDecider,
 } from './doors/index.ts';
 import { createApiPubSub, createGraphQLRoute, tokenVerifierFor, withApiPublishers } from './api/index.ts';
+import { openReadRouting } from './read-replica/index.ts';
 import { consoleRoute, faviconRoute } from './console/index.ts';
 
 export interface Service {
@@ -259,7 +260,10 @@ export async function startService(
     closers.push(() => lwm2mDoor.close());
   }
   const routes: Route[] = [metricsRoute(metrics, { token: metricsSettings.token }), consoleRoute(), faviconRoute(), ...ingest.routes];
-  routes.push(await createGraphQLRoute({ settings, logger, db, store, controlPlane, commands }, pubsub));
+  // Reads that may be a little stale go to a streaming replica when DATABASE_READ_URL names one (src/read-replica).
+  const reads = openReadRouting(db, settings, logger);
+  closers.push(() => reads.close());
+  routes.push(await createGraphQLRoute({ settings, logger, db, store, controlPlane, commands, reads }, pubsub));
   // Enforcement points in other processes: the same Governor, so their decisions reach the same Recorder.
   const callers = createServiceCallers(await tokenVerifierFor(settings, logger));
   routes.push(...createAdmissionRoutes({ governor, inferenceSpend, callers }), openapiRoute());

@@ -12,6 +12,7 @@ import type { EventStore } from '../ledger/index.ts';
 import type { ControlPlane } from '../control-plane/index.ts';
 import type { CommandBacklog } from '../command-backlog/index.ts';
 import type { ApiPubSub } from './pubsub.ts';
+import type { ReadRouting } from '../read-replica/index.ts';
 import { createGraphQLServer, GRAPHQL_PATH } from './createGraphQLServer.ts';
 
 export async function tokenVerifierFor(settings: Settings, logger: Logger): Promise<TokenVerifier> {
@@ -37,6 +38,8 @@ export interface GraphQLServiceParts {
   store: EventStore;
   controlPlane: ControlPlane;
   commands: CommandBacklog;
+  /** Where reads that may be a little stale go (DATABASE_READ_URL). */
+  reads?: ReadRouting;
 }
 
 /** `pubsub` must be the one given to withApiPublishers when the service's projections started. */
@@ -47,6 +50,7 @@ export async function createGraphQLRoute(service: GraphQLServiceParts, pubsub: A
     controlPlane: service.controlPlane,
     commandBacklog: service.commands,
     pubsub,
+    ...(service.reads ? { reads: service.reads } : {}),
     verify: await tokenVerifierFor(service.settings, service.logger),
     development: process.env.NODE_ENV === 'development',
     logger: service.logger,

@@ -8,10 +8,12 @@ import { GraphQLError } from './graphql.ts';
 import { graphiqlSecurityHeaders, withConsoleToken } from '../console/index.ts';
 import type { Logger } from '../logger.ts';
 import type { ApiDependencies } from './context.ts';
+import type { ReadSourceRecord } from '../read-replica/index.ts';
 import { schema } from './schema/index.ts';
 import type { TokenVerifier } from './auth/verifyToken.ts';
 import { useAuth } from './useAuth.ts';
 import { useProtection } from './useProtection.ts';
+import { useReadReplica } from './useReadReplica.ts';
 import { createEffectiveLimitsCache, invalidateOnCommits, type EffectiveLimitsCache } from './effectiveLimitsCache.ts';
 
 export const GRAPHQL_PATH = '/graphql';
@@ -23,12 +25,14 @@ export interface GraphQLServerOptions extends ApiDependencies {
   logger?: Logger;
 }
 
-export type GraphQLServer = YogaServerInstance<Record<string, unknown>, ApiDependencies & { effectiveLimits: EffectiveLimitsCache }>;
+type ServerContext = ApiDependencies & { effectiveLimits: EffectiveLimitsCache; readSource: ReadSourceRecord & { mutation: boolean } };
+
+export type GraphQLServer = YogaServerInstance<Record<string, unknown>, ServerContext>;
 
 export function createGraphQLServer({ verify, development = false, logger, ...dependencies }: GraphQLServerOptions): GraphQLServer {
   const effectiveLimits = createEffectiveLimitsCache();
   invalidateOnCommits(effectiveLimits, dependencies.pubsub);
-  return createYoga<Record<string, unknown>, ApiDependencies & { effectiveLimits: EffectiveLimitsCache }>({
+  return createYoga<Record<string, unknown>, ServerContext>({
     schema,
     graphqlEndpoint: GRAPHQL_PATH,
     graphiql: { title: 'governance-ledger' },
@@ -48,10 +52,10 @@ export function createGraphQLServer({ verify, development = false, logger, ...de
           error: (...args: unknown[]) => logger.error({ args }, 'graphql'),
         }
       : false,
-    plugins: [useAuth(verify), useProtection(), useGraphiQLSecurityHeaders()],
+    plugins: [useAuth(verify), useProtection(), useReadReplica(), useGraphiQLSecurityHeaders()],
     // A new object per request: the dataloaders cache per context, so nothing is shared between requests.
     // useAuth adds the actor, completing ApiContext.
-    context: () => ({ ...dependencies, effectiveLimits }),
+    context: () => ({ ...dependencies, effectiveLimits, readSource: { replicaReads: 0, stalenessSeconds: 0, mutation: false } }),
   });
 }
 

@@ -4,7 +4,7 @@
 // 127.0.0.1. The machine's shared servers are never touched. As root (CI), PostgreSQL runs as the `postgres`
 // user, which initdb requires. Each start returns undefined, after saying why, when its binaries are missing.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { chown, mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
@@ -67,9 +67,10 @@ function onPath(binary: string): string | undefined {
 }
 
 /** Runs a command to completion (as `postgres` when we are root); rejects with its output when it fails. */
-function run(command: string, args: string[], asPostgres: boolean): Promise<void> {
+function run(command: string, args: string[], asPostgres: boolean, prefix: readonly string[] = []): Promise<void> {
   const root = process.getuid?.() === 0;
-  const [file, argv] = asPostgres && root ? ['runuser', ['-u', 'postgres', '--', command, ...args]] : [command, args];
+  const [plainFile, plainArgv] = asPostgres && root ? ['runuser', ['-u', 'postgres', '--', command, ...args]] : [command, args];
+  const [file, argv] = prefix.length > 0 ? [prefix[0]!, [...prefix.slice(1), plainFile, ...plainArgv]] : [plainFile, plainArgv];
   return new Promise((resolve, reject) => {
     const child = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -86,8 +87,15 @@ export interface PrivatePostgres {
   port: number;
   stop(): Promise<void>;
   start(): Promise<void>;
+  /** 127.0.0.1, or the cluster's address in its network namespace. */
+  host: string;
+  dataDir: string;
   /** A fast-mode restart, like `pg_ctlcluster <version> main restart`. */
   restart(): Promise<void>;
+  /** `pg_ctl promote`: a streaming replica ends its recovery and becomes a primary. */
+  promote(): Promise<void>;
+  /** Runs one SQL statement with psql as the superuser, over the cluster's Unix socket. */
+  psql(sql: string): Promise<void>;
   /**
    * A crash: SIGKILL of the postmaster (no shutdown checkpoint, nothing flushed), then waiting until its child
    * processes have noticed and gone; start() then runs crash recovery from the WAL. Only what was fsynced
@@ -104,9 +112,27 @@ export interface PrivatePostgresOptions {
    * cleanly does not need to wait for the disk.
    */
   durable?: boolean;
+  /**
+   * Runs the cluster in network namespace `name` (test/support/netns.ts), listening on `address` there and
+   * trusting clients from `peerAddress` (the host's end of the link): a cut of that link cuts it off.
+   */
+  netns?: { name: string; address: string; peerAddress: string };
 }
 
 export async function startPrivatePostgres(settings: PrivatePostgresOptions = {}): Promise<PrivatePostgres | undefined> {
+  const dir = await postgresDirectory();
+  if (!dir) return undefined;
+  const data = path.join(dir, 'data');
+  await run(path.join(PG_BIN, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], true);
+  if (settings.netns) {
+    // Clients reach it over the namespace's link, from the address on the other side.
+    appendFileSync(path.join(data, 'pg_hba.conf'), `host all all ${settings.netns.peerAddress}/32 trust\n`);
+  }
+  return runCluster(dir, data, settings);
+}
+
+/** A temporary directory the cluster's user owns; undefined, after saying why, without the binaries. */
+async function postgresDirectory(): Promise<string | undefined> {
   if (!existsSync(path.join(PG_BIN, 'initdb')) || !existsSync(path.join(PG_BIN, 'pg_ctl'))) {
     console.warn(`PostgreSQL binaries not found in ${PG_BIN}: suites needing a private PostgreSQL are skipped.`);
     return undefined;
@@ -121,20 +147,27 @@ export async function startPrivatePostgres(settings: PrivatePostgresOptions = {}
     const gids = spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' });
     await chown(dir, Number(ids.stdout.trim()), Number(gids.stdout.trim()));
   }
-  const data = path.join(dir, 'data');
+  return dir;
+}
+
+async function runCluster(dir: string, data: string, settings: PrivatePostgresOptions): Promise<PrivatePostgres> {
   const port = await freePort();
   const pgCtl = path.join(PG_BIN, 'pg_ctl');
-  await run(path.join(PG_BIN, 'initdb'), ['-D', data, '-U', 'postgres', '-A', 'trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], true);
   // No durability settings worth the wait in a throw-away cluster; a clean stop still writes everything. A
   // durable one is for crash(): what it acknowledged must outlive a SIGKILL.
   const durability = settings.durable ? '-c fsync=on -c synchronous_commit=on -c full_page_writes=on' : '-c fsync=off -c synchronous_commit=off -c full_page_writes=off';
-  const options = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 ${durability} -c max_connections=60`;
-  const ctl = (...args: string[]) => run(pgCtl, ['-D', data, '-l', path.join(dir, 'log'), '-o', options, '-w', '-t', '60', ...args], true);
+  // wal_level=replica (PostgreSQL's default, said here) is what pg_basebackup and a streaming replica need.
+  const host = settings.netns?.address ?? '127.0.0.1';
+  const options = `-p ${port} -k ${dir} -c listen_addresses=${host} ${durability} -c max_connections=60 -c wal_level=replica -c max_wal_senders=5 -c hot_standby=on`;
+  const inNamespace = settings.netns ? ['ip', 'netns', 'exec', settings.netns.name] : [];
+  const ctl = (...args: string[]) => run(pgCtl, ['-D', data, '-l', path.join(dir, 'log'), '-o', options, '-w', '-t', '60', ...args], true, inNamespace);
   await ctl('start');
   let running = true;
   return {
-    url: `postgres://postgres@127.0.0.1:${port}/postgres`,
+    url: `postgres://postgres@${host}:${port}/postgres`,
     port,
+    host,
+    dataDir: data,
     async stop() {
       await ctl('-m', 'fast', 'stop');
       running = false;
@@ -146,6 +179,12 @@ export async function startPrivatePostgres(settings: PrivatePostgresOptions = {}
     async restart() {
       await ctl('-m', 'fast', 'restart');
       running = true;
+    },
+    async promote() {
+      await run(pgCtl, ['-D', data, '-w', '-t', '60', 'promote'], true);
+    },
+    async psql(sql: string) {
+      await run(path.join(PG_BIN, 'psql'), ['-h', dir, '-p', String(port), '-U', 'postgres', '-d', 'postgres', '-v', 'ON_ERROR_STOP=1', '-c', sql], true);
     },
     async crash() {
       // The first line of postmaster.pid is the postmaster's process id.
@@ -168,6 +207,34 @@ export async function startPrivatePostgres(settings: PrivatePostgresOptions = {}
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * A streaming replica of `primary`, made the way an operator makes one: `pg_basebackup -R` (which writes
+ * standby.signal and primary_conninfo) from the running primary, then started as a hot standby on a port of its
+ * own. `synchronous`: the primary waits for this replica to have flushed each commit before acknowledging it
+ * (synchronous_standby_names = '*'), so a failover to it loses nothing acknowledged. promote() ends its
+ * recovery (`pg_ctl promote`): it becomes a primary.
+ */
+export async function startStreamingReplica(primary: PrivatePostgres, options: { synchronous?: boolean; durable?: boolean } = {}): Promise<PrivatePostgres | undefined> {
+  if (!existsSync(path.join(PG_BIN, 'pg_basebackup'))) {
+    console.warn(`pg_basebackup not found in ${PG_BIN}: suites needing a streaming replica are skipped.`);
+    return undefined;
+  }
+  const dir = await postgresDirectory();
+  if (!dir) return undefined;
+  const data = path.join(dir, 'data');
+  await run(
+    path.join(PG_BIN, 'pg_basebackup'),
+    ['-D', data, '-h', primary.host, '-p', String(primary.port), '-U', 'postgres', '-R', '-X', 'stream', '--checkpoint=fast', '--no-sync'],
+    true,
+  );
+  const replica = await runCluster(dir, data, { durable: options.durable ?? false });
+  if (options.synchronous) {
+    await primary.psql(`ALTER SYSTEM SET synchronous_standby_names = '*'`);
+    await primary.psql('SELECT pg_reload_conf()');
+  }
+  return replica;
 }
 
 /** The process ids whose parent is `pid` (from /proc). */

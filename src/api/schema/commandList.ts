@@ -2,6 +2,7 @@
 // times (a Relay connection, newest first), and the refusals at the backlog ceiling per time bucket. Both
 // read projections/commandList.ts.
 import { builder } from '../builder.ts';
+import { staleDb } from '../context.ts';
 import { GraphQLError } from '../graphql.ts';
 import { decodeCursor, pageSize, toConnection } from '../paging.ts';
 import { BUCKET_SECONDS, floorTo, type TrendBucket } from '../../metrics/index.ts';
@@ -96,7 +97,8 @@ builder.queryFields((t) => ({
       after: t.arg.string(),
     },
     authScopes: (_root, { tenantId }) => ({ readTenant: tenantId }),
-    resolve: async (_root, args, { db }) => {
+    resolve: async (_root, args, context) => {
+      const db = staleDb(context);
       const first = pageSize(args.first);
       const key = decodeCursor(args.after);
       const cursor = key === undefined ? null : parseCommandCursor(key);
@@ -133,7 +135,8 @@ builder.queryFields((t) => ({
       bucket: t.arg({ type: TrendBucketEnum, required: true }),
     },
     authScopes: (_root, { tenantId }) => ({ auditTenant: tenantId }),
-    resolve: async (_root, { tenantId, from, to, bucket }, { db }) => {
+    resolve: async (_root, { tenantId, from, to, bucket }, context) => {
+      const db = staleDb(context);
       const size = BUCKET_SECONDS[bucket as TrendBucket];
       const first = floorTo(Math.floor(from.getTime() / 1000), bucket as TrendBucket);
       const end = Math.ceil(to.getTime() / 1000);

@@ -1,4 +1,5 @@
 import { builder } from '../builder.ts';
+import { staleDb } from '../context.ts';
 import { isLimitHistoryPosition, limitHistory, type LimitChange } from '../../control-plane/index.ts';
 import { decodeCursor, pageSize, toConnection } from '../paging.ts';
 import { Forbidden } from './errorClasses.ts';
@@ -53,7 +54,7 @@ builder.queryFields((t) => ({
     unauthorizedError: () => new Forbidden('limitHistory: a tenant role must name its own tenantId'),
     resolve: async (_root, args, context) => {
       const first = pageSize(args.first);
-      const page = await limitHistory(context.db, {
+      const page = await limitHistory(staleDb(context), {
         tenantId: args.tenantId ?? undefined,
         tierId: args.tierId ?? undefined,
         dimension: args.dimension ?? undefined,

@@ -1,5 +1,6 @@
 import { shedTrend, type TrendPoint, topShedders, type TenantShed, unresolvedAdmissions, type UnresolvedAdmissionCount, InvalidTrendQuery, SHEDDER_ORDERS } from '../../metrics/index.ts';
 import { builder } from '../builder.ts';
+import { staleDb } from '../context.ts';
 import { badInput } from '../queryErrors.ts';
 import { pageSize } from '../paging.ts';
 import { AllowanceEnum, DimensionEnum, TrendBucketEnum } from './enums.ts';
@@ -92,7 +93,7 @@ builder.queryFields((t) => ({
       fill: t.arg.boolean({ description: 'true: every bucket of the range, zeros included; absent or false: only buckets with traffic.' }),
     },
     authScopes: (_root, { tenantId }) => ({ auditTenant: tenantId }),
-    resolve: (_root, args, context) => asUserInput(() => shedTrend(context.db, args)),
+    resolve: (_root, args, context) => asUserInput(() => shedTrend(staleDb(context), args)),
   }),
   topShedders: t.field({
     type: [TenantShedType],
@@ -107,12 +108,12 @@ builder.queryFields((t) => ({
     },
     authScopes: { readEverything: true },
     resolve: (_root, { dimension, from, to, first, orderBy }, context) =>
-      asUserInput(() => topShedders(context.db, { dimension: dimension ?? undefined, from, to, first: pageSize(first ?? 10), orderBy })),
+      asUserInput(() => topShedders(staleDb(context), { dimension: dimension ?? undefined, from, to, first: pageSize(first ?? 10), orderBy })),
   }),
   unresolvedAdmissions: t.field({
     type: [UnresolvedAdmissionCountType],
     args: { from: t.arg({ type: 'DateTime', required: true }), to: t.arg({ type: 'DateTime', required: true }) },
     authScopes: { readEverything: true },
-    resolve: (_root, range, context) => asUserInput(() => unresolvedAdmissions(context.db, range)),
+    resolve: (_root, range, context) => asUserInput(() => unresolvedAdmissions(staleDb(context), range)),
   }),
 }));
