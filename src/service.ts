@@ -211,8 +211,13 @@ export async function startService(
   const readiness: ReadinessCheck[] = [
     async () => {
       try {
-        await db.query('SELECT 1');
-        return null;
+        if (db.kind !== 'postgres') {
+          await db.query('SELECT 1');
+          return null;
+        }
+        // A standby answers queries but takes no write: behind a proxy that moved to it before its promotion.
+        const { rows } = await db.query<{ recovery: boolean }>('SELECT pg_is_in_recovery() AS recovery');
+        return rows[0]?.recovery ? 'the database is read-only (a standby in recovery: a failover is under way)' : null;
       } catch (error) {
         return storageUnavailableIn(error) ? 'the database is unavailable' : `the database check failed: ${String(error)}`;
       }

@@ -14,8 +14,9 @@ export class StorageUnavailable extends Error {
 
 // SQLSTATE classes and codes that mean the connection or the server went away, not that the statement was wrong:
 // 08 connection exception; 57P01 admin shutdown (pg_terminate_backend, a fast shutdown); 57P02 crash shutdown;
-// 57P03 cannot connect now (starting up, in recovery); 53300 too many connections.
-const SERVER_CODES = new Set(['57P01', '57P02', '57P03', '53300']);
+// 57P03 cannot connect now (starting up, in recovery); 53300 too many connections; 25006 read-only transaction
+// (the server is a standby: a failover is under way and the connection reached the replica before its promotion).
+const SERVER_CODES = new Set(['57P01', '57P02', '57P03', '53300', '25006']);
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
 // node-postgres reports a lost or refused connection by message only.
 const DRIVER_MESSAGES = [

@@ -98,14 +98,68 @@ ${options.servers.map((server) => `  server ${server.name} 127.0.0.1:${server.po
 `;
 }
 
+/** The PostgreSQL backend's name in postgresHaproxyConfig. */
+export const POSTGRES_BACKEND = 'postgres';
+
+export interface PostgresHaproxyOptions {
+  /** 127.0.0.1:<port> the proxy listens on. */
+  port: number;
+  /** The primary, and the streaming replica that takes over once promoted. */
+  primary: HaproxyServer;
+  standby: HaproxyServer;
+  checkIntervalMs?: number;
+}
+
+/**
+ * PostgreSQL behind HAProxy in TCP mode, the way a failover without a cluster manager's REST check is often
+ * run: every connection goes to the primary while its check passes; once it has failed two checks the
+ * connections go to the standby (`backup`), and the sessions still open to the primary are cut
+ * (`on-marked-down shutdown-sessions`). The check is a TCP connect: it does not know whether the standby has
+ * been promoted yet, so until it is, the service meets a read-only server (its /readyz says so).
+ */
+export function postgresHaproxyConfig(options: PostgresHaproxyOptions, adminSocket: string): string {
+  const interval = options.checkIntervalMs ?? 250;
+  return `global
+  maxconn 1024
+  stats socket ${adminSocket} mode 600 level admin
+  nbthread 1
+
+defaults
+  mode tcp
+  log stdout format short local0 warning
+  timeout connect 2s
+  timeout client 1h
+  timeout server 1h
+  timeout check 1s
+
+frontend postgres_in
+  bind 127.0.0.1:${options.port}
+  default_backend ${POSTGRES_BACKEND}
+
+backend ${POSTGRES_BACKEND}
+  default-server inter ${interval}ms fastinter ${interval}ms downinter ${interval}ms rise 1 fall 2 on-marked-down shutdown-sessions
+  server ${options.primary.name} 127.0.0.1:${options.primary.port} check
+  server ${options.standby.name} 127.0.0.1:${options.standby.port} check backup
+`;
+}
+
 /** Starts the proxy; resolves once its admin socket answers. Rejects with its output when it does not start. */
-export async function startHaproxy(options: HaproxyOptions): Promise<RunningHaproxy> {
+export function startHaproxy(options: HaproxyOptions): Promise<RunningHaproxy> {
+  return startHaproxyWith(options.port, BACKEND, (adminSocket) => haproxyConfig(options, adminSocket));
+}
+
+/** HAProxy in front of a PostgreSQL primary and its standby (postgresHaproxyConfig). */
+export function startPostgresHaproxy(options: PostgresHaproxyOptions): Promise<RunningHaproxy> {
+  return startHaproxyWith(options.port, POSTGRES_BACKEND, (adminSocket) => postgresHaproxyConfig(options, adminSocket));
+}
+
+async function startHaproxyWith(port: number, backend: string, config: (adminSocket: string) => string): Promise<RunningHaproxy> {
   const binary = haproxyBinary();
   if (!binary) throw new Error('haproxy is not installed (Debian: apt-get install haproxy)');
   const dir = await mkdtemp(path.join(tmpdir(), 'gl-haproxy-'));
   const adminSocket = path.join(dir, 'admin.sock');
   const configFile = path.join(dir, 'haproxy.cfg');
-  await writeFile(configFile, haproxyConfig(options, adminSocket));
+  await writeFile(configFile, config(adminSocket));
   const check = spawnSync(binary, ['-c', '-f', configFile], { encoding: 'utf8' });
   if (check.status !== 0) throw new Error(`haproxy refused its configuration:\n${check.stdout}${check.stderr}`);
 
@@ -129,8 +183,8 @@ export async function startHaproxy(options: HaproxyOptions): Promise<RunningHapr
   }
 
   return {
-    port: options.port,
-    baseUrl: `http://127.0.0.1:${options.port}`,
+    port,
+    baseUrl: `http://127.0.0.1:${port}`,
     child,
     output: () => output,
     admin,
@@ -142,7 +196,7 @@ export async function startHaproxy(options: HaproxyOptions): Promise<RunningHapr
       const states = new Map<string, string>();
       for (const line of lines.slice(1)) {
         const fields = line.split(',');
-        if (fields[proxy!] !== BACKEND || fields[server!] === 'BACKEND') continue;
+        if (fields[proxy!] !== backend || fields[server!] === 'BACKEND') continue;
         states.set(fields[server!]!, fields[status!]!);
       }
       return states;
