@@ -51,6 +51,9 @@ import { createApiPubSub, createGraphQLRoute, tokenVerifierFor, withApiPublisher
 import { openReadRouting } from './read-replica/index.ts';
 import { consoleRoute, faviconRoute } from './console/index.ts';
 
+/** The readiness check's query on PostgreSQL answers within this, or the database counts as not answering. */
+const DATABASE_CHECK_TIMEOUT_MS = 1_500;
+
 export interface Service {
   settings: Settings;
   logger: Logger;
@@ -216,8 +219,14 @@ export async function startService(
           return null;
         }
         // A standby answers queries but takes no write: behind a proxy that moved to it before its promotion.
-        const { rows } = await db.query<{ recovery: boolean }>('SELECT pg_is_in_recovery() AS recovery');
-        return rows[0]?.recovery ? 'the database is read-only (a standby in recovery: a failover is under way)' : null;
+        const answer = db.query<{ recovery: boolean }>('SELECT pg_is_in_recovery() AS recovery');
+        const late = new Promise<'late'>((resolve) => setTimeout(resolve, DATABASE_CHECK_TIMEOUT_MS, 'late').unref());
+        const result = await Promise.race([answer, late]);
+        if (result === 'late') {
+          answer.catch(() => {});
+          return 'the database does not answer (a network cut?)';
+        }
+        return result.rows[0]?.recovery ? 'the database is read-only (a standby in recovery: a failover is under way)' : null;
       } catch (error) {
         return storageUnavailableIn(error) ? 'the database is unavailable' : `the database check failed: ${String(error)}`;
       }

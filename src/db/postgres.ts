@@ -18,7 +18,18 @@ export interface PostgresOptions {
   max?: number;
   /** Told of every connection the server dropped or refused (the work on it failed with StorageUnavailable). */
   onConnectionError?: (error: unknown) => void;
+  /** A query not answered within this fails and its connection is discarded (default QUERY_TIMEOUT_MS). */
+  queryTimeoutMs?: number;
 }
+
+/**
+ * A query not answered within this fails (StorageUnavailable) and its connection is discarded. A server cut off
+ * by the network refuses nothing: without it a query sent into the cut would wait for TCP to give up (many
+ * minutes). Scripts (`exec`: migrations) have no such limit.
+ */
+export const QUERY_TIMEOUT_MS = 30_000;
+/** What `exec` passes instead: pg reads 0 as "use the pool's", so the longest timer Node.js keeps. */
+const NO_TIMEOUT_MS = 2 ** 31 - 1;
 
 /** A LISTEN whose connection was lost is re-established after this, doubling per failed try up to the cap. */
 const LISTEN_RETRY_MS = { first: 100, max: 2_000 };
@@ -38,6 +49,7 @@ export function openPostgres(options: PostgresOptions): Db {
     types,
     // A server that does not answer at all (a failover in progress) must not hold callers for ever.
     connectionTimeoutMillis: 10_000,
+    query_timeout: options.queryTimeoutMs ?? QUERY_TIMEOUT_MS,
     keepAlive: true,
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
   });
@@ -48,11 +60,15 @@ export function openPostgres(options: PostgresOptions): Db {
 
   const unavailable = (error: unknown) => (isConnectionFault(error) && !(error instanceof StorageUnavailable) ? new StorageUnavailable(error) : error);
 
-  const run = async <Row>(client: pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[]) => {
+  const run = async <Row>(client: pg.Pool | pg.PoolClient, sql: string, params?: readonly unknown[], script = false) => {
     try {
       const name = preparedName(sql);
       const values = params as unknown[] | undefined;
-      const result = await (name === undefined ? client.query(sql, values) : client.query({ name, text: sql, values }));
+      const result = await (script
+        ? client.query({ text: sql, query_timeout: NO_TIMEOUT_MS } as pg.QueryConfig)
+        : name === undefined
+          ? client.query(sql, values)
+          : client.query({ name, text: sql, values }));
       return { rows: result.rows as Row[], rowCount: result.rowCount ?? 0 } satisfies QueryResult<Row>;
     } catch (error) {
       throw unavailable(error);
@@ -71,7 +87,7 @@ export function openPostgres(options: PostgresOptions): Db {
     kind: 'postgres',
     query: (sql, params) => run(pool, sql, params),
     exec: async (sql) => {
-      await run(pool, sql);
+      await run(pool, sql, undefined, true);
     },
     async transaction<T>(work: (tx: Tx) => Promise<T>): Promise<T> {
       const client = await connect();
@@ -81,12 +97,17 @@ export function openPostgres(options: PostgresOptions): Db {
         const result = await work({
           query: (sql, params) => run(client, sql, params),
           exec: async (sql) => {
-            await run(client, sql);
+            await run(client, sql, undefined, true);
           },
         });
         await run(client, 'COMMIT');
         return result;
       } catch (error) {
+        // A statement that timed out is still the connection's active one: a ROLLBACK would wait behind it.
+        if (error instanceof StorageUnavailable && String(error.cause).includes('Query read timeout')) {
+          broken = error;
+          throw error;
+        }
         await client.query('ROLLBACK').catch((rollbackFailed: unknown) => {
           // The connection is gone or unusable: it must not go back to the pool.
           broken = rollbackFailed instanceof Error ? rollbackFailed : new Error(String(rollbackFailed));

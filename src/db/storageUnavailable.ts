@@ -25,6 +25,8 @@ const DRIVER_MESSAGES = [
   'timeout exceeded when trying to connect',
   'Cannot use a pool after calling end on the pool',
   'Client was closed and is not queryable',
+  // The pool's query_timeout: the server did not answer (a network cut); the connection is discarded.
+  'Query read timeout',
 ];
 
 /** Whether `error` says the database could not be reached or dropped the connection. */
