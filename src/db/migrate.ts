@@ -55,8 +55,9 @@ export async function migrate(db: Db, dir = MIGRATIONS_DIR): Promise<string[]> {
     if (alreadyApplied.has(migration.version)) continue;
     const didApply = await db.transaction(async (tx) => {
       // Keyed by schema: processes migrating the same schema queue, while separate schemas on one server
-      // (isolated test schemas, several ledgers in one database) do not wait for each other.
-      await tx.query("SELECT pg_advisory_xact_lock(hashtext('governance-ledger migrations'), hashtext(current_schema()))");
+      // (isolated test schemas, several ledgers in one database) do not wait for each other. Run as a script, so
+      // it waits as long as another process's migration takes (a query's 30 s timeout would end the start-up).
+      await tx.exec("SELECT pg_advisory_xact_lock(hashtext('governance-ledger migrations'), hashtext(current_schema()))");
       const done = await tx.query('SELECT 1 FROM gl_migrations WHERE version = $1', [migration.version]);
       if (done.rowCount > 0) return false;
       await tx.exec(migration.sql);
