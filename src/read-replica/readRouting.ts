@@ -20,6 +20,8 @@ import type { Queryable } from '../db/index.ts';
 
 /** How often the replica's replay position is compared with the primary's. */
 export const PROBE_INTERVAL_MS = 500;
+/** A probe not answered within this takes the replica out of use until one answers. */
+export const PROBE_TIMEOUT_MS = 1_000;
 /** Writers remembered at once; past it every caller reads the primary until the replica catches up. */
 export const MAX_REMEMBERED_WRITERS = 100_000;
 
@@ -81,9 +83,16 @@ export function createReadRouting(options: ReadRoutingOptions): ReadRouting {
   let closed = false;
   let lastUsable = false;
 
+  /** When the probe under way started (undefined between probes). */
+  let probeStartedAt: number | undefined;
+  const probeTimeoutMs = PROBE_TIMEOUT_MS;
+
   const state = (): ReplicaState => {
     const stalenessSeconds = caughtUpAt === undefined ? null : (now() - caughtUpAt) / 1000;
+    // A replica cut off by the network refuses nothing: a probe that has not answered says so before any timeout.
+    const hanging = probeStartedAt !== undefined && now() - probeStartedAt > probeTimeoutMs ? `the probe has not answered for ${probeTimeoutMs / 1000} s` : null;
     const reason =
+      hanging ??
       failure ??
       (stalenessSeconds === null
         ? 'never seen caught up'
@@ -95,6 +104,7 @@ export function createReadRouting(options: ReadRoutingOptions): ReadRouting {
 
   const probe = async () => {
     const startedAt = now();
+    probeStartedAt = startedAt;
     try {
       const position = await primary.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
       const lsn = position.rows[0]!.lsn;
@@ -115,6 +125,7 @@ export function createReadRouting(options: ReadRoutingOptions): ReadRouting {
     } catch (error) {
       failure = `the probe failed: ${error instanceof Error ? error.message : String(error)}`;
     }
+    probeStartedAt = undefined;
     // Writers whose write the replica holds need not be remembered.
     if (caughtUpAt !== undefined) for (const [writer, at] of writers) if (at < caughtUpAt) writers.delete(writer);
     const current = state();
@@ -179,8 +190,12 @@ export function createReadRouting(options: ReadRoutingOptions): ReadRouting {
     async close() {
       closed = true;
       clearTimeout(timer);
-      await running;
-      await replica.close();
+      // A replica cut off by the network holds its probe (and the pool its connection) until the query timeout:
+      // the service's stop does not wait for that.
+      const bounded = (work: Promise<unknown> | undefined) =>
+        Promise.race([work?.catch(() => {}), new Promise((resolve) => setTimeout(resolve, PROBE_TIMEOUT_MS).unref())]);
+      await bounded(running);
+      await bounded(replica.close());
     },
   };
 }

@@ -2,7 +2,7 @@
 // to, the staleness bound it reports, read-your-writes, and the replica's faults.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { QueryResult } from '../../../src/db/index.ts';
-import { createReadRouting, type ReadRouting, type ReadSourceRecord } from '../../../src/read-replica/index.ts';
+import { createReadRouting, PROBE_TIMEOUT_MS, type ReadRouting, type ReadSourceRecord } from '../../../src/read-replica/index.ts';
 import { waitFor } from '../../support/waitFor.ts';
 
 interface Fake {
@@ -94,5 +94,30 @@ describe('createReadRouting', () => {
     await waitFor(() => probes(standby) >= 2, { description: 'two probes' });
     expect(routing.state()).toMatchObject({ usable: false, reason: expect.stringContaining('not in recovery') });
     expect((await routing.staleReads('reader', record()).query<{ from: string }>('SELECT 1')).rows[0]!.from).toBe('primary');
+  });
+});
+
+describe('createReadRouting with a replica that stops answering', () => {
+  it('takes the replica out of use once a probe has waited PROBE_TIMEOUT_MS', async () => {
+    let hang = false;
+    const primary = fake((sql) => (sql.includes('pg_current_wal_lsn') ? { lsn: '0/100' } : { from: 'primary' }));
+    const standby: Fake = {
+      ...fake(() => ({})),
+      query: async <Row>(sql: string) => {
+        if (hang) return new Promise<QueryResult<Row>>(() => {});
+        const row = sql.includes('pg_is_in_recovery') ? { recovery: true, caught_up: true, behind: '0' } : { from: 'replica' };
+        return { rows: [row as Row], rowCount: 1 };
+      },
+    };
+    const routing = createReadRouting({ primary, replica: standby, maxStalenessSeconds: 60, probeIntervalMs: 10 });
+    await waitFor(() => routing.state().usable, { description: 'the first probe' });
+    hang = true;
+    await waitFor(() => !routing.state().usable, { timeoutMs: PROBE_TIMEOUT_MS + 2_000, description: 'the hanging probe noticed' });
+    expect(routing.state().reason).toContain('has not answered');
+    expect((await routing.staleReads('reader', record()).query<{ from: string }>('SELECT 1')).rows[0]!.from).toBe('primary');
+    // close() does not wait for the probe under way, which never ends here, longer than PROBE_TIMEOUT_MS each step.
+    const closing = Date.now();
+    await routing.close();
+    expect(Date.now() - closing).toBeLessThan(3 * PROBE_TIMEOUT_MS + 1_000);
   });
 });
