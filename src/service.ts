@@ -277,6 +277,12 @@ export async function startService(
   // Reads that may be a little stale go to a streaming replica when DATABASE_READ_URL names one (src/read-replica).
   const reads = openReadRouting(db, settings, logger);
   closers.push(() => reads.close());
+  metrics.useSources({
+    readReplicaStaleness: () => {
+      const state = reads.state();
+      return state.usable ? state.stalenessSeconds : null;
+    },
+  });
   routes.push(await createGraphQLRoute({ settings, logger, db, store, controlPlane, commands, reads }, pubsub));
   // Enforcement points in other processes: the same Governor, so their decisions reach the same Recorder.
   const callers = createServiceCallers(await tokenVerifierFor(settings, logger));

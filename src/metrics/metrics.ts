@@ -127,6 +127,14 @@ export function createMetrics(options: MetricsOptions) {
         return pulls.flag(this, 'redisCounterFallback');
       },
     }),
+    readReplicaStaleness: new Gauge({
+      name: `${prefix}governance_read_replica_staleness_seconds`,
+      help: 'With DATABASE_READ_URL: seconds since the read replica was last seen to have replayed all the primary had committed (the bound each answer read there gives); -1 while the replica is not read from (every read on the primary).',
+      registers,
+      collect() {
+        return pulls.optional(this, 'readReplicaStaleness');
+      },
+    }),
     clampedTallies: new Counter({
       name: `${prefix}governance_clamped_tallies_total`,
       help: 'Tallies the Governor counted in an earlier window of their key because the batch waiting for the ledger was full (a long ledger outage): counts kept, their seconds clamped. 0 while the ledger keeps up.',

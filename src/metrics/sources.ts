@@ -36,6 +36,8 @@ export interface MetricSources {
   nameOverflowInUse?: () => boolean;
   /** Tallies the Governor clamped into an earlier window because its batch for the Recorder was full (GovernorStats.clampedTallies). */
   clampedTallies?: () => number;
+  /** The read replica's staleness bound in seconds, null while it is not read from (src/read-replica). */
+  readReplicaStaleness?: () => number | null;
 }
 
 type SourceName = keyof MetricSources;
@@ -126,6 +128,15 @@ export function createSourcePulls(named: number, countError: (source: SourceName
     },
     projectionQuarantine(gauge: Gauge<'projection'>): Promise<void> {
       return perProjection(gauge, 'projectionQuarantine', all.projectionQuarantine, (sample) => sample.events);
+    },
+    /** A value the source may not have: -1 then (an unlabelled gauge is never absent). */
+    optional(gauge: Gauge<string>, source: 'readReplicaStaleness'): Promise<void> {
+      const read = all[source];
+      if (!read) return Promise.resolve();
+      return pull(source, async () => {
+        const value = read();
+        return () => gauge.set(value ?? -1);
+      });
     },
     flag(gauge: Gauge<string>, source: 'redisCounterFallback' | 'nameOverflowInUse'): Promise<void> {
       const read = all[source];

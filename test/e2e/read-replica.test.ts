@@ -110,6 +110,11 @@ describe.skipIf(!replica)('GraphQL reads on a streaming replica (DATABASE_READ_U
       { timeoutMs: 30_000, description: 'the replica caught up and read from' },
     );
     expect(answer!.extensions!.readReplica!.stalenessSeconds).toBeLessThanOrEqual(MAX_STALENESS_SECONDS);
+    // /metrics gives the current bound (-1 only while the replica is not read from).
+    const metrics = await (await fetch(`${baseUrl}/metrics`)).text();
+    const gauge = /^devicechain_\w+_governance_read_replica_staleness_seconds (\S+)$/m.exec(metrics);
+    expect(gauge).not.toBeNull();
+    expect(Number(gauge![1])).toBeLessThanOrEqual(MAX_STALENESS_SECONDS);
     for (const query of [
       `{ topShedders(from: "${from}", to: "${to}") { tenantId } }`,
       `{ shedTrend(tenantId: "acme", dimension: INGEST, from: "${from}", to: "${to}", bucket: MINUTE) { start } }`,

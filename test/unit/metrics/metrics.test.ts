@@ -85,6 +85,7 @@ describe('metrics', () => {
     const metrics = createMetrics({ service: 'governance', namedTenants: 2, processMetrics: false });
     let overflow = false;
     let clamped = 0;
+    let staleness: number | null = null;
     metrics.useSources({
       commandBacklogs: async () => [
         { tenantId: 'a', undelivered: 5, ceiling: 1000 },
@@ -96,6 +97,7 @@ describe('metrics', () => {
       redisCounterFallback: () => true,
       nameOverflowInUse: () => overflow,
       clampedTallies: () => clamped,
+      readReplicaStaleness: () => staleness,
     });
     let text = await metrics.render();
     const p = 'devicechain_governance_';
@@ -108,11 +110,14 @@ describe('metrics', () => {
     expect(sample(text, `${p}governance_redis_fallback`)).toBe(1);
     expect(sample(text, `${p}governance_name_overflow_in_use`)).toBe(0);
     expect(sample(text, `${p}governance_clamped_tallies_total`)).toBe(0);
+    expect(sample(text, `${p}governance_read_replica_staleness_seconds`)).toBe(-1);
     overflow = true;
     clamped = 42;
+    staleness = 0.25;
     text = await metrics.render();
     expect(sample(text, `${p}governance_name_overflow_in_use`)).toBe(1);
     expect(sample(text, `${p}governance_clamped_tallies_total`)).toBe(42);
+    expect(sample(text, `${p}governance_read_replica_staleness_seconds`)).toBe(0.25);
   });
 
   it('adds the "other" sample a source folded itself to the tenants it folds, and never names it as a tenant', async () => {
