@@ -3,7 +3,7 @@
 // sessions and their queued messages outlive a restart), each on a free port of
 // 127.0.0.1. The machine's shared servers are never touched. As root (CI), PostgreSQL runs as the `postgres`
 // user, which initdb requires. Each start returns undefined, after saying why, when its binaries are missing.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { chown, mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
@@ -200,19 +200,29 @@ function alive(pid: number): boolean {
 export interface PrivateServer {
   url: string;
   port: number;
-  stop(): Promise<void>;
+  /** A clean stop (SIGTERM), or with `SIGKILL` a crash: nothing written on the way out. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
   start(): Promise<void>;
   dispose(): Promise<void>;
 }
 
-async function privateProcess(binary: string, args: (port: number, dir: string) => string[], scheme: string): Promise<PrivateServer | undefined> {
+/** Where `binary` is installed, or undefined after saying that suites needing it are skipped. */
+export function findBinary(binary: string): string | undefined {
   const file = onPath(binary) ?? ['/usr/sbin', '/usr/bin', '/usr/local/bin'].map((at) => path.join(at, binary)).find((at) => existsSync(at));
-  if (!file) {
-    console.warn(`${binary} not found: suites needing a private ${binary} are skipped.`);
-    return undefined;
-  }
+  if (!file) console.warn(`${binary} not found: suites needing a private ${binary} are skipped.`);
+  return file;
+}
+
+async function privateProcess(
+  binary: string,
+  args: (port: number, dir: string) => string[],
+  scheme: string,
+  port?: number,
+): Promise<PrivateServer | undefined> {
+  const file = findBinary(binary);
+  if (!file) return undefined;
   const dir = await mkdtemp(path.join(tmpdir(), `gl-${binary}-`));
-  const port = await freePort();
+  port ??= await freePort();
   let child: ChildProcess | undefined;
   const start = async () => {
     const started = spawn(file, args(port, dir), { stdio: 'ignore' });
@@ -222,11 +232,11 @@ async function privateProcess(binary: string, args: (port: number, dir: string) 
     });
     await waitFor(() => answers(port), { timeoutMs: 20_000, intervalMs: 50, description: `${binary} to answer on port ${port}` });
   };
-  const stop = async () => {
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
     const running = child;
     if (!running) return;
     const exited = new Promise((resolve) => running.once('exit', resolve));
-    running.kill('SIGTERM');
+    running.kill(signal);
     await exited;
     await waitFor(async () => !(await answers(port)), { timeoutMs: 10_000, description: `${binary} to stop listening` });
   };
@@ -235,7 +245,7 @@ async function privateProcess(binary: string, args: (port: number, dir: string) 
     url: `${scheme}://127.0.0.1:${port}`,
     port,
     start,
-    stop,
+    stop: (signal) => stop(signal),
     async dispose() {
       await stop();
       await rm(dir, { recursive: true, force: true });
@@ -278,4 +288,106 @@ export function startPrivateMosquitto(): Promise<PrivateServer | undefined> {
     },
     'mqtt',
   );
+}
+
+export interface PrivateRedisCluster {
+  /** Every node's `redis://127.0.0.1:<port>`, comma-separated: a REDIS_URL naming the cluster. */
+  url: string;
+  nodes: PrivateServer[];
+  /** The node that is master of `key`'s slot now (by CLUSTER SHARDS as a surviving node sees it). */
+  masterOf(key: string): Promise<PrivateServer>;
+  /** The port of the running master of `key`'s slot, or undefined while it has none. */
+  masterPortOf(key: string): Promise<number | undefined>;
+  /** Resolves once every running node reports cluster_state:ok, every replica is in sync and `key`'s slot has a running master. */
+  healthy(key: string, timeoutMs?: number): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+/**
+ * A Redis Cluster of six redis-server processes (three masters, each with one replica) on free ports, made by
+ * `redis-cli --cluster create`. A node is stopped (or SIGKILLed) through its PrivateServer; its replica takes
+ * its slots after `nodeTimeoutMs` and an election. Undefined, after saying why, without redis-server or
+ * redis-cli.
+ */
+export async function startPrivateRedisCluster(options: { nodeTimeoutMs?: number } = {}): Promise<PrivateRedisCluster | undefined> {
+  const cli = findBinary('redis-cli');
+  if (!cli || !findBinary('redis-server')) return undefined;
+  const nodeTimeoutMs = options.nodeTimeoutMs ?? 1000;
+  const nodes: PrivateServer[] = [];
+  const dispose = async () => {
+    for (const node of nodes) await node.dispose();
+  };
+  try {
+    for (let i = 0; i < 6; i++) {
+      const node = await privateProcess(
+        'redis-server',
+        (port, dir) => [
+          '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir,
+          '--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, 'nodes.conf'), '--cluster-node-timeout', String(nodeTimeoutMs),
+        ],
+        'redis',
+      );
+      if (!node) throw new Error('redis-server vanished');
+      nodes.push(node);
+    }
+    await run(cli, ['--cluster', 'create', ...nodes.map((node) => `127.0.0.1:${node.port}`), '--cluster-replicas', '1', '--cluster-yes'], false);
+  } catch (error) {
+    await dispose();
+    throw error;
+  }
+  // Asked without blocking: a suite polls the cluster while it drives admissions on the same event loop.
+  const ask = (port: number, ...args: string[]) =>
+    new Promise<string>((resolve) => {
+      execFile(cli, ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8', timeout: 5000 }, (error, stdout) => resolve(error ? '' : stdout));
+    });
+  const running = async () => {
+    const up: PrivateServer[] = [];
+    for (const node of nodes) if (await answers(node.port)) up.push(node);
+    return up;
+  };
+  const masterPort = async (key: string): Promise<number | undefined> => {
+    const [witness] = await running();
+    if (!witness) return undefined;
+    const slot = Number((await ask(witness.port, 'CLUSTER', 'KEYSLOT', key)).trim());
+    // CLUSTER NODES: `<id> <ip:port@bus> <flags> <master> <ping> <pong> <epoch> <state> <slot ranges...>`.
+    for (const line of (await ask(witness.port, 'CLUSTER', 'NODES')).split('\n')) {
+      const fields = line.trim().split(' ');
+      if (!fields[2]?.split(',').includes('master') || fields[2].includes('fail')) continue;
+      const owns = fields.slice(8).some((range) => {
+        const [from, to = from] = range.split('-').map(Number);
+        return from !== undefined && to !== undefined && slot >= from && slot <= to;
+      });
+      if (owns) return Number(fields[1]!.split('@')[0]!.split(':')[1]);
+    }
+    return undefined;
+  };
+  const healthy = async (key: string, timeoutMs = 30_000) => {
+    await waitFor(
+      async () => {
+        const up = await running();
+        const port = await masterPort(key);
+        if (port === undefined || !up.some((node) => node.port === port)) return false;
+        const states = await Promise.all(up.map((node) => ask(node.port, 'CLUSTER', 'INFO')));
+        if (!states.every((info) => info.includes('cluster_state:ok'))) return false;
+        // A replica that has not finished its first sync refuses to fail over (its data would be too old).
+        const replication = await Promise.all(up.map((node) => ask(node.port, 'INFO', 'replication')));
+        return replication.every((info) => info.includes('role:master') || info.includes('master_link_status:up'));
+      },
+      { timeoutMs, intervalMs: 100, description: 'the Redis Cluster to be whole (cluster_state:ok on every running node, every replica in sync)' },
+    );
+  };
+  await healthy('any');
+  return {
+    url: nodes.map((node) => node.url).join(','),
+    nodes,
+    async masterOf(key) {
+      const port = await masterPort(key);
+      const node = nodes.find((each) => each.port === port);
+      if (!node) throw new Error(`no running master serves the slot of ${key}`);
+      return node;
+    },
+    masterPortOf: masterPort,
+    healthy,
+    dispose,
+  };
 }
