@@ -48,10 +48,15 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Whether something accepts TCP connections on 127.0.0.1:`port`. */
-export function answers(port: number): Promise<boolean> {
+/** Whether something accepts TCP connections on `host`:`port` (127.0.0.1 by default). */
+export function answers(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
+    const socket = net.connect(port, host);
+    // A host across a cut link never answers: give up as a closed port would.
+    socket.setTimeout(1000, () => {
+      socket.destroy();
+      resolve(false);
+    });
     socket.once('connect', () => {
       socket.destroy();
       resolve(true);
@@ -67,7 +72,7 @@ function onPath(binary: string): string | undefined {
 }
 
 /** Runs a command to completion (as `postgres` when we are root); rejects with its output when it fails. */
-function run(command: string, args: string[], asPostgres: boolean): Promise<void> {
+export function run(command: string, args: string[], asPostgres: boolean): Promise<void> {
   const root = process.getuid?.() === 0;
   const [file, argv] = asPostgres && root ? ['runuser', ['-u', 'postgres', '--', command, ...args]] : [command, args];
   return new Promise((resolve, reject) => {
