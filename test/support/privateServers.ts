@@ -396,3 +396,66 @@ export async function startPrivateRedisCluster(options: { nodeTimeoutMs?: number
     dispose,
   };
 }
+
+export interface PrivateNatsCluster {
+  /** Every node's `nats://127.0.0.1:<port>`, comma-separated: a NATS_URL naming the cluster. */
+  url: string;
+  nodes: PrivateServer[];
+  dispose(): Promise<void>;
+}
+
+/**
+ * A NATS cluster of `size` nats-server processes with JetStream, each with its own store directory, routed to
+ * one another on free ports of 127.0.0.1. Resolves once JetStream answers with a meta leader (a stream can be
+ * made). A node is stopped and started again through its PrivateServer (same ports, same store). Undefined,
+ * after saying why, without nats-server.
+ */
+export async function startPrivateNatsCluster(size = 3): Promise<PrivateNatsCluster | undefined> {
+  if (!findBinary('nats-server')) return undefined;
+  const clientPorts: number[] = [];
+  const routePorts: number[] = [];
+  for (let i = 0; i < size; i++) {
+    clientPorts.push(await freePort());
+    routePorts.push(await freePort());
+  }
+  const name = `gl-${Math.random().toString(36).slice(2, 8)}`;
+  const nodes: PrivateServer[] = [];
+  const dispose = async () => {
+    for (const node of nodes) await node.dispose();
+  };
+  try {
+    for (let i = 0; i < size; i++) {
+      const routes = routePorts.filter((_, other) => other !== i).map((port) => `nats://127.0.0.1:${port}`);
+      const node = await privateProcess(
+        'nats-server',
+        (port, dir) => ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir, '--server_name', `${name}-n${i + 1}`, '--cluster_name', name, '--cluster', `nats://127.0.0.1:${routePorts[i]}`, '--routes', routes.join(',')],
+        'nats',
+        clientPorts[i],
+      );
+      if (!node) throw new Error('nats-server vanished');
+      nodes.push(node);
+    }
+    const url = nodes.map((node) => node.url).join(',');
+    await waitFor(() => jetStreamAnswers(url), { timeoutMs: 30_000, intervalMs: 200, description: 'the NATS cluster to elect a JetStream meta leader' });
+    return { url, nodes, dispose };
+  } catch (error) {
+    await dispose();
+    throw error;
+  }
+}
+
+/** Whether JetStream answers an account-info request through any of the servers in `url`. */
+async function jetStreamAnswers(url: string): Promise<boolean> {
+  const { connect } = await import('nats');
+  const connection = await connect({ servers: url.split(','), timeout: 1000 }).catch(() => undefined);
+  if (!connection) return false;
+  try {
+    const manager = await connection.jetstreamManager({ timeout: 1000 });
+    await manager.getAccountInfo();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await connection.close();
+  }
+}
