@@ -79,6 +79,22 @@ describe.skipIf(!cluster)('shared counters on a Redis Cluster (3 masters, 3 repl
     expect([...slots]).toEqual([await reader.cluster('KEYSLOT', '{acme}')]);
   });
 
+  it('finds the whole cluster from one seed node with REDIS_CLUSTER=on, tenants spread over the masters', async () => {
+    const keyPrefix = prefix();
+    const budget = createRedisSharedBudget({ url: cluster!.nodes[0]!.url, cluster: true, keyPrefix });
+    closers.push(() => budget.close());
+    expect(await budget.ready(10_000)).toBe(true);
+    const at = Date.now();
+    // Twelve tenants' keys: with three masters, some hash to slots of other nodes than the seed (MOVED followed).
+    const tenants = Array.from({ length: 12 }, (_, i) => `tenant-${i}`);
+    const granted = await Promise.all(
+      tenants.map((tenant) => budget.reserve({ key: `API_REQUESTS:-:readings:{${tenant}}`, kind: 'FIXED_WINDOW', ratePerSecond: 100, burst: 100, atMs: at, wantUnits: 10, debtUnits: 0 })),
+    );
+    expect(granted).toEqual(tenants.map(() => 10));
+    const owners = new Set(await Promise.all(tenants.map(async (tenant) => (await cluster!.masterOf(`{${tenant}}`)).port)));
+    expect(owners.size).toBeGreaterThan(1);
+  });
+
   it('meters at half the limit while a killed master fails over, without a caller error, and is exact again within 5 s', { timeout: 120_000 }, async () => {
     const keyPrefix = prefix();
     const governors = [await clusterGovernor(cluster!, keyPrefix), await clusterGovernor(cluster!, keyPrefix)];
