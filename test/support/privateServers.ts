@@ -52,11 +52,13 @@ export function freePort(): Promise<number> {
 export function answers(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect(port, host);
-    // A host across a cut link never answers: give up as a closed port would.
-    socket.setTimeout(1000, () => {
-      socket.destroy();
-      resolve(false);
-    });
+    // A host across a cut link never answers: give up as a closed port would (127.0.0.1 answers or refuses at once).
+    if (host !== '127.0.0.1') {
+      socket.setTimeout(1000, () => {
+        socket.destroy();
+        resolve(false);
+      });
+    }
     socket.once('connect', () => {
       socket.destroy();
       resolve(true);
