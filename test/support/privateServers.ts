@@ -326,11 +326,15 @@ export async function startPrivateRedisCluster(options: { nodeTimeoutMs?: number
   };
   try {
     for (let i = 0; i < 6; i++) {
+      // The cluster bus on a free port of its own: by default it is the port plus 10,000, which may be taken, or
+      // past 65,535 for a high free port.
+      const busPort = await freePort();
       const node = await privateProcess(
         'redis-server',
         (port, dir) => [
           '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir,
           '--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, 'nodes.conf'), '--cluster-node-timeout', String(nodeTimeoutMs),
+          '--cluster-port', String(busPort),
         ],
         'redis',
       );
