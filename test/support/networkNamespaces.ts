@@ -21,7 +21,7 @@ export interface NamespacedServer {
   dispose(): Promise<void>;
 }
 
-/** Whether network namespaces can be made here (root, iproute2, a kernel that allows it); says why not. */
+/** Whether network namespaces and veth links can be made here (root, iproute2, a kernel that allows both); says why not. */
 export function namespacesWork(): boolean {
   if (process.getuid?.() !== 0) {
     console.warn('not root: network namespaces cannot be made, so the network-cut suites are skipped.');
@@ -35,6 +35,13 @@ export function namespacesWork(): boolean {
     return false;
   }
   spawnSync('ip', ['netns', 'del', name]);
+  const link = `gp${randomBytes(3).toString('hex')}`;
+  const veth = spawnSync('ip', ['link', 'add', `${link}a`, 'type', 'veth', 'peer', 'name', `${link}b`], { encoding: 'utf8' });
+  if (veth.status !== 0) {
+    console.warn(`ip link add ... type veth failed (${veth.stderr.trim()}): the network-cut suites are skipped.`);
+    return false;
+  }
+  spawnSync('ip', ['link', 'del', `${link}a`]);
   return true;
 }
 
