@@ -14,7 +14,14 @@ export interface Settings {
   readMaxStalenessSeconds: number;
   eventStoreUrl?: string;
   redisUrl?: string;
+  /** REDIS_CLUSTER: `on` when REDIS_URL names a Redis Cluster (implied by several comma-separated URLs). */
+  redisCluster: boolean;
   natsUrl?: string;
+  /**
+   * GOVERNANCE_NATS_REPLICAS: the replicas of the ingest stream when the service creates it (default: 3 when
+   * the NATS cluster has at least 3 servers, else 1; src/doors/pipeline/natsSink.ts).
+   */
+  natsReplicas?: number;
   jwtSecret?: string;
   jwksUrl?: string;
   /** GOVERNANCE_JWT_ISSUER / GOVERNANCE_JWT_AUDIENCE: checked on every token when set, and set by `governance token`. */
@@ -148,7 +155,9 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     readMaxStalenessSeconds: positiveInteger(optional('GOVERNANCE_READ_MAX_STALENESS_SECONDS'), 5, 'GOVERNANCE_READ_MAX_STALENESS_SECONDS'),
     eventStoreUrl: optional('EVENTSTORE_URL'),
     redisUrl: optional('REDIS_URL'),
+    redisCluster: onOff(optional('REDIS_CLUSTER'), false, 'REDIS_CLUSTER'),
     natsUrl: optional('NATS_URL'),
+    natsReplicas: streamReplicas(optional('GOVERNANCE_NATS_REPLICAS')),
     jwtSecret: jwtSecret(optional('GOVERNANCE_JWT_SECRET')),
     jwksUrl: optional('GOVERNANCE_JWKS_URL'),
     jwtIssuer: optional('GOVERNANCE_JWT_ISSUER'),
@@ -167,7 +176,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     commandTtlSeconds: positiveInteger(optional('GOVERNANCE_COMMAND_TTL_SECONDS'), 3600, 'GOVERNANCE_COMMAND_TTL_SECONDS'),
     readyMaxLagSeconds: positiveInteger(optional('GOVERNANCE_READY_MAX_LAG_SECONDS'), 30, 'GOVERNANCE_READY_MAX_LAG_SECONDS'),
     drainSeconds: wholeNumber(optional('GOVERNANCE_DRAIN_SECONDS'), 5, 'GOVERNANCE_DRAIN_SECONDS'),
-    redisKeyPrefix: optional('GOVERNANCE_REDIS_KEY_PREFIX') ?? 'governance:',
+    redisKeyPrefix: redisKeyPrefix(optional('GOVERNANCE_REDIS_KEY_PREFIX') ?? 'governance:'),
     mqttUrl: optional('MQTT_URL'),
     mqttTopicRoot: topicLevel(optional('MQTT_TOPIC_ROOT') ?? 'devicechain', 'MQTT_TOPIC_ROOT'),
     mqttShareGroup: topicLevel(optional('MQTT_SHARE_GROUP') ?? 'governance', 'MQTT_SHARE_GROUP'),
@@ -202,6 +211,20 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     grpcTls: grpcTls(optional('GOVERNANCE_GRPC_TLS_CERT'), optional('GOVERNANCE_GRPC_TLS_KEY'), optional('GOVERNANCE_GRPC_TLS_CLIENT_CA')),
     grpcToken: grpcToken(optional('GOVERNANCE_GRPC_TOKEN')),
   };
+}
+
+/** A key prefix with a brace would move the hash tag off the tenant name: a tenant's keys would span slots. */
+function redisKeyPrefix(text: string): string {
+  if (/[{}]/.test(text)) throw new Error(`GOVERNANCE_REDIS_KEY_PREFIX must not contain { or } (the tenant name is each key's Redis Cluster hash tag), not "${text}"`);
+  return text;
+}
+
+/** JetStream keeps 1 to 5 replicas of a stream. */
+function streamReplicas(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < 1 || value > 5) throw new Error(`GOVERNANCE_NATS_REPLICAS must be a whole number from 1 to 5, not "${text}"`);
+  return value;
 }
 
 function onOff(text: string | undefined, fallback: boolean, name: string): boolean {

@@ -98,6 +98,7 @@ export async function startService(
   const sharedBudget = settings.redisUrl
     ? (await loadRedisSharedBudget()).createRedisSharedBudget({
         url: settings.redisUrl,
+        cluster: settings.redisCluster,
         keyPrefix: settings.redisKeyPrefix,
         onError: (error) => logger.warn({ err: error }, 'redis error'),
       })

@@ -306,6 +306,9 @@ export class SharedAllowance {
 }
 
 function sharedKey(allowance: SharedCounters, charge: 'readings' | 'messages'): string {
-  // The tenant name goes last: the other parts contain no ':', so no two keys can collide.
-  return `${allowance.slot.dimension}:${allowance.slot.allowance ?? '-'}:${charge}:${allowance.tenantId}`;
+  // The tenant name goes last: the other parts contain no ':', so no two keys can collide. It is in braces, a
+  // Redis Cluster hash tag: every key of one tenant hashes to one slot (only the part up to the first '}'
+  // counts, which is the same for all of one tenant's keys whatever the name holds), so a tenant's counters
+  // live on one shard and move together when that shard fails over.
+  return `${allowance.slot.dimension}:${allowance.slot.allowance ?? '-'}:${charge}:{${allowance.tenantId}}`;
 }

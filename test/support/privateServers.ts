@@ -3,7 +3,7 @@
 // sessions and their queued messages outlive a restart), each on a free port of
 // 127.0.0.1. The machine's shared servers are never touched. As root (CI), PostgreSQL runs as the `postgres`
 // user, which initdb requires. Each start returns undefined, after saying why, when its binaries are missing.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { chown, mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
@@ -48,10 +48,17 @@ export function freePort(): Promise<number> {
   });
 }
 
-/** Whether something accepts TCP connections on 127.0.0.1:`port`. */
-export function answers(port: number): Promise<boolean> {
+/** Whether something accepts TCP connections on `host`:`port` (127.0.0.1 by default). */
+export function answers(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = net.connect(port, '127.0.0.1');
+    const socket = net.connect(port, host);
+    // A host across a cut link never answers: give up as a closed port would (127.0.0.1 answers or refuses at once).
+    if (host !== '127.0.0.1') {
+      socket.setTimeout(1000, () => {
+        socket.destroy();
+        resolve(false);
+      });
+    }
     socket.once('connect', () => {
       socket.destroy();
       resolve(true);
@@ -67,7 +74,7 @@ function onPath(binary: string): string | undefined {
 }
 
 /** Runs a command to completion (as `postgres` when we are root); rejects with its output when it fails. */
-function run(command: string, args: string[], asPostgres: boolean, prefix: readonly string[] = []): Promise<void> {
+export function run(command: string, args: string[], asPostgres: boolean, prefix: readonly string[] = []): Promise<void> {
   const root = process.getuid?.() === 0;
   const [plainFile, plainArgv] = asPostgres && root ? ['runuser', ['-u', 'postgres', '--', command, ...args]] : [command, args];
   const [file, argv] = prefix.length > 0 ? [prefix[0]!, [...prefix.slice(1), plainFile, ...plainArgv]] : [plainFile, plainArgv];
@@ -267,19 +274,29 @@ function alive(pid: number): boolean {
 export interface PrivateServer {
   url: string;
   port: number;
-  stop(): Promise<void>;
+  /** A clean stop (SIGTERM), or with `SIGKILL` a crash: nothing written on the way out. */
+  stop(signal?: NodeJS.Signals): Promise<void>;
   start(): Promise<void>;
   dispose(): Promise<void>;
 }
 
-async function privateProcess(binary: string, args: (port: number, dir: string) => string[], scheme: string): Promise<PrivateServer | undefined> {
+/** Where `binary` is installed, or undefined after saying that suites needing it are skipped. */
+export function findBinary(binary: string): string | undefined {
   const file = onPath(binary) ?? ['/usr/sbin', '/usr/bin', '/usr/local/bin'].map((at) => path.join(at, binary)).find((at) => existsSync(at));
-  if (!file) {
-    console.warn(`${binary} not found: suites needing a private ${binary} are skipped.`);
-    return undefined;
-  }
+  if (!file) console.warn(`${binary} not found: suites needing a private ${binary} are skipped.`);
+  return file;
+}
+
+async function privateProcess(
+  binary: string,
+  args: (port: number, dir: string) => string[],
+  scheme: string,
+  port?: number,
+): Promise<PrivateServer | undefined> {
+  const file = findBinary(binary);
+  if (!file) return undefined;
   const dir = await mkdtemp(path.join(tmpdir(), `gl-${binary}-`));
-  const port = await freePort();
+  port ??= await freePort();
   let child: ChildProcess | undefined;
   const start = async () => {
     const started = spawn(file, args(port, dir), { stdio: 'ignore' });
@@ -289,11 +306,11 @@ async function privateProcess(binary: string, args: (port: number, dir: string) 
     });
     await waitFor(() => answers(port), { timeoutMs: 20_000, intervalMs: 50, description: `${binary} to answer on port ${port}` });
   };
-  const stop = async () => {
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
     const running = child;
     if (!running) return;
     const exited = new Promise((resolve) => running.once('exit', resolve));
-    running.kill('SIGTERM');
+    running.kill(signal);
     await exited;
     await waitFor(async () => !(await answers(port)), { timeoutMs: 10_000, description: `${binary} to stop listening` });
   };
@@ -302,7 +319,7 @@ async function privateProcess(binary: string, args: (port: number, dir: string) 
     url: `${scheme}://127.0.0.1:${port}`,
     port,
     start,
-    stop,
+    stop: (signal) => stop(signal),
     async dispose() {
       await stop();
       await rm(dir, { recursive: true, force: true });
@@ -345,4 +362,173 @@ export function startPrivateMosquitto(): Promise<PrivateServer | undefined> {
     },
     'mqtt',
   );
+}
+
+export interface PrivateRedisCluster {
+  /** Every node's `redis://127.0.0.1:<port>`, comma-separated: a REDIS_URL naming the cluster. */
+  url: string;
+  nodes: PrivateServer[];
+  /** The node that is master of `key`'s slot now (by CLUSTER SHARDS as a surviving node sees it). */
+  masterOf(key: string): Promise<PrivateServer>;
+  /** The port of the running master of `key`'s slot, or undefined while it has none. */
+  masterPortOf(key: string): Promise<number | undefined>;
+  /** Resolves once every running node reports cluster_state:ok, every replica is in sync and `key`'s slot has a running master. */
+  healthy(key: string, timeoutMs?: number): Promise<void>;
+  dispose(): Promise<void>;
+}
+
+/**
+ * A Redis Cluster of six redis-server processes (three masters, each with one replica) on free ports, made by
+ * `redis-cli --cluster create`. A node is stopped (or SIGKILLed) through its PrivateServer; its replica takes
+ * its slots after `nodeTimeoutMs` and an election. Undefined, after saying why, without redis-server or
+ * redis-cli.
+ */
+export async function startPrivateRedisCluster(options: { nodeTimeoutMs?: number } = {}): Promise<PrivateRedisCluster | undefined> {
+  const cli = findBinary('redis-cli');
+  if (!cli || !findBinary('redis-server')) return undefined;
+  const nodeTimeoutMs = options.nodeTimeoutMs ?? 1000;
+  const nodes: PrivateServer[] = [];
+  const dispose = async () => {
+    for (const node of nodes) await node.dispose();
+  };
+  try {
+    for (let i = 0; i < 6; i++) {
+      // The cluster bus on a free port of its own: by default it is the port plus 10,000, which may be taken, or
+      // past 65,535 for a high free port.
+      const busPort = await freePort();
+      const node = await privateProcess(
+        'redis-server',
+        (port, dir) => [
+          '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir,
+          '--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, 'nodes.conf'), '--cluster-node-timeout', String(nodeTimeoutMs),
+          '--cluster-port', String(busPort),
+        ],
+        'redis',
+      );
+      if (!node) throw new Error('redis-server vanished');
+      nodes.push(node);
+    }
+    await run(cli, ['--cluster', 'create', ...nodes.map((node) => `127.0.0.1:${node.port}`), '--cluster-replicas', '1', '--cluster-yes'], false);
+  } catch (error) {
+    await dispose();
+    throw error;
+  }
+  // Asked without blocking: a suite polls the cluster while it drives admissions on the same event loop.
+  const ask = (port: number, ...args: string[]) =>
+    new Promise<string>((resolve) => {
+      execFile(cli, ['-h', '127.0.0.1', '-p', String(port), ...args], { encoding: 'utf8', timeout: 5000 }, (error, stdout) => resolve(error ? '' : stdout));
+    });
+  const running = async () => {
+    const up: PrivateServer[] = [];
+    for (const node of nodes) if (await answers(node.port)) up.push(node);
+    return up;
+  };
+  const masterPort = async (key: string): Promise<number | undefined> => {
+    const [witness] = await running();
+    if (!witness) return undefined;
+    const slot = Number((await ask(witness.port, 'CLUSTER', 'KEYSLOT', key)).trim());
+    // CLUSTER NODES: `<id> <ip:port@bus> <flags> <master> <ping> <pong> <epoch> <state> <slot ranges...>`.
+    for (const line of (await ask(witness.port, 'CLUSTER', 'NODES')).split('\n')) {
+      const fields = line.trim().split(' ');
+      if (!fields[2]?.split(',').includes('master') || fields[2].includes('fail')) continue;
+      const owns = fields.slice(8).some((range) => {
+        const [from, to = from] = range.split('-').map(Number);
+        return from !== undefined && to !== undefined && slot >= from && slot <= to;
+      });
+      if (owns) return Number(fields[1]!.split('@')[0]!.split(':')[1]);
+    }
+    return undefined;
+  };
+  const healthy = async (key: string, timeoutMs = 30_000) => {
+    await waitFor(
+      async () => {
+        const up = await running();
+        const port = await masterPort(key);
+        if (port === undefined || !up.some((node) => node.port === port)) return false;
+        const states = await Promise.all(up.map((node) => ask(node.port, 'CLUSTER', 'INFO')));
+        if (!states.every((info) => info.includes('cluster_state:ok'))) return false;
+        // A replica that has not finished its first sync refuses to fail over (its data would be too old).
+        const replication = await Promise.all(up.map((node) => ask(node.port, 'INFO', 'replication')));
+        return replication.every((info) => info.includes('role:master') || info.includes('master_link_status:up'));
+      },
+      { timeoutMs, intervalMs: 100, description: 'the Redis Cluster to be whole (cluster_state:ok on every running node, every replica in sync)' },
+    );
+  };
+  await healthy('any');
+  return {
+    url: nodes.map((node) => node.url).join(','),
+    nodes,
+    async masterOf(key) {
+      const port = await masterPort(key);
+      const node = nodes.find((each) => each.port === port);
+      if (!node) throw new Error(`no running master serves the slot of ${key}`);
+      return node;
+    },
+    masterPortOf: masterPort,
+    healthy,
+    dispose,
+  };
+}
+
+export interface PrivateNatsCluster {
+  /** Every node's `nats://127.0.0.1:<port>`, comma-separated: a NATS_URL naming the cluster. */
+  url: string;
+  nodes: PrivateServer[];
+  dispose(): Promise<void>;
+}
+
+/**
+ * A NATS cluster of `size` nats-server processes with JetStream, each with its own store directory, routed to
+ * one another on free ports of 127.0.0.1. Resolves once JetStream answers with a meta leader (a stream can be
+ * made). A node is stopped and started again through its PrivateServer (same ports, same store). Undefined,
+ * after saying why, without nats-server.
+ */
+export async function startPrivateNatsCluster(size = 3): Promise<PrivateNatsCluster | undefined> {
+  if (!findBinary('nats-server')) return undefined;
+  const clientPorts: number[] = [];
+  const routePorts: number[] = [];
+  for (let i = 0; i < size; i++) {
+    clientPorts.push(await freePort());
+    routePorts.push(await freePort());
+  }
+  const name = `gl-${Math.random().toString(36).slice(2, 8)}`;
+  const nodes: PrivateServer[] = [];
+  const dispose = async () => {
+    for (const node of nodes) await node.dispose();
+  };
+  try {
+    for (let i = 0; i < size; i++) {
+      const routes = routePorts.filter((_, other) => other !== i).map((port) => `nats://127.0.0.1:${port}`);
+      const node = await privateProcess(
+        'nats-server',
+        (port, dir) => ['-a', '127.0.0.1', '-p', String(port), '-js', '-sd', dir, '--server_name', `${name}-n${i + 1}`, '--cluster_name', name, '--cluster', `nats://127.0.0.1:${routePorts[i]}`, '--routes', routes.join(',')],
+        'nats',
+        clientPorts[i],
+      );
+      if (!node) throw new Error('nats-server vanished');
+      nodes.push(node);
+    }
+    const url = nodes.map((node) => node.url).join(',');
+    await waitFor(() => jetStreamAnswers(url), { timeoutMs: 30_000, intervalMs: 200, description: 'the NATS cluster to elect a JetStream meta leader' });
+    return { url, nodes, dispose };
+  } catch (error) {
+    await dispose();
+    throw error;
+  }
+}
+
+/** Whether JetStream answers an account-info request through any of the servers in `url`. */
+async function jetStreamAnswers(url: string): Promise<boolean> {
+  const { connect } = await import('nats');
+  const connection = await connect({ servers: url.split(','), timeout: 1000 }).catch(() => undefined);
+  if (!connection) return false;
+  try {
+    const manager = await connection.jetstreamManager({ timeout: 1000 });
+    await manager.getAccountInfo();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await connection.close();
+  }
 }

@@ -14,6 +14,14 @@ describe('readSettings', () => {
     expect(() => readSettings({ EDGE_IP_RATE_PER_SECOND: '0' })).toThrow(/EDGE_IP_RATE_PER_SECOND/);
   });
 
+  it('reads REDIS_CLUSTER and GOVERNANCE_NATS_REPLICAS, and refuses a Redis key prefix that would move the hash tag', () => {
+    expect(readSettings({})).toMatchObject({ redisCluster: false, natsReplicas: undefined, redisKeyPrefix: 'governance:' });
+    expect(readSettings({ REDIS_CLUSTER: 'on', GOVERNANCE_NATS_REPLICAS: '3' })).toMatchObject({ redisCluster: true, natsReplicas: 3 });
+    for (const bad of ['0', '6', '2.5', 'three']) expect(() => readSettings({ GOVERNANCE_NATS_REPLICAS: bad })).toThrow(/GOVERNANCE_NATS_REPLICAS must be a whole number from 1 to 5/);
+    expect(() => readSettings({ REDIS_CLUSTER: 'yes' })).toThrow(/REDIS_CLUSTER must be on or off/);
+    expect(() => readSettings({ GOVERNANCE_REDIS_KEY_PREFIX: 'gl{a}:' })).toThrow(/GOVERNANCE_REDIS_KEY_PREFIX must not contain/);
+  });
+
   it('drains for 5 s on SIGTERM unless GOVERNANCE_DRAIN_SECONDS says otherwise; 0 turns the drain off', () => {
     expect(readSettings({}).drainSeconds).toBe(5);
     expect(readSettings({ GOVERNANCE_DRAIN_SECONDS: '0' }).drainSeconds).toBe(0);

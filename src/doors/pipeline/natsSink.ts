@@ -17,7 +17,13 @@ import type { Logger } from '../../logger.ts';
 import { DUPLICATE, STORED, type AcceptedBatch, type ReadingSink, type SinkAnswer } from './sink.ts';
 
 export interface NatsSinkOptions {
+  /** One server, or several comma-separated (a cluster's seed servers; the client learns the rest from them). */
   url: string;
+  /**
+   * Replicas of the stream when the sink creates it (GOVERNANCE_NATS_REPLICAS); by default 3 when the cluster
+   * has at least 3 servers, else 1. A stream that exists is used as it is.
+   */
+  replicas?: number;
   /** Stream that captures `<subjectPrefix>.>`; created when missing. */
   stream: string;
   subjectPrefix: string;
@@ -48,7 +54,7 @@ export interface NatsSink extends ReadingSink {
 export async function createNatsSink(options: NatsSinkOptions): Promise<NatsSink> {
   const { logger } = options;
   const connectionOptions: ConnectionOptions = {
-    servers: options.url,
+    servers: serversOf(options.url),
     name: 'governance-ingest',
     // Never give up: the default (10 attempts, 2 s apart) closed the connection after a 20 s outage.
     maxReconnectAttempts: -1,
@@ -220,8 +226,27 @@ async function ensureStream(connection: NatsConnection, options: NatsSinkOptions
     await manager.streams.info(options.stream);
   } catch (error) {
     if ((error as { api_error?: { err_code?: number } }).api_error?.err_code !== STREAM_NOT_FOUND) throw error;
-    await manager.streams.add({ name: options.stream, subjects });
+    await manager.streams.add({ name: options.stream, subjects, num_replicas: options.replicas ?? defaultReplicas(connection, options.url) });
   }
+}
+
+/** The servers of a comma-separated NATS_URL. */
+export function serversOf(url: string): string[] {
+  return url
+    .split(',')
+    .map((server) => server.trim())
+    .filter(Boolean);
+}
+
+/**
+ * 3 replicas on a cluster of 3 servers or more, else 1: a stream of 3 keeps taking readings with one server
+ * down (a quorum of 2), while 2 would stop with either down. The cluster's size is what the client knows of it:
+ * the servers named in NATS_URL, or those the server it reached gossips (its INFO's connect_urls), whichever
+ * is more.
+ */
+function defaultReplicas(connection: NatsConnection, url: string): number {
+  const known = Math.max(serversOf(url).length, connection.info?.connect_urls?.length ?? 1);
+  return known >= 3 ? 3 : 1;
 }
 
 // JetStream's API error code for "stream not found"; any other failure is a fault to report, not to paper over.

@@ -20,7 +20,7 @@ export async function startDoorParts(parts: { settings: Settings; db: Db; govern
   const { settings, db, governor, logger } = parts;
   // The NATS client is loaded only when NATS_URL is set: it would otherwise cost every start.
   const nats = settings.natsUrl ? await import('./natsSink.ts') : undefined;
-  const sink = nats && settings.natsUrl ? await nats.createNatsSink({ url: settings.natsUrl, ...nats.DEFAULT_INGEST_STREAM, logger }) : createCountingSink();
+  const sink = nats && settings.natsUrl ? await nats.createNatsSink({ url: settings.natsUrl, replicas: settings.natsReplicas, ...nats.DEFAULT_INGEST_STREAM, logger }) : createCountingSink();
   logger.info({ sink: settings.natsUrl ? 'nats-jetstream' : 'counting' }, 'door sink ready');
   // Without NATS_URL accepted readings are counted and then dropped: an operator who forgot the setting must
   // hear it once at start-up, not find out from a downstream consumer that saw nothing.

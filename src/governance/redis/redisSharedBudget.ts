@@ -1,12 +1,22 @@
-// The SharedBudget port over Redis (ioredis). Commands fail fast instead of queueing while the connection is
-// down (no offline queue, a command timeout), so the Governor learns of an outage at once and meters at half
-// the limit; ioredis keeps reconnecting in the background and the Governor's next probe finds it back.
-import { Redis } from 'ioredis';
+// The SharedBudget port over Redis (ioredis): one node, or a Redis Cluster through ioredis' Cluster client.
+// Commands fail fast instead of queueing while the connection is down (no offline queue, a command timeout),
+// so the Governor learns of an outage at once and meters at half the limit; ioredis keeps reconnecting in the
+// background and the Governor's next probe finds it back.
+//
+// On a cluster every reservation is one script over one key, and every key of one tenant carries the tenant
+// as its hash tag (sharedCounting.ts), so a script never spans slots. When a master fails, its slots' scripts
+// fail (connection refused, then CLUSTERDOWN or a timeout) until a replica is promoted; the Governor meters
+// at half the limit meanwhile, and the client learns the new owner from a MOVED reply or its periodic look at
+// the slots, whichever comes first.
+import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
 import type { ReserveRequest, SharedBudget } from '../sharedCounting.ts';
 import { RESERVE_TOKENS, RESERVE_WINDOW } from './reserveScripts.ts';
 
 export interface RedisSharedBudgetOptions {
+  /** A `redis://` (or `rediss://`) URL; with `cluster`, or several URLs comma-separated, a cluster's seed nodes. */
   url: string;
+  /** The URL names a Redis Cluster (REDIS_CLUSTER=on); implied by several comma-separated URLs. */
+  cluster?: boolean;
   /** Prefix of every key (per deployment; tests use one per test). */
   keyPrefix?: string;
   commandTimeoutMs?: number;
@@ -27,14 +37,32 @@ interface ReserveCommands {
   glReserveWindow(key: string, limit: number, want: number, debt: number): Promise<number>;
 }
 
+/** How often a cluster client reads the slot map even when no reply told it of a move. */
+const SLOTS_REFRESH_INTERVAL_MS = 1000;
+
 export function createRedisSharedBudget(options: RedisSharedBudgetOptions): RedisSharedBudget {
-  const { url, keyPrefix = 'governance:', commandTimeoutMs = 250, onError = () => {} } = options;
-  const redis = new Redis(url, {
+  const { keyPrefix = 'governance:', commandTimeoutMs = 250, onError = () => {} } = options;
+  const urls = options.url
+    .split(',')
+    .map((url) => url.trim())
+    .filter(Boolean);
+  const nodeOptions: RedisOptions = {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     commandTimeout: commandTimeoutMs,
     retryStrategy: (attempt) => Math.min(attempt * 100, 1000),
-  });
+  };
+  const redis =
+    options.cluster === true || urls.length > 1
+      ? new Cluster(urls.map(clusterNode), {
+          enableOfflineQueue: false,
+          redisOptions: { ...nodeOptions, ...credentials(urls[0]!) },
+          // A failed-over slot is learnt from the next MOVED, or from this look at the map at the latest.
+          slotsRefreshInterval: SLOTS_REFRESH_INTERVAL_MS,
+          slotsRefreshTimeout: 1000,
+          clusterRetryStrategy: (attempt) => Math.min(attempt * 100, 1000),
+        })
+      : new Redis(urls[0] ?? options.url, nodeOptions);
   redis.on('error', onError);
   redis.defineCommand('glReserveTokens', { numberOfKeys: 1, lua: RESERVE_TOKENS });
   redis.defineCommand('glReserveWindow', { numberOfKeys: 1, lua: RESERVE_WINDOW });
@@ -72,5 +100,21 @@ export function createRedisSharedBudget(options: RedisSharedBudgetOptions): Redi
     async close() {
       redis.disconnect();
     },
+  };
+}
+
+/** A seed node of a cluster from its URL; credentials and TLS are the same for every node (see credentials). */
+function clusterNode(url: string): ClusterNode {
+  const parsed = new URL(url);
+  return { host: parsed.hostname, port: Number(parsed.port || 6379) };
+}
+
+/** The user, password and TLS of the first URL, for every node of the cluster, including those it discovers. */
+function credentials(url: string): RedisOptions {
+  const parsed = new URL(url);
+  return {
+    ...(parsed.username ? { username: decodeURIComponent(parsed.username) } : {}),
+    ...(parsed.password ? { password: decodeURIComponent(parsed.password) } : {}),
+    ...(parsed.protocol === 'rediss:' ? { tls: {} } : {}),
   };
 }

@@ -243,7 +243,7 @@ describe.skipIf(!redisUrl)('shared counting stays sane (issue 34, item 5)', () =
       .tenant('acme', { AI_INFERENCE: { override: { ratePerSecond: RATE, burst: BURST } } })
       .tenant('wide', { AI_INFERENCE: { override: { ratePerSecond: 250, burst: 500 } } });
   const inference = (tenant: string, units: number, at: number) => ({ tenant, dimension: 'AI_INFERENCE', units, at }) as const;
-  const bucketKey = (keyPrefix: string, tenant: string) => `${keyPrefix}AI_INFERENCE:-:readings:${tenant}`;
+  const bucketKey = (keyPrefix: string, tenant: string) => `${keyPrefix}AI_INFERENCE:-:readings:{${tenant}}`;
   let redis: Redis;
   beforeAll(() => {
     redis = new Redis(redisUrl!);

@@ -84,7 +84,7 @@ describe('shared counting across replicas with different views of a limit', () =
   it('asks again within the window once the limit it found spent under is raised', async () => {
     const budget = new MemoryWindowBudget();
     // Another replica used this window's 100 already.
-    budget.used.set(`API_REQUESTS:-:readings:acme:${Math.floor(AT / 1000)}`, 100);
+    budget.used.set(`API_REQUESTS:-:readings:{acme}:${Math.floor(AT / 1000)}`, 100);
     const source = new MemoryLimitSource().tenant('acme', { API_REQUESTS: { override: { ratePerSecond: 100 } } });
     const governor = replica(source, budget);
     governor.admit(touch);
