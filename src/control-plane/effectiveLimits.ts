@@ -3,6 +3,7 @@
 import { prepared } from '../db/preparedStatements.ts';
 import type { Queryable, Db } from '../db/db.ts';
 import { resolveEffectiveLimits } from '../governance/index.ts';
+import { layDueChanges, loadDueChanges } from './change-requests/dueChanges.ts';
 import type {
   Dimension,
   EffectiveLimit,
@@ -16,7 +17,8 @@ import type {
 
 // One query for the governance records of any number of tenants: tier, tier limits, the overrides in force
 // at `at`, the API over-limit policy, and the platform defaults. Expired overrides are left out here, at
-// read time, so an override stops applying at its expiresAt whether or not anything was written since.
+// read time, so an override stops applying at its expiresAt whether or not anything was written since; a
+// scheduled change whose instant has come is laid over them at read time too (change-requests/dueChanges.ts).
 export interface TenantGovernance {
   tenants: Map<string, TenantGovernanceRecord>;
   platformDefaults: Partial<Record<Dimension, unknown>>;
@@ -49,6 +51,7 @@ export async function loadTenantGovernance(q: Queryable, tenantIds: readonly str
     platformDefaults = (row.platform_defaults ?? {}) as Partial<Record<Dimension, unknown>>;
     tenants.set(row.tenant_id, recordOfRow(row));
   }
+  layDueChanges(await loadDueChanges(q, at), tenants.values(), platformDefaults);
   return { tenants, platformDefaults };
 }
 
@@ -103,9 +106,11 @@ export async function resolveTenantLimit(
 
 // The operator-set platform default per dimension, raw as stored: the cascade decides whether a value is
 // usable, so nothing here validates it.
-export async function loadPlatformDefaults(q: Queryable): Promise<Partial<Record<Dimension, unknown>>> {
+export async function loadPlatformDefaults(q: Queryable, at: Date = new Date()): Promise<Partial<Record<Dimension, unknown>>> {
   const { rows } = await q.query<{ dimension: Dimension; value: unknown }>('SELECT dimension, value FROM gl_platform_defaults');
-  return Object.fromEntries(rows.map((row) => [row.dimension, row.value])) as Partial<Record<Dimension, unknown>>;
+  const defaults = Object.fromEntries(rows.map((row) => [row.dimension, row.value])) as Partial<Record<Dimension, unknown>>;
+  layDueChanges(await loadDueChanges(q, at), [], defaults);
+  return defaults;
 }
 
 // The Governor's LimitSource, backed by the control-plane read models. loadTenants answers a whole batch in
@@ -116,6 +121,6 @@ export function createReadModelLimitSource(db: Db, now: () => Date = () => new D
     async loadTenants(tenantIds) {
       return (await loadTenantGovernance(db, tenantIds, now())).tenants;
     },
-    loadPlatformDefaults: () => loadPlatformDefaults(db),
+    loadPlatformDefaults: () => loadPlatformDefaults(db, now()),
   };
 }

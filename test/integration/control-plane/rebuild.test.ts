@@ -1,6 +1,6 @@
 // Every control-plane read model rebuilt from the ledger comes out identical to the one kept live.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { ControlPlaneResult } from '../../../src/control-plane/controlPlaneCommand.ts';
+import type { LimitChangeResult as ControlPlaneResult } from '../../../src/control-plane/change-requests/runRequests.ts';
 import { controlPlaneProjections } from '../../../projections/controlPlane.ts';
 import type { Queryable } from '../../../src/db/db.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
