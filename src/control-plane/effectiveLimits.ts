@@ -3,7 +3,8 @@
 import { prepared } from '../db/preparedStatements.ts';
 import type { Queryable, Db } from '../db/db.ts';
 import { resolveEffectiveLimits } from '../governance/index.ts';
-import { layDueChanges, loadDueChanges } from './change-requests/dueChanges.ts';
+import type { ControlPlaneEvent } from '../ledger/index.ts';
+import { dueChangesSql, layDueChanges, loadDueChanges, stillApplying } from './change-requests/dueChanges.ts';
 import type {
   Dimension,
   EffectiveLimit,
@@ -38,20 +39,21 @@ SELECT t.tenant_id, t.tier_id, t.api_over_limit_policy,
   (SELECT jsonb_object_agg(l.dimension, l.value) FROM gl_tier_limits l WHERE l.tier_id = t.tier_id) AS tier_limits,
   (SELECT jsonb_object_agg(o.dimension, o.value) FROM gl_tenant_overrides o
     WHERE o.tenant_id = t.tenant_id AND (o.expires_at IS NULL OR o.expires_at > $2)) AS overrides,
-  (SELECT jsonb_object_agg(p.dimension, p.value) FROM gl_platform_defaults p) AS platform_defaults
+  (SELECT jsonb_object_agg(p.dimension, p.value) FROM gl_platform_defaults p) AS platform_defaults,
+  ${dueChangesSql('$2')} AS due_changes
 FROM gl_tenants t
 WHERE t.tenant_id = ANY($1::text[])`);
 
 export async function loadTenantGovernance(q: Queryable, tenantIds: readonly string[], at: Date): Promise<TenantGovernance> {
   const tenants = new Map<string, TenantGovernanceRecord>();
   if (tenantIds.length === 0) return { tenants, platformDefaults: {} };
-  const { rows } = await q.query<GovernanceRow>(GOVERNANCE_SQL, [[...new Set(tenantIds)], at]);
+  const { rows } = await q.query<GovernanceRow & { due_changes: ControlPlaneEvent[] | null }>(GOVERNANCE_SQL, [[...new Set(tenantIds)], at]);
   let platformDefaults: Partial<Record<Dimension, unknown>> = {};
   for (const row of rows) {
     platformDefaults = (row.platform_defaults ?? {}) as Partial<Record<Dimension, unknown>>;
     tenants.set(row.tenant_id, recordOfRow(row));
   }
-  layDueChanges(await loadDueChanges(q, at), tenants.values(), platformDefaults);
+  layDueChanges(stillApplying(rows[0]?.due_changes ?? null, at), tenants.values(), platformDefaults);
   return { tenants, platformDefaults };
 }
 

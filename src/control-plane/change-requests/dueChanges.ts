@@ -11,21 +11,27 @@ import type { Dimension, TenantGovernanceRecord } from '../../governance/index.t
 import type { ControlPlaneEvent, RecordedEvent } from '../../ledger/index.ts';
 import { plannedStillApplies } from './requests.ts';
 
-interface DueRow {
-  planned: ControlPlaneEvent;
+/**
+ * The due changes not yet in the base tables, oldest first, as one jsonb array (a scalar subquery, so the
+ * governance query of effectiveLimits.ts stays one round trip); `$at` is the parameter holding the instant.
+ */
+export function dueChangesSql(at: string): string {
+  return `(SELECT jsonb_agg(r.planned ORDER BY r.effective_from, r.position) FROM gl_limit_change_requests r
+    WHERE r.state = 'SCHEDULED' AND r.effective_from <= ${at} AND (NOT r.needs_approval OR r.decided_at <= ${at})
+      AND NOT EXISTS (SELECT 1 FROM gl_limit_change_requests_applied a WHERE a.change_id = r.change_id))`;
 }
 
-const DUE_SQL = `
-SELECT r.planned FROM gl_limit_change_requests r
-WHERE r.state = 'SCHEDULED' AND r.effective_from <= $1
-  AND (NOT r.needs_approval OR r.decided_at <= $1)
-  AND NOT EXISTS (SELECT 1 FROM gl_limit_change_requests_applied a WHERE a.change_id = r.change_id)
-ORDER BY r.effective_from, r.position`;
+const DUE_SQL = `SELECT ${dueChangesSql('$1')} AS due`;
 
 /** The due changes not yet in the base tables, oldest first. */
 export async function loadDueChanges(q: Queryable, at: Date): Promise<ControlPlaneEvent[]> {
-  const { rows } = await q.query<DueRow>(DUE_SQL, [at]);
-  return rows.map((row) => row.planned).filter((planned) => plannedStillApplies(planned, at));
+  const { rows } = await q.query<{ due: ControlPlaneEvent[] | null }>(DUE_SQL, [at]);
+  return stillApplying(rows[0]?.due ?? null, at);
+}
+
+/** The due changes of a query's column, without a scheduled override that has lapsed by `at`. */
+export function stillApplying(due: readonly ControlPlaneEvent[] | null, at: Date): ControlPlaneEvent[] {
+  return (due ?? []).filter((planned) => plannedStillApplies(planned, at));
 }
 
 /** Lays due changes over tenants' records and the platform defaults (both changed in place). */
