@@ -131,6 +131,7 @@ export async function startService(
   // Scheduled limit changes take effect at their instant by this process's own timer (src/control-plane/change-requests).
   const scheduleFollowing = await followScheduledLimitChanges(db, [governor, leaseGovernor], controlPlane, {
     onError: (error) => logger.warn({ err: error }, 'a scheduled limit change could not be armed or applied; it applies at the next arming'),
+    onSwitch: (changeId, lateMs) => logger.info({ changeId, lateMs }, 'scheduled limit change due: its tenants are read again at its instant'),
   });
   // With EVENTSTORE_URL the ledger shares no transaction with the database: the backlog guards itself by stream revision.
   const commands = countCommandRejections(
