@@ -4,7 +4,6 @@
 // without pause (one reading per request, far below either limit) and the RateLimit-Policy of each answer says
 // which limit decided it. In each replica the new limit decides no answer sent before the instant, and decides
 // every answer sent later than SWITCH_BOUND_MS after it; each replica logs that its own timer fired.
-import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import path from 'node:path';
