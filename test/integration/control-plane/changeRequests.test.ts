@@ -4,6 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Caller } from '../../../src/control-plane/controlPlaneCommand.ts';
 import {
+  effectiveLimitTimeline,
+  instantOf,
   limitHistory,
   listLimitChangeRequests,
   loadEffectiveLimits,
@@ -134,6 +136,29 @@ describe.skipIf(!postgresOnly)('limit change requests on PostgreSQL', () => {
     await h.caughtUp();
     expect(await provisioning(h.clock.now)).toMatchObject({ value: { ratePerSecond: 3 }, source: 'TIER' });
     failedWith(await h.controlPlane.withdrawLimitChange(BOB, { changeId }), 'InvalidInput');
+  });
+
+  it('shows an open request in the effective-limit timeline at its instant, marked pending', async () => {
+    const instant = new Date(h.clock.now.getTime() + HOUR_MS);
+    const changeId = changeIdOf(
+      await h.controlPlane.setTenantOverride(BOB, { tenantId: 'acme', dimension: 'EGRESS', ratePerSecond: 9, reason: 'night', effectiveFrom: instant }),
+      'scheduled',
+    );
+    await h.caughtUp();
+    const open = await listLimitChangeRequests(h.db, { tenantId: 'acme', states: ['SCHEDULED'], now: h.clock.now });
+    const pending = open.map((request) => ({ changeId: request.changeId, at: instantOf(request), planned: request.planned, proposer: request.proposer, reason: request.proposerReason }));
+    const timeline = await effectiveLimitTimeline(h.store, {
+      tenantId: 'acme',
+      dimension: 'EGRESS',
+      from: new Date(h.clock.now.getTime() - HOUR_MS),
+      to: new Date(h.clock.now.getTime() + 2 * HOUR_MS),
+      now: h.clock.now,
+      pending,
+    });
+    expect(timeline).toEqual([
+      expect.objectContaining({ at: instant, cause: 'OVERRIDE_SET', value: { ratePerSecond: 9, burst: 18 }, source: 'TENANT_OVERRIDE', pending: true, changeId, actor: 'bob@ops' }),
+    ]);
+    applied(await h.controlPlane.withdrawLimitChange(BOB, { changeId }));
   });
 
   it('withdraws a scheduled change before its instant: it never applies', async () => {
