@@ -24,7 +24,9 @@ interface HistoryRow {
 export const limitHistoryProjection: Projection = {
   name: 'control-plane-limit-history',
   // 2: a lapse names the system and reason "expired" (1 named the operator who set the override).
-  version: 2,
+  // 3: a change that came from a request (scheduled, or approved by a second operator) names its proposer and
+  // approver with their reasons and times (the event's metadata.request).
+  version: 3,
   eventTypes: [
     'PlatformDefaultSet',
     'TierLimitSet',
@@ -99,8 +101,8 @@ async function insertRow(tx: Tx, recorded: RecordedEvent, row: HistoryRow): Prom
   const json = (value: unknown) => (value === undefined || value === null ? null : JSON.stringify(value));
   await tx.query(
     `INSERT INTO gl_limit_history (commit_position, prepare_position, seq, at, kind, actor, reason, tenant_id, tier_id,
-       previous_tier_id, dimension, previous, value, expires_at)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+       previous_tier_id, dimension, previous, value, expires_at, approval)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
      ON CONFLICT (commit_position, prepare_position, seq) DO NOTHING`,
     [
       recorded.position.commit.toString(),
@@ -117,6 +119,7 @@ async function insertRow(tx: Tx, recorded: RecordedEvent, row: HistoryRow): Prom
       json(row.previous),
       json(row.value),
       row.expiresAt ?? null,
+      row.seq === 1 ? null : json(recorded.metadata.request),
     ],
   );
 }

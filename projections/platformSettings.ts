@@ -1,7 +1,7 @@
 // Read model: the operator-set platform default per dimension, and platform settings (branding.default).
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent, Projection } from '../src/ledger/index.ts';
-import { announceLimitChange, asControlPlaneEvent, BRANDING_DEFAULT_KEY } from '../src/control-plane/index.ts';
+import { announceLimitChange, noteLimitChangeInBase, asControlPlaneEvent, BRANDING_DEFAULT_KEY } from '../src/control-plane/index.ts';
 
 export const platformSettingsProjection: Projection = {
   name: 'control-plane-platform',
@@ -17,6 +17,7 @@ export const platformSettingsProjection: Projection = {
            ON CONFLICT (dimension) DO UPDATE SET value = EXCLUDED.value`,
           [event.data.dimension, JSON.stringify(event.data.value)],
         );
+        await noteLimitChangeInBase(tx, recorded);
         // Every process on the database reads the platform defaults again (src/control-plane/limitChanges.ts).
         await announceLimitChange(tx, { kind: 'platform' });
         return;

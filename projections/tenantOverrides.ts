@@ -2,7 +2,7 @@
 // here (a projection only moves when events arrive); readers compare expires_at with the instant they ask.
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent, Projection } from '../src/ledger/index.ts';
-import { announceLimitChange, asControlPlaneEvent, occurredAt } from '../src/control-plane/index.ts';
+import { announceLimitChange, noteLimitChangeInBase, asControlPlaneEvent, occurredAt } from '../src/control-plane/index.ts';
 
 export const tenantOverridesProjection: Projection = {
   name: 'control-plane-tenant-overrides',
@@ -29,11 +29,13 @@ export const tenantOverridesProjection: Projection = {
             occurredAt(recorded),
           ],
         );
+        await noteLimitChangeInBase(tx, recorded);
         // Delivered at this transaction's commit to every process on the database (src/control-plane/limitChanges.ts).
         await announceLimitChange(tx, { kind: 'tenant', tenantId: event.data.tenantId });
         return;
       case 'TenantOverrideCleared':
         await tx.query('DELETE FROM gl_tenant_overrides WHERE tenant_id = $1 AND dimension = $2', [event.data.tenantId, event.data.dimension]);
+        await noteLimitChangeInBase(tx, recorded);
         await announceLimitChange(tx, { kind: 'tenant', tenantId: event.data.tenantId });
         return;
     }

@@ -1,7 +1,7 @@
 // Read model: every defined tier, its limits per dimension and its default AI model.
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent, Projection } from '../src/ledger/index.ts';
-import { announceLimitChange, asControlPlaneEvent, occurredAt } from '../src/control-plane/index.ts';
+import { announceLimitChange, noteLimitChangeInBase, asControlPlaneEvent, occurredAt } from '../src/control-plane/index.ts';
 
 export const tiersProjection: Projection = {
   name: 'control-plane-tiers',
@@ -24,11 +24,13 @@ export const tiersProjection: Projection = {
            ON CONFLICT (tier_id, dimension) DO UPDATE SET value = EXCLUDED.value`,
           [event.data.tierId, event.data.dimension, JSON.stringify(event.data.value)],
         );
+        await noteLimitChangeInBase(tx, recorded);
         // Every tenant on the tier, in every process on the database (src/control-plane/limitChanges.ts).
         await announceLimitChange(tx, { kind: 'tier', tierId: event.data.tierId });
         return;
       case 'TierLimitCleared':
         await tx.query('DELETE FROM gl_tier_limits WHERE tier_id = $1 AND dimension = $2', [event.data.tierId, event.data.dimension]);
+        await noteLimitChangeInBase(tx, recorded);
         await announceLimitChange(tx, { kind: 'tier', tierId: event.data.tierId });
         return;
       case 'TierDefaultModelSet':

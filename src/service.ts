@@ -16,7 +16,13 @@ import {
   type ProjectionSet,
 } from './ledger/index.ts';
 import { fanOutRecorder, Governor, loadRedisSharedBudget } from './governance/index.ts';
-import { createControlPlane, createReadModelLimitSource, loadLimitsAndFollowChanges, type ControlPlane } from './control-plane/index.ts';
+import {
+  createControlPlane,
+  createReadModelLimitSource,
+  followScheduledLimitChanges,
+  loadLimitsAndFollowChanges,
+  type ControlPlane,
+} from './control-plane/index.ts';
 import { controlPlaneCeilings, createCommandBacklog, startCommandExpiry, type CommandBacklog } from './command-backlog/index.ts';
 import { allProjections, projectionWorkers } from '../projections/index.ts';
 import {
@@ -127,6 +133,11 @@ export async function startService(
   // Only registered tenants get a /metrics label of their own: names invented at the ingest door go to "_other".
   metrics.tenants.isConfirmed = (tenantId) => governor.isConfirmed(tenantId);
   const controlPlane = createControlPlane({ db, store, governor });
+  // Scheduled limit changes take effect at their instant by this process's own timer (src/control-plane/change-requests).
+  const scheduleFollowing = await followScheduledLimitChanges(db, [governor, leaseGovernor], controlPlane, {
+    onError: (error) => logger.warn({ err: error }, 'a scheduled limit change could not be armed or applied; it applies at the next arming'),
+    onSwitch: (changeId, lateMs) => logger.info({ changeId, lateMs }, 'scheduled limit change due: its tenants are read again at its instant'),
+  });
   // With EVENTSTORE_URL the ledger shares no transaction with the database: the backlog guards itself by stream revision.
   const commands = countCommandRejections(
     createCommandBacklog({
@@ -164,7 +175,7 @@ export async function startService(
   // Closed in reverse order of this list: projections stop before the governor's last flush lands in the store.
   // Set by close(): whether this is a clean stop (the broker doors' closers read it).
   let cleanStop = false;
-  const closers: Array<() => Promise<void>> = [() => governor.close(), () => projections.close(), () => limitFollowing.close()];
+  const closers: Array<() => Promise<void>> = [() => governor.close(), () => projections.close(), () => limitFollowing.close(), () => scheduleFollowing.close()];
   if (sharedBudget) closers.unshift(() => sharedBudget.close());
   const inferenceSpend = createInferenceSpendMeter(store, metrics, {
     onError: (error) => logger.warn({ err: error }, 'inference spend append failed; retried at the next flush'),

@@ -153,5 +153,7 @@ export async function mutate(name: string, input: Record<string, unknown>, input
 /** "Applied", or the refusal in words (with the field it names). */
 export function describePayload(payload: MutationPayload): string {
   if (payload.__typename === 'Applied') return 'Saved.';
+  if (payload.__typename === 'PendingApproval') return 'Recorded: it waits for a second operator (Changes).';
+  if (payload.__typename === 'ScheduledLimitChange') return 'Scheduled: it takes effect at its instant (Changes).';
   return `${payload.__typename}: ${payload.message ?? ''}${payload.field ? ` (${payload.field})` : ''}`;
 }

@@ -16,6 +16,16 @@ export interface Change {
   policy: string | null;
   previousPolicy: string | null;
   expiresAt: string | null;
+  /** Set when the change came from a request: who proposed and who approved it, why and when. */
+  approval?: {
+    proposedBy: string;
+    proposedAt: string;
+    proposerReason: string | null;
+    effectiveFrom: string;
+    approvedBy: string | null;
+    approvedAt: string | null;
+    approverReason: string | null;
+  } | null;
 }
 
 export function level(change: Change): string {
@@ -32,3 +42,15 @@ export function beforeAfter(change: Change): string {
   return `${formatLimit(change.previous)} → ${formatLimit(change.value)}`;
 }
 
+
+/** Who proposed and who approved a change that came from a request, with reasons and times; '' otherwise. */
+export function approvalLine(change: Change): string {
+  const approval = change.approval;
+  if (!approval) return '';
+  const at = (iso: string) => new Date(iso).toLocaleString();
+  const proposed = `proposed by ${approval.proposedBy} at ${at(approval.proposedAt)}${approval.proposerReason ? ` (“${approval.proposerReason}”)` : ''}`;
+  const approved = approval.approvedBy
+    ? `approved by ${approval.approvedBy} at ${at(approval.approvedAt!)}${approval.approverReason ? ` (“${approval.approverReason}”)` : ''}`
+    : `scheduled for ${at(approval.effectiveFrom)}`;
+  return `${proposed}; ${approved}`;
+}

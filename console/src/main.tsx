@@ -11,6 +11,7 @@ import { TenantPage } from './pages/Tenant.tsx';
 import { Trends } from './pages/Trends.tsx';
 import { Audit } from './pages/Audit.tsx';
 import { Platform } from './pages/Platform.tsx';
+import { Changes } from './pages/Changes.tsx';
 import './style.css';
 
 const VIEWER = '{ viewer { id role tenantId } }';
@@ -38,6 +39,7 @@ function App() {
     ['trends', 'Trends'],
     ['audit', 'Audit'],
     ...(seesEveryTenant(viewer) ? [['platform', 'Platform'] as [string, string]] : []),
+    ...(seesEveryTenant(viewer) ? [['changes', 'Changes'] as [string, string]] : []),
   ];
 
   let content;
@@ -53,6 +55,9 @@ function App() {
       break;
     case 'platform':
       content = <Platform viewer={viewer} />;
+      break;
+    case 'changes':
+      content = <Changes viewer={viewer} />;
       break;
     default:
       content = seesEveryTenant(viewer) ? <Tenants viewer={viewer} params={route.params} /> : <TenantPage viewer={viewer} tenantId={viewer.tenantId ?? ''} />;

@@ -24,10 +24,12 @@ export interface OverrideRecord {
 /** An effective limit with the tier the tenant is on (null on platform defaults). */
 export interface TenantLimit extends EffectiveLimit {
   tierId: string | null;
+  /** Whose limit it is (EffectiveLimit.pending lists the changes requested for it). */
+  tenantId?: string;
 }
 
-function withTier({ tierId, limits }: TenantEffectiveLimits): TenantLimit[] {
-  return limits.map((limit) => ({ ...limit, tierId }));
+function withTier({ tenantId, tierId, limits }: TenantEffectiveLimits): TenantLimit[] {
+  return limits.map((limit) => ({ ...limit, tierId, tenantId }));
 }
 
 /** Stored values are shown as the cascade would use them: a malformed one (never accepted as input) is left out. */

@@ -20,6 +20,15 @@ import {
 } from './tenantCommands.ts';
 import { clearTierLimit, defineTier, setTierDefaultModel, setTierLimit } from './tierCommands.ts';
 import { isControlPlaneError } from './validation.ts';
+import {
+  createLimitChangeRequests,
+  LIMIT_CHANGE_COMMANDS,
+  type FromRequest,
+  type LimitChangeDecisions,
+  type LimitChangeInput,
+  type LimitChangeResult,
+} from './change-requests/runRequests.ts';
+import type { LimitChangeCommand } from '../ledger/index.ts';
 import { occurredAt, viewOf } from './view.ts';
 
 /** What the control plane tells the Governor: a registered tenant's name is confirmed. */
@@ -55,12 +64,18 @@ export const CONTROL_PLANE_COMMANDS = {
 type Commands = typeof CONTROL_PLANE_COMMANDS;
 type InputOf<Definition> = Definition extends ControlPlaneCommand<infer Input> ? Input : never;
 
+/**
+ * Every command; the limit commands take `effectiveFrom` and may answer a request (scheduled, or waiting for a
+ * second operator) instead of applying at once (change-requests/).
+ */
 export type ControlPlane = {
-  [Name in keyof Commands]: (actor: Caller, input: InputOf<Commands[Name]>) => Promise<ControlPlaneResult>;
-};
+  [Name in Exclude<keyof Commands, LimitChangeCommand>]: (actor: Caller, input: InputOf<Commands[Name]>) => Promise<ControlPlaneResult>;
+} & {
+  [Name in LimitChangeCommand]: (actor: Caller, input: InputOf<Commands[Name]> & { effectiveFrom?: Date | string | null }) => Promise<LimitChangeResult>;
+} & LimitChangeDecisions;
 
 export function createControlPlane({ store, governor, now = () => new Date(), maxAttempts = 50 }: ControlPlaneOptions): ControlPlane {
-  async function run<Input>(definition: ControlPlaneCommand<Input>, actor: Caller, input: Input): Promise<ControlPlaneResult> {
+  async function run<Input>(definition: ControlPlaneCommand<Input>, actor: Caller, input: Input, fromRequest?: FromRequest): Promise<ControlPlaneResult> {
     const plan = definition.plan(input);
     if (isControlPlaneError(plan)) return { status: 'failed', error: plan };
     const forbidden = authorize(actor, definition as ControlPlaneCommand<never>, plan);
@@ -71,13 +86,22 @@ export function createControlPlane({ store, governor, now = () => new Date(), ma
       await Promise.all([plan.target, ...plan.reads].map(async (stream) => streams.set(stream, await store.readStream(stream))));
       const target = streams.get(plan.target)!;
       const last = target.at(-1);
+      // A request's change is appended once, whichever replica's timer got there first.
+      const already = fromRequest && target.find((event) => event.metadata.changeId === fromRequest.changeId);
+      if (already) return { status: 'applied', position: already.position };
       // occurredAt never goes back within a stream, so time travel can fold each stream as a prefix.
-      const decidedAt = new Date(Math.max(now().getTime(), last ? occurredAt(last).getTime() : 0));
+      const decidedAt = new Date(Math.max((fromRequest?.at ?? now()).getTime(), last ? occurredAt(last).getTime() : 0));
       const decided = definition.decide(input, viewOf(streams), decidedAt);
       if (isControlPlaneError(decided)) return { status: 'failed', error: decided };
 
       const expectedRevision: ExpectedRevision = last ? last.revision : 'no_stream';
-      const metadata = { actor: actor.id, actorRole: actor.role, occurredAt: decidedAt.toISOString(), ...(decided.reason ? { reason: decided.reason } : {}) };
+      const metadata = {
+        actor: actor.id,
+        actorRole: actor.role,
+        occurredAt: decidedAt.toISOString(),
+        ...(decided.reason ? { reason: decided.reason } : {}),
+        ...(fromRequest ? { changeId: fromRequest.changeId, request: fromRequest.request } : {}),
+      };
       try {
         const appended = await store.append(plan.target, [{ type: decided.event.type, data: decided.event.data, metadata }], { expectedRevision });
         if (decided.event.type === 'TenantRegistered') governor?.confirmTenant(decided.event.data.tenantId);
@@ -94,9 +118,11 @@ export function createControlPlane({ store, governor, now = () => new Date(), ma
     };
   }
 
-  const commands = {} as Record<string, (actor: Caller, input: unknown) => Promise<ControlPlaneResult>>;
+  const commands = {} as Record<string, (actor: Caller, input: unknown) => Promise<ControlPlaneResult | LimitChangeResult>>;
   for (const [name, definition] of Object.entries(CONTROL_PLANE_COMMANDS)) {
     commands[name] = (actor, input) => run(definition as ControlPlaneCommand<unknown>, actor, input);
   }
-  return commands as ControlPlane;
+  const requests = createLimitChangeRequests({ store, now, maxAttempts, run });
+  for (const name of LIMIT_CHANGE_COMMANDS) commands[name] = (actor, input) => requests.request(name, actor, input as LimitChangeInput);
+  return { ...commands, ...requests.decisions } as unknown as ControlPlane;
 }

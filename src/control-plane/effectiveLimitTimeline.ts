@@ -7,6 +7,8 @@ import { resolveEffectiveLimit } from '../governance/index.ts';
 import type { Dimension, LimitSourceLevel, LimitValue } from '../governance/index.ts';
 import { PLATFORM_STREAM, tenantStream, tierStream, type ControlPlaneEvent, formatPosition, type EventStore, type RecordedEvent } from '../ledger/index.ts';
 import type { NotRegisteredAt } from './effectiveLimitsAt.ts';
+
+type StreamEventLike = Pick<RecordedEvent, 'stream' | 'type' | 'data' | 'metadata' | 'recordedAt' | 'position'>;
 import { overrideApplies } from './state.ts';
 import { asControlPlaneEvent, occurredAt, viewOf, OVERRIDE_EXPIRY_ACTOR, OVERRIDE_EXPIRY_REASON } from './view.ts';
 
@@ -34,6 +36,18 @@ export interface EffectiveLimitChange {
   reason: string | null;
   /** Ledger position of the event that caused it (a lapse: of the event that set the override, with :expired). */
   position: string;
+  /** A requested change not yet in force (scheduled, or waiting for approval): what it will do at its instant. */
+  pending: boolean;
+  changeId: string | null;
+}
+
+/** A requested change not yet in force, to be shown at its instant (change-requests/requestRecords.ts). */
+export interface PendingTimelineChange {
+  changeId: string;
+  at: Date;
+  planned: ControlPlaneEvent;
+  proposer: string;
+  reason: string | null;
 }
 
 interface Candidate {
@@ -42,6 +56,7 @@ interface Candidate {
   actor: string;
   reason: string | null;
   position: string;
+  changeId?: string;
 }
 
 const CAUSES: Partial<Record<ControlPlaneEvent['type'], TimelineCause>> = {
@@ -56,9 +71,9 @@ const CAUSES: Partial<Record<ControlPlaneEvent['type'], TimelineCause>> = {
 
 export async function effectiveLimitTimeline(
   store: EventStore,
-  query: { tenantId: string; dimension: Dimension; from: Date; to: Date; now?: Date },
+  query: { tenantId: string; dimension: Dimension; from: Date; to: Date; now?: Date; pending?: readonly PendingTimelineChange[] },
 ): Promise<EffectiveLimitChange[] | NotRegisteredAt> {
-  const { tenantId, dimension, from, to } = query;
+  const { tenantId, dimension, from, to, pending = [] } = query;
   const now = query.now ?? new Date();
   const tenantEvents = await store.readStream(tenantStream(tenantId));
   if (!tenantEvents.some((event) => event.type === 'TenantRegistered')) return { notRegistered: true, registeredAt: null };
@@ -72,6 +87,27 @@ export async function effectiveLimitTimeline(
     [PLATFORM_STREAM, await store.readStream(PLATFORM_STREAM)],
   ]);
   for (const tierId of tierIds) streams.set(tierStream(tierId), await store.readStream(tierStream(tierId)));
+  // Requested changes not yet in force join their streams at their instants, after everything recorded (their
+  // instants lie ahead), so the replay below shows what each would do to this tenant's effective limit.
+  const requested: { stream: string; event: StreamEventLike }[] = [];
+  for (const change of [...pending].sort((a, b) => a.at.getTime() - b.at.getTime())) {
+    if (change.at.getTime() <= now.getTime()) continue;
+    const data = change.planned.data as { tenantId?: string; tierId?: string };
+    const stream = data.tenantId ? tenantStream(data.tenantId) : data.tierId ? tierStream(data.tierId) : PLATFORM_STREAM;
+    if (!streams.has(stream)) continue;
+    requested.push({
+      stream,
+      event: {
+        stream,
+        type: change.planned.type,
+        data: change.planned.data,
+        metadata: { actor: change.proposer, occurredAt: change.at.toISOString(), changeId: change.changeId, ...(change.reason ? { reason: change.reason } : {}) },
+        recordedAt: change.at,
+        position: { commit: 0n, prepare: 0n },
+      },
+    });
+  }
+  for (const { stream, event } of requested) streams.get(stream)!.push(event as RecordedEvent);
 
   const resolveAt = (at: Date) => {
     const view = viewOf(streams, at);
@@ -95,8 +131,9 @@ export async function effectiveLimitTimeline(
       if (!event || !cause) continue;
       const eventDimension = (event.data as { dimension?: Dimension }).dimension;
       if (eventDimension !== undefined && eventDimension !== dimension) continue;
-      const position = formatPosition(stored.position);
-      candidates.push({ at: occurredAt(stored), cause, actor: stored.metadata.actor ?? 'unknown', reason: stored.metadata.reason ?? null, position });
+      const changeId = requested.some((each) => each.event === stored) ? String(stored.metadata.changeId) : undefined;
+      const position = changeId ? `request:${changeId}` : formatPosition(stored.position);
+      candidates.push({ at: occurredAt(stored), cause, actor: stored.metadata.actor ?? 'unknown', reason: stored.metadata.reason ?? null, position, ...(changeId ? { changeId } : {}) });
       if (event.type === 'TenantOverrideSet' && event.data.expiresAt !== null) {
         candidates.push({ at: new Date(event.data.expiresAt), cause: 'OVERRIDE_EXPIRED', actor: OVERRIDE_EXPIRY_ACTOR, reason: OVERRIDE_EXPIRY_REASON, position: `${position}:expired` });
       }
@@ -107,7 +144,7 @@ export async function effectiveLimitTimeline(
   const changes: EffectiveLimitChange[] = [];
   for (const candidate of candidates) {
     const time = candidate.at.getTime();
-    if (time < from.getTime() || time > to.getTime() || time > now.getTime()) continue;
+    if (time < from.getTime() || time > to.getTime() || (time > now.getTime() && !candidate.changeId)) continue;
     const before = resolveAt(new Date(time - 1));
     const after = resolveAt(candidate.at);
     if (!after) continue;
@@ -125,6 +162,8 @@ export async function effectiveLimitTimeline(
       actor: candidate.actor,
       reason: candidate.reason,
       position: candidate.position,
+      pending: candidate.changeId !== undefined,
+      changeId: candidate.changeId ?? null,
     });
   }
   return changes;

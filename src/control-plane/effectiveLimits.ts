@@ -3,6 +3,8 @@
 import { prepared } from '../db/preparedStatements.ts';
 import type { Queryable, Db } from '../db/db.ts';
 import { resolveEffectiveLimits } from '../governance/index.ts';
+import type { ControlPlaneEvent } from '../ledger/index.ts';
+import { dueChangesSql, layDueChanges, loadDueChanges, stillApplying } from './change-requests/dueChanges.ts';
 import type {
   Dimension,
   EffectiveLimit,
@@ -16,7 +18,8 @@ import type {
 
 // One query for the governance records of any number of tenants: tier, tier limits, the overrides in force
 // at `at`, the API over-limit policy, and the platform defaults. Expired overrides are left out here, at
-// read time, so an override stops applying at its expiresAt whether or not anything was written since.
+// read time, so an override stops applying at its expiresAt whether or not anything was written since; a
+// scheduled change whose instant has come is laid over them at read time too (change-requests/dueChanges.ts).
 export interface TenantGovernance {
   tenants: Map<string, TenantGovernanceRecord>;
   platformDefaults: Partial<Record<Dimension, unknown>>;
@@ -36,19 +39,21 @@ SELECT t.tenant_id, t.tier_id, t.api_over_limit_policy,
   (SELECT jsonb_object_agg(l.dimension, l.value) FROM gl_tier_limits l WHERE l.tier_id = t.tier_id) AS tier_limits,
   (SELECT jsonb_object_agg(o.dimension, o.value) FROM gl_tenant_overrides o
     WHERE o.tenant_id = t.tenant_id AND (o.expires_at IS NULL OR o.expires_at > $2)) AS overrides,
-  (SELECT jsonb_object_agg(p.dimension, p.value) FROM gl_platform_defaults p) AS platform_defaults
+  (SELECT jsonb_object_agg(p.dimension, p.value) FROM gl_platform_defaults p) AS platform_defaults,
+  ${dueChangesSql('$2')} AS due_changes
 FROM gl_tenants t
 WHERE t.tenant_id = ANY($1::text[])`);
 
 export async function loadTenantGovernance(q: Queryable, tenantIds: readonly string[], at: Date): Promise<TenantGovernance> {
   const tenants = new Map<string, TenantGovernanceRecord>();
   if (tenantIds.length === 0) return { tenants, platformDefaults: {} };
-  const { rows } = await q.query<GovernanceRow>(GOVERNANCE_SQL, [[...new Set(tenantIds)], at]);
+  const { rows } = await q.query<GovernanceRow & { due_changes: ControlPlaneEvent[] | null }>(GOVERNANCE_SQL, [[...new Set(tenantIds)], at]);
   let platformDefaults: Partial<Record<Dimension, unknown>> = {};
   for (const row of rows) {
     platformDefaults = (row.platform_defaults ?? {}) as Partial<Record<Dimension, unknown>>;
     tenants.set(row.tenant_id, recordOfRow(row));
   }
+  layDueChanges(stillApplying(rows[0]?.due_changes ?? null, at), tenants.values(), platformDefaults);
   return { tenants, platformDefaults };
 }
 
@@ -103,9 +108,11 @@ export async function resolveTenantLimit(
 
 // The operator-set platform default per dimension, raw as stored: the cascade decides whether a value is
 // usable, so nothing here validates it.
-export async function loadPlatformDefaults(q: Queryable): Promise<Partial<Record<Dimension, unknown>>> {
+export async function loadPlatformDefaults(q: Queryable, at: Date = new Date()): Promise<Partial<Record<Dimension, unknown>>> {
   const { rows } = await q.query<{ dimension: Dimension; value: unknown }>('SELECT dimension, value FROM gl_platform_defaults');
-  return Object.fromEntries(rows.map((row) => [row.dimension, row.value])) as Partial<Record<Dimension, unknown>>;
+  const defaults = Object.fromEntries(rows.map((row) => [row.dimension, row.value])) as Partial<Record<Dimension, unknown>>;
+  layDueChanges(await loadDueChanges(q, at), [], defaults);
+  return defaults;
 }
 
 // The Governor's LimitSource, backed by the control-plane read models. loadTenants answers a whole batch in
@@ -116,6 +123,6 @@ export function createReadModelLimitSource(db: Db, now: () => Date = () => new D
     async loadTenants(tenantIds) {
       return (await loadTenantGovernance(db, tenantIds, now())).tenants;
     },
-    loadPlatformDefaults: () => loadPlatformDefaults(db),
+    loadPlatformDefaults: () => loadPlatformDefaults(db, now()),
   };
 }

@@ -13,3 +13,4 @@ export * from './listTiers.ts';
 export * from './tenantRecords.ts';
 export * from './view.ts';
 export { isControlPlaneError } from './validation.ts';
+export * from './change-requests/index.ts';

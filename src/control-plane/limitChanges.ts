@@ -12,6 +12,7 @@ import type { Db, Queryable } from '../db/db.ts';
 import { prepared } from '../db/preparedStatements.ts';
 import type { Dimension, LimitReload, TenantGovernanceRecord } from '../governance/index.ts';
 import { loadPlatformDefaults, recordOfRow, type GovernanceRow } from './effectiveLimits.ts';
+import { layDueChanges, loadDueChanges } from './change-requests/dueChanges.ts';
 
 /** The NOTIFY channel of limit changes, as an SQL expression: per schema, like the ledger's (appendSignal.ts). */
 export const LIMITS_CHANNEL_SQL = `left('gl_limits_' || current_schema(), 63)`;
@@ -113,7 +114,8 @@ export async function loadLimitsAndFollowChanges(
   }
   const startedMs = performance.now();
   const at = now();
-  const platformDefaults = await loadPlatformDefaults(db);
+  const platformDefaults = await loadPlatformDefaults(db, at);
+  const due = await loadDueChanges(db, at);
   const tierLimits = new Map(
     (await db.query<{ tier_id: string; limits: Record<string, unknown> }>(TIER_LIMITS_SQL)).rows.map((row) => [row.tier_id, row.limits]),
   );
@@ -134,6 +136,7 @@ export async function loadLimitsAndFollowChanges(
         platform_defaults: null,
       }),
     );
+    layDueChanges(due, records, {});
     for (const governor of governors) governor.learnLimits(records, platformDefaults);
     tenants += rows.length;
     if (rows.length < pageSize) break;

@@ -5,6 +5,7 @@ import type { Queryable } from '../db/db.ts';
 import type { Dimension, LimitValue, OverLimitPolicy } from '../governance/index.ts';
 import type { LimitChangeKind } from './view.ts';
 import { pageSize, type Page } from './tenantRecords.ts';
+import type { RequestOrigin } from './change-requests/runRequests.ts';
 
 export interface LimitChange {
   /** Also the pagination cursor. */
@@ -23,6 +24,8 @@ export interface LimitChange {
   previousPolicy: OverLimitPolicy | null;
   policy: OverLimitPolicy | null;
   expiresAt: Date | null;
+  /** Set when the change came from a request: scheduled, or approved by a second operator (change-requests/). */
+  approval: RequestOrigin | null;
 }
 
 export interface LimitHistoryQuery {
@@ -50,13 +53,14 @@ interface Row {
   previous: Record<string, unknown> | null;
   value: Record<string, unknown> | null;
   expires_at: Date | null;
+  approval: RequestOrigin | null;
 }
 
 const LAPSE_SUFFIX = ':expired';
 
 const SQL = `
 SELECT commit_position, prepare_position, seq, at, kind, actor, reason, tenant_id, tier_id, previous_tier_id,
-       dimension, previous, value, expires_at
+       dimension, previous, value, expires_at, approval
 FROM gl_limit_history h
 WHERE h.at <= $1
   AND ($2::text IS NULL OR h.tenant_id = $2)
@@ -116,5 +120,6 @@ function toLimitChange(row: Row): LimitChange {
     previousPolicy: isPolicy ? ((row.previous?.policy as OverLimitPolicy | undefined) ?? null) : null,
     policy: isPolicy ? ((row.value?.policy as OverLimitPolicy | undefined) ?? null) : null,
     expiresAt: row.expires_at === null ? null : new Date(row.expires_at),
+    approval: row.approval ?? null,
   };
 }

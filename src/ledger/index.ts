@@ -9,6 +9,7 @@ export * from './catalog/admissions.ts';
 export * from './catalog/commands.ts';
 export * from './catalog/controlPlane.ts';
 export * from './catalog/inference.ts';
+export * from './catalog/limitChangeRequests.ts';
 export * from './ledgerRecorder.ts';
 export * from './projection.ts';
 export * from './projectionSet.ts';

@@ -1,12 +1,12 @@
 import { useState } from 'preact/hooks';
 import { DIMENSIONS, formatLimit, gql, SOURCE_WORDS, seesEveryTenant, type LimitValue, type Viewer } from '../api.ts';
 import { go, useLoad } from '../hooks.ts';
-import { beforeAfter, level, type Change } from '../auditLine.ts';
+import { approvalLine, beforeAfter, level, type Change } from '../auditLine.ts';
 
 const VALUE = '{ ratePerSecond burst ceiling }';
 const HISTORY = `query ($tenantId: ID, $tierId: ID, $dimension: Dimension, $after: String) {
   limitHistory(tenantId: $tenantId, tierId: $tierId, dimension: $dimension, first: 50, after: $after) {
-    edges { node { at actor reason kind dimension tenantId tierId previousTierId previous ${VALUE} value ${VALUE} policy previousPolicy expiresAt } }
+    edges { node { at actor reason kind dimension tenantId tierId previousTierId previous ${VALUE} value ${VALUE} policy previousPolicy expiresAt approval { proposedBy proposedAt proposerReason effectiveFrom approvedBy approvedAt approverReason } } }
     pageInfo { hasNextPage endCursor }
   }
 }`;
@@ -64,6 +64,12 @@ export function Audit({ viewer, params }: { viewer: Viewer; params: URLSearchPar
               <br />
               by <strong>{node.actor}</strong>
               {node.reason ? ` · “${node.reason}”` : ''}
+              {node.approval && (
+                <>
+                  <br />
+                  <span class="approval">{approvalLine(node)}</span>
+                </>
+              )}
             </div>
           </li>
         ))}

@@ -1,6 +1,7 @@
 // A control-plane command answers failures as values; at the GraphQL boundary each kind becomes the typed
 // error of the mutation's payload union. Throwing is only the errors plugin's mechanism for picking the
 // union member: nothing is thrown past the field, and the command has appended nothing.
+import { builder } from '../builder.ts';
 import type { ControlPlaneError, ControlPlaneResult } from '../../control-plane/index.ts';
 import { formatPosition } from '../../ledger/index.ts';
 import {
@@ -17,6 +18,11 @@ import {
 export interface Applied {
   position: string;
 }
+
+export const AppliedType = builder.objectRef<Applied>('Applied').implement({
+  description: 'The command appended its event; `position` is where it stands in the ledger.',
+  fields: (t) => ({ position: t.exposeString('position') }),
+});
 
 export function applied(result: ControlPlaneResult): Applied {
   if (result.status === 'applied') return { position: formatPosition(result.position) };

@@ -2,7 +2,7 @@
 import { builder } from '../builder.ts';
 import { GraphQLError } from '../graphql.ts';
 import { UnknownTenantError } from '../queryErrors.ts';
-import { effectiveLimitTimeline, type EffectiveLimitChange } from '../../control-plane/index.ts';
+import { effectiveLimitTimeline, instantOf, listLimitChangeRequests, type EffectiveLimitChange } from '../../control-plane/index.ts';
 import { DimensionEnum, LimitSourceEnum } from './enums.ts';
 import { LimitValueType } from './limitValue.ts';
 
@@ -32,7 +32,11 @@ const EffectiveLimitChangeType = builder.objectRef<EffectiveLimitChange>('Effect
     tierId: t.exposeID('tierId', { nullable: true, description: 'The tenant’s tier from then on.' }),
     actor: t.exposeString('actor', { description: 'Who caused it; a lapse names system:override-expiry.' }),
     reason: t.exposeString('reason', { nullable: true }),
-    position: t.exposeString('position', { description: 'Ledger position of the causing event (a lapse adds :expired).' }),
+    position: t.exposeString('position', { description: 'Ledger position of the causing event (a lapse adds :expired; a pending change: request:<changeId>).' }),
+    pending: t.exposeBoolean('pending', {
+      description: 'A requested change not yet in force (scheduled, or waiting for approval): what it will do at its instant, if nothing else changes first.',
+    }),
+    changeId: t.exposeID('changeId', { nullable: true, description: 'The request of a pending change (limitChangeRequests).' }),
   }),
 });
 
@@ -48,9 +52,13 @@ builder.queryFields((t) => ({
       to: t.arg({ type: 'DateTime', required: true }),
     },
     authScopes: (_root, { tenantId }) => ({ auditTenant: tenantId }),
-    resolve: async (_root, { tenantId, dimension, from, to }, { store }) => {
+    resolve: async (_root, { tenantId, dimension, from, to }, { store, db }) => {
       if (to.getTime() < from.getTime()) throw new GraphQLError('to must not be before from', { extensions: { code: 'BAD_USER_INPUT', field: 'to' } });
-      const changes = await effectiveLimitTimeline(store, { tenantId, dimension, from, to });
+      const requests = await listLimitChangeRequests(db, { tenantId, states: ['SCHEDULED', 'PENDING_APPROVAL'], first: 100 });
+      const pending = requests
+        .filter((request) => request.dimension === dimension)
+        .map((request) => ({ changeId: request.changeId, at: instantOf(request), planned: request.planned, proposer: request.proposer, reason: request.proposerReason }));
+      const changes = await effectiveLimitTimeline(store, { tenantId, dimension, from, to, pending });
       if ('notRegistered' in changes) throw new UnknownTenantError(tenantId);
       return changes;
     },

@@ -16,6 +16,7 @@ import './limitHistory.ts';
 import './effectiveLimitTimeline.ts';
 import './trends.ts';
 import './limitMutations.ts';
+import './limitChangeRequests.ts';
 import './settingMutations.ts';
 import './commandMutations.ts';
 import './commandList.ts';

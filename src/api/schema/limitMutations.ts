@@ -4,7 +4,9 @@
 // pass the caller's identity along.
 import { builder } from '../builder.ts';
 import type { ApiContext } from '../context.ts';
-import { applied, CONTROL_PLANE_ERRORS, type Applied } from './applyResult.ts';
+import { AppliedType, CONTROL_PLANE_ERRORS } from './applyResult.ts';
+import { LIMIT_CHANGE_COMMANDS, type LimitChangeResult } from '../../control-plane/index.ts';
+import { LIMIT_CHANGE_OUTCOMES, limitChangeOutcome } from './limitChangeRequests.ts';
 import { DimensionEnum } from './enums.ts';
 import { REFUSAL_RULE } from './errors.ts';
 import { DIMENSION_CATALOG, LIMIT_MAX } from '../../governance/index.ts';
@@ -19,10 +21,9 @@ export const BURST_DESCRIPTION =
   `shipped burst/rate ratio (${BURST_WHEN_LEFT_OUT} the rate; capped at ${LIMIT_MAX.toLocaleString('en')}), so a rate alone ` +
   'allows bursts of twice the rate on INGEST: give burst to allow less.';
 
-const AppliedType = builder.objectRef<Applied>('Applied').implement({
-  description: 'The command appended its event; `position` is where it stands in the ledger.',
-  fields: (t) => ({ position: t.exposeString('position') }),
-});
+const EFFECTIVE_FROM_DESCRIPTION =
+  'When the change takes effect; default now. Up to 60 s in the past means now; at most 366 days ahead. A later instant ' +
+  'records the change now (ScheduledLimitChange) and applies it at that instant in every replica.';
 
 const SetPlatformDefaultInput = builder.inputType('SetPlatformDefaultInput', {
   fields: (t) => ({
@@ -31,6 +32,7 @@ const SetPlatformDefaultInput = builder.inputType('SetPlatformDefaultInput', {
     burst: t.int({ description: BURST_DESCRIPTION }),
     ceiling: t.int(),
     reason: t.string(),
+    effectiveFrom: t.field({ type: 'DateTime', description: EFFECTIVE_FROM_DESCRIPTION }),
   }),
 });
 
@@ -46,6 +48,7 @@ const SetTierLimitInput = builder.inputType('SetTierLimitInput', {
     burst: t.int({ description: BURST_DESCRIPTION }),
     ceiling: t.int(),
     reason: t.string(),
+    effectiveFrom: t.field({ type: 'DateTime', description: EFFECTIVE_FROM_DESCRIPTION }),
   }),
 });
 
@@ -54,6 +57,7 @@ const ClearTierLimitInput = builder.inputType('ClearTierLimitInput', {
     tierId: t.id({ required: true }),
     dimension: t.field({ type: DimensionEnum, required: true }),
     reason: t.string(),
+    effectiveFrom: t.field({ type: 'DateTime', description: EFFECTIVE_FROM_DESCRIPTION }),
   }),
 });
 
@@ -74,6 +78,7 @@ const SetTenantOverrideInput = builder.inputType('SetTenantOverrideInput', {
     ceiling: t.int(),
     reason: t.string({ required: true }),
     expiresAt: t.field({ type: 'DateTime' }),
+    effectiveFrom: t.field({ type: 'DateTime', description: EFFECTIVE_FROM_DESCRIPTION }),
   }),
 });
 
@@ -82,10 +87,12 @@ const ClearTenantOverrideInput = builder.inputType('ClearTenantOverrideInput', {
     tenantId: t.id({ required: true }),
     dimension: t.field({ type: DimensionEnum, required: true }),
     reason: t.string({ required: true }),
+    effectiveFrom: t.field({ type: 'DateTime', description: EFFECTIVE_FROM_DESCRIPTION }),
   }),
 });
 
 type ControlPlaneCommandName = keyof typeof CONTROL_PLANE_ERRORS;
+const LIMIT_CHANGE_MUTATIONS = new Set<string>(LIMIT_CHANGE_COMMANDS);
 
 /** One mutation per control-plane command: same name, `input` passed through, result mapped to the payload union. */
 export function controlPlaneMutation<Name extends ControlPlaneCommandName>(name: Name, input: Parameters<typeof builder.inputType>[0] | object) {
@@ -94,13 +101,13 @@ export function controlPlaneMutation<Name extends ControlPlaneCommandName>(name:
       type: AppliedType,
       args: { input: t.arg({ type: input as never, required: true }) },
       errors: {
-        types: CONTROL_PLANE_ERRORS[name],
+        types: LIMIT_CHANGE_MUTATIONS.has(name) ? [...CONTROL_PLANE_ERRORS[name], ...LIMIT_CHANGE_OUTCOMES] : CONTROL_PLANE_ERRORS[name],
         directResult: true,
         union: { name: `${name[0]!.toUpperCase()}${name.slice(1)}Payload` },
       },
       resolve: async (_root, args, context) => {
-        const run = context.controlPlane[name] as (actor: ApiContext['actor'], input: unknown) => ReturnType<ApiContext['controlPlane'][Name]>;
-        return applied(await run(context.actor, args.input));
+        const run = context.controlPlane[name] as (actor: ApiContext['actor'], input: unknown) => Promise<LimitChangeResult>;
+        return limitChangeOutcome(await run(context.actor, args.input));
       },
     }),
   );

@@ -4,6 +4,7 @@ import type { AdmissionEventMap } from './admissions.ts';
 import type { CommandEventMap } from './commands.ts';
 import type { ControlPlaneEventMap } from './controlPlane.ts';
 import type { InferenceEventMap } from './inference.ts';
+import type { LimitChangeRequestEventMap } from './limitChangeRequests.ts';
 
-export type LedgerEventMap = AdmissionEventMap & CommandEventMap & ControlPlaneEventMap & InferenceEventMap;
+export type LedgerEventMap = AdmissionEventMap & CommandEventMap & ControlPlaneEventMap & InferenceEventMap & LimitChangeRequestEventMap;
 export type LedgerEventType = keyof LedgerEventMap;

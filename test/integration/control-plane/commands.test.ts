@@ -1,7 +1,7 @@
 // Given/when/then on the real ledger: the command appends exactly the one event the decider chose, with
 // the caller's identity, reason and time in its metadata, or a typed error and nothing at all.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { ControlPlaneResult } from '../../../src/control-plane/controlPlaneCommand.ts';
+import type { LimitChangeResult as ControlPlaneResult } from '../../../src/control-plane/change-requests/runRequests.ts';
 import { describeOnEachStorage } from '../../support/databases.ts';
 import { OPERATOR, openControlPlane, type ControlPlaneHarness, SETUP_TIMEOUT_MS } from '../../support/controlPlaneHarness.ts';
 

@@ -5,7 +5,7 @@
 // append), so a ConcurrentEdit is required to happen, not left to the scheduler.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createControlPlane, type ControlPlane } from '../../../src/control-plane/controlPlane.ts';
-import type { ControlPlaneResult } from '../../../src/control-plane/controlPlaneCommand.ts';
+import type { LimitChangeResult as ControlPlaneResult } from '../../../src/control-plane/change-requests/runRequests.ts';
 import type { Db } from '../../../src/db/db.ts';
 import type { TierLimitSetData } from '../../../src/ledger/catalog/controlPlane.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';

@@ -6,7 +6,7 @@
 import { cpus, loadavg } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createReadModelLimitSource, loadLimitsAndFollowChanges, type LimitFollowing } from '../../../src/control-plane/index.ts';
-import type { ControlPlaneResult } from '../../../src/control-plane/controlPlaneCommand.ts';
+import type { LimitChangeResult as ControlPlaneResult } from '../../../src/control-plane/change-requests/runRequests.ts';
 import { Governor, type LimitSource, type TenantGovernanceRecord, type UnresolvedAdmissionSummary } from '../../../src/governance/index.ts';
 import { storageTargets } from '../../support/databases.ts';
 import { OPERATOR, openControlPlane, SETUP_TIMEOUT_MS, type ControlPlaneHarness } from '../../support/controlPlaneHarness.ts';

@@ -2,7 +2,7 @@
 // (one query however many tenants), expiry honoured at read time, the audit history with lapses, models and
 // branding through the cascade, and a LimitSource the real Governor enforces.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { ControlPlaneResult } from '../../../src/control-plane/controlPlaneCommand.ts';
+import type { LimitChangeResult as ControlPlaneResult } from '../../../src/control-plane/change-requests/runRequests.ts';
 import { listTenants, loadOverrides, loadTenants, resolveTenantBrandings, resolveTenantModels } from '../../../src/control-plane/tenantRecords.ts';
 import { createReadModelLimitSource, loadEffectiveLimits, resolveTenantLimit } from '../../../src/control-plane/effectiveLimits.ts';
 import { loadLimitsAndFollowChanges } from '../../../src/control-plane/limitChanges.ts';

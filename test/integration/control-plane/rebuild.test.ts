@@ -1,6 +1,6 @@
 // Every control-plane read model rebuilt from the ledger comes out identical to the one kept live.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { ControlPlaneResult } from '../../../src/control-plane/controlPlaneCommand.ts';
+import type { LimitChangeResult as ControlPlaneResult } from '../../../src/control-plane/change-requests/runRequests.ts';
 import { controlPlaneProjections } from '../../../projections/controlPlane.ts';
 import type { Queryable } from '../../../src/db/db.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
@@ -24,6 +24,15 @@ describeOnEachStorage('control-plane projections rebuilt on $name', (target) => 
       applied(await cp.setTierDefaultModel(OPERATOR, { tierId, model: `${tierId}-model` }));
     }
     applied(await cp.clearTierLimit(OPERATOR, { tierId: 'bronze', dimension: 'INGEST', reason: 'reset' }));
+    // A scheduled change, one withdrawn, and one applied at its instant: the requests' read model rebuilds too.
+    const scheduled = await cp.setTierLimit(OPERATOR, { tierId: 'silver', dimension: 'EGRESS', ratePerSecond: 30, effectiveFrom: later(120) });
+    const withdrawn = await cp.setTierLimit(OPERATOR, { tierId: 'silver', dimension: 'PROVISIONING', ratePerSecond: 3, effectiveFrom: later(5) });
+    if (scheduled.status !== 'scheduled' || withdrawn.status !== 'scheduled') throw new Error('not scheduled');
+    applied(await cp.withdrawLimitChange(OPERATOR, { changeId: withdrawn.changeId, reason: 'not yet' }));
+    const soon = await cp.setTierLimit(OPERATOR, { tierId: 'bronze', dimension: 'EGRESS', ratePerSecond: 40, effectiveFrom: later(1) });
+    if (soon.status !== 'scheduled') throw new Error('not scheduled');
+    h.clock.advance(MINUTE_MS);
+    applied(await cp.applyLimitChange(soon.changeId));
     for (let i = 0; i < 6; i++) {
       const tenantId = `tenant-${i}`;
       h.clock.advance(MINUTE_MS);

@@ -2,7 +2,7 @@
 // with probes between them: a tier change, an override that lapses by itself, a tier reassignment, a tier
 // limit cleared back to the platform default, an override set and cleared.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { ControlPlaneResult } from '../../../src/control-plane/controlPlaneCommand.ts';
+import type { LimitChangeResult as ControlPlaneResult } from '../../../src/control-plane/change-requests/runRequests.ts';
 import { effectiveLimitsAt } from '../../../src/control-plane/effectiveLimitsAt.ts';
 import { loadEffectiveLimits } from '../../../src/control-plane/effectiveLimits.ts';
 import { describeOnEachStorage } from '../../support/databases.ts';

@@ -1,7 +1,7 @@
 // The audit timeline's lines in words (console/src/auditLine.ts): a registration read "TENANT_REGISTERED on tenant
 // X: – → –", with neither a before nor an after; it now says what happened.
 import { expect, it } from 'vitest';
-import { beforeAfter, level, type Change } from '../../../console/src/auditLine.ts';
+import { approvalLine, beforeAfter, level, type Change } from '../../../console/src/auditLine.ts';
 
 const change = (fields: Partial<Change>): Change => ({
   at: '2026-12-01T00:00:00Z',
@@ -33,4 +33,28 @@ it('shows a tier assignment from tier to tier, and a limit from value to value',
   expect(beforeAfter(change({ kind: 'OVERRIDE_SET', tenantId: 'acme', dimension: 'INGEST', value }))).toBe('– → 500/s, burst 1,000');
   expect(level(change({ kind: 'TIER_LIMIT_SET', tierId: 'gold' }))).toBe('tier gold');
   expect(level(change({ kind: 'PLATFORM_DEFAULT_SET' }))).toBe('platform');
+});
+
+it('names proposer and approver with their reasons for a change that came from a request, and nothing otherwise', () => {
+  expect(approvalLine(change({}))).toBe('');
+  const line = approvalLine(
+    change({
+      approval: {
+        proposedBy: 'alice@ops',
+        proposedAt: '2026-12-01T00:00:00Z',
+        proposerReason: 'gold is oversold',
+        effectiveFrom: '2026-12-01T00:00:00Z',
+        approvedBy: 'bob@ops',
+        approvedAt: '2026-12-01T01:00:00Z',
+        approverReason: 'agreed',
+      },
+    }),
+  );
+  expect(line).toMatch(/^proposed by alice@ops at .+ \(“gold is oversold”\); approved by bob@ops at .+ \(“agreed”\)$/);
+  const scheduled = approvalLine(
+    change({
+      approval: { proposedBy: 'alice@ops', proposedAt: '2026-12-01T00:00:00Z', proposerReason: null, effectiveFrom: '2026-12-02T00:00:00Z', approvedBy: null, approvedAt: null, approverReason: null },
+    }),
+  );
+  expect(scheduled).toMatch(/^proposed by alice@ops at .+; scheduled for .+$/);
 });

@@ -1,0 +1,124 @@
+// The console's Changes page in Chromium, against the whole service on PostgreSQL (a schema of its own): two
+// operators. Alice proposes a tier change that needs a second operator and schedules an override; on the page
+// her own proposal shows with Approve disabled and the reason why; Bob approves it with a reason, the queue
+// empties and the audit timeline names both with their reasons; Bob withdraws the scheduled override. axe-core
+// checks the page; screenshots go to test-artifacts/console/.
+import { mkdir, readFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadOrCreateJwtSecret } from '../../src/api/auth/jwtSecret.ts';
+import { mintToken } from '../../src/api/auth/token.ts';
+import { packagePath } from '../../src/packageRoot.ts';
+import { CHROMIUM, ensureConsoleBuilt, launchChromium, signIn as signInAt } from '../support/consoleBrowser.ts';
+import { postgresOnly, type TestDb } from '../support/databases.ts';
+import { startServiceIn, type RunningService } from '../support/serviceModes.ts';
+
+if (!CHROMIUM) console.warn('no Chromium found (Debian package `chromium`): the console Changes suite is skipped');
+if (!postgresOnly) console.warn('DATABASE_URL is not set: the console Changes suite (PostgreSQL) is skipped');
+
+const ARTIFACTS = packagePath('test-artifacts', 'console');
+const AXE = packagePath('node_modules', 'axe-core', 'axe.min.js');
+const ALICE = { id: 'ops-alice', role: 'OPERATOR' as const };
+
+async function axeViolations(page: Page): Promise<string[]> {
+  await page.addScriptTag({ content: await readFile(AXE, 'utf8') });
+  const result = await page.evaluate(async () => {
+    const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
+    return axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } });
+  });
+  return result.violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map((violation) => `${violation.impact} ${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
+}
+
+describe.skipIf(!CHROMIUM || !postgresOnly)('the console Changes page in Chromium (PostgreSQL)', () => {
+  let storage: TestDb;
+  let running: RunningService;
+  let browser: Browser;
+  let alice: string;
+  let bob: string;
+
+  const openPage = () => browser.newPage({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
+
+  beforeAll(async () => {
+    await mkdir(ARTIFACTS, { recursive: true });
+    await ensureConsoleBuilt();
+    storage = await postgresOnly!.open({ max: 2 });
+    running = await startServiceIn({ name: 'postgres', env: storage.env!, prepare: async () => {}, dispose: () => storage.dispose() });
+    const { secret } = await loadOrCreateJwtSecret(running.service.settings);
+    alice = await mintToken({ secret, role: 'OPERATOR', sub: 'ops-alice', ttl: '1h' });
+    bob = await mintToken({ secret, role: 'OPERATOR', sub: 'ops-bob', ttl: '1h' });
+    const cp = running.service.controlPlane;
+    expect(await cp.defineTier(ALICE, { tierId: 'gold', name: 'Gold' })).toMatchObject({ status: 'applied' });
+    expect(await cp.setTierLimit(ALICE, { tierId: 'gold', dimension: 'INGEST', ratePerSecond: 100 })).toMatchObject({ status: 'applied' });
+    expect(await cp.registerTenant(ALICE, { tenantId: 'acme', tierId: 'gold' })).toMatchObject({ status: 'applied' });
+    expect(await cp.setLimitApprovals(ALICE, { tierChanges: true, platformChanges: true, overrideAboveTimes: null })).toMatchObject({ status: 'applied' });
+    expect(await cp.setTierLimit(ALICE, { tierId: 'gold', dimension: 'INGEST', ratePerSecond: 60, reason: 'gold is oversold' })).toMatchObject({
+      status: 'pending-approval',
+    });
+    expect(
+      await cp.setTenantOverride(ALICE, {
+        tenantId: 'acme',
+        dimension: 'EGRESS',
+        ratePerSecond: 20,
+        reason: 'night rate',
+        effectiveFrom: new Date(Date.now() + 3_600_000),
+      }),
+    ).toMatchObject({ status: 'scheduled' });
+    await running.service.projections.waitForCaughtUp();
+    browser = await launchChromium();
+  }, 240_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await running?.stop();
+  });
+
+  it("shows the proposer's own change as not approvable, lets a second operator approve it, and the audit names both", async () => {
+    const page = await openPage();
+    await signInAt(page, running.baseUrl, alice);
+    await page.getByRole('link', { name: 'Changes' }).click();
+    const queue = page.getByTestId('approval-queue');
+    await expect.poll(() => queue.textContent()).toContain('gold is oversold');
+    expect(await queue.getByRole('button', { name: 'Approve' }).isDisabled()).toBe(true);
+    expect(await queue.textContent()).toContain('You proposed this change: another operator approves it.');
+    expect(await queue.textContent()).toContain('100/s → 60/s');
+    await expect.poll(() => page.getByTestId('scheduled-changes').textContent()).toContain('night rate');
+    await page.screenshot({ path: path.join(ARTIFACTS, '20-changes-proposer.png'), fullPage: true });
+    expect(await axeViolations(page), 'axe on the Changes page').toEqual([]);
+    await page.close();
+
+    const other = await openPage();
+    await signInAt(other, running.baseUrl, bob);
+    await other.getByRole('link', { name: 'Changes' }).click();
+    const bobsQueue = other.getByTestId('approval-queue');
+    await expect.poll(() => bobsQueue.textContent()).toContain('gold is oversold');
+    expect(await bobsQueue.getByRole('button', { name: 'Approve' }).isDisabled()).toBe(false);
+    await bobsQueue.getByLabel('Reason').fill('agreed with sales');
+    await bobsQueue.getByRole('button', { name: 'Approve' }).click();
+    await expect.poll(() => other.getByRole('status').first().textContent()).toBe('Saved.');
+    await expect.poll(async () => {
+      await other.getByRole('link', { name: 'Changes' }).click();
+      return other.getByTestId('approval-queue').textContent();
+    }).not.toContain('gold is oversold');
+
+    const scheduled = other.getByTestId('scheduled-changes');
+    await scheduled.getByLabel('Reason').fill('not tonight');
+    await scheduled.getByRole('button', { name: 'Withdraw' }).click();
+    await expect.poll(() => other.getByRole('status').first().textContent()).toBe('Saved.');
+    await expect.poll(async () => {
+      await other.reload();
+      return other.getByTestId('scheduled-changes').textContent();
+    }).not.toContain('night rate');
+    await other.screenshot({ path: path.join(ARTIFACTS, '21-changes-decided.png'), fullPage: true });
+
+    await other.getByRole('link', { name: 'Audit' }).click();
+    const timeline = other.getByRole('list', { name: 'Limit changes, newest first' });
+    await expect.poll(() => timeline.textContent()).toContain('approved by ops-bob');
+    expect(await timeline.locator('li').first().textContent()).toMatch(/proposed by ops-alice[\s\S]*gold is oversold[\s\S]*approved by ops-bob[\s\S]*agreed with sales/);
+    await other.screenshot({ path: path.join(ARTIFACTS, '22-audit-approval.png'), fullPage: true });
+    expect(await axeViolations(other), 'axe on the Audit page').toEqual([]);
+    await other.close();
+  }, 180_000);
+});
