@@ -24,7 +24,7 @@ const AppliedType = builder.objectRef<Applied>('Applied').implement({
   fields: (t) => ({ position: t.exposeString('position') }),
 });
 
-const SetPlatformDefaultInput = builder.inputType('SetPlatformDefaultInput', {
+export const SetPlatformDefaultInput = builder.inputType('SetPlatformDefaultInput', {
   fields: (t) => ({
     dimension: t.field({ type: DimensionEnum, required: true }),
     ratePerSecond: t.int(),
@@ -38,7 +38,7 @@ const DefineTierInput = builder.inputType('DefineTierInput', {
   fields: (t) => ({ tierId: t.id({ required: true }), name: t.string({ required: true }) }),
 });
 
-const SetTierLimitInput = builder.inputType('SetTierLimitInput', {
+export const SetTierLimitInput = builder.inputType('SetTierLimitInput', {
   fields: (t) => ({
     tierId: t.id({ required: true }),
     dimension: t.field({ type: DimensionEnum, required: true }),
@@ -65,7 +65,7 @@ const AssignTenantTierInput = builder.inputType('AssignTenantTierInput', {
   fields: (t) => ({ tenantId: t.id({ required: true }), tierId: t.id({ required: true }), reason: t.string() }),
 });
 
-const SetTenantOverrideInput = builder.inputType('SetTenantOverrideInput', {
+export const SetTenantOverrideInput = builder.inputType('SetTenantOverrideInput', {
   fields: (t) => ({
     tenantId: t.id({ required: true }),
     dimension: t.field({ type: DimensionEnum, required: true }),
