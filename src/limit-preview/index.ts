@@ -4,3 +4,4 @@ export { InvalidPreview, previewLimitChange, DEFAULT_LISTED_TENANTS, DEFAULT_PRE
 export type { LimitChangePreview, PreviewQuery, ProposedLimitChange, RefusalFigures, TenantLimitPreview, WorstMinute } from './previewLimitChange.ts';
 export { MAX_SPAN_SECONDS, RECORDED_LATE_SECONDS } from './readDemand.ts';
 export { MAX_STEPS_PER_SECOND } from './replayDemand.ts';
+export { formatPreview } from './formatPreview.ts';

@@ -7,6 +7,7 @@ import { Governor } from '../../../src/governance/index.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
 import { createReadModelLimitSource, loadTenantGovernance } from '../../../src/control-plane/index.ts';
 import { InvalidPreview, previewLimitChange } from '../../../src/limit-preview/index.ts';
+import { spawnTs } from '../../support/spawnTs.ts';
 
 describe.skipIf(!postgresOnly)('limit preview on PostgreSQL (DATABASE_URL)', () => {
   let harness: ControlPlaneHarness;
@@ -78,4 +79,19 @@ describe.skipIf(!postgresOnly)('limit preview on PostgreSQL (DATABASE_URL)', () 
     ];
     for (const query of bad) await expect(previewLimitChange(harness.db, query)).rejects.toBeInstanceOf(InvalidPreview);
   });
+
+  it('governance limits preview prints the same answer as a table', async () => {
+    const expected = await previewLimitChange(harness.db, { tierLimit: { tierId: 'gold', dimension: 'INGEST', ratePerSecond: 5, burst: 10 }, from, to });
+    const cli = spawnTs(
+      ['src/cli.ts', 'limits', 'preview', '--tier', 'gold', '--dimension', 'INGEST', '--rate', '5', '--burst', '10', '--from', from.toISOString(), '--to', to.toISOString()],
+      harness.testDb.env!,
+    );
+    expect(await cli.exited, cli.output()).toBe(0);
+    const acmeLine = cli.output().split('\n').find((line) => line.startsWith('acme '))!;
+    expect(acmeLine.split(/\s+/)).toContain(String(expected.tenants[0]!.refusedUnits));
+    expect(cli.output()).toMatch(/^total \(2 tenants\)/m);
+    const usage = spawnTs(['src/cli.ts', 'limits', 'preview', '--tier', 'gold', '--platform', '--dimension', 'INGEST', '--rate', '5'], harness.testDb.env!);
+    expect(await usage.exited).toBe(2);
+    expect(usage.output()).toContain('give exactly one of --tenant, --tier and --platform');
+  }, 60_000);
 });
