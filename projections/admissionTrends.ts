@@ -131,6 +131,8 @@ function addSummary(rows: RollupRows, summary: readonly unknown[]): void {
   keys[2] = (summary[2] as string | null) ?? '';
   for (let count = 0; count < 8; count++) counts[count] = wholeCount(summary[5 + count]);
   counts[8] = Math.min(wholeCount(summary[13]), Math.max(1, seconds));
+  counts[9] = wholeCount(summary[14]);
+  counts[10] = wholeCount(summary[15]);
   // Nearly every summary covers one second, within one minute: no split to make.
   const minuteStart = Math.floor(fromSecond / 60) * 60;
   if (Number.isFinite(fromSecond) && fromSecond + Math.max(1, seconds) <= minuteStart + 60) {

@@ -13,3 +13,4 @@ export * from './listTiers.ts';
 export * from './tenantRecords.ts';
 export * from './view.ts';
 export { isControlPlaneError } from './validation.ts';
+export { checkMode, enforcedPart, type LimitMode, type PromoteShadowLimitInput } from './shadowLimits.ts';

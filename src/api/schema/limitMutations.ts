@@ -5,7 +5,7 @@
 import { builder } from '../builder.ts';
 import type { ApiContext } from '../context.ts';
 import { applied, CONTROL_PLANE_ERRORS, type Applied } from './applyResult.ts';
-import { DimensionEnum } from './enums.ts';
+import { DimensionEnum, LimitModeEnum } from './enums.ts';
 import { REFUSAL_RULE } from './errors.ts';
 import { DIMENSION_CATALOG, LIMIT_MAX } from '../../governance/index.ts';
 
@@ -18,6 +18,19 @@ export const BURST_DESCRIPTION =
   'The most one request can take at once (token bucket size). Left out, it is ratePerSecond times the dimension\'s ' +
   `shipped burst/rate ratio (${BURST_WHEN_LEFT_OUT} the rate; capped at ${LIMIT_MAX.toLocaleString('en')}), so a rate alone ` +
   'allows bursts of twice the rate on INGEST: give burst to allow less.';
+
+const MODE_DESCRIPTION =
+  'ENFORCE (the default) sets the limit in force, keeping any shadow limit of this level; SHADOW sets a shadow limit beside it, decided but never refusing (token-bucket dimensions only), which promoteShadowLimit enforces.';
+
+const PromoteShadowLimitInput = builder.inputType('PromoteShadowLimitInput', {
+  description: "Makes a level's shadow limit its enforced limit: a tier's (tierId) or a tenant override's (tenantId; a reason is then required).",
+  fields: (t) => ({
+    tierId: t.id(),
+    tenantId: t.id(),
+    dimension: t.field({ type: DimensionEnum, required: true }),
+    reason: t.string(),
+  }),
+});
 
 const AppliedType = builder.objectRef<Applied>('Applied').implement({
   description: 'The command appended its event; `position` is where it stands in the ledger.',
@@ -42,6 +55,7 @@ export const SetTierLimitInput = builder.inputType('SetTierLimitInput', {
   fields: (t) => ({
     tierId: t.id({ required: true }),
     dimension: t.field({ type: DimensionEnum, required: true }),
+    mode: t.field({ type: LimitModeEnum, description: MODE_DESCRIPTION }),
     ratePerSecond: t.int(),
     burst: t.int({ description: BURST_DESCRIPTION }),
     ceiling: t.int(),
@@ -69,6 +83,7 @@ export const SetTenantOverrideInput = builder.inputType('SetTenantOverrideInput'
   fields: (t) => ({
     tenantId: t.id({ required: true }),
     dimension: t.field({ type: DimensionEnum, required: true }),
+    mode: t.field({ type: LimitModeEnum, description: MODE_DESCRIPTION }),
     ratePerSecond: t.int(),
     burst: t.int({ description: BURST_DESCRIPTION }),
     ceiling: t.int(),
@@ -115,3 +130,4 @@ controlPlaneMutation('registerTenant', RegisterTenantInput);
 controlPlaneMutation('assignTenantTier', AssignTenantTierInput);
 controlPlaneMutation('setTenantOverride', SetTenantOverrideInput);
 controlPlaneMutation('clearTenantOverride', ClearTenantOverrideInput);
+controlPlaneMutation('promoteShadowLimit', PromoteShadowLimitInput);

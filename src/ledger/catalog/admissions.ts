@@ -46,6 +46,10 @@ export const ADMISSION_FIELDS = [
   'unauthenticatedUnits',
   'unauthenticatedMessages',
   'hitSeconds',
+  // What a shadow limit would have refused (src/governance: a limit with mode SHADOW); after the columns
+  // tables had before, so an older table reads them as absent (0).
+  'shadowLimitedUnits',
+  'shadowLimitedMessages',
 ] as const satisfies readonly (keyof AdmissionSummary)[];
 
 export const UNRESOLVED_FIELDS = ['tenantId', 'dimension', 'cause', 'fromSecond', 'seconds', 'units', 'messages'] as const satisfies readonly (keyof UnresolvedAdmissionSummary)[];
