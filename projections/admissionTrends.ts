@@ -15,7 +15,7 @@
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent, Projection, AdmissionsRecordedData, Refusal } from '../src/ledger/index.ts';
-import { ADMISSION_FIELDS, entriesOf, eventData, forEachEntry, summaryColumns } from '../src/ledger/index.ts';
+import { entriesOf, eventData, forEachEntry, SHADOW_ADMISSION_FIELDS, summaryColumns } from '../src/ledger/index.ts';
 import {
   ADMISSION_TRENDS,
   familyTables,
@@ -78,7 +78,7 @@ async function applyAdmissions(events: readonly RecordedEvent[], tx: Tx): Promis
 }
 
 // The summary fields read, in the order addSummary takes them: the table's own columns.
-const READ = ADMISSION_FIELDS;
+const READ = SHADOW_ADMISSION_FIELDS;
 const FROM_SECOND = READ.indexOf('fromSecond');
 const SECONDS = READ.indexOf('seconds');
 

@@ -46,11 +46,19 @@ export const ADMISSION_FIELDS = [
   'unauthenticatedUnits',
   'unauthenticatedMessages',
   'hitSeconds',
-  // What a shadow limit would have refused (src/governance: a limit with mode SHADOW); after the columns
-  // tables had before, so an older table reads them as absent (0).
-  'shadowLimitedUnits',
-  'shadowLimitedMessages',
 ] as const satisfies readonly (keyof AdmissionSummary)[];
+
+/**
+ * The columns of a table with what shadow limits (mode SHADOW) would have refused: the Recorder writes these
+ * only for a batch where a shadow limit would have refused something, so tables without shadow limits stay as
+ * they were; readers read every table by these names (a column a table lacks is an absent count, 0).
+ */
+export const SHADOW_ADMISSION_FIELDS = [...ADMISSION_FIELDS, 'shadowLimitedUnits', 'shadowLimitedMessages'] as const satisfies readonly (keyof AdmissionSummary)[];
+
+/** The columns a batch of summaries is written with: SHADOW_ADMISSION_FIELDS when any carries a shadow count. */
+export function admissionFieldsFor(entries: readonly AdmissionSummary[]): readonly (keyof AdmissionSummary & string)[] {
+  return entries.some((entry) => (entry.shadowLimitedUnits ?? 0) > 0 || (entry.shadowLimitedMessages ?? 0) > 0) ? SHADOW_ADMISSION_FIELDS : ADMISSION_FIELDS;
+}
 
 export const UNRESOLVED_FIELDS = ['tenantId', 'dimension', 'cause', 'fromSecond', 'seconds', 'units', 'messages'] as const satisfies readonly (keyof UnresolvedAdmissionSummary)[];
 
