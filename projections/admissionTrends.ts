@@ -15,7 +15,7 @@
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent, Projection, AdmissionsRecordedData, Refusal } from '../src/ledger/index.ts';
-import { ADMISSION_FIELDS, entriesOf, eventData, forEachEntry, summaryColumns } from '../src/ledger/index.ts';
+import { entriesOf, eventData, forEachEntry, SHADOW_ADMISSION_FIELDS, summaryColumns } from '../src/ledger/index.ts';
 import {
   ADMISSION_TRENDS,
   familyTables,
@@ -78,7 +78,7 @@ async function applyAdmissions(events: readonly RecordedEvent[], tx: Tx): Promis
 }
 
 // The summary fields read, in the order addSummary takes them: the table's own columns.
-const READ = ADMISSION_FIELDS;
+const READ = SHADOW_ADMISSION_FIELDS;
 const FROM_SECOND = READ.indexOf('fromSecond');
 const SECONDS = READ.indexOf('seconds');
 
@@ -131,6 +131,8 @@ function addSummary(rows: RollupRows, summary: readonly unknown[]): void {
   keys[2] = (summary[2] as string | null) ?? '';
   for (let count = 0; count < 8; count++) counts[count] = wholeCount(summary[5 + count]);
   counts[8] = Math.min(wholeCount(summary[13]), Math.max(1, seconds));
+  counts[9] = wholeCount(summary[14]);
+  counts[10] = wholeCount(summary[15]);
   // Nearly every summary covers one second, within one minute: no split to make.
   const minuteStart = Math.floor(fromSecond / 60) * 60;
   if (Number.isFinite(fromSecond) && fromSecond + Math.max(1, seconds) <= minuteStart + 60) {

@@ -6,7 +6,7 @@
 // operator's who set the override: it names OVERRIDE_EXPIRY_ACTOR with reason "expired".
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent, Projection } from '../src/ledger/index.ts';
-import { asControlPlaneEvent, occurredAt, OVERRIDE_EXPIRY_ACTOR, OVERRIDE_EXPIRY_REASON, type LimitChangeKind } from '../src/control-plane/index.ts';
+import { asControlPlaneEvent, enforcedPart, occurredAt, OVERRIDE_EXPIRY_ACTOR, OVERRIDE_EXPIRY_REASON, type LimitChangeKind } from '../src/control-plane/index.ts';
 
 interface HistoryRow {
   seq?: 0 | 1;
@@ -47,8 +47,9 @@ export const limitHistoryProjection: Projection = {
         return insert({ kind: 'PLATFORM_DEFAULT_SET', dimension, previous, value });
       }
       case 'TierLimitSet': {
-        const { tierId, dimension, previous, value } = event.data;
-        return insert({ kind: 'TIER_LIMIT_SET', tierId, dimension, previous, value });
+        const { tierId, dimension, previous, value, mode, promoted } = event.data;
+        if (mode === 'SHADOW') return insert({ kind: 'TIER_SHADOW_LIMIT_SET', tierId, dimension, previous: previous?.shadow ?? null, value: value.shadow });
+        return insert({ kind: promoted ? 'TIER_SHADOW_LIMIT_PROMOTED' : 'TIER_LIMIT_SET', tierId, dimension, previous: enforcedPart(previous), value: enforcedPart(value) });
       }
       case 'TierLimitCleared': {
         const { tierId, dimension, previous } = event.data;
@@ -61,9 +62,14 @@ export const limitHistoryProjection: Projection = {
         return insert({ kind: 'TENANT_TIER_ASSIGNED', tenantId, tierId, previousTierId });
       }
       case 'TenantOverrideSet': {
-        const { tenantId, dimension, previous, value, expiresAt } = event.data;
+        const { tenantId, dimension, previous, value, expiresAt, mode, promoted } = event.data;
         await dropLapsesAfter(tx, tenantId, dimension, occurredAt(recorded));
-        await insert({ kind: 'OVERRIDE_SET', tenantId, dimension, previous: previous?.value ?? null, value, expiresAt });
+        if (mode === 'SHADOW') {
+          await insert({ kind: 'OVERRIDE_SHADOW_SET', tenantId, dimension, previous: previous?.value.shadow ?? null, value: value.shadow, expiresAt });
+        } else {
+          const kind = promoted ? 'OVERRIDE_SHADOW_PROMOTED' : 'OVERRIDE_SET';
+          await insert({ kind, tenantId, dimension, previous: enforcedPart(previous?.value), value: enforcedPart(value), expiresAt });
+        }
         if (expiresAt !== null) {
           await insert({ seq: 1, at: new Date(expiresAt), kind: 'OVERRIDE_EXPIRED', tenantId, dimension, previous: value, expiresAt });
         }

@@ -85,6 +85,26 @@ const COMMANDS: Record<string, CliCommand> = {
     ].join('\n'),
     run: ledger,
   },
+  limits: {
+    synopsis:
+      'limits preview (--tenant T | --tier T | --platform) --dimension D --rate N [--burst N] [--from X] [--to X] [--first N] [--json]   what a limit change would have refused',
+    help: [
+      'limits preview        replays the recorded per-second demand of every tenant the change affects through the',
+      '                      proposed limit and the limit in force now (src/limit-preview/README.md), and prints a',
+      '                      table: per tenant and in total, units and messages refused, seconds limited, the worst',
+      '                      minute, and what was refused then. Reads the database the environment names.',
+      '  --tenant T          an override of tenant T',
+      '  --tier T            the limit of tier T (its tenants)',
+      '  --platform          the platform default (every tenant)',
+      '  --dimension D       INGEST, EGRESS, AI_INFERENCE, PROVISIONING or API_REQUESTS',
+      '  --rate N            the proposed ratePerSecond',
+      '  --burst N           the proposed burst (default: the rate times the shipped ratio)',
+      '  --from X, --to X    ISO 8601 instants (default: the last 7 days; at most 31)',
+      '  --first N           tenants listed, most refused first (default 100, at most 1000)',
+      '  --json              the answer as one JSON object',
+    ].join('\n'),
+    run: limits,
+  },
   token: {
     synopsis: 'token --role ROLE [--tenant T] [--sub NAME] [--ttl 1h] [--data-dir D]   mint a signed JWT for local use',
     help: [
@@ -362,6 +382,62 @@ async function readLedgerArchive(file: string, verify: boolean): Promise<void> {
   const write = (line: string) => new Promise<void>((resolve) => (process.stdout.write(line) ? resolve() : process.stdout.once('drain', resolve)));
   for await (const event of readArchive(file)) {
     await write(`${JSON.stringify(event, (_key, value: unknown) => (typeof value === 'bigint' ? value.toString() : value))}\n`);
+  }
+}
+
+/** `limits preview`: the limit preview, printed as a table. */
+async function limits(args: string[]): Promise<void> {
+  const { positionals, values } = parse(
+    args,
+    {
+      tenant: { type: 'string' },
+      tier: { type: 'string' },
+      platform: { type: 'boolean', default: false },
+      dimension: { type: 'string' },
+      rate: { type: 'string' },
+      burst: { type: 'string' },
+      from: { type: 'string' },
+      to: { type: 'string' },
+      first: { type: 'string' },
+      json: { type: 'boolean', default: false },
+    },
+    true,
+  );
+  if (positionals.length !== 1 || positionals[0] !== 'preview') throw new UsageError('limits takes: preview');
+  const levels = [values.tenant !== undefined, values.tier !== undefined, values.platform].filter(Boolean).length;
+  if (levels !== 1) throw new UsageError('give exactly one of --tenant, --tier and --platform');
+  if (values.dimension === undefined || values.rate === undefined) throw new UsageError('--dimension and --rate are required');
+  const whole = (name: string, text: string | undefined) => {
+    if (text === undefined) return undefined;
+    if (!/^\d+$/.test(text)) throw new UsageError(`--${name} "${text}" is not a whole number`);
+    return Number(text);
+  };
+  const instant = (name: string, text: string | undefined) => {
+    if (text === undefined) return undefined;
+    const at = new Date(text);
+    if (Number.isNaN(at.getTime())) throw new UsageError(`--${name} "${text}" is not an ISO 8601 instant`);
+    return at;
+  };
+  const limit = { dimension: values.dimension.toUpperCase(), ratePerSecond: whole('rate', values.rate), burst: whole('burst', values.burst) };
+  const [{ openDb }, { migrate }, { formatPreview, previewLimitChange }] = await Promise.all([
+    import('./db/open.ts'),
+    import('./db/migrate.ts'),
+    import('./limit-preview/index.ts'),
+  ]);
+  const db = await openDb(readSettings());
+  try {
+    await migrate(db);
+    const preview = await previewLimitChange(db, {
+      ...(values.tenant !== undefined ? { override: { ...limit, tenantId: values.tenant } } : {}),
+      ...(values.tier !== undefined ? { tierLimit: { ...limit, tierId: values.tier } } : {}),
+      ...(values.platform ? { platformDefault: limit } : {}),
+      from: instant('from', values.from) ?? null,
+      to: instant('to', values.to) ?? null,
+      first: whole('first', values.first) ?? null,
+    });
+    console.log(values.json ? JSON.stringify(preview) : formatPreview(preview));
+  } finally {
+    await db.close();
   }
 }
 

@@ -19,6 +19,7 @@ import {
   setTenantOverride,
 } from './tenantCommands.ts';
 import { clearTierLimit, defineTier, setTierDefaultModel, setTierLimit } from './tierCommands.ts';
+import { promoteShadowLimit } from './shadowLimits.ts';
 import { isControlPlaneError } from './validation.ts';
 import {
   createLimitChangeRequests,
@@ -56,6 +57,7 @@ export const CONTROL_PLANE_COMMANDS = {
   assignTenantTier,
   setTenantOverride,
   clearTenantOverride,
+  promoteShadowLimit,
   assignTenantModel,
   setTenantBranding,
   setTenantOverLimitPolicy,

@@ -7,6 +7,8 @@ import type { Queryable } from '../db/db.ts';
 import { acceptLimit, DIMENSION_CATALOG, DIMENSIONS, resolveEffectiveLimit } from '../governance/index.ts';
 import type { Dimension, LimitSourceLevel, LimitValue } from '../governance/index.ts';
 import { loadTenantGovernance } from './effectiveLimits.ts';
+import { enforcedPart } from './shadowLimits.ts';
+import type { LevelValue } from '../ledger/index.ts';
 
 export interface CascadeLevelView {
   source: LimitSourceLevel;
@@ -46,7 +48,9 @@ export async function explainCascade(q: Queryable, tenantId: string, at: Date = 
     ];
     const levels: CascadeLevelView[] = raw.map(([source, value]) => {
       const accepted = acceptLimit(dimension, value) ?? null;
-      return { source, value: accepted, unusable: accepted === null && value !== undefined && value !== null };
+      // A level holding only a shadow limit (mode SHADOW, shadowLimits.ts) enforces nothing: not set, not unusable.
+      const shadowOnly = typeof value === 'object' && value !== null && 'shadow' in value && enforcedPart(value as LevelValue) === null;
+      return { source, value: accepted, unusable: accepted === null && value !== undefined && value !== null && !shadowOnly };
     });
     levels.push({ source: 'SHIPPED_DEFAULT', value: { ...DIMENSION_CATALOG[dimension].shippedDefault }, unusable: false });
     const { value, source: winner } = resolveEffectiveLimit(dimension, {

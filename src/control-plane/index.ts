@@ -14,3 +14,4 @@ export * from './tenantRecords.ts';
 export * from './view.ts';
 export { isControlPlaneError } from './validation.ts';
 export * from './change-requests/index.ts';
+export { checkMode, enforcedPart, type LimitMode, type PromoteShadowLimitInput } from './shadowLimits.ts';

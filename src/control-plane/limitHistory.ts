@@ -3,7 +3,7 @@
 // event that set the override, with ":expired" after it, and appears once its instant has passed.
 import type { Queryable } from '../db/db.ts';
 import type { Dimension, LimitValue, OverLimitPolicy } from '../governance/index.ts';
-import type { LimitChangeKind } from './view.ts';
+import { limitChangeMode, type LimitChangeKind } from './view.ts';
 import { pageSize, type Page } from './tenantRecords.ts';
 import type { RequestOrigin } from './change-requests/runRequests.ts';
 
@@ -12,6 +12,8 @@ export interface LimitChange {
   position: string;
   at: Date;
   kind: LimitChangeKind;
+  /** SHADOW: the change set a shadow limit (previous and value are shadow limits). */
+  mode: 'ENFORCE' | 'SHADOW';
   actor: string;
   reason: string | null;
   tenantId: string | null;
@@ -109,6 +111,7 @@ function toLimitChange(row: Row): LimitChange {
     position: `${row.commit_position}:${row.prepare_position}${row.seq === 1 ? LAPSE_SUFFIX : ''}`,
     at: new Date(row.at),
     kind: row.kind,
+    mode: limitChangeMode(row.kind),
     actor: row.actor,
     reason: row.reason,
     tenantId: row.tenant_id,

@@ -1,6 +1,6 @@
 // The state of each stream, folded from its events. Deciders decide on it; time travel folds the same
 // events up to an instant. One fold per stream kind, so "what the ledger says" has one definition.
-import type { Branding, ControlPlaneEvent, OverrideValue } from '../ledger/index.ts';
+import type { Branding, ControlPlaneEvent, LevelValue, OverrideValue } from '../ledger/index.ts';
 import type { Dimension, LimitValue, OverLimitPolicy } from '../governance/index.ts';
 
 export interface PlatformState {
@@ -11,7 +11,8 @@ export interface PlatformState {
 export interface TierState {
   tierId: string;
   name: string;
-  limits: Partial<Record<Dimension, LimitValue>>;
+  /** As stored: the enforced numbers and any shadow limit beside them (shadowLimits.ts). */
+  limits: Partial<Record<Dimension, LevelValue>>;
   defaultModel: string | null;
 }
 

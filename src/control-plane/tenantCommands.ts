@@ -5,6 +5,7 @@ import { tenantStream, tierStream } from '../ledger/index.ts';
 import type { ControlPlaneCommand, StreamPlan } from './controlPlaneCommand.ts';
 import { controlPlaneError, type ControlPlaneError } from './controlPlaneCommand.ts';
 import { overrideApplies, type TenantState } from './state.ts';
+import { checkMode, levelValueAfter, type LimitMode } from './shadowLimits.ts';
 import {
   checkBranding,
   checkDimension,
@@ -34,6 +35,8 @@ export interface AssignTenantTierInput {
 export interface SetTenantOverrideInput extends LimitInput {
   tenantId: string;
   dimension: string;
+  /** SHADOW: decided beside the enforced limit, refusing nothing (shadowLimits.ts); default ENFORCE. */
+  mode?: LimitMode | null;
   reason: string;
   /** ISO 8601 or a Date; the override stops applying at that instant. */
   expiresAt?: string | Date | null;
@@ -118,10 +121,13 @@ export const setTenantOverride: ControlPlaneCommand<SetTenantOverrideInput> = {
     const { dimension, value, reason } = change;
     const expiresAt = checkExpiresAt(input.expiresAt, now);
     if (isControlPlaneError(expiresAt)) return expiresAt;
+    const mode = checkMode(dimension, input.mode);
+    if (isControlPlaneError(mode)) return mode;
     const current = tenant.overrides[dimension];
     const previous = overrideApplies(current, now) ? current : null;
+    const stored = levelValueAfter(previous?.value, value, mode);
     return {
-      event: { type: 'TenantOverrideSet', data: { tenantId: tenant.tenantId, dimension, previous, value, expiresAt } },
+      event: { type: 'TenantOverrideSet', data: { tenantId: tenant.tenantId, dimension, previous, value: stored, expiresAt, ...(mode === 'SHADOW' ? { mode } : {}) } },
       reason,
     };
   },

@@ -3,6 +3,7 @@ import { tierStream } from '../ledger/index.ts';
 import type { ControlPlaneCommand, StreamPlan } from './controlPlaneCommand.ts';
 import { controlPlaneError, type ControlPlaneError } from './controlPlaneCommand.ts';
 import type { TierState } from './state.ts';
+import { checkMode, levelValueAfter, type LimitMode } from './shadowLimits.ts';
 import { textProblem } from '../db/storableValues.ts';
 import { checkId, checkLimitChange, checkLimitClearing, checkModel, checkReason, isControlPlaneError, type LimitInput } from './validation.ts';
 
@@ -16,6 +17,8 @@ export interface DefineTierInput {
 export interface SetTierLimitInput extends LimitInput {
   tierId: string;
   dimension: string;
+  /** SHADOW: decided beside the enforced limit, refusing nothing (shadowLimits.ts); default ENFORCE. */
+  mode?: LimitMode | null;
   reason?: string | null;
 }
 
@@ -64,8 +67,11 @@ export const setTierLimit: ControlPlaneCommand<SetTierLimitInput> = {
     const change = checkLimitChange(input, false);
     if (isControlPlaneError(change)) return change;
     const { dimension, value, reason } = change;
+    const mode = checkMode(dimension, input.mode);
+    if (isControlPlaneError(mode)) return mode;
     const previous = tier.limits[dimension] ?? null;
-    return { event: { type: 'TierLimitSet', data: { tierId: tier.tierId, dimension, previous, value } }, reason };
+    const stored = levelValueAfter(previous, value, mode);
+    return { event: { type: 'TierLimitSet', data: { tierId: tier.tierId, dimension, previous, value: stored, ...(mode === 'SHADOW' ? { mode } : {}) } }, reason };
   },
 };
 

@@ -16,7 +16,18 @@ export type LimitChangeKind =
   | 'OVERRIDE_SET'
   | 'OVERRIDE_CLEARED'
   | 'OVERRIDE_EXPIRED'
-  | 'OVER_LIMIT_POLICY_SET';
+  | 'OVER_LIMIT_POLICY_SET'
+  // A shadow limit set (mode SHADOW: previous and value are the level's shadow limits), and a level's shadow
+  // made its enforced limit (promoteShadowLimit).
+  | 'TIER_SHADOW_LIMIT_SET'
+  | 'TIER_SHADOW_LIMIT_PROMOTED'
+  | 'OVERRIDE_SHADOW_SET'
+  | 'OVERRIDE_SHADOW_PROMOTED';
+
+/** The mode of the limit a history entry set: SHADOW for the shadow kinds, ENFORCE for every other. */
+export function limitChangeMode(kind: LimitChangeKind): 'ENFORCE' | 'SHADOW' {
+  return kind === 'TIER_SHADOW_LIMIT_SET' || kind === 'OVERRIDE_SHADOW_SET' ? 'SHADOW' : 'ENFORCE';
+}
 
 /** Who an override's lapse names in the limit history: nobody acted, the instant passed. */
 export const OVERRIDE_EXPIRY_ACTOR = 'system:override-expiry';

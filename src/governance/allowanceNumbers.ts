@@ -18,7 +18,12 @@ export const LAST_SEEN_MS = 1;
 // then the rate and burst it meters at.
 export const RATE_PER_SECOND = 2;
 export const BURST = 3;
-const STRIDE = 4;
+// Then the shadow limit's bucket (SHADOW + TOKENS, SHADOW + LAST_MS), rate and burst: a limit with mode SHADOW
+// decided beside the enforced one, which never refuses (a rate of 0: none). Eight numbers, one cache line.
+export const SHADOW = 4;
+export const SHADOW_RATE_PER_SECOND = 6;
+export const SHADOW_BURST = 7;
+const STRIDE = 8;
 
 export class AllowanceNumbers {
   values = new Float64Array(STRIDE * 256);
@@ -39,6 +44,7 @@ export class AllowanceNumbers {
     }
     this.values.fill(0, offset, offset + STRIDE);
     this.values[offset + LAST_MS] = Number.NaN;
+    this.values[offset + SHADOW + LAST_MS] = Number.NaN;
     return offset;
   }
 

@@ -3,7 +3,7 @@
 // readings bucket, rate and burst live in one cell of AllowanceNumbers; TenantMeter copies what a decision
 // reads for the allowance last used, so a token-bucket admit need not touch this object at all (with
 // thousands of tenants an admit costs mostly cache misses).
-import { BURST, RATE_PER_SECOND } from './allowanceNumbers.ts';
+import { BURST, RATE_PER_SECOND, SHADOW_BURST, SHADOW_RATE_PER_SECOND } from './allowanceNumbers.ts';
 import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import { FixedWindow } from './fixedWindow.ts';
 import type { ResolvedLimits } from './resolvedLimits.ts';
@@ -24,6 +24,8 @@ export const OUTCOME_SHED = 1;
 export const OUTCOME_REJECTED = 2;
 /** Charged, then refused for its credential (ingest's 401): not admitted, not a limit hit. */
 export const OUTCOME_UNAUTHENTICATED = 3;
+/** Not an outcome of its own: the shadow limit would have refused it (counted beside the decision's outcome). */
+export const OUTCOME_SHADOW_LIMITED = 4;
 
 /**
  * Counts of one allowance over a span of whole seconds, waiting for the Recorder: the closed seconds an
@@ -41,6 +43,9 @@ export class Tally {
   rejectedMessages = 0;
   unauthenticatedUnits = 0;
   unauthenticatedMessages = 0;
+  /** What the shadow limit would have refused (it refuses nothing). */
+  shadowLimitedUnits = 0;
+  shadowLimitedMessages = 0;
   hitSeconds = 0;
   /** Admitted at the platform default while the tenant's ceilings were unknown, by cause. */
   readonly unresolvedUnits = [0, 0, 0];
@@ -56,6 +61,8 @@ export class Tally {
     this.rejectedMessages = 0;
     this.unauthenticatedUnits = 0;
     this.unauthenticatedMessages = 0;
+    this.shadowLimitedUnits = 0;
+    this.shadowLimitedMessages = 0;
     this.hitSeconds = 0;
     for (let cause = 0; cause < CAUSE_NAMES.length; cause++) {
       this.unresolvedUnits[cause] = 0;
@@ -82,6 +89,8 @@ export class AllowanceState {
   limits: ResolvedLimits | null = null;
   source: LimitSourceLevel = 'SHIPPED_DEFAULT';
   downsample = false;
+  /** A shadow limit watches this allowance (its rate and bucket are in the cell): admits take the full path. */
+  shadowed = false;
   /**
    * Per-message charge before decoding (HTTP, MQTT, LwM2M), against the same numbers as the readings. Made on
    * the first message charge (a new bucket starts full then, as it would have anyway), so allowances charged
@@ -105,6 +114,8 @@ export class AllowanceState {
   openRejectedMessages = 0;
   openUnauthenticatedUnits = 0;
   openUnauthenticatedMessages = 0;
+  openShadowLimitedUnits = 0;
+  openShadowLimitedMessages = 0;
   openHit = 0;
   /** Unresolved cause of the open second's admissions at the platform default, or -1. */
   openCause = -1;
@@ -137,11 +148,15 @@ export class AllowanceState {
     values[this.cell + BURST] = limits.burst[dimensionIndex]!;
     this.source = limits.source[dimensionIndex]!;
     this.downsample = this.slot.kind === 'FIXED_WINDOW' && limits.apiOverLimitPolicy === 'STABLE_DOWNSAMPLE';
+    const shadowRate = this.slot.kind === 'TOKEN_BUCKET' ? limits.shadowRatePerSecond[dimensionIndex]! : 0;
+    values[this.cell + SHADOW_RATE_PER_SECOND] = shadowRate;
+    values[this.cell + SHADOW_BURST] = limits.shadowBurst[dimensionIndex]!;
+    this.shadowed = shadowRate > 0;
   }
 
   /**
    * Counts one decision in second `second`. `refused` is an OUTCOME_ code (0 admitted, 1 shed, 2 rejected,
-   * 3 unauthenticated); `cause` is the unresolved cause (-1 when the tenant's ceilings are known). Returns
+   * 3 unauthenticated, 4 what the shadow limit would have refused, counted apart from the decision's own); `cause` is the unresolved cause (-1 when the tenant's ceilings are known). Returns
    * whether the allowance just became dirty.
    */
   count(second: number, units: number, messages: number, refused: number, cause: number): boolean {
@@ -161,6 +176,9 @@ export class AllowanceState {
     } else if (refused === OUTCOME_UNAUTHENTICATED) {
       this.openUnauthenticatedUnits += units;
       this.openUnauthenticatedMessages += messages;
+    } else if (refused === OUTCOME_SHADOW_LIMITED) {
+      this.openShadowLimitedUnits += units;
+      this.openShadowLimitedMessages += messages;
     } else {
       this.openHit = 1;
       if (refused === 1) {
@@ -190,6 +208,8 @@ export class AllowanceState {
     closed.rejectedMessages += this.openRejectedMessages;
     closed.unauthenticatedUnits += this.openUnauthenticatedUnits;
     closed.unauthenticatedMessages += this.openUnauthenticatedMessages;
+    closed.shadowLimitedUnits += this.openShadowLimitedUnits;
+    closed.shadowLimitedMessages += this.openShadowLimitedMessages;
     closed.hitSeconds += this.openHit;
     if (this.openCause >= 0) {
       closed.unresolvedUnits[this.openCause]! += this.openUnresolvedUnits;
@@ -204,6 +224,8 @@ export class AllowanceState {
     this.openRejectedMessages = 0;
     this.openUnauthenticatedUnits = 0;
     this.openUnauthenticatedMessages = 0;
+    this.openShadowLimitedUnits = 0;
+    this.openShadowLimitedMessages = 0;
     this.openHit = 0;
     this.openCause = -1;
     this.openUnresolvedUnits = 0;

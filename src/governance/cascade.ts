@@ -69,6 +69,38 @@ export function resolveEffectiveLimit(dimension: Dimension, levels: LimitLevels)
   return resolved ?? { value: { ...DIMENSION_CATALOG[dimension].shippedDefault }, source: 'SHIPPED_DEFAULT' };
 }
 
+/**
+ * A level's shadow limit: a limit set with mode SHADOW rides in the level's stored value as `shadow` (the
+ * cascade reads only ratePerSecond, burst and ceiling, so it never enforces it). Undefined when the level
+ * carries none or an unusable one.
+ */
+export function shadowOf(dimension: Dimension, raw: unknown): LimitValue | undefined {
+  const shadow = typeof raw === 'object' && raw !== null ? (raw as { shadow?: unknown }).shadow : undefined;
+  return shadow === undefined ? undefined : acceptLimit(dimension, shadow);
+}
+
+/**
+ * The shadow limit a tenant is watched at: the cascade run again with each level's shadow in place of its
+ * value, when the level that wins then is one with a shadow. So a tier's shadow watches the tenants the tier
+ * limit governs, and not a tenant whose own override wins; an override's shadow watches its tenant.
+ */
+export function resolveShadowLimit(dimension: Dimension, levels: LimitLevels): Resolved<LimitValue, LimitSourceLevel> | undefined {
+  if (DIMENSION_CATALOG[dimension].kind !== 'TOKEN_BUCKET') return undefined;
+  const override = shadowOf(dimension, levels.override);
+  const tier = shadowOf(dimension, levels.tier);
+  if (override === undefined && tier === undefined) return undefined;
+  const resolved = resolveCascade<LimitValue, LimitSourceLevel>(
+    [
+      { source: 'TENANT_OVERRIDE', value: override ?? levels.override },
+      { source: 'TIER', value: tier ?? levels.tier },
+    ],
+    (raw) => acceptLimit(dimension, raw),
+  );
+  if (resolved === undefined) return undefined;
+  const fromShadow = resolved.source === 'TENANT_OVERRIDE' ? override !== undefined : tier !== undefined;
+  return fromShadow ? resolved : undefined;
+}
+
 export type LevelsByDimension = Partial<Record<Dimension, LimitLevels>>;
 
 /**
@@ -86,7 +118,8 @@ export function resolveEffectiveLimits(
       ...own,
       platformDefault: own.platformDefault ?? platformDefaults[dimension],
     });
-    return { dimension, value, source };
+    const shadow = resolveShadowLimit(dimension, own);
+    return shadow ? { dimension, value, source, shadow } : { dimension, value, source };
   });
 }
 

@@ -25,6 +25,8 @@ export type { ReserveRequest, SharedBudget } from './sharedCounting.ts';
 export const loadRedisSharedBudget = () => import('./redis/redisSharedBudget.ts');
 export type { RedisSharedBudget, RedisSharedBudgetOptions } from './redis/redisSharedBudget.ts';
 
-// Limiters for use outside the Governor (the edge limit per client address).
+// Limiters for use outside the Governor (the edge limit per client address, the limit preview's replay).
 export { TokenBucket } from './tokenBucket.ts';
+// The fixed window, for replaying recorded demand through the same arithmetic (src/limit-preview).
+export { FixedWindow } from './fixedWindow.ts';
 export { stableCallerFraction } from './callerHash.ts';

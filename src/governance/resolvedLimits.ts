@@ -1,7 +1,10 @@
 // Effective limits of one tenant (or of the platform default) laid out by dimension index for the hot path.
 import { resolveEffectiveLimits } from './cascade.ts';
+import { DIMENSIONS } from './types.ts';
 import type { LevelsByDimension } from './cascade.ts';
 import type { Dimension, LimitSourceLevel, OverLimitPolicy, TenantGovernanceRecord } from './types.ts';
+
+const limitsWithoutShadow: readonly number[] = DIMENSIONS.map(() => 0);
 
 export class ResolvedLimits {
   constructor(
@@ -10,6 +13,9 @@ export class ResolvedLimits {
     readonly burst: readonly number[],
     readonly source: readonly LimitSourceLevel[],
     readonly apiOverLimitPolicy: OverLimitPolicy,
+    /** The shadow limit's rate by dimension index (resolveShadowLimit); 0 where there is none. */
+    readonly shadowRatePerSecond: readonly number[] = limitsWithoutShadow,
+    readonly shadowBurst: readonly number[] = limitsWithoutShadow,
   ) {}
 
   static resolve(
@@ -18,11 +24,14 @@ export class ResolvedLimits {
     apiOverLimitPolicy: OverLimitPolicy = 'EXACT_REJECT',
   ): ResolvedLimits {
     const limits = resolveEffectiveLimits(input, platformDefaults);
+    const shadows = limits.map((each) => each.shadow?.value);
     return new ResolvedLimits(
       limits.map((each) => each.value.ratePerSecond ?? 0),
       limits.map((each) => each.value.burst ?? each.value.ratePerSecond ?? 0),
       limits.map((each) => each.source),
       apiOverLimitPolicy,
+      shadows.map((shadow) => shadow?.ratePerSecond ?? 0),
+      shadows.map((shadow) => shadow?.burst ?? 0),
     );
   }
 }

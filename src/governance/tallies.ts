@@ -290,6 +290,9 @@ export class AdmissionBatch {
         rejectedMessages: tally.rejectedMessages,
         unauthenticatedUnits: tally.unauthenticatedUnits,
         unauthenticatedMessages: tally.unauthenticatedMessages,
+        ...(tally.shadowLimitedUnits > 0 || tally.shadowLimitedMessages > 0
+          ? { shadowLimitedUnits: tally.shadowLimitedUnits, shadowLimitedMessages: tally.shadowLimitedMessages }
+          : {}),
         hitSeconds: Math.min(tally.hitSeconds, tally.toSecond - tally.fromSecond + 1),
       };
       this.admissions.set(key, entry);
@@ -304,6 +307,10 @@ export class AdmissionBatch {
       entry.rejectedMessages += tally.rejectedMessages;
       entry.unauthenticatedUnits = (entry.unauthenticatedUnits ?? 0) + tally.unauthenticatedUnits;
       entry.unauthenticatedMessages = (entry.unauthenticatedMessages ?? 0) + tally.unauthenticatedMessages;
+      if (tally.shadowLimitedUnits > 0 || tally.shadowLimitedMessages > 0) {
+        entry.shadowLimitedUnits = (entry.shadowLimitedUnits ?? 0) + tally.shadowLimitedUnits;
+        entry.shadowLimitedMessages = (entry.shadowLimitedMessages ?? 0) + tally.shadowLimitedMessages;
+      }
       // A second counted in two tallies (a window handed off and counted again) is one hit second.
       entry.hitSeconds = Math.min(entry.hitSeconds + tally.hitSeconds, entry.seconds);
     }

@@ -64,6 +64,8 @@ export interface EffectiveLimit {
   dimension: Dimension;
   value: LimitValue;
   source: LimitSourceLevel;
+  /** The shadow limit watching this dimension (mode SHADOW: decided beside `value`, refusing nothing), if any. */
+  shadow?: { value: LimitValue; source: LimitSourceLevel };
 }
 
 /** Everything the Governor needs to know about one tenant, as the control plane holds it. */
@@ -117,6 +119,13 @@ export interface AdmissionSummary {
    */
   unauthenticatedUnits?: number;
   unauthenticatedMessages?: number;
+  /**
+   * What a shadow limit (mode SHADOW, decided beside the enforced one, refusing nothing) would have refused:
+   * units and messages, whatever the enforced limit decided. Absent when it would have refused nothing, and
+   * in summaries recorded before shadow limits: read as 0.
+   */
+  shadowLimitedUnits?: number;
+  shadowLimitedMessages?: number;
   /** Seconds within the span in which the limit was hit. */
   hitSeconds: number;
   /**

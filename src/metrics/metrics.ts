@@ -42,6 +42,8 @@ export interface TenantUnits {
   shedMessages?: number;
   rejectedMessages?: number;
   hitSeconds: number;
+  /** Units a shadow limit (mode SHADOW) would have refused; it refused none. */
+  shadowLimited?: number;
 }
 
 /** The `outcome` label of refused_messages_total. */
@@ -102,6 +104,12 @@ export function createMetrics(options: MetricsOptions) {
     unauthenticatedUnits: new Counter({
       name: `${prefix}governance_unauthenticated_units_total`,
       help: 'Units charged (readings are charged before the credential is checked) of requests then refused for their credential (ingest 401); never counted as admitted. By dimension, allowance and tenant (unregistered names as _other).',
+      labelNames: byTenant,
+      registers,
+    }),
+    shadowLimitedUnits: new Counter({
+      name: `${prefix}governance_shadow_limited_units_total`,
+      help: 'Units a shadow limit (a limit set with mode SHADOW, decided beside the enforced one) would have refused; it refused none of them. By dimension, allowance and tenant.',
       labelNames: byTenant,
       registers,
     }),
@@ -253,6 +261,7 @@ export function createMetrics(options: MetricsOptions) {
       if ((units.shedMessages ?? 0) > 0) metrics.refusedMessages.inc(refusedLabels(labels, 'shed'), units.shedMessages);
       if ((units.rejectedMessages ?? 0) > 0) metrics.refusedMessages.inc(refusedLabels(labels, 'rejected'), units.rejectedMessages);
       if (units.hitSeconds > 0) metrics.limitHitSeconds.inc(labels, units.hitSeconds);
+      if ((units.shadowLimited ?? 0) > 0) metrics.shadowLimitedUnits.inc(labels, units.shadowLimited);
     },
     /** Supplies the pulled metrics' sources (any subset; a later call replaces the named ones). */
     useSources(sources: MetricSources): void {
@@ -268,7 +277,7 @@ export function createMetrics(options: MetricsOptions) {
   tenants.onDemoted = (demoted) => {
     for (const tenant of demoted) {
       for (const labels of tenantSeries.get(tenant)?.values() ?? []) {
-        for (const counter of [metrics.admittedUnits, metrics.shedUnits, metrics.rejectedUnits, metrics.unauthenticatedUnits, metrics.limitHitSeconds]) {
+        for (const counter of [metrics.admittedUnits, metrics.shedUnits, metrics.rejectedUnits, metrics.unauthenticatedUnits, metrics.limitHitSeconds, metrics.shadowLimitedUnits]) {
           counter.remove(labels);
         }
         for (const outcome of REFUSED_OUTCOMES) metrics.refusedMessages.remove(refusedLabels(labels, outcome));

@@ -23,6 +23,7 @@ export function createMetricsRecorder(metrics: Metrics): Recorder {
           shedMessages: countable(entry.shedMessages),
           rejectedMessages: countable(entry.rejectedMessages),
           hitSeconds: countable(entry.hitSeconds),
+          shadowLimited: countable(entry.shadowLimitedUnits ?? 0),
         };
         const before = counted.get(entry);
         counted.set(entry, now);
@@ -37,6 +38,7 @@ export function createMetricsRecorder(metrics: Metrics): Recorder {
                 shedMessages: gain(now.shedMessages, before.shedMessages ?? 0),
                 rejectedMessages: gain(now.rejectedMessages, before.rejectedMessages ?? 0),
                 hitSeconds: gain(now.hitSeconds, before.hitSeconds),
+                shadowLimited: gain(now.shadowLimited, before.shadowLimited ?? 0),
               }
             : now,
         };
@@ -53,7 +55,7 @@ export function createMetricsRecorder(metrics: Metrics): Recorder {
         const labels = { dimension: entry.dimension, allowance: entry.allowance ?? '', tenant: metrics.tenants.label(entry.tenantId) };
         const key = `${labels.dimension}\u0000${labels.allowance}\u0000${labels.tenant}`;
         let sum = sums.get(key);
-        if (!sum) sums.set(key, (sum = { labels, units: { admitted: 0, shed: 0, rejected: 0, unauthenticated: 0, shedMessages: 0, rejectedMessages: 0, hitSeconds: 0 } }));
+        if (!sum) sums.set(key, (sum = { labels, units: { admitted: 0, shed: 0, rejected: 0, unauthenticated: 0, shedMessages: 0, rejectedMessages: 0, hitSeconds: 0, shadowLimited: 0 } }));
         sum.units.admitted += units.admitted;
         sum.units.unauthenticated! += units.unauthenticated;
         sum.units.shed += units.shed;
@@ -61,6 +63,7 @@ export function createMetricsRecorder(metrics: Metrics): Recorder {
         sum.units.shedMessages! += units.shedMessages;
         sum.units.rejectedMessages! += units.rejectedMessages;
         sum.units.hitSeconds += units.hitSeconds;
+        sum.units.shadowLimited! += units.shadowLimited;
       }
       for (const { labels, units } of sums.values()) metrics.addTenantUnits(labels, units);
 

@@ -50,7 +50,7 @@ describe('governance CLI', () => {
   });
 
   it('prints help for the whole CLI and for every command, exit 0', async () => {
-    const commands = ['serve', 'migrate', 'projections', 'ledger', 'token', 'ingest-key', 'demo'];
+    const commands = ['serve', 'migrate', 'projections', 'ledger', 'limits', 'token', 'ingest-key', 'demo'];
     const [overall, ...each] = await Promise.all([governance(['--help'], { GOVERNANCE_DATA_DIR: dataDir }), ...commands.map((command) => governance([command, '--help'], { GOVERNANCE_DATA_DIR: dataDir }))]);
     expect(overall.code).toBe(0);
     for (const command of commands) expect(overall.stdout).toContain(`  ${command}`);

@@ -17,6 +17,7 @@ interface TenantData {
     overLimitPolicy: string;
     overrides: Array<{ dimension: string; expiresAt: string | null; value: LimitValue }>;
     cascade: CascadeDimension[];
+    effectiveLimits: Array<{ dimension: string; shadow: { value: LimitValue; source: string } | null }>;
     commandBacklog: { undelivered: number; ceiling: number; source: string };
   } | null;
 }
@@ -27,6 +28,7 @@ const TENANT = `query ($id: ID!) {
     id tier { id name } overLimitPolicy
     overrides { dimension expiresAt value ${VALUE} }
     cascade { dimension winner reason value ${VALUE} levels { source unusable value ${VALUE} } }
+    effectiveLimits { dimension shadow { source value ${VALUE} } }
     commandBacklog { undelivered ceiling source }
   }
 }`;
@@ -40,6 +42,7 @@ export function TenantPage({ viewer, tenantId }: { viewer: Viewer; tenantId: str
   if (loaded.data && !tenant) return <p role="alert" class="error">No tenant {tenantId} is registered.</p>;
   if (!tenant) return <p class="loading">Loading…</p>;
   const overrideOf = (dimension: string) => tenant.overrides.find((each) => each.dimension === dimension);
+  const shadowOf = (dimension: string) => tenant.effectiveLimits.find((each) => each.dimension === dimension)?.shadow ?? null;
 
   return (
     <section aria-labelledby="tenant-title">
@@ -60,6 +63,7 @@ export function TenantPage({ viewer, tenantId }: { viewer: Viewer; tenantId: str
                 <th scope="col">{SOURCE_WORDS[level]}</th>
               ))}
               <th scope="col">In force</th>
+              <th scope="col">Shadow (not enforced)</th>
               <th scope="col">Why</th>
             </tr>
           </thead>
@@ -78,12 +82,27 @@ export function TenantPage({ viewer, tenantId }: { viewer: Viewer; tenantId: str
                 <td>
                   <strong>{formatLimit(row.value)}</strong>
                 </td>
+                <td class="shadow">
+                  {shadowOf(row.dimension) ? (
+                    <>
+                      {formatLimit(shadowOf(row.dimension)!.value)} <span class="badge">shadow, {SOURCE_WORDS[shadowOf(row.dimension)!.source]}</span>
+                    </>
+                  ) : (
+                    '–'
+                  )}
+                </td>
                 <td class="why">{row.reason}</td>
               </tr>
             ))}
           </tbody>
         </table>
       </div>
+      {tenant.effectiveLimits.some((each) => each.shadow) && (
+        <p>
+          A shadow limit is decided beside the one in force and refuses nothing: what it would have refused shows as shadow-limited in the{' '}
+          <a href={`#/trends?tenant=${encodeURIComponent(tenant.id)}`}>trends</a>, until an operator promotes it.
+        </p>
+      )}
       {canEdit(viewer) && <OverrideForm tenantId={tenant.id} overrides={tenant.overrides} onSaved={loaded.reload} />}
       {canEdit(viewer) && <PolicyForm tenantId={tenant.id} policy={tenant.overLimitPolicy} onSaved={loaded.reload} />}
       <h2>Command backlog</h2>
@@ -106,6 +125,7 @@ function OverrideForm({ tenantId, overrides, onSaved }: { tenantId: string; over
   const [burst, setBurst] = useState('');
   const [reason, setReason] = useState('');
   const [expiresAt, setExpiresAt] = useState('');
+  const [mode, setMode] = useState('ENFORCE');
   const [message, setMessage] = useState<string>();
   const isCeiling = dimension === 'UNDELIVERED_COMMANDS';
   const hasBurst = !isCeiling && dimension !== 'API_REQUESTS';
@@ -119,8 +139,15 @@ function OverrideForm({ tenantId, overrides, onSaved }: { tenantId: string; over
       reason,
       ...(isCeiling ? { ceiling: number(value) } : { ratePerSecond: number(value), ...(hasBurst && burst ? { burst: number(burst) } : {}) }),
       ...(expiresAt ? { expiresAt: new Date(expiresAt).toISOString() } : {}),
+      ...(hasBurst && mode === 'SHADOW' ? { mode } : {}),
     };
     const payload = await mutate('setTenantOverride', input, 'SetTenantOverrideInput');
+    setMessage(describePayload(payload));
+    if (payload.__typename === 'Applied') onSaved();
+  }
+
+  async function promote() {
+    const payload = await mutate('promoteShadowLimit', { tenantId, dimension, reason: reason.trim() || 'shadow promoted' }, 'PromoteShadowLimitInput');
     setMessage(describePayload(payload));
     if (payload.__typename === 'Applied') onSaved();
   }
@@ -155,6 +182,15 @@ function OverrideForm({ tenantId, overrides, onSaved }: { tenantId: string; over
           <input id="override-burst" inputMode="numeric" pattern="[0-9]*" value={burst} onInput={(event) => setBurst(event.currentTarget.value)} />
         </>
       )}
+      {hasBurst && (
+        <>
+          <label for="override-mode">Mode</label>
+          <select id="override-mode" value={mode} onChange={(event) => setMode(event.currentTarget.value)}>
+            <option value="ENFORCE">Enforce: refuse over it</option>
+            <option value="SHADOW">Shadow: count what it would refuse, refuse nothing</option>
+          </select>
+        </>
+      )}
       <label for="override-reason">Reason (required)</label>
       <input id="override-reason" required value={reason} onInput={(event) => setReason(event.currentTarget.value)} />
       <label for="override-expires">Expires (optional, your local time)</label>
@@ -164,6 +200,11 @@ function OverrideForm({ tenantId, overrides, onSaved }: { tenantId: string; over
         <button type="button" onClick={clear}>
           Clear override
         </button>
+        {hasBurst && (
+          <button type="button" onClick={promote}>
+            Enforce the shadow override
+          </button>
+        )}
       </div>
       {message && <p role="status">{message}</p>}
     </form>

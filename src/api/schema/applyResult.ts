@@ -65,6 +65,7 @@ export const CONTROL_PLANE_ERRORS = {
   assignTenantTier: [...ALWAYS, UnknownTenant, UnknownTier],
   setTenantOverride: [...ALWAYS, InvalidLimit, UnknownTenant],
   clearTenantOverride: [...ALWAYS, UnknownTenant],
+  promoteShadowLimit: [...ALWAYS, UnknownTier, UnknownTenant],
   setTierDefaultModel: [...ALWAYS, UnknownTier],
   assignTenantModel: [...ALWAYS, UnknownTenant],
   setTenantBranding: [...ALWAYS, UnknownTenant],

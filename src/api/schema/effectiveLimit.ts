@@ -2,8 +2,19 @@ import { builder } from '../builder.ts';
 import { tenantLimitsAt, type TenantLimit } from '../readModels.ts';
 import { NotRegisteredAtError, UnknownTenantError } from '../queryErrors.ts';
 import type { ApiContext } from '../context.ts';
-import { DimensionEnum, LimitSourceEnum } from './enums.ts';
+import { DimensionEnum, LimitModeEnum, LimitSourceEnum } from './enums.ts';
 import { LimitValueType } from './limitValue.ts';
+
+type Shadow = NonNullable<TenantLimit['shadow']>;
+
+const ShadowLimitType = builder.objectRef<Shadow>('ShadowLimit').implement({
+  description: 'A limit set with mode SHADOW: decided beside the enforced one, refusing nothing; what it would have refused is counted.',
+  fields: (t) => ({
+    value: t.field({ type: LimitValueType, resolve: (shadow) => shadow.value }),
+    source: t.field({ type: LimitSourceEnum, description: 'The level whose shadow it is (TENANT_OVERRIDE or TIER).', resolve: (shadow) => shadow.source }),
+    mode: t.field({ type: LimitModeEnum, resolve: () => 'SHADOW' as const }),
+  }),
+});
 
 export const EffectiveLimitType = builder.objectRef<TenantLimit>('EffectiveLimit').implement({
   description: 'The limit in force for one dimension, and the level of the cascade that supplied it.',
@@ -12,6 +23,13 @@ export const EffectiveLimitType = builder.objectRef<TenantLimit>('EffectiveLimit
     value: t.field({ type: LimitValueType, resolve: (limit) => limit.value }),
     source: t.field({ type: LimitSourceEnum, resolve: (limit) => limit.source }),
     tierId: t.id({ nullable: true, resolve: (limit) => limit.tierId }),
+    mode: t.field({ type: LimitModeEnum, description: 'ENFORCE: value is the limit in force.', resolve: () => 'ENFORCE' as const }),
+    shadow: t.field({
+      type: ShadowLimitType,
+      nullable: true,
+      description: 'The shadow limit watching this dimension beside the enforced one (promoteShadowLimit enforces it); null when none.',
+      resolve: (limit) => limit.shadow ?? null,
+    }),
   }),
 });
 

@@ -11,4 +11,9 @@ export const LimitSourceEnum = builder.enumType('LimitSource', {
   values: ['TENANT_OVERRIDE', 'TIER', 'PLATFORM_DEFAULT', 'SHIPPED_DEFAULT'] as const,
 });
 
+export const LimitModeEnum = builder.enumType('LimitMode', {
+  description: 'How a limit acts: ENFORCE refuses over it; SHADOW is decided beside the enforced limit and refuses nothing, counting what it would have refused (TrendPoint.shadowLimited, governance_shadow_limited_units_total) until promoteShadowLimit enforces it.',
+  values: ['ENFORCE', 'SHADOW'] as const,
+});
+
 export const TrendBucketEnum = builder.enumType('TrendBucket', { values: TREND_BUCKETS });

@@ -15,6 +15,7 @@ import './tenantSettings.ts';
 import './limitHistory.ts';
 import './effectiveLimitTimeline.ts';
 import './trends.ts';
+import './limitChangePreview.ts';
 import './limitMutations.ts';
 import './limitChangeRequests.ts';
 import './settingMutations.ts';

@@ -4,7 +4,7 @@ import { isLimitHistoryPosition, limitHistory, type LimitChange } from '../../co
 import { decodeCursor, pageSize, toConnection } from '../paging.ts';
 import { Forbidden } from './errorClasses.ts';
 import { canAuditTenant, canReadEverything } from '../auth/roles.ts';
-import { DimensionEnum } from './enums.ts';
+import { DimensionEnum, LimitModeEnum } from './enums.ts';
 import { LimitValueType } from './limitValue.ts';
 
 export const LimitChangeType = builder.objectRef<LimitChange>('LimitChange').implement({
@@ -14,7 +14,10 @@ export const LimitChangeType = builder.objectRef<LimitChange>('LimitChange').imp
     at: t.field({ type: 'DateTime', resolve: (change) => change.at }),
     actor: t.exposeString('actor'),
     reason: t.exposeString('reason', { nullable: true }),
-    kind: t.exposeString('kind', { description: 'What changed, e.g. OVERRIDE_SET, TIER_LIMIT_CLEARED, OVERRIDE_EXPIRED.' }),
+    kind: t.exposeString('kind', {
+      description: 'What changed, e.g. OVERRIDE_SET, TIER_LIMIT_CLEARED, OVERRIDE_EXPIRED; TIER_SHADOW_LIMIT_SET and OVERRIDE_SHADOW_SET for a shadow limit, *_SHADOW_*_PROMOTED when one was made enforced.',
+    }),
+    mode: t.field({ type: LimitModeEnum, description: 'SHADOW: a shadow limit was set (previous and value are shadow limits).', resolve: (change) => change.mode }),
     tenantId: t.exposeID('tenantId', { nullable: true }),
     tierId: t.exposeID('tierId', { nullable: true }),
     dimension: t.field({ type: DimensionEnum, nullable: true, resolve: (change) => change.dimension }),

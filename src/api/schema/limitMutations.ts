@@ -7,7 +7,7 @@ import type { ApiContext } from '../context.ts';
 import { AppliedType, CONTROL_PLANE_ERRORS } from './applyResult.ts';
 import { LIMIT_CHANGE_COMMANDS, type LimitChangeResult } from '../../control-plane/index.ts';
 import { LIMIT_CHANGE_OUTCOMES, limitChangeOutcome } from './limitChangeRequests.ts';
-import { DimensionEnum } from './enums.ts';
+import { DimensionEnum, LimitModeEnum } from './enums.ts';
 import { REFUSAL_RULE } from './errors.ts';
 import { DIMENSION_CATALOG, LIMIT_MAX } from '../../governance/index.ts';
 
@@ -25,7 +25,20 @@ const EFFECTIVE_FROM_DESCRIPTION =
   'When the change takes effect; default now. Up to 60 s in the past means now; at most 366 days ahead. A later instant ' +
   'records the change now (ScheduledLimitChange) and applies it at that instant in every replica.';
 
-const SetPlatformDefaultInput = builder.inputType('SetPlatformDefaultInput', {
+const MODE_DESCRIPTION =
+  'ENFORCE (the default) sets the limit in force, keeping any shadow limit of this level; SHADOW sets a shadow limit beside it, decided but never refusing (token-bucket dimensions only), which promoteShadowLimit enforces.';
+
+const PromoteShadowLimitInput = builder.inputType('PromoteShadowLimitInput', {
+  description: "Makes a level's shadow limit its enforced limit: a tier's (tierId) or a tenant override's (tenantId; a reason is then required).",
+  fields: (t) => ({
+    tierId: t.id(),
+    tenantId: t.id(),
+    dimension: t.field({ type: DimensionEnum, required: true }),
+    reason: t.string(),
+  }),
+});
+
+export const SetPlatformDefaultInput = builder.inputType('SetPlatformDefaultInput', {
   fields: (t) => ({
     dimension: t.field({ type: DimensionEnum, required: true }),
     ratePerSecond: t.int(),
@@ -40,10 +53,11 @@ const DefineTierInput = builder.inputType('DefineTierInput', {
   fields: (t) => ({ tierId: t.id({ required: true }), name: t.string({ required: true }) }),
 });
 
-const SetTierLimitInput = builder.inputType('SetTierLimitInput', {
+export const SetTierLimitInput = builder.inputType('SetTierLimitInput', {
   fields: (t) => ({
     tierId: t.id({ required: true }),
     dimension: t.field({ type: DimensionEnum, required: true }),
+    mode: t.field({ type: LimitModeEnum, description: MODE_DESCRIPTION }),
     ratePerSecond: t.int(),
     burst: t.int({ description: BURST_DESCRIPTION }),
     ceiling: t.int(),
@@ -69,10 +83,11 @@ const AssignTenantTierInput = builder.inputType('AssignTenantTierInput', {
   fields: (t) => ({ tenantId: t.id({ required: true }), tierId: t.id({ required: true }), reason: t.string() }),
 });
 
-const SetTenantOverrideInput = builder.inputType('SetTenantOverrideInput', {
+export const SetTenantOverrideInput = builder.inputType('SetTenantOverrideInput', {
   fields: (t) => ({
     tenantId: t.id({ required: true }),
     dimension: t.field({ type: DimensionEnum, required: true }),
+    mode: t.field({ type: LimitModeEnum, description: MODE_DESCRIPTION }),
     ratePerSecond: t.int(),
     burst: t.int({ description: BURST_DESCRIPTION }),
     ceiling: t.int(),
@@ -122,3 +137,4 @@ controlPlaneMutation('registerTenant', RegisterTenantInput);
 controlPlaneMutation('assignTenantTier', AssignTenantTierInput);
 controlPlaneMutation('setTenantOverride', SetTenantOverrideInput);
 controlPlaneMutation('clearTenantOverride', ClearTenantOverrideInput);
+controlPlaneMutation('promoteShadowLimit', PromoteShadowLimitInput);

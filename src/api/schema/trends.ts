@@ -33,6 +33,10 @@ const TrendPointType = builder.objectRef<TrendPoint>('TrendPoint').implement({
     unauthenticated: t.exposeFloat('unauthenticated', { description: UNAUTHENTICATED }),
     unauthenticatedMessages: t.exposeFloat('unauthenticatedMessages', { description: 'Requests answered 401 after their units were charged (see unauthenticated).' }),
     hits: t.exposeInt('hits'),
+    shadowLimited: t.exposeFloat('shadowLimited', {
+      description: 'Units a shadow limit (mode SHADOW) would have refused; it refused none of them (they are in admitted, shed or rejected as the enforced limit decided).',
+    }),
+    shadowLimitedMessages: t.exposeFloat('shadowLimitedMessages', { description: 'Messages (requests) a shadow limit would have refused.' }),
   }),
 });
 

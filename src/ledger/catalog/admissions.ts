@@ -48,6 +48,18 @@ export const ADMISSION_FIELDS = [
   'hitSeconds',
 ] as const satisfies readonly (keyof AdmissionSummary)[];
 
+/**
+ * The columns of a table with what shadow limits (mode SHADOW) would have refused: the Recorder writes these
+ * only for a batch where a shadow limit would have refused something, so tables without shadow limits stay as
+ * they were; readers read every table by these names (a column a table lacks is an absent count, 0).
+ */
+export const SHADOW_ADMISSION_FIELDS = [...ADMISSION_FIELDS, 'shadowLimitedUnits', 'shadowLimitedMessages'] as const satisfies readonly (keyof AdmissionSummary)[];
+
+/** The columns a batch of summaries is written with: SHADOW_ADMISSION_FIELDS when any carries a shadow count. */
+export function admissionFieldsFor(entries: readonly AdmissionSummary[]): readonly (keyof AdmissionSummary & string)[] {
+  return entries.some((entry) => (entry.shadowLimitedUnits ?? 0) > 0 || (entry.shadowLimitedMessages ?? 0) > 0) ? SHADOW_ADMISSION_FIELDS : ADMISSION_FIELDS;
+}
+
 export const UNRESOLVED_FIELDS = ['tenantId', 'dimension', 'cause', 'fromSecond', 'seconds', 'units', 'messages'] as const satisfies readonly (keyof UnresolvedAdmissionSummary)[];
 
 /** One entry as a row of `fields`' values; a field the entry lacks is written as 0 (every optional field is a count). */

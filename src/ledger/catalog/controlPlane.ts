@@ -18,7 +18,7 @@ export interface Branding {
 
 /** A tenant override as it stands: the limit and, when it lapses, the instant it stops applying. */
 export interface OverrideValue {
-  value: LimitValue;
+  value: LimitValue & { shadow?: LimitValue };
   /** ISO 8601; null when it applies until cleared. */
   expiresAt: string | null;
 }
@@ -39,11 +39,24 @@ export interface TierDefinedData {
   name: string;
 }
 
-export interface TierLimitSetData {
+/**
+ * How a tier limit or an override was set: SHADOW (decided beside the enforced limit, refusing nothing) rides in
+ * the level's value as `shadow`, beside the enforced numbers it leaves as they were; `promoted` marks the
+ * change that made a level's shadow its enforced limit (promoteShadowLimit). Absent: an enforced limit set.
+ */
+export interface LimitModeData {
+  mode?: 'ENFORCE' | 'SHADOW';
+  promoted?: boolean;
+}
+
+/** A level's value as stored: the enforced numbers, and the shadow limit set beside them, if any. */
+export type LevelValue = LimitValue & { shadow?: LimitValue };
+
+export interface TierLimitSetData extends LimitModeData {
   tierId: string;
   dimension: Dimension;
-  previous: LimitValue | null;
-  value: LimitValue;
+  previous: LevelValue | null;
+  value: LevelValue;
 }
 
 export interface TierLimitClearedData {
@@ -71,12 +84,12 @@ export interface TenantTierAssignedData {
   tierId: string;
 }
 
-export interface TenantOverrideSetData {
+export interface TenantOverrideSetData extends LimitModeData {
   tenantId: string;
   dimension: Dimension;
   /** The override in force when this one was set (an expired one is not in force). */
   previous: OverrideValue | null;
-  value: LimitValue;
+  value: LevelValue;
   expiresAt: string | null;
 }
 

@@ -28,6 +28,9 @@ export const ADMISSION_TRENDS: RollupFamily = {
     'unauthenticated_units',
     'unauthenticated_messages',
     'hits',
+    // migrations/0150_shadow_limited_trends.sql
+    'shadow_limited_units',
+    'shadow_limited_messages',
   ],
   primaryKey: ['tenant_id', 'dimension', 'bucket_start', 'allowance'],
 };

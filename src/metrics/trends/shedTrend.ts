@@ -35,6 +35,10 @@ export interface TrendPoint {
   unauthenticatedMessages: number;
   /** Seconds in which a limit was hit, summed over the dimension's allowances. */
   hits: number;
+  /** Units a shadow limit (mode SHADOW) would have refused: it refused none of them. */
+  shadowLimited: number;
+  /** Messages (requests) a shadow limit would have refused. */
+  shadowLimitedMessages: number;
 }
 
 export interface ShedTrendQuery {
@@ -62,6 +66,8 @@ interface TrendRow {
   unauthenticated: number;
   unauthenticated_messages: number;
   hits: number;
+  shadow_limited: number;
+  shadow_limited_messages: number;
 }
 
 export async function shedTrend(q: Queryable, query: ShedTrendQuery): Promise<TrendPoint[]> {
@@ -76,7 +82,8 @@ export async function shedTrend(q: Queryable, query: ShedTrendQuery): Promise<Tr
             sum(shed_messages::float8) AS shed_messages, sum(rejected_messages::float8) AS rejected_messages,
             sum(unauthenticated_units::float8) AS unauthenticated,
             sum(unauthenticated_messages::float8) AS unauthenticated_messages,
-            sum(hits::float8) AS hits
+            sum(hits::float8) AS hits, sum(shadow_limited_units::float8) AS shadow_limited,
+            sum(shadow_limited_messages::float8) AS shadow_limited_messages
        FROM ${bucketRows(ADMISSION_TRENDS, bucket)} AS trends
       WHERE tenant_id = $1 AND dimension = $2 AND ($5::text IS NULL OR allowance = $5)
         AND bucket_start >= to_timestamp($3) AND bucket_start < to_timestamp($4)
@@ -99,6 +106,8 @@ export async function shedTrend(q: Queryable, query: ShedTrendQuery): Promise<Tr
       unauthenticated: row.unauthenticated,
       unauthenticatedMessages: row.unauthenticated_messages,
       hits: row.hits,
+      shadowLimited: row.shadow_limited,
+      shadowLimitedMessages: row.shadow_limited_messages,
     }),
   );
   if (!query.fill) return points;
@@ -125,5 +134,7 @@ function emptyPoint(second: number): TrendPoint {
     unauthenticated: 0,
     unauthenticatedMessages: 0,
     hits: 0,
+    shadowLimited: 0,
+    shadowLimitedMessages: 0,
   };
 }

@@ -1,0 +1,103 @@
+// limitChangePreview: what a limit change would have refused over a past range, replayed from the ledger
+// (src/limit-preview). Read-only; operators and auditors may ask.
+import { InvalidPreview, MAX_LISTED_TENANTS, MAX_PREVIEW_DAYS, MAX_PREVIEW_TENANTS, MAX_STEPS_PER_SECOND, previewLimitChange, RECORDED_LATE_SECONDS } from '../../limit-preview/index.ts';
+import type { LimitChangePreview, TenantLimitPreview, WorstMinute } from '../../limit-preview/index.ts';
+import { builder } from '../builder.ts';
+import { GraphQLError } from '../graphql.ts';
+import { badInput } from '../queryErrors.ts';
+import { DimensionEnum, LimitSourceEnum } from './enums.ts';
+import { LimitValueType } from './limitValue.ts';
+import { SetPlatformDefaultInput, SetTenantOverrideInput, SetTierLimitInput } from './limitMutations.ts';
+
+const REPLAY_LIMITS =
+  'A replay of what was recorded, not a forecast: refused traffic that was retried was recorded, and is replayed, once per attempt (counted again); ' +
+  'traffic that was never sent because of a refusal (a client that backed off, a device that gave up) is unknown to the ledger and missing here. ' +
+  `Each second is replayed as its messages, equal in size and evenly spaced (at most ${MAX_STEPS_PER_SECOND} steps a second), so a burst at the start of a second is refused a little less than a real limiter would; ` +
+  `summaries recorded more than ${RECORDED_LATE_SECONDS} s after their second (a backlog drained later) are not read.`;
+
+const WorstMinuteType = builder.objectRef<WorstMinute>('PreviewWorstMinute').implement({
+  description: 'The minute in which the most units would have been refused.',
+  fields: (t) => ({
+    start: t.field({ type: 'DateTime', resolve: (minute) => minute.start }),
+    refusedUnits: t.exposeFloat('refusedUnits'),
+  }),
+});
+
+type Figures = Omit<TenantLimitPreview, 'tenantId' | 'proposedLimit' | 'currentLimit' | 'currentSource'>;
+
+const PreviewFiguresInterface = builder.interfaceRef<Figures>('LimitChangePreviewFigures').implement({
+  description: 'What the proposed limit and the limit in force now would have refused of recorded demand, and what was refused then.',
+  fields: (t) => ({
+    demandUnits: t.exposeFloat('demandUnits', { description: 'Units offered over the range (admitted + shed + rejected), as recorded.' }),
+    demandMessages: t.exposeFloat('demandMessages', { description: 'Messages (requests) offered over the range, as recorded.' }),
+    refusedUnits: t.exposeFloat('refusedUnits', { description: 'Units the proposed limit would have refused.' }),
+    refusedMessages: t.exposeFloat('refusedMessages', { description: 'Messages (requests) the proposed limit would have refused.' }),
+    limitedSeconds: t.exposeInt('limitedSeconds', { description: 'Seconds in which the proposed limit would have refused something (summed over allowances and, in the total, tenants).' }),
+    worstMinute: t.field({ type: WorstMinuteType, nullable: true, resolve: (figures) => figures.worstMinute }),
+    currentRefusedUnits: t.exposeFloat('currentRefusedUnits', { description: 'The same replay under the limit in force now.' }),
+    currentRefusedMessages: t.exposeFloat('currentRefusedMessages'),
+    currentLimitedSeconds: t.exposeInt('currentLimitedSeconds'),
+    currentWorstMinute: t.field({ type: WorstMinuteType, nullable: true, resolve: (figures) => figures.currentWorstMinute }),
+    recordedRefusedUnits: t.exposeFloat('recordedRefusedUnits', { description: 'What the limits in force then refused, as recorded (shed + rejected units).' }),
+    recordedRefusedMessages: t.exposeFloat('recordedRefusedMessages'),
+  }),
+});
+
+const PreviewTotalType = builder.objectRef<Figures>('LimitChangePreviewTotal').implement({
+  description: 'The figures summed over every affected tenant (the worst minute: of the sum).',
+  interfaces: [PreviewFiguresInterface],
+  isTypeOf: (value) => !('tenantId' in (value as object)),
+  fields: () => ({}),
+});
+
+const TenantPreviewType = builder.objectRef<TenantLimitPreview>('TenantLimitPreview').implement({
+  description: 'One affected tenant: its limit now and as proposed, and what each would have refused of its recorded demand.',
+  interfaces: [PreviewFiguresInterface],
+  isTypeOf: (value) => 'tenantId' in (value as object),
+  fields: (t) => ({
+    tenantId: t.exposeID('tenantId'),
+    proposedLimit: t.field({ type: LimitValueType, resolve: (tenant) => tenant.proposedLimit }),
+    currentLimit: t.field({ type: LimitValueType, resolve: (tenant) => tenant.currentLimit }),
+    currentSource: t.field({ type: LimitSourceEnum, resolve: (tenant) => tenant.currentSource }),
+  }),
+});
+
+const LimitChangePreviewType = builder.objectRef<LimitChangePreview>('LimitChangePreview').implement({
+  description: `What a limit change would have refused over a past range: every affected tenant's recorded per-second demand replayed through the proposed limit and through the limit in force now. ${REPLAY_LIMITS}`,
+  fields: (t) => ({
+    dimension: t.field({ type: DimensionEnum, resolve: (preview) => preview.dimension }),
+    from: t.field({ type: 'DateTime', resolve: (preview) => preview.from }),
+    to: t.field({ type: 'DateTime', resolve: (preview) => preview.to }),
+    tenantsAffected: t.exposeInt('tenantsAffected', { description: 'Tenants with recorded demand whose effective limit the change moves; all are in total.' }),
+    total: t.field({ type: PreviewTotalType, resolve: (preview) => preview.total }),
+    tenants: t.field({ type: [TenantPreviewType], description: 'The first affected tenants, most refused units first.', resolve: (preview) => preview.tenants }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  limitChangePreview: t.field({
+    type: LimitChangePreviewType,
+    description:
+      `What a change would have refused: give exactly one of override, tierLimit and platformDefault (the mutation's own input; reason and mode are not read). ` +
+      `from/to default to the last 7 days; at most ${MAX_PREVIEW_DAYS} days and ${MAX_PREVIEW_TENANTS.toLocaleString('en')} tenants with demand (more is refused with TOO_LARGE). ` +
+      `Rate dimensions only. ${REPLAY_LIMITS}`,
+    args: {
+      override: t.arg({ type: SetTenantOverrideInput }),
+      tierLimit: t.arg({ type: SetTierLimitInput }),
+      platformDefault: t.arg({ type: SetPlatformDefaultInput }),
+      from: t.arg({ type: 'DateTime' }),
+      to: t.arg({ type: 'DateTime', description: 'Exclusive; default now.' }),
+      first: t.arg.int({ description: `Tenants listed (default 100, at most ${MAX_LISTED_TENANTS}); total covers all.` }),
+    },
+    authScopes: { readEverything: true },
+    resolve: async (_root, args, context) => {
+      try {
+        return await previewLimitChange(context.db, args);
+      } catch (error) {
+        if (!(error instanceof InvalidPreview)) throw error;
+        if (error.code === 'INVALID_INPUT') throw badInput(error.field, error.message);
+        throw new GraphQLError(error.message, { extensions: { code: error.code, field: error.field } });
+      }
+    },
+  }),
+}));
