@@ -9,5 +9,6 @@ export * from './signingKey.ts';
 export * from './checkpointer.ts';
 export * from './verify.ts';
 export * from './exportLedger.ts';
+export * from './archiveProofs.ts';
 export * from './startVerifiableLedger.ts';
 export * from './commands.ts';

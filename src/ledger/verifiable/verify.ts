@@ -24,7 +24,7 @@ export interface ExportHeader {
 /** One exported leaf: its event, or why there is none, and what the stored tree holds for it. */
 export type ExportLine =
   | { leaf: number; event: LeafEvent; stored?: StoredClaim }
-  | { leaf: number; archived: true; stored: StoredClaim }
+  | { leaf: number; archived: true; day?: string; stored: StoredClaim }
   | { leaf: number; missing: true; stored: StoredClaim };
 
 /** What gl_merkle_leaves holds for a leaf: which event it was hashed from, and the hash. */
@@ -49,7 +49,8 @@ function bad(reason: string, leaf?: number, eventId?: string): Verdict {
   return { ok: false, reason, ...(leaf !== undefined ? { leaf } : {}), ...(eventId !== undefined ? { eventId } : {}) };
 }
 
-function checkEvent(event: LeafEvent): string | undefined {
+/** Why an event cannot be a leaf (a member missing or not in its text form), or undefined. */
+export function checkEvent(event: LeafEvent): string | undefined {
   if (typeof event !== 'object' || event === null) return 'not an event';
   for (const field of ['id', 'stream', 'revision', 'type', 'recordedAt'] as const) {
     if (typeof event[field] !== 'string') return `its ${field} is not text`;
