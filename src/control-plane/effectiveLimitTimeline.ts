@@ -7,6 +7,7 @@ import { resolveEffectiveLimit } from '../governance/index.ts';
 import type { Dimension, LimitSourceLevel, LimitValue } from '../governance/index.ts';
 import { PLATFORM_STREAM, tenantStream, tierStream, type ControlPlaneEvent, formatPosition, type EventStore, type RecordedEvent } from '../ledger/index.ts';
 import type { NotRegisteredAt } from './effectiveLimitsAt.ts';
+import { refOf, type LedgerEventRef } from './sourceEvents.ts';
 import { overrideApplies } from './state.ts';
 import { asControlPlaneEvent, occurredAt, viewOf, OVERRIDE_EXPIRY_ACTOR, OVERRIDE_EXPIRY_REASON } from './view.ts';
 
@@ -34,6 +35,8 @@ export interface EffectiveLimitChange {
   reason: string | null;
   /** Ledger position of the event that caused it (a lapse: of the event that set the override, with :expired). */
   position: string;
+  /** The event that caused it (a lapse: the one that set the override), to prove with ledgerInclusionProof. */
+  sourceEvents: LedgerEventRef[];
 }
 
 interface Candidate {
@@ -42,6 +45,7 @@ interface Candidate {
   actor: string;
   reason: string | null;
   position: string;
+  source: LedgerEventRef;
 }
 
 const CAUSES: Partial<Record<ControlPlaneEvent['type'], TimelineCause>> = {
@@ -96,9 +100,17 @@ export async function effectiveLimitTimeline(
       const eventDimension = (event.data as { dimension?: Dimension }).dimension;
       if (eventDimension !== undefined && eventDimension !== dimension) continue;
       const position = formatPosition(stored.position);
-      candidates.push({ at: occurredAt(stored), cause, actor: stored.metadata.actor ?? 'unknown', reason: stored.metadata.reason ?? null, position });
+      const source = refOf(stored);
+      candidates.push({ at: occurredAt(stored), cause, actor: stored.metadata.actor ?? 'unknown', reason: stored.metadata.reason ?? null, position, source });
       if (event.type === 'TenantOverrideSet' && event.data.expiresAt !== null) {
-        candidates.push({ at: new Date(event.data.expiresAt), cause: 'OVERRIDE_EXPIRED', actor: OVERRIDE_EXPIRY_ACTOR, reason: OVERRIDE_EXPIRY_REASON, position: `${position}:expired` });
+        candidates.push({
+          at: new Date(event.data.expiresAt),
+          cause: 'OVERRIDE_EXPIRED',
+          actor: OVERRIDE_EXPIRY_ACTOR,
+          reason: OVERRIDE_EXPIRY_REASON,
+          position: `${position}:expired`,
+          source,
+        });
       }
     }
   }
@@ -125,6 +137,7 @@ export async function effectiveLimitTimeline(
       actor: candidate.actor,
       reason: candidate.reason,
       position: candidate.position,
+      sourceEvents: [candidate.source],
     });
   }
   return changes;

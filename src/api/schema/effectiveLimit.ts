@@ -4,6 +4,7 @@ import { NotRegisteredAtError, UnknownTenantError } from '../queryErrors.ts';
 import type { ApiContext } from '../context.ts';
 import { DimensionEnum, LimitSourceEnum } from './enums.ts';
 import { LimitValueType } from './limitValue.ts';
+import { LedgerEventRefType } from './ledgerEventRef.ts';
 
 export const EffectiveLimitType = builder.objectRef<TenantLimit>('EffectiveLimit').implement({
   description: 'The limit in force for one dimension, and the level of the cascade that supplied it.',
@@ -12,6 +13,13 @@ export const EffectiveLimitType = builder.objectRef<TenantLimit>('EffectiveLimit
     value: t.field({ type: LimitValueType, resolve: (limit) => limit.value }),
     source: t.field({ type: LimitSourceEnum, resolve: (limit) => limit.source }),
     tierId: t.id({ nullable: true, resolve: (limit) => limit.tierId }),
+    sourceEvents: t.field({
+      type: [LedgerEventRefType],
+      nullable: true,
+      description:
+        'effectiveLimitsAt only (null elsewhere): the ledger events that decide it, to prove with ledgerInclusionProof: the tenant’s registration or last tier assignment, and the event that set the winning level’s value (none for the shipped default).',
+      resolve: (limit) => limit.sourceEvents ?? null,
+    }),
   }),
 });
 

@@ -5,6 +5,7 @@ import { UnknownTenantError } from '../queryErrors.ts';
 import { effectiveLimitTimeline, type EffectiveLimitChange } from '../../control-plane/index.ts';
 import { DimensionEnum, LimitSourceEnum } from './enums.ts';
 import { LimitValueType } from './limitValue.ts';
+import { LedgerEventRefType } from './ledgerEventRef.ts';
 
 const EffectiveLimitCauseEnum = builder.enumType('EffectiveLimitCause', {
   description: 'The event that moved a tenant’s effective limit.',
@@ -33,6 +34,11 @@ const EffectiveLimitChangeType = builder.objectRef<EffectiveLimitChange>('Effect
     actor: t.exposeString('actor', { description: 'Who caused it; a lapse names system:override-expiry.' }),
     reason: t.exposeString('reason', { nullable: true }),
     position: t.exposeString('position', { description: 'Ledger position of the causing event (a lapse adds :expired).' }),
+    sourceEvents: t.field({
+      type: [LedgerEventRefType],
+      description: 'The event that caused it (a lapse: the one that set the override), to prove with ledgerInclusionProof.',
+      resolve: (change) => change.sourceEvents,
+    }),
   }),
 });
 

@@ -10,5 +10,6 @@ export * from './checkpointer.ts';
 export * from './verify.ts';
 export * from './exportLedger.ts';
 export * from './archiveProofs.ts';
+export * from './eventRefs.ts';
 export * from './startVerifiableLedger.ts';
 export * from './commands.ts';
