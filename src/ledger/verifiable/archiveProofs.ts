@@ -6,11 +6,11 @@ import { open as openFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Queryable } from '../../db/db.ts';
 import { ArchiveDamaged, readArchiveLines, verifyArchive, type ArchiveLine } from '../retention/archiveFile.ts';
-import { leafHash, type LeafEvent } from './leaf.ts';
+import { checkEvent, leafHash, type LeafEvent } from './leaf.ts';
 import { inclusionProofRanges, verifyInclusion } from './merkle.ts';
 import { verifyCheckpoint, type VerifierKey } from './signedNote.ts';
 import { storedRangeHashes } from './treeStore.ts';
-import { checkEvent, type ExportLine, type Verdict } from './verify.ts';
+import type { ExportLine, Verdict } from './verify.ts';
 
 /** RFC 9162 inclusion proofs (hex) of `leaves` in the tree of `treeSize`, read from the stored nodes in one pass. */
 export async function storedInclusionProofs(db: Queryable, leaves: readonly number[], treeSize: number): Promise<string[][]> {

@@ -11,5 +11,6 @@ export * from './verify.ts';
 export * from './exportLedger.ts';
 export * from './archiveProofs.ts';
 export * from './eventRefs.ts';
+export { defaultLeafHashers } from './leafHashers.ts';
 export * from './startVerifiableLedger.ts';
 export * from './commands.ts';
