@@ -24,7 +24,12 @@ const REQUIRE_FOR_COMMONJS = "import { createRequire as __createRequireForCommon
 rmSync(SERVICE_BUNDLE_DIR, { recursive: true, force: true });
 const result = await build({
   // The projection worker thread's module (projections/workerProjections.ts names it) shares the service's chunks.
-  entryPoints: { cli: packagePath('dist', 'src', 'cli.js'), 'projection-worker': packagePath('dist', 'projections', 'worker.js') },
+  entryPoints: {
+    cli: packagePath('dist', 'src', 'cli.js'),
+    'projection-worker': packagePath('dist', 'projections', 'worker.js'),
+    // The verifier's leaf hashing threads (src/ledger/verifiable/leafHashers.ts names it).
+    'leaf-hash-worker': packagePath('dist', 'src', 'ledger', 'verifiable', 'leafHashWorker.js'),
+  },
   outdir: SERVICE_BUNDLE_DIR,
   bundle: true,
   splitting: true,

@@ -7,7 +7,7 @@ import { acceptLimit, DIMENSIONS } from '../governance/index.ts';
 import type { Dimension, EffectiveLimit, LimitValue } from '../governance/index.ts';
 import type { EventStore } from '../ledger/index.ts';
 import { effectiveLimitsAt, limitHistory, listTiers, loadEffectiveLimits, loadOverrides } from '../control-plane/index.ts';
-import type { LimitChange, NotRegisteredAt, TenantEffectiveLimits } from '../control-plane/index.ts';
+import type { LedgerEventRef, LimitChange, NotRegisteredAt, TenantEffectiveLimits } from '../control-plane/index.ts';
 
 export interface TierRecord {
   tierId: string;
@@ -26,6 +26,8 @@ export interface TenantLimit extends EffectiveLimit {
   tierId: string | null;
   /** Whose limit it is (EffectiveLimit.pending lists the changes requested for it). */
   tenantId?: string;
+  /** effectiveLimitsAt only: the ledger events that decide it. */
+  sourceEvents?: LedgerEventRef[];
 }
 
 function withTier({ tenantId, tierId, limits }: TenantEffectiveLimits): TenantLimit[] {
@@ -70,7 +72,8 @@ export async function loadTenantLimits(q: Queryable, tenantIds: readonly string[
 /** NotRegisteredAt: the tenant was not registered at that instant (it was later, or never). */
 export async function tenantLimitsAt(sources: { store: EventStore }, tenantId: string, at: Date): Promise<TenantLimit[] | NotRegisteredAt> {
   const limits = await effectiveLimitsAt(sources.store, tenantId, at);
-  return 'notRegistered' in limits ? limits : withTier(limits);
+  if ('notRegistered' in limits) return limits;
+  return withTier(limits).map((limit) => ({ ...limit, sourceEvents: limits.sourceEvents[limit.dimension] ?? [] }));
 }
 
 /**

@@ -9,6 +9,7 @@ import { PLATFORM_STREAM, tenantStream, tierStream, type ControlPlaneEvent, form
 import type { NotRegisteredAt } from './effectiveLimitsAt.ts';
 
 type StreamEventLike = Pick<RecordedEvent, 'stream' | 'type' | 'data' | 'metadata' | 'recordedAt' | 'position'>;
+import { refOf, type LedgerEventRef } from './sourceEvents.ts';
 import { overrideApplies } from './state.ts';
 import { asControlPlaneEvent, occurredAt, viewOf, OVERRIDE_EXPIRY_ACTOR, OVERRIDE_EXPIRY_REASON } from './view.ts';
 
@@ -39,6 +40,8 @@ export interface EffectiveLimitChange {
   /** A requested change not yet in force (scheduled, or waiting for approval): what it will do at its instant. */
   pending: boolean;
   changeId: string | null;
+  /** The event that caused it (a lapse: the one that set the override), to prove with ledgerInclusionProof; none for a pending change (not yet in the ledger). */
+  sourceEvents: LedgerEventRef[];
 }
 
 /** A requested change not yet in force, to be shown at its instant (change-requests/requestRecords.ts). */
@@ -57,6 +60,7 @@ interface Candidate {
   reason: string | null;
   position: string;
   changeId?: string;
+  source?: LedgerEventRef;
 }
 
 const CAUSES: Partial<Record<ControlPlaneEvent['type'], TimelineCause>> = {
@@ -133,9 +137,16 @@ export async function effectiveLimitTimeline(
       if (eventDimension !== undefined && eventDimension !== dimension) continue;
       const changeId = requested.some((each) => each.event === stored) ? String(stored.metadata.changeId) : undefined;
       const position = changeId ? `request:${changeId}` : formatPosition(stored.position);
-      candidates.push({ at: occurredAt(stored), cause, actor: stored.metadata.actor ?? 'unknown', reason: stored.metadata.reason ?? null, position, ...(changeId ? { changeId } : {}) });
+      candidates.push({ at: occurredAt(stored), cause, actor: stored.metadata.actor ?? 'unknown', reason: stored.metadata.reason ?? null, position, ...(changeId ? { changeId } : { source: refOf(stored) }) });
       if (event.type === 'TenantOverrideSet' && event.data.expiresAt !== null) {
-        candidates.push({ at: new Date(event.data.expiresAt), cause: 'OVERRIDE_EXPIRED', actor: OVERRIDE_EXPIRY_ACTOR, reason: OVERRIDE_EXPIRY_REASON, position: `${position}:expired` });
+        candidates.push({
+          at: new Date(event.data.expiresAt),
+          cause: 'OVERRIDE_EXPIRED',
+          actor: OVERRIDE_EXPIRY_ACTOR,
+          reason: OVERRIDE_EXPIRY_REASON,
+          position: `${position}:expired`,
+          ...(changeId ? { changeId } : { source: refOf(stored) }),
+        });
       }
     }
   }
@@ -164,6 +175,7 @@ export async function effectiveLimitTimeline(
       position: candidate.position,
       pending: candidate.changeId !== undefined,
       changeId: candidate.changeId ?? null,
+      sourceEvents: candidate.source ? [candidate.source] : [],
     });
   }
   return changes;

@@ -8,6 +8,7 @@ import { PLATFORM_STREAM, tenantStream, tierStream } from '../ledger/index.ts';
 import type { EventStore, RecordedEvent } from '../ledger/index.ts';
 import type { TenantEffectiveLimits } from './effectiveLimits.ts';
 import { overrideApplies } from './state.ts';
+import { decidingEvents, type LedgerEventRef } from './sourceEvents.ts';
 import { occurredAt, viewOf } from './view.ts';
 
 /** Why there are no limits for that instant: the tenant was registered only later, or never. */
@@ -17,7 +18,12 @@ export interface NotRegisteredAt {
   registeredAt: Date | null;
 }
 
-export async function effectiveLimitsAt(store: EventStore, tenantId: string, at: Date): Promise<TenantEffectiveLimits | NotRegisteredAt> {
+/** Each limit names the ledger events that decide it (sourceEvents.ts), so an auditor can prove them. */
+export interface TenantEffectiveLimitsAt extends TenantEffectiveLimits {
+  sourceEvents: Partial<Record<Dimension, LedgerEventRef[]>>;
+}
+
+export async function effectiveLimitsAt(store: EventStore, tenantId: string, at: Date): Promise<TenantEffectiveLimitsAt | NotRegisteredAt> {
   const tenantEvents = await store.readStream(tenantStream(tenantId));
   const tenant = viewOf(new Map([[tenantStream(tenantId), tenantEvents]]), at).tenant(tenantId);
   if (!tenant) {
@@ -37,5 +43,11 @@ export async function effectiveLimitsAt(store: EventStore, tenantId: string, at:
       platformDefault: view.platform.defaults[dimension],
     };
   }
-  return { tenantId, tierId: tenant.tierId, limits: resolveEffectiveLimits(levels) };
+  streams.set(tenantStream(tenantId), tenantEvents);
+  const limits = resolveEffectiveLimits(levels);
+  const sourceEvents: TenantEffectiveLimitsAt['sourceEvents'] = {};
+  for (const limit of limits) {
+    sourceEvents[limit.dimension] = decidingEvents(streams, { tenantId, tierId: tenant.tierId, dimension: limit.dimension, source: limit.source, at });
+  }
+  return { tenantId, tierId: tenant.tierId, limits, sourceEvents };
 }

@@ -9,6 +9,7 @@ export * from './effectiveLimitTimeline.ts';
 export * from './explainCascade.ts';
 export * from './limitChanges.ts';
 export * from './limitHistory.ts';
+export * from './sourceEvents.ts';
 export * from './listTiers.ts';
 export * from './tenantRecords.ts';
 export * from './view.ts';

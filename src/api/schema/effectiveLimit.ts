@@ -4,6 +4,7 @@ import { NotRegisteredAtError, UnknownTenantError } from '../queryErrors.ts';
 import type { ApiContext } from '../context.ts';
 import { DimensionEnum, LimitModeEnum, LimitSourceEnum } from './enums.ts';
 import { LimitValueType } from './limitValue.ts';
+import { LedgerEventRefType } from './ledgerEventRef.ts';
 
 type Shadow = NonNullable<TenantLimit['shadow']>;
 
@@ -29,6 +30,13 @@ export const EffectiveLimitType = builder.objectRef<TenantLimit>('EffectiveLimit
       nullable: true,
       description: 'The shadow limit watching this dimension beside the enforced one (promoteShadowLimit enforces it); null when none.',
       resolve: (limit) => limit.shadow ?? null,
+    }),
+    sourceEvents: t.field({
+      type: [LedgerEventRefType],
+      nullable: true,
+      description:
+        'effectiveLimitsAt only (null elsewhere): the ledger events that decide it, to prove with ledgerInclusionProof: the tenant’s registration or last tier assignment, and the event that set the winning level’s value (none for the shipped default).',
+      resolve: (limit) => limit.sourceEvents ?? null,
     }),
   }),
 });

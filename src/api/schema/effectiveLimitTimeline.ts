@@ -5,6 +5,7 @@ import { UnknownTenantError } from '../queryErrors.ts';
 import { effectiveLimitTimeline, instantOf, listLimitChangeRequests, type EffectiveLimitChange } from '../../control-plane/index.ts';
 import { DimensionEnum, LimitSourceEnum } from './enums.ts';
 import { LimitValueType } from './limitValue.ts';
+import { LedgerEventRefType } from './ledgerEventRef.ts';
 
 const EffectiveLimitCauseEnum = builder.enumType('EffectiveLimitCause', {
   description: 'The event that moved a tenant’s effective limit.',
@@ -37,6 +38,11 @@ const EffectiveLimitChangeType = builder.objectRef<EffectiveLimitChange>('Effect
       description: 'A requested change not yet in force (scheduled, or waiting for approval): what it will do at its instant, if nothing else changes first.',
     }),
     changeId: t.exposeID('changeId', { nullable: true, description: 'The request of a pending change (limitChangeRequests).' }),
+    sourceEvents: t.field({
+      type: [LedgerEventRefType],
+      description: 'The event that caused it (a lapse: the one that set the override), to prove with ledgerInclusionProof.',
+      resolve: (change) => change.sourceEvents,
+    }),
   }),
 });
 

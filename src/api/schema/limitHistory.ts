@@ -6,6 +6,7 @@ import { Forbidden } from './errorClasses.ts';
 import { canAuditTenant, canReadEverything } from '../auth/roles.ts';
 import { DimensionEnum, LimitModeEnum } from './enums.ts';
 import { LimitValueType } from './limitValue.ts';
+import { eventRefsAtPositions, LedgerEventRefType } from './ledgerEventRef.ts';
 
 export const LimitChangeType = builder.objectRef<LimitChange>('LimitChange').implement({
   description: 'One change to a limit or to what a tenant inherits, as the ledger recorded it.',
@@ -27,6 +28,12 @@ export const LimitChangeType = builder.objectRef<LimitChange>('LimitChange').imp
     expiresAt: t.field({ type: 'DateTime', nullable: true, description: 'For overrides: when it lapses (or lapsed).', resolve: (change) => change.expiresAt }),
     previousPolicy: t.exposeString('previousPolicy', { nullable: true, description: 'OVER_LIMIT_POLICY_SET only.' }),
     policy: t.exposeString('policy', { nullable: true, description: 'OVER_LIMIT_POLICY_SET only.' }),
+    sourceEvents: t.loadableList({
+      type: LedgerEventRefType,
+      description: 'The ledger event it was folded from (a lapse: the one that set the override); empty where the ledger is not PostgreSQL.',
+      load: (positions: string[], context) => eventRefsAtPositions(context.db, positions),
+      resolve: (change) => change.position,
+    }),
   }),
 });
 

@@ -28,10 +28,15 @@ export interface ArchiveManifest {
   first: string | null;
   last: string | null;
   archivedAt: string;
+  /**
+   * The signed checkpoint (C2SP signed note) every line's `inclusionProof` leads to, when the ledger keeps its
+   * Merkle tree (docs/verifiable-ledger.md, "Archived days"). Absent in archives of a ledger without one.
+   */
+  checkpoint?: string;
 }
 
 /** One line of the file. 64-bit numbers are strings, so nothing passes through a JavaScript number. */
-interface ArchiveLine {
+export interface ArchiveLine {
   id: string;
   stream: string;
   revision: string;
@@ -40,6 +45,9 @@ interface ArchiveLine {
   data: unknown;
   metadata: EventMetadata;
   recordedAt: string;
+  /** The event's leaf in the ledger's Merkle tree, and its RFC 9162 inclusion proof (hex) to the manifest's checkpoint. */
+  leaf?: number;
+  inclusionProof?: string[];
 }
 
 export function archiveFileName(stream: string, day: string): string {
@@ -66,8 +74,9 @@ export async function writeArchive(
   stream: string,
   day: string,
   pages: AsyncIterable<{ text: string; lines: number; first: Position; last: Position }>,
-  now: () => number = Date.now,
+  options: { now?: () => number; checkpoint?: string | undefined } = {},
 ): Promise<WrittenArchive> {
+  const now = options.now ?? Date.now;
   await mkdir(dir, { recursive: true });
   const name = archiveFileName(stream, day);
   const file = path.join(dir, name);
@@ -110,6 +119,7 @@ export async function writeArchive(
     first: first ? formatPosition(first) : null,
     last: last ? formatPosition(last) : null,
     archivedAt: new Date(now()).toISOString(),
+    ...(options.checkpoint !== undefined ? { checkpoint: options.checkpoint } : {}),
   };
   const manifestFile = manifestPathOf(file);
   const manifestPartial = `${manifestFile}.${randomBytes(4).toString('hex')}.partial`;
@@ -175,8 +185,8 @@ function archiveLines(file: string): AsyncIterable<string> {
   return createInterface({ input: gunzip, crlfDelay: Infinity });
 }
 
-/** The events of an archive file, in the order they were in the ledger, as the ledger's readers gave them. */
-export async function* readArchive(file: string): AsyncGenerator<RecordedEvent> {
+/** The lines of an archive file as written, each parsed, with its line number; ArchiveDamaged on one that is not JSON. */
+export async function* readArchiveLines(file: string): AsyncGenerator<{ number: number; line: ArchiveLine }> {
   let number = 0;
   for await (const text of archiveLines(file)) {
     number++;
@@ -187,6 +197,13 @@ export async function* readArchive(file: string): AsyncGenerator<RecordedEvent> 
     } catch (error) {
       throw new ArchiveDamaged(file, `line ${number} is not JSON (${(error as Error).message})`);
     }
+    yield { number, line };
+  }
+}
+
+/** The events of an archive file, in the order they were in the ledger, as the ledger's readers gave them. */
+export async function* readArchive(file: string): AsyncGenerator<RecordedEvent> {
+  for await (const { number, line } of readArchiveLines(file)) {
     const position = parsePosition(`${line.position?.commit}:${line.position?.prepare}`);
     if (!position || typeof line.id !== 'string' || typeof line.type !== 'string') throw new ArchiveDamaged(file, `line ${number} is not an archived event`);
     yield {

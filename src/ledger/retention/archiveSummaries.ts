@@ -19,6 +19,9 @@ import {
   type SummaryPartition,
 } from '../postgres/summaryPartitions.ts';
 import { verifyArchive, writeArchive, type ArchiveManifest } from './archiveFile.ts';
+import { storedInclusionProofs } from '../verifiable/archiveProofs.ts';
+import { latestCheckpoint } from '../verifiable/checkpointer.ts';
+import { MERKLE_TREE_READER } from '../verifiable/treeStore.ts';
 
 const run = promisify(execFile);
 
@@ -107,7 +110,25 @@ async function archiveDay(db: Db, partition: SummaryPartition, options: ArchiveO
     const behind = await projectionsBehind(db, options.projections, last);
     if (behind.length > 0) return { day, reason: `not yet applied by ${behind.join(', ')}` };
   }
-  const written = await writeArchive(options.dir, SUMMARY_STREAM, day, exportPages(db, table, options.pageSize ?? 1_000), now);
+  // With the ledger's Merkle tree among the readers, every line carries its leaf's inclusion proof against a
+  // signed checkpoint covering the whole day, so the day stays provable once it has left the database.
+  let checkpoint: { note: string; treeSize: number } | undefined;
+  if (last && options.projections.some((each) => each.name === MERKLE_TREE_READER.name)) {
+    const lastLeaf = await leafOf(db, last.eventId);
+    if (lastLeaf === undefined) return { day, reason: 'the Merkle tree has no leaf for the day\'s last event yet; tried again next time' };
+    checkpoint = await latestCheckpoint(db);
+    if (!checkpoint || checkpoint.treeSize <= lastLeaf) return { day, reason: `no signed checkpoint covers the day's last leaf (${lastLeaf}) yet; tried again next time` };
+  }
+  let written;
+  try {
+    written = await writeArchive(options.dir, SUMMARY_STREAM, day, exportPages(db, table, options.pageSize ?? 1_000, checkpoint?.treeSize), {
+      now,
+      checkpoint: checkpoint?.note,
+    });
+  } catch (error) {
+    if (error instanceof DayNotInTree) return { day, reason: error.message };
+    throw error;
+  }
   const manifest = await verifyArchive(written.file);
   if (options.command) {
     try {
@@ -148,11 +169,21 @@ async function archiveDay(db: Db, partition: SummaryPartition, options: ArchiveO
 }
 
 /** The last event of the partition in the global order. */
-async function lastPosition(db: Queryable, table: string): Promise<Position | undefined> {
-  const { rows } = await db.query<{ tx_id: bigint; global_position: bigint }>(
-    `SELECT tx_id, global_position FROM ${table} ORDER BY tx_id DESC, global_position DESC LIMIT 1`,
+async function lastPosition(db: Queryable, table: string): Promise<(Position & { eventId: string }) | undefined> {
+  const { rows } = await db.query<{ tx_id: bigint; global_position: bigint; event_id: string }>(
+    `SELECT tx_id, global_position, event_id::text AS event_id FROM ${table} ORDER BY tx_id DESC, global_position DESC LIMIT 1`,
   );
-  return rows[0] ? { commit: BigInt(rows[0].tx_id), prepare: BigInt(rows[0].global_position) } : undefined;
+  return rows[0] ? { commit: BigInt(rows[0].tx_id), prepare: BigInt(rows[0].global_position), eventId: rows[0].event_id } : undefined;
+}
+
+async function leafOf(db: Queryable, eventId: string): Promise<number | undefined> {
+  const { rows } = await db.query<{ leaf_index: string }>('SELECT leaf_index::text FROM gl_merkle_leaves WHERE event_id = $1::uuid', [eventId]);
+  return rows[0] ? Number(rows[0].leaf_index) : undefined;
+}
+
+/** An event of the day has no leaf in the tree (it was appended while the file was written): the day waits. */
+class DayNotInTree extends Error {
+  override readonly name = 'DayNotInTree';
 }
 
 /** Names of the projections reading summaries whose checkpoint is not yet at or past `last`. */
@@ -167,28 +198,41 @@ async function projectionsBehind(db: Queryable, projections: ArchiveOptions['pro
   return behind;
 }
 
-/** The partition's events as NDJSON, a page per query in the global order; each line built by PostgreSQL. */
-async function* exportPages(db: Queryable, table: string, pageSize: number) {
+/**
+ * The partition's events as NDJSON, a page per query in the global order; each line built by PostgreSQL. Given
+ * a checkpoint's tree size, each line also carries its leaf index and inclusion proof in that tree.
+ */
+async function* exportPages(db: Queryable, table: string, pageSize: number, treeSize?: number) {
   let after: [string, string] = ['0', '0'];
   for (;;) {
-    const { rows } = await db.query<{ commit: string; prepare: string; line: string }>(
-      `SELECT tx_id::text AS commit, global_position::text AS prepare,
+    const { rows } = await db.query<{ commit: string; prepare: string; line: string; leaf: string | null }>(
+      `SELECT e.tx_id::text AS commit, e.global_position::text AS prepare, l.leaf_index::text AS leaf,
               jsonb_build_object(
-                'id', event_id, 'stream', stream, 'revision', revision::text,
-                'position', jsonb_build_object('commit', tx_id::text, 'prepare', global_position::text),
-                'type', type, 'data', data, 'metadata', metadata,
-                'recordedAt', to_char(recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text AS line
-         FROM ${table}
-        WHERE (tx_id, global_position) > ($1::xid8, $2::bigint)
-        ORDER BY tx_id, global_position
+                'id', e.event_id, 'stream', e.stream, 'revision', e.revision::text,
+                'position', jsonb_build_object('commit', e.tx_id::text, 'prepare', e.global_position::text),
+                'type', e.type, 'data', e.data, 'metadata', e.metadata,
+                'recordedAt', to_char(e.recorded_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"'))::text AS line
+         FROM ${table} e LEFT JOIN gl_merkle_leaves l ON l.event_id = e.event_id
+        WHERE (e.tx_id, e.global_position) > ($1::xid8, $2::bigint)
+        ORDER BY e.tx_id, e.global_position
         LIMIT $3`,
       [...after, pageSize],
     );
     if (rows.length === 0) return;
     const first = rows[0]!;
     const last = rows[rows.length - 1]!;
+    let text: string;
+    if (treeSize === undefined) text = rows.map((row) => `${row.line}\n`).join('');
+    else {
+      const leaves = rows.map((row) => (row.leaf === null ? Number.NaN : Number(row.leaf)));
+      const outside = leaves.findIndex((leaf) => !(leaf < treeSize));
+      if (outside >= 0) throw new DayNotInTree(`event at ${rows[outside]!.commit}:${rows[outside]!.prepare} is not in the signed tree of ${treeSize} yet; tried again next time`);
+      const proofs = await storedInclusionProofs(db, leaves, treeSize);
+      // The object PostgreSQL built, with two members more: `}` is always its last character.
+      text = rows.map((row, i) => `${row.line.slice(0, -1)}, "leaf": ${leaves[i]}, "inclusionProof": ${JSON.stringify(proofs[i])}}\n`).join('');
+    }
     yield {
-      text: rows.map((row) => `${row.line}\n`).join(''),
+      text,
       lines: rows.length,
       first: { commit: BigInt(first.commit), prepare: BigInt(first.prepare) },
       last: { commit: BigInt(last.commit), prepare: BigInt(last.prepare) },

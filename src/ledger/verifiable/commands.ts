@@ -5,6 +5,7 @@ import { readFile, rename } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { once } from 'node:events';
 import type { Db } from '../../db/db.ts';
+import { isArchiveFile, verifyArchiveFile } from './archiveProofs.ts';
 import { exportLedgerLines, verifyStoredLedger, type ExportRange } from './exportLedger.ts';
 import { formatVerifierKey, parseVerifierKey, type VerifierKey } from './signedNote.ts';
 import { loadSigningKey } from './signingKey.ts';
@@ -57,9 +58,13 @@ export async function readVerifierKey(text: string): Promise<VerifierKey> {
   return parseVerifierKey(vkey);
 }
 
-/** `governance ledger verify FILE`: offline. */
+/** `governance ledger verify FILE`: offline. FILE is an export, or an archive file of a day (gzip). */
 export async function verifyFile(file: string, publicKey: string, sinceFile?: string): Promise<Verdict> {
   const key = await readVerifierKey(publicKey);
+  if (await isArchiveFile(file)) {
+    if (sinceFile !== undefined) return { ok: false, reason: '--since applies to an export: an archive file carries inclusion proofs, no consistency proof' };
+    return verifyArchiveFile(file, key);
+  }
   const since = sinceFile !== undefined ? await readFile(sinceFile, 'utf8') : undefined;
   const lines = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity });
   try {

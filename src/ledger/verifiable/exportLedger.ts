@@ -1,6 +1,7 @@
 // Exporting a range of the tree from the database (docs/verifiable-ledger.md, "The export file"), and the
 // database verify, which runs the offline verifier over an export of the whole stored tree.
 import type { Queryable } from '../../db/db.ts';
+import { checkArchivedLeaves, type ArchiveTally } from './archiveProofs.ts';
 import { checkpointAtOrBelow, latestCheckpoint, listCheckpoints, type SignedCheckpoint } from './checkpointer.ts';
 import type { LeafEvent } from './leaf.ts';
 import { parseVerifierKey, verifyCheckpoint, type VerifierKey } from './signedNote.ts';
@@ -80,6 +81,7 @@ interface StoredLeafRow {
   global_position: string;
   hash: string;
   archived: boolean;
+  summary_day: string | null;
 }
 
 /**
@@ -123,14 +125,15 @@ async function* exportLines(db: Queryable, fromLeaf: number, toLeaf: number): As
   for (let pageFrom = fromLeaf; pageFrom < toLeaf; pageFrom += PAGE) {
     const { rows: stored } = await db.query<StoredLeafRow>(
       `SELECT l.leaf_index::text, l.event_id::text, l.tx_id::text, l.global_position::text, encode(l.hash, 'hex') AS hash,
-              (l.summary_day IS NOT NULL AND EXISTS (SELECT 1 FROM gl_ledger_archives a WHERE a.day = l.summary_day)) AS archived
+              (l.summary_day IS NOT NULL AND EXISTS (SELECT 1 FROM gl_ledger_archives a WHERE a.day = l.summary_day)) AS archived,
+              to_char(l.summary_day, 'YYYY-MM-DD') AS summary_day
          FROM gl_merkle_leaves l WHERE l.leaf_index >= $1 AND l.leaf_index < $2 ORDER BY l.leaf_index`,
       [String(pageFrom), String(Math.min(pageFrom + PAGE, toLeaf))],
     );
     for (const claim of stored) {
       const storedClaim = { eventId: claim.event_id, hash: claim.hash };
       if (claim.archived && pendingEvent?.id !== claim.event_id) {
-        yield { leaf, archived: true, stored: storedClaim };
+        yield { leaf, archived: true, day: claim.summary_day!, stored: storedClaim };
       } else if (!pendingEvent) {
         yield { leaf, missing: true, stored: storedClaim };
       } else {
@@ -175,7 +178,15 @@ export async function verifyStoredLedger(db: Queryable, key: VerifierKey): Promi
     rootsAt.set(checkpoint.treeSize, { root: verdict.checkpoint.rootHash, name: `the checkpoint of size ${checkpoint.treeSize}` });
   }
   const { header, lines } = await exportLedger(db, { from: 0 });
-  const verdict = await verifyExport(jsonLines(header, lines), key, { rootsAt });
-  if (verdict.ok) return { ...verdict, summary: `${verdict.summary}; ${checkpoints.length} checkpoints verified` };
-  return verdict;
+  const tally: ArchiveTally = { checked: 0, files: 0, takenAsStored: 0 };
+  const verdict = await verifyExport(jsonLines(header, checkArchivedLeaves(db, lines, tally)), key, { rootsAt });
+  // The lines end at the first archived leaf whose file disagrees: a bad event before it names the verdict.
+  const archiveFailure = tally.failure;
+  if (archiveFailure && (verdict.ok || verdict.leaf === undefined || archiveFailure.leaf === undefined || archiveFailure.leaf <= verdict.leaf)) return archiveFailure;
+  if (!verdict.ok) return verdict;
+  const archived =
+    verdict.archived > 0
+      ? `; archived leaves: ${tally.checked} checked against ${tally.files} archive files, ${tally.takenAsStored} taken as stored (their files not found)`
+      : '';
+  return { ...verdict, summary: `${verdict.summary}; ${checkpoints.length} checkpoints verified${archived}` };
 }

@@ -9,5 +9,8 @@ export * from './signingKey.ts';
 export * from './checkpointer.ts';
 export * from './verify.ts';
 export * from './exportLedger.ts';
+export * from './archiveProofs.ts';
+export * from './eventRefs.ts';
+export { defaultLeafHashers } from './leafHashers.ts';
 export * from './startVerifiableLedger.ts';
 export * from './commands.ts';

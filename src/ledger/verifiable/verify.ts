@@ -2,7 +2,9 @@
 // database and no network. Each event's leaf is recomputed from the event, the signed checkpoint checked, the
 // root rebuilt from the leaves and the hashes of the subtrees outside the exported range, and, given an earlier
 // checkpoint, the consistency of the two. The same check runs over the database (`verifyStoredLedger`).
-import { leafHash, RECORDED_AT_PATTERN, type LeafEvent } from './leaf.ts';
+import type { LeafEvent } from './leaf.ts';
+import { LineKind } from './exportLines.ts';
+import { analyseLines, defaultLeafHashers, PARALLEL_FROM_LEAVES } from './leafHashers.ts';
 import { hashChildren, largestPowerOfTwoBelow, TreeBuilder, verifyConsistency, type Range } from './merkle.ts';
 import { verifyCheckpoint, type TreeCheckpoint, type VerifierKey } from './signedNote.ts';
 
@@ -24,7 +26,7 @@ export interface ExportHeader {
 /** One exported leaf: its event, or why there is none, and what the stored tree holds for it. */
 export type ExportLine =
   | { leaf: number; event: LeafEvent; stored?: StoredClaim }
-  | { leaf: number; archived: true; stored: StoredClaim }
+  | { leaf: number; archived: true; day?: string; stored: StoredClaim }
   | { leaf: number; missing: true; stored: StoredClaim };
 
 /** What gl_merkle_leaves holds for a leaf: which event it was hashed from, and the hash. */
@@ -42,21 +44,13 @@ export interface VerifyOptions {
   since?: string | undefined;
   /** Roots to check along the way when the export starts at leaf 0 (the stored checkpoints of a database verify). */
   rootsAt?: ReadonlyMap<number, { root: Buffer; name: string }>;
+  /** Worker threads that parse and hash the lines; 0 verifies on this thread alone. Default: one per core beside this one from PARALLEL_FROM_LEAVES leaves. */
+  threads?: number;
 }
 
 /** A bad event: the first one found names the verdict. */
 function bad(reason: string, leaf?: number, eventId?: string): Verdict {
   return { ok: false, reason, ...(leaf !== undefined ? { leaf } : {}), ...(eventId !== undefined ? { eventId } : {}) };
-}
-
-function checkEvent(event: LeafEvent): string | undefined {
-  if (typeof event !== 'object' || event === null) return 'not an event';
-  for (const field of ['id', 'stream', 'revision', 'type', 'recordedAt'] as const) {
-    if (typeof event[field] !== 'string') return `its ${field} is not text`;
-  }
-  if (!RECORDED_AT_PATTERN.test(event.recordedAt)) return 'its recordedAt is not UTC ISO 8601 with microseconds';
-  if (!('data' in event) || !('metadata' in event)) return 'it has no data or metadata';
-  return undefined;
 }
 
 export async function verifyExport(lines: AsyncIterable<string>, key: VerifierKey, options: VerifyOptions = {}): Promise<Verdict> {
@@ -101,61 +95,60 @@ export async function verifyExport(lines: AsyncIterable<string>, key: VerifierKe
   let archived = 0;
   let firstBad: Verdict | undefined;
   let displaced: { leaf: number; recorded: string; found: string; foundHasLeaf: boolean; recordedStillThere: boolean } | undefined;
-  for (let next = await iterator.next(); !next.done; next = await iterator.next()) {
-    if (next.value.trim() === '') continue;
-    let line: ExportLine;
-    try {
-      line = JSON.parse(next.value) as ExportLine;
-    } catch {
-      return bad(`the line after leaf ${expected - 1} is not JSON`, expected);
-    }
-    if (line.leaf !== expected) return bad(`leaf ${line.leaf} is out of order (leaf ${expected} expected)`, expected);
-    if (expected >= toLeaf) {
-      const id = 'event' in line ? line.event.id : undefined;
-      // Past the tree's end only because something earlier shifted the order: that names the event.
-      if (displaced || firstBad) {
-        if (displaced && id === displaced.recorded) displaced.recordedStillThere = true;
-        expected++;
-        continue;
+  // Parsing and hashing each line needs no other line: for a large export it runs in worker threads.
+  const threads = options.threads ?? (toLeaf - fromLeaf >= PARALLEL_FROM_LEAVES ? defaultLeafHashers() : 0);
+  for await (const batch of analyseLines(iterator, threads)) {
+    for (let i = 0; i < batch.count; i++) {
+      const kind = batch.kinds[i]!;
+      if (kind === LineKind.blank) continue;
+      if (kind === LineKind.unparsable) return bad(`the line after leaf ${expected - 1} is not JSON`, expected);
+      if (batch.leaves[i] !== expected) return bad(`leaf ${batch.leaves[i]} is out of order (leaf ${expected} expected)`, expected);
+      const eventId = batch.eventIds[i];
+      if (expected >= toLeaf) {
+        const id = kind === LineKind.event ? eventId : undefined;
+        // Past the tree's end only because something earlier shifted the order: that names the event.
+        if (displaced || firstBad) {
+          if (displaced && id === displaced.recorded) displaced.recordedStillThere = true;
+          expected++;
+          continue;
+        }
+        return bad(`event ${id ?? '?'} follows the last leaf of the tree (${toLeaf - 1}) but sorts before it: it was inserted after the fact`, expected, id);
       }
-      return bad(`event ${id ?? '?'} follows the last leaf of the tree (${toLeaf - 1}) but sorts before it: it was inserted after the fact`, expected, id);
-    }
-    let hash: Buffer;
-    if ('event' in line) {
-      const problem = checkEvent(line.event);
-      if (problem) return bad(`leaf ${expected}: ${problem}`, expected, (line.event as Partial<LeafEvent> | null)?.id);
-      hash = leafHash(line.event);
-      events++;
-      if (displaced && line.stored?.eventId === displaced.found) displaced.foundHasLeaf = true;
-      if (displaced && line.event.id === displaced.recorded) displaced.recordedStillThere = true;
-      if (!firstBad && !displaced && !line.stored) {
-        firstBad = bad(`event ${line.event.id} sorts inside the tree but has no leaf: it was inserted after the fact`, expected, line.event.id);
-      } else if (!firstBad && !displaced && line.stored && line.stored.eventId !== line.event.id) {
-        // Which of the two is the bad one shows further on: the recorded event may come later (moved) or never
-        // (deleted); the found one may have a leaf of its own (moved) or none (inserted).
-        displaced = { leaf: expected, recorded: line.stored.eventId, found: line.event.id, foundHasLeaf: false, recordedStillThere: false };
-      } else if (!firstBad && !displaced && line.stored && line.stored.hash !== hash.toString('hex')) {
-        firstBad = bad(`event ${line.event.id} (leaf ${expected}) was changed after it was recorded: its leaf hash differs`, expected, line.event.id);
+      if (kind === LineKind.event) {
+        const problem = batch.problems[i];
+        if (problem !== undefined) return bad(`leaf ${expected}: ${problem}`, expected, eventId);
+        const storedId = batch.storedIds[i];
+        events++;
+        if (displaced && storedId === displaced.found) displaced.foundHasLeaf = true;
+        if (displaced && eventId === displaced.recorded) displaced.recordedStillThere = true;
+        if (!firstBad && !displaced && storedId === undefined) {
+          firstBad = bad(`event ${eventId} sorts inside the tree but has no leaf: it was inserted after the fact`, expected, eventId);
+        } else if (!firstBad && !displaced && storedId !== eventId) {
+          // Which of the two is the bad one shows further on: the recorded event may come later (moved) or never
+          // (deleted); the found one may have a leaf of its own (moved) or none (inserted).
+          displaced = { leaf: expected, recorded: storedId!, found: eventId!, foundHasLeaf: false, recordedStillThere: false };
+        } else if (!firstBad && !displaced && batch.hashMatches[i] !== 1) {
+          firstBad = bad(`event ${eventId} (leaf ${expected}) was changed after it was recorded: its leaf hash differs`, expected, eventId);
+        }
+      } else if (kind === LineKind.archived) {
+        // Its event left the database with its archived day: the tree's leaf stands in for it.
+        archived++;
+      } else {
+        if (displaced && eventId === displaced.found) displaced.foundHasLeaf = true;
+        if (!firstBad && !displaced) firstBad = bad(`event ${eventId} (leaf ${expected}) is missing from the ledger: it was deleted`, expected, eventId);
       }
-    } else if ('archived' in line) {
-      // Its event left the database with its archived day: the tree's leaf stands in for it.
-      hash = Buffer.from(line.stored.hash, 'hex');
-      archived++;
-    } else {
-      if (line.stored.eventId === displaced?.found) displaced.foundHasLeaf = true;
-      if (!firstBad && !displaced) firstBad = bad(`event ${line.stored.eventId} (leaf ${expected}) is missing from the ledger: it was deleted`, expected, line.stored.eventId);
-      hash = Buffer.from(line.stored.hash, 'hex');
-    }
-    if (hash.length !== 32) return bad(`leaf ${expected} has no 32-byte hash`, expected);
-    hash.copy(leaves, (expected - fromLeaf) * 32);
-    if (builder) {
-      builder.push(hash);
-      const check = options.rootsAt?.get(builder.size);
-      if (check && !builder.root().equals(check.root)) {
-        if (!firstBad && !displaced) return bad(`the events up to leaf ${builder.size - 1} do not give the root of ${check.name}`, builder.size - 1);
+      if (batch.hashWhole[i] !== 1) return bad(`leaf ${expected} has no 32-byte hash`, expected);
+      const hash = batch.hashes.subarray(i * 32, i * 32 + 32);
+      leaves.set(hash, (expected - fromLeaf) * 32);
+      if (builder) {
+        builder.push(Buffer.from(hash.buffer, hash.byteOffset, 32));
+        const check = options.rootsAt?.get(builder.size);
+        if (check && !builder.root().equals(check.root)) {
+          if (!firstBad && !displaced) return bad(`the events up to leaf ${builder.size - 1} do not give the root of ${check.name}`, builder.size - 1);
+        }
       }
+      expected++;
     }
-    expected++;
   }
   if (displaced) {
     const { leaf, recorded, found } = displaced;
@@ -168,7 +161,8 @@ export async function verifyExport(lines: AsyncIterable<string>, key: VerifierKe
 
   const outside = new Map(header.outside.map(([start, end, hash]) => [`${start}-${end}`, Buffer.from(hash, 'hex')]));
   let missingOutside: Range | undefined;
-  const root = rootOver(checkpoint.treeSize, fromLeaf, toLeaf, (start) => leaves.subarray((start - fromLeaf) * 32, (start - fromLeaf) * 32 + 32), (start, end) => {
+  // The builder already holds the whole tree when the file does: no second pass over a million leaves.
+  const root = builder && toLeaf === checkpoint.treeSize ? builder.root() : rootOver(checkpoint.treeSize, fromLeaf, toLeaf, (start) => leaves.subarray((start - fromLeaf) * 32, (start - fromLeaf) * 32 + 32), (start, end) => {
     const hash = outside.get(`${start}-${end}`);
     if (!hash) {
       missingOutside ??= [start, end];

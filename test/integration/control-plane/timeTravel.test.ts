@@ -84,7 +84,9 @@ describeOnEachStorage('effectiveLimitsAt on $name', (target) => {
   it('agrees with the read models about now', async () => {
     const fromLedger = await effectiveLimitsAt(h.store, 'acme', t.end!);
     const fromReadModel = (await loadEffectiveLimits(h.db, ['acme'], t.end!)).get('acme');
-    expect(fromLedger).toEqual(fromReadModel);
+    expect('sourceEvents' in fromLedger && fromLedger.sourceEvents.INGEST?.length).toBeGreaterThan(0);
+    const { sourceEvents: _sources, ...limits } = fromLedger as Extract<typeof fromLedger, { sourceEvents: unknown }>;
+    expect(limits).toEqual(fromReadModel);
   });
 });
 

@@ -1,17 +1,30 @@
 // The ledger's Merkle tree on PGlite and PostgreSQL: kept as events are appended, proofs that verify, signed
 // checkpoints, an export verified offline, and tampering as a superuser would do it (the append-only trigger
 // out of the way) caught and named by verify.
+import { execFile } from 'node:child_process';
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
 import { waitFor } from '../../support/waitFor.ts';
 import type { Db } from '../../../src/db/db.ts';
+import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
+import { addDays, dayOf, SUMMARY_EVENT_TYPES } from '../../../src/ledger/postgres/summaryPartitions.ts';
+import { manifestPathOf, readArchive, sha256OfFile } from '../../../src/ledger/retention/archiveFile.ts';
+import { archiveSummaryDays } from '../../../src/ledger/retention/archiveSummaries.ts';
+import { admissionSummary } from '../../support/admissionSummaries.ts';
 import {
   appendTreePage,
   exportLedger,
   findLeaf,
   formatCheckpoint,
+  formatVerifierKey,
+  MERKLE_TREE_READER,
+  verifyFile,
   leafHash,
   leafEventOf,
   LEAF_COLUMNS,
@@ -35,6 +48,15 @@ import {
 } from '../../../src/ledger/verifiable/index.ts';
 
 const ORIGIN = 'governance.test/ledger';
+const CLI = path.resolve(import.meta.dirname, '../../../src/cli.ts');
+
+function governance(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { timeout: 120_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? ((error as { code?: number }).code ?? -1) : 0, stdout, stderr });
+    });
+  });
+}
 
 async function* ndjson(header: unknown, lines: AsyncIterable<ExportLine>): AsyncIterable<string> {
   yield JSON.stringify(header);
@@ -160,6 +182,70 @@ describe.each(storageTargets)('the verifiable ledger on $name', (target) => {
     const events = await eventsInOrder(db);
     expect((await storedRoot(db, 16)).equals(rootOfLeaves(events.map((row) => leafHash(leafEventOf(row)))))).toBe(true);
   });
+
+  it('keeps an archived day provable: the archive file verifies offline, the stored verify checks it, an edit is caught and named', async () => {
+    opened = await target.open();
+    const { db } = opened;
+    const dir = await mkdtemp(path.join(tmpdir(), 'gl-archive-proofs-'));
+    try {
+      await appendSome(db, 5);
+      const store = createPostgresEventStore(db, { pollIntervalMs: 250 });
+      const second = Math.floor(Date.now() / 1000) - 60;
+      const recorder = createLedgerRecorder(store, { maxEntriesPerEvent: 3 });
+      await recorder.record(Array.from({ length: 10 }, (_, i) => admissionSummary({ tenantId: `tenant-${i}`, fromSecond: second + i, admittedUnits: i + 1 })), []);
+      await store.close();
+      await appendSome(db, 5);
+      const total = (await eventsInOrder(db)).length;
+      const summaries = (await eventsInOrder(db)).filter((row) => SUMMARY_EVENT_TYPES.includes(row.type));
+      expect(summaries.length).toBeGreaterThan(2);
+      const tree = startMerkleTree(db, { paceMs: 0, pollMs: 200 });
+      await waitFor(async () => (await tree.catchUp()).size === total, { timeoutMs: 60_000, description: `the tree to reach ${total} leaves` });
+      await tree.close();
+      const key = signerKey(ORIGIN, generateKeyPairSync('ed25519').privateKey);
+      const vkey = formatVerifierKey(key);
+
+      // Two days later, one day kept: today's summaries leave the database, each with its inclusion proof.
+      const later = Date.now() + 2 * 86_400_000;
+      const archive = () => archiveSummaryDays(db, { dir, before: addDays(dayOf(later), -1), projections: [MERKLE_TREE_READER], now: () => later });
+      expect((await archive()).skipped).toContainEqual({ day: dayOf(Date.now()), reason: expect.stringMatching(/no signed checkpoint covers/) });
+      await signCheckpoint(db, key);
+      const outcome = await archive();
+      expect(outcome.skipped).toEqual([]);
+      const file = outcome.archived.find((each) => each.day === dayOf(Date.now()))!.file;
+      const read: string[] = [];
+      for await (const event of readArchive(file)) read.push(event.id);
+      expect(read).toEqual(summaries.map((row) => row.id));
+
+      const offline = await verifyFile(file, vkey);
+      expect(offline).toMatchObject({ ok: true, events: summaries.length, treeSize: total });
+      const stored = await verifyStoredLedger(db, key);
+      expect(stored).toMatchObject({ ok: true, archived: summaries.length });
+      expect(stored.ok && stored.summary).toMatch(new RegExp(`archived leaves: ${summaries.length} checked against 1 archive files, 0 taken as stored`));
+
+      // A careless edit fails the manifest; a careful one (the manifest rewritten to match) fails the proof.
+      const lines = gunzipSync(await readFile(file)).toString('utf8').trimEnd().split('\n');
+      const victim = JSON.parse(lines[1]!) as { id: string; data: { entries: unknown[] } };
+      lines[1] = JSON.stringify({ ...victim, data: { ...victim.data, entries: [] } });
+      await writeFile(file, gzipSync(`${lines.join('\n')}\n`));
+      expect(await verifyFile(file, vkey)).toMatchObject({ ok: false, reason: expect.stringMatching(/^archive governance-admissions-.*the manifest says.*edited/) });
+      const manifestFile = manifestPathOf(file);
+      const manifest = JSON.parse(await readFile(manifestFile, 'utf8')) as { sha256: string; bytes: number };
+      await writeFile(manifestFile, JSON.stringify({ ...manifest, sha256: await sha256OfFile(file), bytes: (await readFile(file)).length }));
+      const edited = new RegExp(`archive governance-admissions-.* ${victim.id} .*the archive file was edited`);
+      expect(await verifyFile(file, vkey)).toMatchObject({ ok: false, eventId: victim.id, reason: expect.stringMatching(edited) });
+      expect(await verifyStoredLedger(db, key)).toMatchObject({ ok: false, eventId: victim.id, reason: expect.stringMatching(edited) });
+      const cli = await governance(['ledger', 'verify', file, '--public-key', vkey]);
+      expect(cli.code).toBe(1);
+      expect(cli.stdout).toMatch(edited);
+
+      // Without the file, the stored verify takes the archived leaves as the tree stored them, and says so.
+      await rm(file);
+      const without = await verifyStoredLedger(db, key);
+      expect(without.ok && without.summary).toMatch(new RegExp(`${summaries.length} taken as stored`));
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 180_000);
 
   describe('tampering as a superuser', () => {
     async function expectCaught(db: Db, key: SignerKey, eventId: string | undefined, reason: RegExp) {

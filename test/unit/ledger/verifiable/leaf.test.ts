@@ -2,7 +2,30 @@ import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, leafBytes, leafHash } from '../../../../src/ledger/verifiable/index.ts';
 
+/** RFC 8785 built member by member, the plain way: what the fast path (JSON.stringify of ordered values) must equal. */
+function reference(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map(reference).join(',')}]`;
+  const record = value as Record<string, unknown>;
+  const keys = Object.keys(record).filter((key) => record[key] !== undefined).sort();
+  return `{${keys.map((key) => `${JSON.stringify(key)}:${reference(record[key])}`).join(',')}}`;
+}
+
 describe('the canonical leaf', () => {
+  it('writes what the member-by-member form writes, for values JavaScript orders its own way', () => {
+    const values: unknown[] = [
+      JSON.parse('{"b":1,"a":{"d":[{"z":1,"y":2}],"c":null},"10":true,"9":false}'),
+      JSON.parse('{"__proto__":{"x":1},"a":2}'),
+      JSON.parse('{"a":{"__proto__":1,"b":{"y":1,"x":2}},"b":[3,{"q":1,"p":2}]}'),
+      { '\u{1F600}': 1, '\uE000': 2, é: 3, e: 4, E: 5 },
+      { a: undefined, b: [1.5, -0, 1e21, 1e-7, 'x"\\\n\u0001'] },
+      [[], {}, [{}], { z: { y: { x: {} } } }],
+      { sorted: { a: 1, b: { d: 1, c: 2 } } },
+    ];
+    for (const value of values) expect(canonicalJson(value)).toBe(reference(value));
+  });
+
+
   it('writes RFC 8785 canonical JSON: sorted members, ECMAScript numbers, no whitespace', () => {
     // RFC 8785 section 3.2.3's ordering example and its number forms.
     expect(canonicalJson({ '\u20ac': 'Euro Sign', '\r': 'Carriage Return', '\ufb33': 'Hebrew Letter Dalet With Dagesh', '1': 'One', '\ud83d\ude00': 'Emoji: Grinning Face', '\u0080': 'Control', '\u00f6': 'Latin Small Letter O With Diaeresis' })).toBe(
