@@ -15,7 +15,7 @@
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent, Projection, AdmissionsRecordedData, Refusal } from '../src/ledger/index.ts';
-import { ADMISSION_FIELDS, entriesOf, eventData, forEachEntry, summaryColumns } from '../src/ledger/index.ts';
+import { ADMISSION_FIELDS, entriesOf, eventData, forEachEntry, lookUpSummaryEvent, summaryColumns, SummaryKeySources } from '../src/ledger/index.ts';
 import {
   ADMISSION_TRENDS,
   familyTables,
@@ -66,7 +66,7 @@ async function applyAdmissions(events: readonly RecordedEvent[], tx: Tx): Promis
   const refusals: Refusal[] = [];
   let rows = new RollupRows(ADMISSION_TRENDS);
   for (const event of events) {
-    const reason = await addAdmissions(rows, event);
+    const reason = await addAdmissions(rows, event, tx);
     if (reason !== undefined) refusals.push({ event, reason });
     if (rows.size >= FLUSH_ROWS) {
       await rows.upsert(tx);
@@ -82,9 +82,19 @@ const READ = ADMISSION_FIELDS;
 const FROM_SECOND = READ.indexOf('fromSecond');
 const SECONDS = READ.indexOf('seconds');
 
+/**
+ * The key sources read so far (src/ledger/catalog/summaryRefs.ts): an event that refers to an earlier one for
+ * its keys is expanded from it, or from the ledger when this reader started after it (read with the page's
+ * transaction: the read models live in the ledger's database).
+ */
+const keySources = new SummaryKeySources();
+
 /** Adds an event's summaries to `rows`; or, when one lies outside the bounds, adds none and answers why. */
-async function addAdmissions(rows: RollupRows, event: RecordedEvent): Promise<string | undefined> {
-  const data = eventData(event) as AdmissionsRecordedData;
+async function addAdmissions(rows: RollupRows, event: RecordedEvent, tx: Tx): Promise<string | undefined> {
+  const stored = eventData(event) as AdmissionsRecordedData;
+  keySources.remember(event.id, stored);
+  const data = await keySources.tableOf(stored, (eventId) => lookUpSummaryEvent(tx, eventId));
+  if (typeof data === 'string') return data;
   const table = summaryColumns(data, READ);
   if (table === null) {
     // Events written before summaries were tables: a list of objects.
