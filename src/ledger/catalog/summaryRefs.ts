@@ -153,6 +153,13 @@ export class SummaryKeySources {
     return this.sources.get(eventId);
   }
 
+  /** tableOf without a look-up: a reference whose source was not read here answers why. */
+  knownTableOf<Data>(data: Data): Exclude<Data, SummaryRefTable> | SummaryTable<AdmissionSummary> | string {
+    if (!isSummaryRefTable(data)) return data as Exclude<Data, SummaryRefTable>;
+    const source = this.get(data.keysOf);
+    return source === undefined ? `the event its keys refer to (${String(data.keysOf)}) was not read here` : expandSummaryRefs(data, source);
+  }
+
   /**
    * The data as a summary table: a reference expanded from its source (remembered, else `lookUp`'s data of the
    * event with that id), anything else as it is; a string names why a reference cannot be read.
