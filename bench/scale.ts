@@ -202,7 +202,7 @@ async function serveOurs(tenants: number): Promise<void> {
   });
 }
 
-async function serveBaseline(tenants: number): Promise<void> {
+async function serveBaseline(): Promise<void> {
   await withBenchSchema(url, 3, async (db) => {
     await db.exec(`
       CREATE TABLE bl_summaries (tenant_id text NOT NULL, dimension text NOT NULL, allowance text, from_second bigint NOT NULL, seconds int NOT NULL,
@@ -557,6 +557,6 @@ async function measure(): Promise<void> {
 }
 
 const [mode, ...args] = process.argv.slice(2);
-if (mode === 'serve') await (args[0] === 'ours' ? serveOurs(Number(args[1])) : serveBaseline(Number(args[1])));
+if (mode === 'serve') await (args[0] === 'ours' ? serveOurs(Number(args[1])) : serveBaseline());
 else if (mode === 'load') await load(Number(args[0]), args[1]!, Number(args[2]), Number(args[3]));
 else await measure();
