@@ -52,6 +52,9 @@ import { withBenchLedger, withBenchSchema } from './support/benchSchema.ts';
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const SECONDS = Number(process.env.BENCH_SCALE_SECONDS ?? 20);
 const SIZES = (process.env.BENCH_SCALE_TENANTS ?? '10000,20000,50000').split(',').map(Number);
+/** BENCH_SCALE_SIDES=ours runs one side (when profiling); BENCH_SCALE_PROFILE=DIR writes the servers' V8 CPU profiles there. */
+const SIDES = (process.env.BENCH_SCALE_SIDES ?? 'ours,baseline').split(',') as Side[];
+const PROFILE_DIR = process.env.BENCH_SCALE_PROFILE;
 /** Seconds of traffic before the measured window: the Governor learns the ceilings, the hour's key sources are written. */
 const WARM_SECONDS = 4;
 const MAX_LAG_SECONDS = 5;
@@ -439,7 +442,8 @@ async function readyzStatus(port: number): Promise<number> {
 }
 
 async function run(side: Side, tenants: number): Promise<RunResult> {
-  const server = fork(self, ['serve', side, String(tenants)], { execArgv: process.execArgv, stdio: 'inherit' });
+  const execArgv = PROFILE_DIR ? [...process.execArgv, '--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : process.execArgv;
+  const server = fork(self, ['serve', side, String(tenants)], { execArgv, stdio: 'inherit' });
   const { port, token } = await nextMessage<{ port: number; token: string }>(server);
   const loader = fork(self, ['load', String(port), token, String(tenants), String(WARM_SECONDS + SECONDS)], { execArgv: process.execArgv, stdio: 'inherit' });
   const pinned = pinToCore(loader.pid!, 1);
@@ -508,14 +512,14 @@ function startTimeFigure(): unknown {
 async function measure(): Promise<void> {
   const load = loadavg()[0]!;
   const results: RunResult[] = [];
-  let order: Side[] = ['ours', 'baseline'];
+  let order: Side[] = SIDES;
   for (const tenants of SIZES) {
     for (const side of order) {
       const result = await run(side, tenants);
       console.log(JSON.stringify(result));
       results.push(result);
     }
-    order = [order[1]!, order[0]!];
+    order = [...order].reverse();
   }
   const largestHeld = (side: Side) => Math.max(0, ...results.filter((each) => each.side === side && each.held).map((each) => each.tenants));
   const perTenants = (side: Side) =>
