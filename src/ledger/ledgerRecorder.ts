@@ -19,8 +19,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import { ADMISSION_FIELDS, ADMISSIONS_STREAM, summaryRow, UNRESOLVED_FIELDS } from './catalog/admissions.ts';
-import type { AdmissionsRecordedData, SummaryTable, UnresolvedAdmissionsRecordedData } from './catalog/admissions.ts';
-import { COUNT_FIELDS, positionsCode, runLengthCode, type SummaryRefTable } from './catalog/summaryRefs.ts';
+import type { AdmissionsRecordedData, SummaryRefTable, SummaryTable, UnresolvedAdmissionsRecordedData } from './catalog/admissions.ts';
+import { COUNT_FIELDS, positionsCode, runLengthCode } from './catalog/summaryRefs.ts';
 import { eventBytes, MAX_APPEND_BYTES, splitBySize, startsNewGroup } from './appendSize.ts';
 import { hasIntegerCounts, KeySourceIndex, type KeyPlace } from './keySourceIndex.ts';
 import { WrongExpectedRevision, type EventStore, type ExpectedRevision, type NewEvent } from './eventStore.ts';

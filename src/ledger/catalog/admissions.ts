@@ -7,7 +7,6 @@
 // array of values per entry (about 60 bytes). `entriesOf` reads both shapes, so events appended before the
 // table shape read the same.
 import type { AdmissionSummary, UnresolvedAdmissionSummary } from '../../governance/index.ts';
-import type { SummaryRefTable } from './summaryRefs.ts';
 
 /** All admission summaries go to one stream; ordering within it is the recording order. */
 export const ADMISSIONS_STREAM = 'governance-admissions';
@@ -23,7 +22,17 @@ export interface SummaryList<Entry> {
   entries: Entry[];
 }
 
-/** A reference (summaryRefs.ts) reads as a table once its source is known: SummaryKeySources.tableOf. */
+/**
+ * Summaries whose keys an earlier table event of the stream lists: positions into its rows and run-length coded
+ * count columns (summaryRefs.ts). Reads as a table once its source is known: SummaryKeySources.tableOf.
+ */
+export interface SummaryRefTable {
+  keysOf: string;
+  at: string;
+  columns: Record<string, string>;
+}
+
+
 export type AdmissionsRecordedData = SummaryTable<AdmissionSummary> | SummaryList<AdmissionSummary> | SummaryRefTable;
 export type UnresolvedAdmissionsRecordedData = SummaryTable<UnresolvedAdmissionSummary> | SummaryList<UnresolvedAdmissionSummary>;
 

@@ -20,13 +20,7 @@
 // archived day's file holds the sources of all its references. Readers keep the sources they read
 // (SummaryKeySources) and look up one they have not read (a reader that starts mid-hour) by its event id.
 import type { AdmissionSummary } from '../../governance/index.ts';
-import { ADMISSION_FIELDS, type SummaryTable } from './admissions.ts';
-
-export interface SummaryRefTable {
-  keysOf: string;
-  at: string;
-  columns: Record<string, string>;
-}
+import { ADMISSION_FIELDS, type SummaryRefTable, type SummaryTable } from './admissions.ts';
 
 /** The fields a reference takes from its source, in ADMISSION_FIELDS' order. */
 export const KEY_FIELDS = ['tenantId', 'dimension', 'allowance'] as const;
