@@ -77,6 +77,36 @@ describeOnEachStorage('summary references on $name', (target) => {
     expect(nextHour.some((event) => isSummaryRefTable(event.data))).toBe(false);
   });
 
+  it('a batch of references whose acknowledgement was lost is offered again as the same events, even after the hour turned', async () => {
+    let clock = T0 + 3 * 3_600_000 + 3_590_000;
+    let loseAcknowledgements = 0;
+    const flaky: Pick<EventStore, 'append' | 'appendLimitBytes'> = {
+      async append(stream, events, options) {
+        const result = await store.append(stream, events, options);
+        if (loseAcknowledgements-- > 0) throw new Error('Connection terminated unexpectedly');
+        return result;
+      },
+    };
+    // An append per event: the first one's acknowledgement is lost, the rest are appended on the offer again.
+    const recorder = createLedgerRecorder(flaky, { referenceKeys: true, now: () => clock, maxEntriesPerEvent: 2, maxAppendBytes: 700 });
+    const tenants = ['lost-a', 'lost-b', 'lost-c'];
+    await recorder.record(second(tenants, clock / 1000), [], 'lost-1');
+    clock += 1000;
+    loseAcknowledgements = 1;
+    const batch = second([...tenants, 'lost-d'], clock / 1000);
+    const events = await appendedBy(async () => {
+      await expect(recorder.record(batch, [], 'lost-2')).rejects.toThrow('Connection terminated unexpectedly');
+      // The hour turns before the batch is offered again: planned afresh, it would be written out in full
+      // under the same ids, and the stored references skipped as the same events.
+      clock += 60_000;
+      await recorder.record(batch, [], 'lost-2');
+    });
+    expect(events.filter((event) => isSummaryRefTable(event.data))).toHaveLength(2);
+    const read = await readBack(events);
+    expect(read.map((entry) => entry.tenantId).sort()).toEqual(['lost-a', 'lost-b', 'lost-c', 'lost-d']);
+    expect(read.reduce((sum, entry) => sum + entry.admittedUnits, 0)).toBe(3 + 4 + 3 + 4);
+  });
+
   it('writes no references within five minutes of a UTC midnight, so a reference and its source lie in one day', async () => {
     const midnight = Math.ceil(T0 / 86_400_000) * 86_400_000;
     let clock = midnight - 4 * 60_000;
