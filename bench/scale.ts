@@ -472,10 +472,15 @@ async function run(side: Side, tenants: number): Promise<RunResult> {
   server.send('stop');
   if (loadReport.firstError) console.error(`load: ${loadReport.errors} answers not 200, the first: ${loadReport.firstError}`);
   const report = await reportDone;
-  for (const child of [server, loader]) {
-    if (child.connected) child.disconnect();
-    if (child.exitCode === null) child.kill();
-  }
+  // Each child ends on its own once disconnected (a profiled server writes its profile then); killed after 10 s.
+  await Promise.all(
+    [server, loader].map(async (child) => {
+      if (child.connected) child.disconnect();
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      if ((await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve('late'), 10_000))])) === 'late') child.kill();
+    }),
+  );
   const result: RunResult = {
     side,
     tenants,
