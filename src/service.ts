@@ -111,7 +111,9 @@ export async function startService(
     : undefined;
   if (sharedBudget && !(await sharedBudget.ready())) logger.warn('Redis does not answer: metering each replica at half the limit until it does');
   // One Recorder for every decision: the Governor's own tallies and the leasing clients' summaries.
-  const recorder = fanOutRecorder(createLedgerRecorder(store), createMetricsRecorder(metrics));
+  // Summaries refer to the keys stored earlier in the hour where readers can look the source up by id: the
+  // ledger in the read models' database (src/ledger/catalog/summaryRefs.ts).
+  const recorder = fanOutRecorder(createLedgerRecorder(store, { referenceKeys: !settings.eventStoreUrl }), createMetricsRecorder(metrics));
   const governor = new Governor({
     limitSource: createReadModelLimitSource(db),
     sharedBudget,

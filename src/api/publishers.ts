@@ -3,7 +3,7 @@
 // once their transaction has committed.
 import type { Dimension } from '../governance/index.ts';
 import type { AdmissionsRecordedData, Projection } from '../ledger/index.ts';
-import { eventData, forEachEntry, formatPosition, type RecordedEvent } from '../ledger/index.ts';
+import { eventData, forEachEntry, formatPosition, SummaryKeySources, type RecordedEvent } from '../ledger/index.ts';
 import { limitHistoryProjection } from '../../projections/limitHistory.ts';
 import { controlPlaneProjections } from '../../projections/controlPlane.ts';
 import { admissionTrendsProjection } from '../../projections/admissionTrends.ts';
@@ -35,18 +35,29 @@ export function publishingLimitChanges(projection: Projection, pubsub: ApiPubSub
   });
 }
 
-/** For the admission-trends projection: every summary that shed or refused something (units or messages), on its tenant's topic. */
+/**
+ * For the admission-trends projection: every summary that shed or refused something (units or messages), on its
+ * tenant's topic. A summary written as a reference to keys (src/ledger/catalog/summaryRefs.ts) is published
+ * when its source was committed here since the process started, which the Recorder's hourly sources make the
+ * rule after the first hour; one whose source this process never saw is not (a live notice, not the record).
+ */
 export function publishingSheds(projection: Projection, pubsub: ApiPubSub): Projection {
+  const keySources = new SummaryKeySources(500_000);
   return withAfterCommit(projection, (events) => {
-    // Nobody subscribed: nothing to parse (the events come as JSON text, see below).
-    if (!pubsub.listening('sheds')) return;
     for (const event of events) {
       if (event.type !== 'AdmissionsRecorded') continue;
+      // Nobody subscribed: nothing to parse but the sources (the events come as JSON text, see below).
+      const listening = pubsub.listening('sheds');
+      if (!listening && (event.dataJson ?? '').includes('"keysOf"')) continue;
+      const stored = eventData(event) as AdmissionsRecordedData;
+      keySources.remember(event.id, stored);
+      const data = keySources.knownTableOf(stored);
+      if (!listening || typeof data === 'string') continue;
       // Most summaries shed nothing: only those that did are copied out (forEachEntry reuses one object). The
       // projection reads its events as JSON text (readsDataAsJson), so each is parsed here once more, while
       // someone subscribes.
       // Refused messages count too: a refusal on the per-message charge carries no units.
-      forEachEntry(eventData(event) as AdmissionsRecordedData, (summary) => {
+      forEachEntry(data, (summary) => {
         if (summary.shedUnits > 0 || summary.rejectedUnits > 0 || summary.shedMessages > 0 || summary.rejectedMessages > 0) {
           pubsub.publish('sheds', summary.tenantId, { ...summary });
         }

@@ -6,6 +6,7 @@ export * from './openSubscriptions.ts';
 export * from './appendSize.ts';
 export * from './catalog/index.ts';
 export * from './catalog/admissions.ts';
+export * from './catalog/summaryRefs.ts';
 export * from './catalog/commands.ts';
 export * from './catalog/controlPlane.ts';
 export * from './catalog/inference.ts';
@@ -20,6 +21,7 @@ export * from './checkpoints.ts';
 export { listQuarantine, countQuarantine, projectionQuarantineCounts, MAX_QUARANTINE_REASON_CHARS, type QuarantinedEvent } from './quarantine.ts';
 export type { QuarantineNotice } from './projectionRunner.ts';
 export { createPostgresEventStore } from './postgres/postgresEventStore.ts';
+export { lookUpSummaryEvent } from './postgres/lookUpSummaryEvent.ts';
 // The EventStoreDB adapter is reached through openEventStore, which loads its client only when EVENTSTORE_URL is set.
 export * from './retention/startLedgerRetention.ts';
 export { appendInTransaction, appendStreamsInTransaction, type StreamAppend } from './postgres/appendInTransaction.ts';

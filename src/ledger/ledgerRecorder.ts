@@ -11,11 +11,18 @@
 // again at the revision it was first sent at, where both ledgers answer a stored copy as stored. A
 // WrongExpectedRevision proves the batch was not stored there (another writer took the revision): it goes
 // at the revision the ledger reported.
-import { createHash } from 'node:crypto';
+//
+// With `referenceKeys` (the PostgreSQL ledger), a summary whose key the Recorder stored earlier in the hour is
+// written as a reference to that event's row instead of a row of its own (catalog/summaryRefs.ts): at 50,000
+// active tenants this cut the ledger's growth about tenfold. A batch offered again after a failure is then
+// offered as the same events it was first planned as, even if the hour turned meanwhile.
+import { createHash, randomUUID } from 'node:crypto';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
-import { admissionFieldsFor, ADMISSIONS_STREAM, summaryRow, UNRESOLVED_FIELDS } from './catalog/admissions.ts';
-import type { AdmissionsRecordedData, SummaryTable, UnresolvedAdmissionsRecordedData } from './catalog/admissions.ts';
+import { ADMISSION_FIELDS, admissionFieldsFor, ADMISSIONS_STREAM, summaryRow, UNRESOLVED_FIELDS } from './catalog/admissions.ts';
+import type { AdmissionsRecordedData, SummaryRefTable, SummaryTable, UnresolvedAdmissionsRecordedData } from './catalog/admissions.ts';
+import { COUNT_FIELDS, positionsCode, runLengthCode } from './catalog/summaryRefs.ts';
 import { eventBytes, MAX_APPEND_BYTES, splitBySize, startsNewGroup } from './appendSize.ts';
+import { hasIntegerCounts, KeySourceIndex, type KeyPlace } from './keySourceIndex.ts';
 import { WrongExpectedRevision, type EventStore, type ExpectedRevision, type NewEvent } from './eventStore.ts';
 import { RecordedInPart } from '../governance/index.ts';
 import type { AdmissionSummary, Recorder, UnresolvedAdmissionSummary } from '../governance/index.ts';
@@ -31,6 +38,22 @@ export interface LedgerRecorderOptions {
    */
   maxAppendBytes?: number;
   now?: () => number;
+  /**
+   * Write summaries whose keys this Recorder stored earlier in the hour as references to them
+   * (catalog/summaryRefs.ts). Only for a ledger whose readers can look an event up by id in the read models'
+   * database (PostgreSQL, PGlite); off by default.
+   */
+  referenceKeys?: boolean;
+}
+
+/** The events a batch was made into, kept while an append of it has an unknown outcome. */
+interface Plan {
+  events: AdmissionEvent[];
+  eventSizes: number[];
+  eventEntries: (readonly AdmissionSummary[] | readonly UnresolvedAdmissionSummary[])[];
+  /** Per event: the summaries it lists with their keys, which later events may refer to (null: none). */
+  sources: (readonly AdmissionSummary[] | null)[];
+  epoch: number | null;
 }
 
 type AdmissionEvent =
@@ -71,7 +94,11 @@ class SummaryTableData<Entry extends object> implements SummaryTable<Entry> {
 }
 
 export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendLimitBytes'>, options: LedgerRecorderOptions = {}): Recorder {
-  const { actor = 'governor', maxEntriesPerEvent = 4_000, now = Date.now } = options;
+  const { actor = 'governor', maxEntriesPerEvent = 4_000, now = Date.now, referenceKeys = false } = options;
+  const keyIndex = referenceKeys ? new KeySourceIndex() : null;
+  // Plans of batches whose append failed, by batch id, so an offer again is the same events (with references
+  // only: without, a batch makes the same events every time).
+  const plans = new Map<string, Plan>();
   const maxEventBytes = options.maxAppendBytes ?? MAX_APPEND_BYTES;
   const maxAppendBytes = options.maxAppendBytes ?? store.appendLimitBytes ?? Infinity;
   // The stream's revision as far as this Recorder knows: learnt from every answer ('no_stream' until the
@@ -108,60 +135,9 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
 
   return {
     async record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[], batchId?: string) {
-      const metadata = { actor, occurredAt: new Date(now()).toISOString() };
-      const events: AdmissionEvent[] = [];
-      const eventSizes: number[] = [];
-      // The summaries each event carries, so a failure part-way can name those stored (RecordedInPart).
-      const eventEntries: (readonly AdmissionSummary[] | readonly UnresolvedAdmissionSummary[])[] = [];
-      // Entries are serialized as rows SLICE_ENTRIES at a time, with a turn of the event loop between slices: at
-      // 50,000 active tenants a batch holds 50,000 entries or more, and doing them in one go held the loop (and
-      // every request of the process) for hundreds of milliseconds. Each row is serialized once:
-      // its JSON sizes it and becomes part of its event's (SummaryTableData), so appends are cut without
-      // serializing again. An event takes the entries in order, up to maxEntriesPerEvent and the event size.
-      const addEvents = async <Entry extends object>(entries: readonly Entry[], type: AdmissionEvent['type'], fields: readonly (keyof Entry & string)[]) => {
-        if (entries.length === 0) return;
-        const frameBytes = eventBytes({ type, data: { fields, rows: [] }, metadata });
-        const maxRowsBytes = maxEventBytes - frameBytes;
-        const head = `{"fields":${JSON.stringify(fields)},"rows":[`;
-        let groupStart = 0;
-        let groupRows: string[] = [];
-        let groupBytes = 0;
-        const closeGroup = () => {
-          const groupEntries = entries.slice(groupStart, groupStart + groupRows.length);
-          events.push({ type, data: new SummaryTableData(fields, groupEntries), dataJson: `${head}${groupRows.join(',')}]}`, metadata } as AdmissionEvent);
-          eventEntries.push(groupEntries as never);
-          eventSizes.push(frameBytes + groupBytes);
-          groupStart += groupRows.length;
-          groupRows = [];
-          groupBytes = 0;
-        };
-        for (let index = 0; index < entries.length; index++) {
-          if (index > 0 && index % SLICE_ENTRIES === 0) await yieldTurn();
-          const json = JSON.stringify(summaryRow(fields, entries[index]!));
-          // A row's JSON and the comma after it.
-          const bytes = Buffer.byteLength(json, 'utf8') + 1;
-          if (startsNewGroup(groupRows.length, groupBytes, bytes, maxRowsBytes, maxEntriesPerEvent)) closeGroup();
-          groupRows.push(json);
-          groupBytes += bytes;
-        }
-        closeGroup();
-      };
-      // A summary with an id of its own (a leasing client's, which may come again) is an event of its own whose
-      // id follows from it, so the ledger stores it once however often it is sent (PostgreSQL and PGlite skip
-      // an event whose id is stored; EventStoreDB only within its cache of recent ids).
-      const unnamed = admissions.some((entry) => entry.id !== undefined) ? admissions.filter((entry) => entry.id === undefined) : admissions;
-      await addEvents(unnamed, 'AdmissionsRecorded', admissionFieldsFor(unnamed));
-      await addEvents(unresolved, 'UnresolvedAdmissionsRecorded', UNRESOLVED_FIELDS);
-      // Ids follow from the batch id: a batch offered again after a failure that hid a commit is stored once.
-      if (batchId !== undefined) events.forEach((event, index) => (event.id = derivedEventId(batchId, index)));
-      if (unnamed !== admissions) {
-        for (const entry of admissions) {
-          if (entry.id === undefined) continue;
-          const before = events.length;
-          await addEvents([entry], 'AdmissionsRecorded', admissionFieldsFor([entry]));
-          events[before]!.id = summaryEventId(entry.id);
-        }
-      }
+      const remembered = batchId !== undefined ? plans.get(batchId) : undefined;
+      const plan = remembered ?? (await planEvents(admissions, unresolved, batchId));
+      const { events, eventSizes, eventEntries } = plan;
       const stored = { admissions: new Set<AdmissionSummary>(), unresolved: new Set<UnresolvedAdmissionSummary>() };
       const places = events.map((_, place) => place);
       for (const append of splitBySize(places, (place) => eventSizes[place]!, maxAppendBytes)) {
@@ -170,16 +146,132 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
         try {
           await appendAtRevision(append.map((place) => events[place]!));
         } catch (error) {
+          if (keyIndex !== null && batchId !== undefined && stored.admissions.size + stored.unresolved.size === 0) {
+            plans.delete(batchId);
+            plans.set(batchId, plan);
+            if (plans.size > MAX_REMEMBERED_ATTEMPTS) plans.delete(plans.keys().next().value!);
+          }
           if (stored.admissions.size + stored.unresolved.size === 0) throw error;
           throw new RecordedInPart(stored.admissions, stored.unresolved, error);
         }
         for (const place of append) {
+          const source = plan.sources[place];
+          if (keyIndex !== null && source !== null && source !== undefined) keyIndex.register(plan.epoch, events[place]!.id!, source);
           if (events[place]!.type === 'AdmissionsRecorded') for (const entry of eventEntries[place] as AdmissionSummary[]) stored.admissions.add(entry);
           else for (const entry of eventEntries[place] as UnresolvedAdmissionSummary[]) stored.unresolved.add(entry);
         }
       }
+      if (batchId !== undefined) plans.delete(batchId);
     },
   };
+
+  async function planEvents(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[], batchId: string | undefined): Promise<Plan> {
+    const metadata = { actor, occurredAt: new Date(now()).toISOString() };
+    const epoch = keyIndex?.advance(now()) ?? null;
+    const events: AdmissionEvent[] = [];
+    const eventSizes: number[] = [];
+    // The summaries each event carries, so a failure part-way can name those stored (RecordedInPart).
+    const eventEntries: (readonly AdmissionSummary[] | readonly UnresolvedAdmissionSummary[])[] = [];
+    const sources: (readonly AdmissionSummary[] | null)[] = [];
+    // Entries are serialized as rows SLICE_ENTRIES at a time, with a turn of the event loop between slices: at
+    // 50,000 active tenants a batch holds 50,000 entries or more, and doing them in one go held the loop (and
+    // every request of the process) for hundreds of milliseconds. Each row is serialized once:
+    // its JSON sizes it and becomes part of its event's (SummaryTableData), so appends are cut without
+    // serializing again. An event takes the entries in order, up to maxEntriesPerEvent and the event size.
+    const addEvents = async <Entry extends object>(entries: readonly Entry[], type: AdmissionEvent['type'], fields: readonly (keyof Entry & string)[]) => {
+      if (entries.length === 0) return;
+      const frameBytes = eventBytes({ type, data: { fields, rows: [] }, metadata });
+      const maxRowsBytes = maxEventBytes - frameBytes;
+      const head = `{"fields":${JSON.stringify(fields)},"rows":[`;
+      let groupStart = 0;
+      let groupRows: string[] = [];
+      let groupBytes = 0;
+      const closeGroup = () => {
+        const groupEntries = entries.slice(groupStart, groupStart + groupRows.length);
+        events.push({ type, data: new SummaryTableData(fields, groupEntries), dataJson: `${head}${groupRows.join(',')}]}`, metadata } as AdmissionEvent);
+        eventEntries.push(groupEntries as never);
+        eventSizes.push(frameBytes + groupBytes);
+        sources.push(keyIndex !== null && type === 'AdmissionsRecorded' ? (groupEntries as readonly AdmissionSummary[]) : null);
+        groupStart += groupRows.length;
+        groupRows = [];
+        groupBytes = 0;
+      };
+      for (let index = 0; index < entries.length; index++) {
+        if (index > 0 && index % SLICE_ENTRIES === 0) await yieldTurn();
+        const json = JSON.stringify(summaryRow(fields, entries[index]!));
+        // A row's JSON and the comma after it.
+        const bytes = Buffer.byteLength(json, 'utf8') + 1;
+        if (startsNewGroup(groupRows.length, groupBytes, bytes, maxRowsBytes, maxEntriesPerEvent)) closeGroup();
+        groupRows.push(json);
+        groupBytes += bytes;
+      }
+      closeGroup();
+    };
+    // References to one source event's rows: positions sorted, the counts as run-length coded columns, in
+    // events of at most maxEntriesPerEvent summaries and the event size (halved until they fit).
+    const addReferences = (keysOf: string, rows: readonly number[], entries: readonly AdmissionSummary[]) => {
+      const order = rows.map((_, index) => index).sort((a, b) => rows[a]! - rows[b]!);
+      const addChunk = (from: number, to: number) => {
+        const chunk = order.slice(from, to);
+        const data: SummaryRefTable = { keysOf, at: positionsCode(chunk.map((index) => rows[index]!)), columns: {} };
+        for (const field of COUNT_FIELDS) data.columns[field] = runLengthCode(chunk.map((index) => (entries[index]![field] as number | undefined) ?? 0));
+        const dataJson = JSON.stringify(data);
+        const size = eventBytes({ type: 'AdmissionsRecorded', data: null, metadata }) + Buffer.byteLength(dataJson, 'utf8');
+        if (size > maxEventBytes && to - from > 1) {
+          const middle = from + Math.floor((to - from) / 2);
+          addChunk(from, middle);
+          addChunk(middle, to);
+          return;
+        }
+        events.push({ type: 'AdmissionsRecorded', data, dataJson, metadata });
+        eventEntries.push(chunk.map((index) => entries[index]!));
+        eventSizes.push(size);
+        sources.push(null);
+      };
+      for (let from = 0; from < order.length; from += maxEntriesPerEvent) addChunk(from, Math.min(order.length, from + maxEntriesPerEvent));
+    };
+    // A summary with an id of its own (a leasing client's, which may come again) is an event of its own whose
+    // id follows from it, so the ledger stores it once however often it is sent (PostgreSQL and PGlite skip
+    // an event whose id is stored; EventStoreDB only within its cache of recent ids).
+    const unnamed = admissions.some((entry) => entry.id !== undefined) ? admissions.filter((entry) => entry.id === undefined) : admissions;
+    // Summaries whose keys an event stored this hour lists go as references to it, grouped by that event.
+    const bySource = new Map<string, { rows: number[]; entries: AdmissionSummary[] }>();
+    const listed: AdmissionSummary[] = [];
+    for (let index = 0; index < unnamed.length; index++) {
+      if (index > 0 && index % (SLICE_ENTRIES * 10) === 0) await yieldTurn();
+      const entry = unnamed[index]!;
+      const place: KeyPlace | undefined = keyIndex?.find(entry);
+      // A summary with shadow counts is listed in full: references carry ADMISSION_FIELDS' counts only.
+      if (place === undefined || !hasIntegerCounts(entry) || admissionFieldsFor([entry]) !== ADMISSION_FIELDS) {
+        listed.push(entry);
+        continue;
+      }
+      let group = bySource.get(place.eventId);
+      if (group === undefined) bySource.set(place.eventId, (group = { rows: [], entries: [] }));
+      group.rows.push(place.row);
+      group.entries.push(entry);
+    }
+    for (const [keysOf, group] of bySource) {
+      await yieldTurn();
+      addReferences(keysOf, group.rows, group.entries);
+    }
+    await addEvents(listed, 'AdmissionsRecorded', admissionFieldsFor(listed));
+    await addEvents(unresolved, 'UnresolvedAdmissionsRecorded', UNRESOLVED_FIELDS);
+    // Ids follow from the batch id: a batch offered again after a failure that hid a commit is stored once.
+    // Without a batch id, the ids are made here all the same: a reference names its source by id.
+    events.forEach((event, index) => (event.id = batchId !== undefined ? derivedEventId(batchId, index) : keyIndex !== null ? randomUUID() : undefined));
+    if (unnamed !== admissions) {
+      for (const entry of admissions) {
+        if (entry.id === undefined) continue;
+        const before = events.length;
+        await addEvents([entry], 'AdmissionsRecorded', admissionFieldsFor([entry]));
+        events[before]!.id = summaryEventId(entry.id);
+        // Its id is the summary's: it may have been stored before, by another Recorder; no source.
+        sources[before] = null;
+      }
+    }
+    return { events, eventSizes, eventEntries, sources, epoch };
+  }
 }
 
 /** The id of the event that carries a summary with an id of its own (AdmissionSummary.id). */

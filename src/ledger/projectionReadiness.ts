@@ -15,15 +15,36 @@ export type LagProbe = () => Promise<readonly ProjectionLag[]>;
  */
 export const MAX_FORGIVEN_PACE_SECONDS = 5;
 
-export function projectionReadiness(probe: LagProbe, maxLagSeconds: number): () => Promise<string | null> {
+export function projectionReadiness(probe: LagProbe, maxLagSeconds: number, now: () => number = Date.now): () => Promise<string | null> {
+  // Each projection's lag at the previous check that found it behind: a projection behind at two checks in a
+  // row is said to be catching up (its lag fell: it applies more than a second of the ledger a second) or not
+  // (its lag held or grew: stuck, or slower than the traffic), so a restart's catch-up and a stuck projection
+  // read apart on /readyz.
+  const behindAt = new Map<string, { secondsBehind: number; atMs: number }>();
   return async () => {
     const reasons: string[] = [];
+    const atMs = now();
     for (const lag of await probe()) {
       // A paced projection (Projection.livePaceMs) is behind by its pace on purpose: only what lies beyond counts,
       // and at most MAX_FORGIVEN_PACE_SECONDS of it is forgiven.
       const forgivenSeconds = Math.min(lag.paceSeconds ?? 0, MAX_FORGIVEN_PACE_SECONDS);
-      if (lag.pending && lag.secondsBehind - forgivenSeconds > maxLagSeconds) reasons.push(`${lag.projection} ${Math.round(lag.secondsBehind)}s`);
+      if (!lag.pending || lag.secondsBehind - forgivenSeconds <= maxLagSeconds) {
+        behindAt.delete(lag.projection);
+        continue;
+      }
+      const before = behindAt.get(lag.projection);
+      behindAt.set(lag.projection, { secondsBehind: lag.secondsBehind, atMs });
+      reasons.push(`${lag.projection} ${Math.round(lag.secondsBehind)}s${before === undefined ? '' : catchUp(before, lag.secondsBehind, atMs)}`);
     }
     return reasons.length === 0 ? null : `projections behind: ${reasons.join(', ')}`;
   };
+}
+
+/** How fast the lag fell since `before`: the ledger's seconds applied per second, and the time left at that pace. */
+function catchUp(before: { secondsBehind: number; atMs: number }, secondsBehind: number, atMs: number): string {
+  const elapsedSeconds = (atMs - before.atMs) / 1000;
+  if (elapsedSeconds <= 0) return '';
+  const timesRealTime = (elapsedSeconds + before.secondsBehind - secondsBehind) / elapsedSeconds;
+  if (timesRealTime <= 1) return ` (not catching up: ${Math.max(0, timesRealTime).toFixed(1)}x real time)`;
+  return ` (catching up at ${timesRealTime.toFixed(1)}x real time, about ${Math.ceil(secondsBehind / (timesRealTime - 1))}s left)`;
 }

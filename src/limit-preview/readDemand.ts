@@ -6,9 +6,11 @@
 // Summaries live in daily partitions of gl_events (migrations/0100_ledger_summary_partitions.sql) with no
 // index on recorded_at: each query reads one UTC day, so a day's partition is scanned once; the tables are
 // read here, and only the dimension and tenants asked about are kept. Events written before summaries were
-// tables (a list of objects) are not read.
+// tables (a list of objects) are not read. A summary the Recorder wrote as a reference to an earlier event's
+// keys (src/ledger/catalog/summaryRefs.ts) is expanded from that event: read earlier the same day (a day's
+// events are read in ledger order, and a reference never crosses a UTC midnight), else looked up by its id.
 import type { Queryable } from '../db/db.ts';
-import { ADMISSIONS_STREAM } from '../ledger/index.ts';
+import { ADMISSIONS_STREAM, isSummaryRefTable, lookUpSummaryEvent, SummaryKeySources } from '../ledger/index.ts';
 import type { Dimension } from '../governance/index.ts';
 
 /** One recorded span (usually one second) of one (tenant, allowance). */
@@ -43,10 +45,12 @@ const DAY_MS = 86_400_000;
 // own jsonb functions (an element per summary, a cast per field) were several times slower than handing the
 // text over and reading it here: a preview of 7 days at 6 M recorded tenant-seconds took 177 s that way.
 const DEMAND_SQL = `
-SELECT (e.data->'fields')::text AS fields, (e.data->'rows')::text AS rows
+SELECT e.event_id::text AS id, (e.data->'fields')::text AS fields, (e.data->'rows')::text AS rows,
+       CASE WHEN e.data ? 'keysOf' THEN e.data::text END AS ref
   FROM gl_events e
  WHERE e.stream = '${ADMISSIONS_STREAM}' AND e.type = 'AdmissionsRecorded'
-   AND e.recorded_at >= $1 AND e.recorded_at < $2`;
+   AND e.recorded_at >= $1 AND e.recorded_at < $2
+ ORDER BY e.tx_id, e.global_position`;
 
 const READ = ['tenantId', 'dimension', 'allowance', 'fromSecond', 'seconds', 'admittedUnits', 'admittedMessages', 'shedUnits', 'shedMessages', 'rejectedUnits', 'rejectedMessages'] as const;
 
@@ -69,6 +73,7 @@ export async function readRecordedDemand(q: Queryable, query: DemandQuery): Prom
   const toSecond = Math.ceil(query.to.getTime() / 1000);
   const recordedUntil = query.to.getTime() + RECORDED_LATE_SECONDS * 1000;
   const tenants = query.tenantIds === null ? null : new Set(query.tenantIds);
+  const keySources = new SummaryKeySources();
   const days: Array<[Date, Date]> = [];
   for (let dayStart = Math.floor(query.from.getTime() / DAY_MS) * DAY_MS; dayStart < recordedUntil; dayStart += DAY_MS) {
     days.push([new Date(Math.max(dayStart, query.from.getTime())), new Date(Math.min(dayStart + DAY_MS, recordedUntil))]);
@@ -79,8 +84,19 @@ export async function readRecordedDemand(q: Queryable, query: DemandQuery): Prom
   const readDays = async () => {
     while (next < days.length) {
       const [windowFrom, windowTo] = days[next++]!;
-      const { rows } = await q.query<{ fields: string | null; rows: string | null }>(DEMAND_SQL, [windowFrom, windowTo]);
-      for (const event of rows) addEvent(demand, event.fields, event.rows, query.dimension, tenants, fromSecond, toSecond);
+      const { rows } = await q.query<{ id: string; fields: string | null; rows: string | null; ref: string | null }>(DEMAND_SQL, [windowFrom, windowTo]);
+      for (const event of rows) {
+        if (event.ref === null) {
+          if (event.fields !== null && event.rows !== null) keySources.remember(event.id, { fields: JSON.parse(event.fields), rows: JSON.parse(event.rows) });
+          addEvent(demand, event.fields, event.rows, query.dimension, tenants, fromSecond, toSecond);
+          continue;
+        }
+        const reference: unknown = JSON.parse(event.ref);
+        if (!isSummaryRefTable(reference)) continue;
+        const table = await keySources.tableOf(reference, (eventId) => lookUpSummaryEvent(q, eventId));
+        if (typeof table === 'string') continue;
+        addEvent(demand, JSON.stringify(table.fields), JSON.stringify(table.rows), query.dimension, tenants, fromSecond, toSecond);
+      }
     }
   };
   await Promise.all([readDays(), readDays()]);

@@ -106,7 +106,7 @@ describe(`readiness under ingest traffic (${mode.name})`, () => {
         await locker.query('BEGIN');
         await locker.query(`LOCK TABLE ${familyTables(ADMISSION_TRENDS).map(quoteIdent).join(', ')} IN EXCLUSIVE MODE`);
         const lockedAtMs = Date.now();
-        const behind = /^\{"status":"not ready","reasons":\["projections behind: admission-trends \d+s"\]\}$/;
+        const behind = /^\{"status":"not ready","reasons":\["projections behind: admission-trends \d+s( \([^)]*\))?"\]\}$/;
         let answer = '';
         let unreadyAtMs = 0;
         // The first summary appended after the lock waits; it is behind by more than the bound beyond the pace

@@ -22,7 +22,18 @@ export interface SummaryList<Entry> {
   entries: Entry[];
 }
 
-export type AdmissionsRecordedData = SummaryTable<AdmissionSummary> | SummaryList<AdmissionSummary>;
+/**
+ * Summaries whose keys an earlier table event of the stream lists: positions into its rows and run-length coded
+ * count columns (summaryRefs.ts). Reads as a table once its source is known: SummaryKeySources.tableOf.
+ */
+export interface SummaryRefTable {
+  keysOf: string;
+  at: string;
+  columns: Record<string, string>;
+}
+
+
+export type AdmissionsRecordedData = SummaryTable<AdmissionSummary> | SummaryList<AdmissionSummary> | SummaryRefTable;
 export type UnresolvedAdmissionsRecordedData = SummaryTable<UnresolvedAdmissionSummary> | SummaryList<UnresolvedAdmissionSummary>;
 
 export type AdmissionEventMap = {
@@ -84,12 +95,13 @@ export function summaryTable<Entry extends object>(fields: readonly (keyof Entry
  */
 export function forEachEntry(data: AdmissionsRecordedData, visit: (entry: Readonly<AdmissionSummary>) => void): void;
 export function forEachEntry(data: UnresolvedAdmissionsRecordedData, visit: (entry: Readonly<UnresolvedAdmissionSummary>) => void): void;
-export function forEachEntry<Entry>(data: SummaryTable<Entry> | SummaryList<Entry> | null | undefined, visit: (entry: Entry) => void): void {
+export function forEachEntry<Entry>(data: SummaryTable<Entry> | SummaryList<Entry> | SummaryRefTable | null | undefined, visit: (entry: Entry) => void): void {
   visitEntries(data, visit);
 }
 
-function visitEntries<Entry>(data: SummaryTable<Entry> | SummaryList<Entry> | null | undefined, visit: (entry: Entry) => void): void {
-  if (data === null || typeof data !== 'object') return;
+/** A reference (summaryRefs.ts) visits nothing: a reader expands it first (SummaryKeySources.tableOf). */
+function visitEntries<Entry>(data: SummaryTable<Entry> | SummaryList<Entry> | SummaryRefTable | null | undefined, visit: (entry: Entry) => void): void {
+  if (data === null || typeof data !== 'object' || 'keysOf' in data) return;
   if ('entries' in data) {
     if (Array.isArray(data.entries)) for (const entry of data.entries) visit(entry);
     return;
@@ -122,7 +134,7 @@ export function summaryColumns<Entry>(
 /** The entries of an AdmissionsRecorded or UnresolvedAdmissionsRecorded event's data, whichever shape it was written in. */
 export function entriesOf(data: AdmissionsRecordedData): AdmissionSummary[];
 export function entriesOf(data: UnresolvedAdmissionsRecordedData): UnresolvedAdmissionSummary[];
-export function entriesOf<Entry extends object>(data: SummaryTable<Entry> | SummaryList<Entry> | null | undefined): Entry[] {
+export function entriesOf<Entry extends object>(data: SummaryTable<Entry> | SummaryList<Entry> | SummaryRefTable | null | undefined): Entry[] {
   if (data !== null && typeof data === 'object' && 'entries' in data) return Array.isArray(data.entries) ? data.entries : [];
   const entries: Entry[] = [];
   // A table's rows are read into one reused object: each is copied out.

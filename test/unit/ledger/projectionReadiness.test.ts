@@ -46,3 +46,22 @@ describe('projection readiness', () => {
     expect(admissionTrendsProjection.livePaceMs! / 1_000).toBeLessThanOrEqual(MAX_FORGIVEN_PACE_SECONDS);
   });
 });
+
+describe('projection readiness over time', () => {
+  it('tells a projection catching up (its lag falling) from one that is stuck (its lag not falling)', async () => {
+    let clock = 0;
+    let lags = [lag('admission-trends', 600), lag('tiers', 100)];
+    const check = projectionReadiness(async () => lags, 30, () => clock);
+    expect(await check()).toBe('projections behind: admission-trends 600s, tiers 100s');
+    // 10 s later: admission-trends applied 50 s of the ledger in 10 s; tiers applied nothing.
+    clock = 10_000;
+    lags = [lag('admission-trends', 560), lag('tiers', 110)];
+    expect(await check()).toBe('projections behind: admission-trends 560s (catching up at 5.0x real time, about 140s left), tiers 110s (not catching up: 0.0x real time)');
+    // Caught up, then behind again: no rate from before it caught up.
+    lags = [lag('admission-trends', 0), lag('tiers', 0)];
+    expect(await check()).toBeNull();
+    clock = 20_000;
+    lags = [lag('admission-trends', 40), lag('tiers', 0)];
+    expect(await check()).toBe('projections behind: admission-trends 40s');
+  });
+});
