@@ -36,7 +36,7 @@ describe.skipIf(!postgresOnly)('shadow limits on PostgreSQL (DATABASE_URL)', () 
     trends = await startProjections(harness.db, harness.store, [admissionTrendsProjection], { retryDelayMs: 50 });
     governor = new Governor({
       limitSource: createReadModelLimitSource(harness.db),
-      recorder: fanOutRecorder(createLedgerRecorder(harness.store), createMetricsRecorder(metrics)),
+      recorder: fanOutRecorder(createLedgerRecorder(harness.store, { referenceKeys: true }), createMetricsRecorder(metrics)),
     });
     const { tenants, platformDefaults } = await loadTenantGovernance(harness.db, ['acme'], new Date());
     governor.learnLimits(tenants.values(), platformDefaults);

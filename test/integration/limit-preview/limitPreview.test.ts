@@ -25,7 +25,7 @@ describe.skipIf(!postgresOnly)('limit preview on PostgreSQL (DATABASE_URL)', () 
     expect((await cp.registerTenant(OPERATOR, { tenantId: 'acme', tierId: 'gold' })).status).toBe('applied');
     expect((await cp.registerTenant(OPERATOR, { tenantId: 'quiet', tierId: 'gold' })).status).toBe('applied');
     await harness.caughtUp();
-    governor = new Governor({ limitSource: createReadModelLimitSource(harness.db), recorder: createLedgerRecorder(harness.store) });
+    governor = new Governor({ limitSource: createReadModelLimitSource(harness.db), recorder: createLedgerRecorder(harness.store, { referenceKeys: true }) });
     const { tenants, platformDefaults } = await loadTenantGovernance(harness.db, ['acme', 'quiet'], new Date());
     governor.learnLimits(tenants.values(), platformDefaults);
     // 20 readings a second for 60 s, one a message every 50 ms; 'quiet' sends 1 a second.
