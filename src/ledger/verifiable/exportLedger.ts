@@ -4,7 +4,7 @@ import type { Queryable } from '../../db/db.ts';
 import { checkpointAtOrBelow, latestCheckpoint, listCheckpoints, type SignedCheckpoint } from './checkpointer.ts';
 import type { LeafEvent } from './leaf.ts';
 import { parseVerifierKey, verifyCheckpoint, type VerifierKey } from './signedNote.ts';
-import { LEAF_COLUMNS, leafEventOf, readTreeHead, storedConsistencyProof, storedRangeHashes, type LeafRow } from './treeStore.ts';
+import { countWithinPageBudget, LEAF_COLUMNS, leafEventOf, readTreeHead, storedConsistencyProof, storedRangeHashes, type LeafRow } from './treeStore.ts';
 import { EXPORT_FORMAT, rangesOutside, verifyExport, type ExportHeader, type ExportLine, type Verdict } from './verify.ts';
 
 /** No checkpoint covers what was asked, or the range is not in the tree: an expected outcome, with its reason. */
@@ -22,6 +22,10 @@ export interface ExportRange {
 }
 
 const PAGE = 5_000;
+
+/** The events after $1/$2 up to and with $3/$4, in the global order, $5 at most. */
+const EVENTS_BETWEEN = `WHERE (g.tx_id, g.global_position) > ($1::xid8, $2::bigint) AND (g.tx_id, g.global_position) <= ($3::xid8, $4::bigint)
+  ORDER BY g.tx_id, g.global_position LIMIT $5`;
 
 async function leafAt(db: Queryable, at: Date): Promise<number> {
   // The first leaf whose event was recorded at or after `at`; the tree's size when none was.
@@ -101,14 +105,17 @@ async function* exportLines(db: Queryable, fromLeaf: number, toLeaf: number): As
   let eventsDone = false;
   const nextEvent = async (): Promise<LeafRow | undefined> => {
     if (eventPage.length === 0 && !eventsDone) {
-      const { rows } = await db.query<LeafRow>(
-        `SELECT ${LEAF_COLUMNS} FROM gl_events g
-          WHERE (g.tx_id, g.global_position) > ($1::xid8, $2::bigint) AND (g.tx_id, g.global_position) <= ($3::xid8, $4::bigint)
-          ORDER BY g.tx_id, g.global_position LIMIT $5`,
-        [eventsAfter.tx, eventsAfter.pos, end.tx_id, end.global_position, PAGE],
+      const bounds = [eventsAfter.tx, eventsAfter.pos, end.tx_id, end.global_position];
+      // Summaries are up to 512 KiB each: a page of PAGE of them would be gigabytes, read in one statement
+      // that outlasts the pool's 30 s query timeout (QUERY_TIMEOUT_MS). The page stops at the tree follower's byte budget.
+      const { rows: sizes } = await db.query<{ bytes: number }>(
+        `SELECT pg_column_size(g.data) + pg_column_size(g.metadata) AS bytes FROM gl_events g ${EVENTS_BETWEEN}`,
+        [...bounds, PAGE],
       );
+      const count = countWithinPageBudget(sizes.map((row) => Number(row.bytes)));
+      const { rows } = count === 0 ? { rows: [] } : await db.query<LeafRow>(`SELECT ${LEAF_COLUMNS} FROM gl_events g ${EVENTS_BETWEEN}`, [...bounds, count]);
       eventPage = rows.reverse();
-      if (rows.length < PAGE) eventsDone = true;
+      if (sizes.length < PAGE && rows.length === sizes.length) eventsDone = true;
       const last = rows[0];
       if (last) eventsAfter = { tx: last.tx_id, pos: last.global_position };
     }

@@ -66,12 +66,17 @@ export const MAX_TREE_PAGE_STORED_BYTES = 4 * 1024 * 1024;
 /** How many of the next `maxLeaves` events fit the page's byte budget. Later commits only sort after these. */
 async function eventsWithinBudget(tx: Queryable, after: [string, string], maxLeaves: number): Promise<number> {
   const { rows } = await tx.query<{ bytes: number }>(EVENT_SIZES_SQL, [...after, maxLeaves]);
+  return countWithinPageBudget(rows.map((row) => Number(row.bytes)));
+}
+
+/** How many of the events of these stored sizes, in order, fit one page (MAX_TREE_PAGE_STORED_BYTES; one at least). */
+export function countWithinPageBudget(storedBytes: readonly number[]): number {
   let total = 0;
-  for (let i = 0; i < rows.length; i++) {
-    total += Number(rows[i]!.bytes);
+  for (let i = 0; i < storedBytes.length; i++) {
+    total += storedBytes[i]!;
     if (total > MAX_TREE_PAGE_STORED_BYTES) return Math.max(1, i);
   }
-  return rows.length;
+  return storedBytes.length;
 }
 
 export interface TreeHead {
