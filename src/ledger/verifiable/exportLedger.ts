@@ -1,10 +1,11 @@
 // Exporting a range of the tree from the database (docs/verifiable-ledger.md, "The export file"), and the
 // database verify, which runs the offline verifier over an export of the whole stored tree.
 import type { Queryable } from '../../db/db.ts';
+import { countWithinPageBudget, STORED_BYTES_SQL } from '../readPageBudget.ts';
 import { checkpointAtOrBelow, latestCheckpoint, listCheckpoints, type SignedCheckpoint } from './checkpointer.ts';
 import type { LeafEvent } from './leaf.ts';
 import { parseVerifierKey, verifyCheckpoint, type VerifierKey } from './signedNote.ts';
-import { countWithinPageBudget, LEAF_COLUMNS, leafEventOf, readTreeHead, storedConsistencyProof, storedRangeHashes, type LeafRow } from './treeStore.ts';
+import { LEAF_COLUMNS, leafEventOf, readTreeHead, storedConsistencyProof, storedRangeHashes, type LeafRow } from './treeStore.ts';
 import { EXPORT_FORMAT, rangesOutside, verifyExport, type ExportHeader, type ExportLine, type Verdict } from './verify.ts';
 
 /** No checkpoint covers what was asked, or the range is not in the tree: an expected outcome, with its reason. */
@@ -106,10 +107,9 @@ async function* exportLines(db: Queryable, fromLeaf: number, toLeaf: number): As
   const nextEvent = async (): Promise<LeafRow | undefined> => {
     if (eventPage.length === 0 && !eventsDone) {
       const bounds = [eventsAfter.tx, eventsAfter.pos, end.tx_id, end.global_position];
-      // Summaries are up to 512 KiB each: a page of PAGE of them would be gigabytes, read in one statement
-      // that outlasts the pool's 30 s query timeout (QUERY_TIMEOUT_MS). The page stops at the tree follower's byte budget.
+      // A page of PAGE summaries would be gigabytes in one statement: it stops at the byte budget (readPageBudget.ts).
       const { rows: sizes } = await db.query<{ bytes: number }>(
-        `SELECT pg_column_size(g.data) + pg_column_size(g.metadata) AS bytes FROM gl_events g ${EVENTS_BETWEEN}`,
+        `SELECT ${STORED_BYTES_SQL} AS bytes FROM gl_events g ${EVENTS_BETWEEN}`,
         [...bounds, PAGE],
       );
       const count = countWithinPageBudget(sizes.map((row) => Number(row.bytes)));
