@@ -1,5 +1,5 @@
 // A network cut between the service and its PostgreSQL: the database runs in a network namespace of its own,
-// reached over a veth link (test/support/netns.ts), and the link is taken down under traffic, so packets
+// reached over a veth link (test/support/networkNamespaces.ts), and the link is taken down under traffic, so packets
 // vanish as across a failed switch (no refusal, no reset). Meanwhile the service keeps admitting on the
 // ceilings it holds (every ingest answered 202, promptly), /readyz answers 503 promptly, and the Governor keeps
 // its ledger batches in memory within the stated bound (MAX_PENDING_SUMMARIES summaries, docs/faults.md: no
@@ -17,7 +17,7 @@ import { registerIngestCredential } from '../../src/doors/pipeline/credentials.t
 import { createServer, listen } from '../../src/http-server/server.ts';
 import { startService, type Service } from '../../src/service.ts';
 import { OPERATOR } from '../support/controlPlaneHarness.ts';
-import { netnsMissing, startNetworkNamespace, type NetworkNamespace } from '../support/netns.ts';
+import { networkCutMissing, startNetworkNamespace, type NetworkNamespace } from '../support/networkNamespaces.ts';
 import { startPrivatePostgres, type PrivatePostgres } from '../support/privateServers.ts';
 import { readWholeLedger } from '../support/readLedger.ts';
 import { waitFor } from '../support/waitFor.ts';
@@ -30,12 +30,17 @@ const ANSWER_WITHIN_MS = 3_000;
 /** /readyz answers within this during the cut. */
 const READYZ_WITHIN_MS = 3_000;
 
-const missing = netnsMissing();
-const netns = missing ? undefined : startNetworkNamespace();
-const pg = netns ? await startPrivatePostgres({ netns }).catch((error: unknown) => (netns.dispose(), Promise.reject(error))) : undefined;
+const missing = networkCutMissing();
+const netns = missing ? undefined : await startNetworkNamespace();
+const pg = netns
+  ? await startPrivatePostgres({ netns: { name: netns.name, ...netns.paths[0]! } }).catch(async (error: unknown) => {
+      await netns.dispose();
+      throw error;
+    })
+  : undefined;
 if (missing) console.warn(`PostgreSQL network cut suite skipped: ${missing}`);
 else if (!pg) {
-  netns?.dispose();
+  await netns?.dispose();
   console.warn('PostgreSQL network cut suite skipped: no private PostgreSQL (see the warning above)');
 }
 
@@ -68,12 +73,12 @@ describe.skipIf(!pg)('the service cut off from PostgreSQL by a network cut (veth
   }, 120_000);
 
   afterAll(async () => {
-    link.heal();
+    await link.heal();
     server?.closeAllConnections();
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
     await service?.close();
     await postgres.dispose();
-    link.dispose();
+    await link.dispose();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
 
@@ -106,7 +111,7 @@ describe.skipIf(!pg)('the service cut off from PostgreSQL by a network cut (veth
     })();
     try {
       await waitFor(() => answered >= 20, { timeoutMs: 30_000, description: 'traffic before the cut' });
-      link.cut();
+      await link.cut();
       const cutAt = Date.now();
       const failuresBefore = service.governor.stats().recordFailures;
       // /readyz tells the cut, promptly.
@@ -124,7 +129,7 @@ describe.skipIf(!pg)('the service cut off from PostgreSQL by a network cut (veth
       await waitFor(() => Date.now() - cutAt >= CUT_MS, { timeoutMs: CUT_MS + 5_000, intervalMs: 500, description: 'the cut to last' });
       const answeredDuringCut = answered - answeredAtCut;
       const stats = service.governor.stats();
-      link.heal();
+      await link.heal();
       const healedAt = Date.now();
       await waitFor(async () => (await fetch(`${baseUrl}/readyz`)).status === 200, { timeoutMs: 60_000, intervalMs: 200, description: '/readyz 200 after the cut' });
       const readyAt = Date.now();
@@ -144,7 +149,7 @@ describe.skipIf(!pg)('the service cut off from PostgreSQL by a network cut (veth
       expect(stats.clampedTallies).toBe(0);
     } finally {
       stop = true;
-      link.heal();
+      await link.heal();
       await loop;
     }
     const ledger = await readWholeLedger(service.store);

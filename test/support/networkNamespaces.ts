@@ -1,8 +1,12 @@
 // A network cut, made with Linux network namespaces: a server runs in a namespace of its own, reached from the
-// suite over veth links, one per client path. Cutting a path takes its link down inside the namespace: the
-// client's packets are dropped, not refused, as when a switch port or a network partition fails (a closed
-// port or a killed proxy would answer with a reset at once). Needs root and iproute2 (`ip netns`); without
-// them `startNamespacedServer` says why and returns undefined, and the suite is skipped.
+// suite over veth links, one per client path. Cutting a path takes the namespace's end of its link down: the
+// host's end loses its carrier and drops what it is given (no RST, no ICMP), so an open connection hangs and a
+// new one is never answered, as when a switch port fails or the network partitions (a closed port or a killed
+// proxy would answer with a reset at once). Healing brings the link back; connections that survived carry on.
+//
+// Needs root, iproute2 (`ip`) and a kernel that allows network namespaces and veth links: networkCutMissing()
+// says which is lacking, for the suite's skip reason. Names and addresses are chosen at random per namespace,
+// so suites running at the same time do not collide.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -11,98 +15,136 @@ import path from 'node:path';
 import { answers, findBinary, run } from './privateServers.ts';
 import { waitFor } from './waitFor.ts';
 
-export interface NamespacedServer {
-  /** The server's address on each path (10.x.y.z), in the order the paths were asked for. */
-  hosts: string[];
-  port: number;
-  /** Drops every packet on path `index` (its link down inside the namespace) until `restore`. */
-  cut(index: number): Promise<void>;
-  restore(index: number): Promise<void>;
+/** One veth link between this namespace and the server's. */
+export interface NetworkPath {
+  /** The namespace's end of the link: where a server inside listens. */
+  address: string;
+  /** The host's end of the link: where the server's clients come from. */
+  peerAddress: string;
+}
+
+export interface NetworkNamespace {
+  /** The namespace's name (for `ip netns exec`). */
+  name: string;
+  paths: NetworkPath[];
+  /** Drops every packet on path `index` (its link down inside the namespace) until `heal(index)`. */
+  cut(index?: number): Promise<void>;
+  heal(index?: number): Promise<void>;
   dispose(): Promise<void>;
 }
 
-/** Whether network namespaces and veth links can be made here (root, iproute2, a kernel that allows both); says why not. */
-export function namespacesWork(): boolean {
-  if (process.getuid?.() !== 0) {
-    console.warn('not root: network namespaces cannot be made, so the network-cut suites are skipped.');
-    return false;
-  }
-  if (!findBinary('ip')) return false;
-  const name = `gl-probe-${randomBytes(3).toString('hex')}`;
-  const added = spawnSync('ip', ['netns', 'add', name], { encoding: 'utf8' });
-  if (added.status !== 0) {
-    console.warn(`ip netns add failed (${added.stderr.trim()}): the network-cut suites are skipped.`);
-    return false;
-  }
-  spawnSync('ip', ['netns', 'del', name]);
-  const link = `gp${randomBytes(3).toString('hex')}`;
-  const veth = spawnSync('ip', ['link', 'add', `${link}a`, 'type', 'veth', 'peer', 'name', `${link}b`], { encoding: 'utf8' });
-  if (veth.status !== 0) {
-    console.warn(`ip link add ... type veth failed (${veth.stderr.trim()}): the network-cut suites are skipped.`);
-    return false;
-  }
-  spawnSync('ip', ['link', 'del', `${link}a`]);
-  return true;
-}
+let probed: { reason: string | undefined } | undefined;
 
 /**
- * Starts `binary` (args from its port and a temporary directory) inside a new namespace, listening on every
- * address there, reachable over `paths` veth links from this namespace. Addresses are from 10.0.0.0/8, chosen
- * at random per call so suites running at the same time do not collide.
+ * Why a network cut cannot be made here (undefined when it can): not root, no `ip`, or the kernel refuses a
+ * namespace or a veth pair. Probed once per process by making and deleting one of each.
  */
-export async function startNamespacedServer(binary: string, args: (port: number, dir: string) => string[], paths: number): Promise<NamespacedServer | undefined> {
-  const file = findBinary(binary);
-  if (!file || !namespacesWork()) return undefined;
+export function networkCutMissing(): string | undefined {
+  probed ??= { reason: probe() };
+  return probed.reason;
+}
+
+function probe(): string | undefined {
+  if (process.getuid?.() !== 0) return 'network namespaces need root';
+  if (!findBinary('ip')) return 'ip (iproute2) not installed';
   const id = randomBytes(3).toString('hex');
-  const namespace = `gl-${id}`;
+  const ip = (...args: string[]) => spawnSync('ip', args, { encoding: 'utf8' });
+  const added = ip('netns', 'add', `gl-probe-${id}`);
+  if (added.status !== 0) return `ip netns add failed (${added.stderr.trim()})`;
+  ip('netns', 'del', `gl-probe-${id}`);
+  const veth = ip('link', 'add', `gp${id}a`, 'type', 'veth', 'peer', 'name', `gp${id}b`);
+  if (veth.status !== 0) return `ip link add ... type veth failed (${veth.stderr.trim()})`;
+  ip('link', 'del', `gp${id}a`);
+  return undefined;
+}
+
+/** A new namespace joined to this one by `paths` veth links, each a /30 of 10.213.0.0/16. */
+export async function startNetworkNamespace(paths = 1): Promise<NetworkNamespace> {
+  const id = randomBytes(3).toString('hex');
+  const name = `gl-${id}`;
   const ip = (...args: string[]) => run('ip', args, false);
-  const inside = (...args: string[]) => run('ip', ['netns', 'exec', namespace, 'ip', ...args], false);
-  const dir = await mkdtemp(path.join(tmpdir(), `gl-netns-${binary}-`));
-  const port = 6379;
-  const hosts: string[] = [];
+  const inside = (...args: string[]) => run('ip', ['netns', 'exec', name, 'ip', ...args], false);
+  // Interface names stay under 16 characters: `g<id><index>h` here, `g<id><index>n` in the namespace.
   const links: string[] = [];
-  let child: ChildProcess | undefined;
   const dispose = async () => {
-    child?.kill('SIGKILL');
     // Deleting the namespace deletes its ends of the links, and with them the ends here.
-    await ip('netns', 'del', namespace).catch(() => {});
+    await ip('netns', 'del', name).catch(() => {});
     for (const link of links) await ip('link', 'del', `${link}h`).catch(() => {});
-    await rm(dir, { recursive: true, force: true });
   };
+  const base = randomInt(0, 16_384 - paths) * 4;
+  const octets = (n: number) => `10.213.${Math.floor(n / 256)}.${n % 256}`;
+  const made: NetworkPath[] = [];
   try {
-    await ip('netns', 'add', namespace);
+    await ip('netns', 'add', name);
     await inside('link', 'set', 'lo', 'up');
-    const second = randomInt(100, 250);
-    const third = randomInt(0, 256);
     for (let index = 0; index < paths; index++) {
-      // Interface names stay under 16 characters: `g<id><index>h` here, `g<id><index>n` in the namespace.
       const link = `g${id}${index}`;
       links.push(link);
-      const here = `10.${second}.${third}.${index * 4 + 1}`;
-      const there = `10.${second}.${third}.${index * 4 + 2}`;
+      const peerAddress = octets(base + index * 4 + 1);
+      const address = octets(base + index * 4 + 2);
       await ip('link', 'add', `${link}h`, 'type', 'veth', 'peer', 'name', `${link}n`);
-      await ip('link', 'set', `${link}n`, 'netns', namespace);
-      await ip('addr', 'add', `${here}/30`, 'dev', `${link}h`);
+      await ip('link', 'set', `${link}n`, 'netns', name);
+      await ip('addr', 'add', `${peerAddress}/30`, 'dev', `${link}h`);
       await ip('link', 'set', `${link}h`, 'up');
-      await inside('addr', 'add', `${there}/30`, 'dev', `${link}n`);
+      await inside('addr', 'add', `${address}/30`, 'dev', `${link}n`);
       await inside('link', 'set', `${link}n`, 'up');
-      hosts.push(there);
+      made.push({ address, peerAddress });
     }
-    child = spawn('ip', ['netns', 'exec', namespace, file, ...args(port, dir)], { stdio: 'ignore' });
-    await waitFor(async () => (await Promise.all(hosts.map((host) => answers(port, host)))).every(Boolean), {
-      timeoutMs: 20_000,
-      intervalMs: 50,
-      description: `${binary} to answer in namespace ${namespace}`,
-    });
   } catch (error) {
     await dispose();
     throw error;
   }
   return {
-    hosts,
-    port,
-    cut: (index) => inside('link', 'set', `${links[index]}n`, 'down'),
-    restore: (index) => inside('link', 'set', `${links[index]}n`, 'up'),
+    name,
+    paths: made,
+    cut: (index = 0) => inside('link', 'set', `${links[index]}n`, 'down'),
+    heal: (index = 0) => inside('link', 'set', `${links[index]}n`, 'up'),
     dispose,
   };
+}
+
+export interface NamespacedServer {
+  namespace: NetworkNamespace;
+  /** The server's address on each path, in path order. */
+  hosts: string[];
+  port: number;
+  dispose(): Promise<void>;
+}
+
+/**
+ * Starts `binary` (args from its port and a temporary directory) inside a new namespace, listening on every
+ * address there, reachable over `paths` links. Undefined, after saying why, where a cut cannot be made or the
+ * binary is missing.
+ */
+export async function startNamespacedServer(binary: string, args: (port: number, dir: string) => string[], paths: number): Promise<NamespacedServer | undefined> {
+  const missing = networkCutMissing();
+  if (missing) {
+    console.warn(`network-cut suites needing ${binary} are skipped: ${missing}`);
+    return undefined;
+  }
+  const file = findBinary(binary);
+  if (!file) return undefined;
+  const namespace = await startNetworkNamespace(paths);
+  const dir = await mkdtemp(path.join(tmpdir(), `gl-netns-${binary}-`));
+  // The namespace has its own ports: the binary's usual one is free there.
+  const port = 6379;
+  const hosts = namespace.paths.map((link) => link.address);
+  let child: ChildProcess | undefined;
+  const dispose = async () => {
+    child?.kill('SIGKILL');
+    await namespace.dispose();
+    await rm(dir, { recursive: true, force: true });
+  };
+  try {
+    child = spawn('ip', ['netns', 'exec', namespace.name, file, ...args(port, dir)], { stdio: 'ignore' });
+    await waitFor(async () => (await Promise.all(hosts.map((host) => answers(port, host)))).every(Boolean), {
+      timeoutMs: 20_000,
+      intervalMs: 50,
+      description: `${binary} to answer in namespace ${namespace.name}`,
+    });
+  } catch (error) {
+    await dispose();
+    throw error;
+  }
+  return { namespace, hosts, port, dispose };
 }

@@ -120,7 +120,7 @@ export interface PrivatePostgresOptions {
    */
   durable?: boolean;
   /**
-   * Runs the cluster in network namespace `name` (test/support/netns.ts), listening on `address` there and
+   * Runs the cluster in network namespace `name` (test/support/networkNamespaces.ts), listening on `address` there and
    * trusting clients from `peerAddress` (the host's end of the link): a cut of that link cuts it off.
    */
   netns?: { name: string; address: string; peerAddress: string };

@@ -8,6 +8,7 @@ import { promisify } from 'node:util';
 import type { Db, Queryable, Tx } from '../../db/db.ts';
 import { comparePositions, type Position } from '../eventStore.ts';
 import { loadCheckpoint } from '../checkpoints.ts';
+import { countWithinPageBudget, STORED_BYTES_SQL } from '../readPageBudget.ts';
 import type { Projection } from '../projection.ts';
 import {
   addDays,
@@ -199,12 +200,21 @@ async function projectionsBehind(db: Queryable, projections: ArchiveOptions['pro
 }
 
 /**
- * The partition's events as NDJSON, a page per query in the global order; each line built by PostgreSQL. Given
- * a checkpoint's tree size, each line also carries its leaf index and inclusion proof in that tree.
+ * The partition's events as NDJSON, a page per query in the global order (readPageBudget.ts); each line built by
+ * PostgreSQL. Given a checkpoint's tree size, each line also carries its leaf index and inclusion proof in that tree.
  */
 async function* exportPages(db: Queryable, table: string, pageSize: number, treeSize?: number) {
   let after: [string, string] = ['0', '0'];
   for (;;) {
+    // A day of 50,000 tenants' summaries is about 512 KiB an event: pageSize of them built into one statement's
+    // lines would be far past the pool's 30 s query timeout. The page stops at the byte budget.
+    const { rows: sizes } = await db.query<{ bytes: number }>(
+      `SELECT ${STORED_BYTES_SQL} AS bytes FROM ${table} g
+        WHERE (tx_id, global_position) > ($1::xid8, $2::bigint) ORDER BY tx_id, global_position LIMIT $3`,
+      [...after, pageSize],
+    );
+    if (sizes.length === 0) return;
+    const count = countWithinPageBudget(sizes.map((row) => Number(row.bytes)));
     const { rows } = await db.query<{ commit: string; prepare: string; line: string; leaf: string | null }>(
       `SELECT e.tx_id::text AS commit, e.global_position::text AS prepare, l.leaf_index::text AS leaf,
               jsonb_build_object(
@@ -216,7 +226,7 @@ async function* exportPages(db: Queryable, table: string, pageSize: number, tree
         WHERE (e.tx_id, e.global_position) > ($1::xid8, $2::bigint)
         ORDER BY e.tx_id, e.global_position
         LIMIT $3`,
-      [...after, pageSize],
+      [...after, count],
     );
     if (rows.length === 0) return;
     const first = rows[0]!;
@@ -238,7 +248,7 @@ async function* exportPages(db: Queryable, table: string, pageSize: number, tree
       last: { commit: BigInt(last.commit), prepare: BigInt(last.prepare) },
     };
     after = [last.commit, last.prepare];
-    if (rows.length < pageSize) return;
+    if (sizes.length < pageSize && rows.length === sizes.length) return;
   }
 }
 

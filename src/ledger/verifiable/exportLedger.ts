@@ -2,6 +2,7 @@
 // database verify, which runs the offline verifier over an export of the whole stored tree.
 import type { Queryable } from '../../db/db.ts';
 import { checkArchivedLeaves, type ArchiveTally } from './archiveProofs.ts';
+import { countWithinPageBudget, STORED_BYTES_SQL } from '../readPageBudget.ts';
 import { checkpointAtOrBelow, latestCheckpoint, listCheckpoints, type SignedCheckpoint } from './checkpointer.ts';
 import type { LeafEvent } from './leaf.ts';
 import { parseVerifierKey, verifyCheckpoint, type VerifierKey } from './signedNote.ts';
@@ -23,6 +24,10 @@ export interface ExportRange {
 }
 
 const PAGE = 5_000;
+
+/** The events after $1/$2 up to and with $3/$4, in the global order, $5 at most. */
+const EVENTS_BETWEEN = `WHERE (g.tx_id, g.global_position) > ($1::xid8, $2::bigint) AND (g.tx_id, g.global_position) <= ($3::xid8, $4::bigint)
+  ORDER BY g.tx_id, g.global_position LIMIT $5`;
 
 async function leafAt(db: Queryable, at: Date): Promise<number> {
   // The first leaf whose event was recorded at or after `at`; the tree's size when none was.
@@ -103,14 +108,16 @@ async function* exportLines(db: Queryable, fromLeaf: number, toLeaf: number): As
   let eventsDone = false;
   const nextEvent = async (): Promise<LeafRow | undefined> => {
     if (eventPage.length === 0 && !eventsDone) {
-      const { rows } = await db.query<LeafRow>(
-        `SELECT ${LEAF_COLUMNS} FROM gl_events g
-          WHERE (g.tx_id, g.global_position) > ($1::xid8, $2::bigint) AND (g.tx_id, g.global_position) <= ($3::xid8, $4::bigint)
-          ORDER BY g.tx_id, g.global_position LIMIT $5`,
-        [eventsAfter.tx, eventsAfter.pos, end.tx_id, end.global_position, PAGE],
+      const bounds = [eventsAfter.tx, eventsAfter.pos, end.tx_id, end.global_position];
+      // A page of PAGE summaries would be gigabytes in one statement: it stops at the byte budget (readPageBudget.ts).
+      const { rows: sizes } = await db.query<{ bytes: number }>(
+        `SELECT ${STORED_BYTES_SQL} AS bytes FROM gl_events g ${EVENTS_BETWEEN}`,
+        [...bounds, PAGE],
       );
+      const count = countWithinPageBudget(sizes.map((row) => Number(row.bytes)));
+      const { rows } = count === 0 ? { rows: [] } : await db.query<LeafRow>(`SELECT ${LEAF_COLUMNS} FROM gl_events g ${EVENTS_BETWEEN}`, [...bounds, count]);
       eventPage = rows.reverse();
-      if (rows.length < PAGE) eventsDone = true;
+      if (sizes.length < PAGE && rows.length === sizes.length) eventsDone = true;
       const last = rows[0];
       if (last) eventsAfter = { tx: last.tx_id, pos: last.global_position };
     }

@@ -1,6 +1,7 @@
 // The ledger's Merkle tree in PostgreSQL/PGlite (migration 0130): leaves and complete subtrees appended by
 // one writer at a time, in the ledger's global order, and the roots and proofs read from them.
 import type { Queryable } from '../../db/db.ts';
+import { countWithinPageBudget, STORED_BYTES_SQL } from '../readPageBudget.ts';
 import { leafHash, type LeafEvent } from './leaf.ts';
 import { consistencyProofRanges, fullSubtrees, hashChildren, inclusionProofRanges, nodesForRanges, rangeHash, type NodeId, type Range } from './merkle.ts';
 
@@ -52,27 +53,17 @@ LIMIT $3`;
 
 /** The stored (compressed) size of the next events' data and metadata: a page is cut to a byte budget. */
 const EVENT_SIZES_SQL = `
-SELECT pg_column_size(g.data) + pg_column_size(g.metadata) AS bytes FROM gl_events g
+SELECT ${STORED_BYTES_SQL} AS bytes FROM gl_events g
 WHERE (g.tx_id, g.global_position) > ($1::xid8, $2::bigint) AND g.${READABLE}
 ORDER BY g.tx_id, g.global_position
 LIMIT $3`;
 
-/**
- * Stored bytes of events per tree page at most (always one event at least). Admission summaries are up to
- * MAX_APPEND_BYTES (512 KiB) of JSON each: 2,000 of them parsed at once would be gigabytes.
- */
-export const MAX_TREE_PAGE_STORED_BYTES = 4 * 1024 * 1024;
-
-/** How many of the next `maxLeaves` events fit the page's byte budget. Later commits only sort after these. */
+/** How many of the next `maxLeaves` events fit a page's byte budget (readPageBudget.ts). Later commits only sort after these. */
 async function eventsWithinBudget(tx: Queryable, after: [string, string], maxLeaves: number): Promise<number> {
   const { rows } = await tx.query<{ bytes: number }>(EVENT_SIZES_SQL, [...after, maxLeaves]);
-  let total = 0;
-  for (let i = 0; i < rows.length; i++) {
-    total += Number(rows[i]!.bytes);
-    if (total > MAX_TREE_PAGE_STORED_BYTES) return Math.max(1, i);
-  }
-  return rows.length;
+  return countWithinPageBudget(rows.map((row) => Number(row.bytes)));
 }
+
 
 export interface TreeHead {
   size: number;

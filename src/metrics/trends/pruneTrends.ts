@@ -5,6 +5,9 @@ import { BUCKET_SECONDS, bucketTable, floorTo, TREND_BUCKETS } from './buckets.t
 import type { TrendRetentionDays } from './retention.ts';
 import { rolledThrough, ROLLUP_FAMILIES } from './rollupFamily.ts';
 
+/** Rows deleted per statement: well under a second of work on a loaded server. */
+export const PRUNE_BATCH_ROWS = 10_000;
+
 export async function pruneTrends(q: Queryable, retention: TrendRetentionDays, now: Date = new Date()): Promise<number> {
   const nowSecond = Math.floor(now.getTime() / 1000);
   let deleted = 0;
@@ -14,8 +17,18 @@ export async function pruneTrends(q: Queryable, retention: TrendRetentionDays, n
     for (const family of ROLLUP_FAMILIES) {
       // A minute not yet rolled up into its hour and day is kept until it is (upsertRollups).
       const notRolledUp = bucket === 'MINUTE' ? ` AND bucket_start < to_timestamp(${rolledThrough(family)})` : '';
-      const result = await q.query(`DELETE FROM ${bucketTable(family.table, bucket)} WHERE bucket_start < to_timestamp($1)${notRolledUp}`, [cutoff]);
-      deleted += result.rowCount;
+      const table = bucketTable(family.table, bucket);
+      // A batch at a time: a day of 50,000 tenants' minutes is tens of millions of rows, one DELETE of which
+      // outlasts the pool's 30 s query timeout (QUERY_TIMEOUT_MS), rolls back and fails again every run while
+      // the table grows. Each batch is found through the table's bucket_start index.
+      for (;;) {
+        const result = await q.query(
+          `DELETE FROM ${table} WHERE ctid = ANY (ARRAY(SELECT ctid FROM ${table} WHERE bucket_start < to_timestamp($1)${notRolledUp} LIMIT $2))`,
+          [cutoff, PRUNE_BATCH_ROWS],
+        );
+        deleted += result.rowCount;
+        if (result.rowCount < PRUNE_BATCH_ROWS) break;
+      }
     }
   }
   return deleted;

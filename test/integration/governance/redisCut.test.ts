@@ -63,11 +63,11 @@ describe.skipIf(!redis)('one replica cut off from Redis (network namespace, link
       const second = Math.floor(now / 1000);
       if (cutAt === 0 && second >= firstSecond + 3) {
         cutAt = Date.now();
-        void redis!.cut(0);
+        void redis!.namespace.cut(0);
       }
       if (cutAt > 0 && restoredAt === 0 && now - cutAt >= CUT_MS) {
         restoredAt = Date.now();
-        void redis!.restore(0);
+        void redis!.namespace.heal(0);
       }
       for (const { governor } of replicas) {
         for (let i = 0; i < PER_STEP; i++) {

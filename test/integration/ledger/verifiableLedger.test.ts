@@ -157,7 +157,7 @@ describe.each(storageTargets)('the verifiable ledger on $name', (target) => {
     expect(await verifyExport(ndjson(header, lines), stranger)).toMatchObject({ ok: false, reason: expect.stringMatching(/does not verify/) });
   });
 
-  it('cuts a tree page to its byte budget, so large events are never all parsed at once', async () => {
+  it('cuts a tree page and an export page to their byte budget, so large events are never all parsed at once', async () => {
     opened = await target.open();
     const { db } = opened;
     const store = createPostgresEventStore(db, { pollIntervalMs: 250 });
@@ -181,6 +181,10 @@ describe.each(storageTargets)('the verifiable ledger on $name', (target) => {
     expect(pages).toBeGreaterThan(1);
     const events = await eventsInOrder(db);
     expect((await storedRoot(db, 16)).equals(rootOfLeaves(events.map((row) => leafHash(leafEventOf(row)))))).toBe(true);
+    // The export, and `ledger verify` over the database, page by the same budget and still pair every event with its leaf.
+    const key = signerKey(ORIGIN, generateKeyPairSync('ed25519').privateKey);
+    expect(await signCheckpoint(db, key)).toBeDefined();
+    expect(await verifyStoredLedger(db, key)).toMatchObject({ ok: true, treeSize: 16, events: 16 });
   });
 
   it('keeps an archived day provable: the archive file verifies offline, the stored verify checks it, an edit is caught and named', async () => {

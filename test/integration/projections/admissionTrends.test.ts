@@ -8,7 +8,7 @@ import { unresolvedAdmissionsProjection } from '../../../projections/unresolvedA
 import { shedTrend } from '../../../src/metrics/trends/shedTrend.ts';
 import { topShedders } from '../../../src/metrics/trends/topShedders.ts';
 import { unresolvedAdmissions } from '../../../src/metrics/trends/unresolvedAdmissions.ts';
-import { pruneTrends } from '../../../src/metrics/trends/pruneTrends.ts';
+import { PRUNE_BATCH_ROWS, pruneTrends } from '../../../src/metrics/trends/pruneTrends.ts';
 import { InvalidTrendQuery } from '../../../src/metrics/trends/trendQuery.ts';
 import { describeOnEachStorage } from '../../support/databases.ts';
 import { useProjectionSpec } from '../../support/projectionSpec.ts';
@@ -58,6 +58,18 @@ describeOnEachStorage('trend read models from their events on $name', (target) =
     await pruneTrends(spec.db, { MINUTE: 1, HOUR: 1, DAY: 1 }, now);
     const days = await shedTrend(spec.db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0 - 10 * 86_400), to: now, bucket: 'DAY' });
     expect(days.map((point) => point.admitted)).toEqual([2]);
+  });
+
+  it('prunes more rows than one batch, a batch per statement', async () => {
+    // Years before every test's window, so no other test's rows are old enough to go.
+    await spec.db.query(
+      `INSERT INTO gl_admission_trends_hour (tenant_id, dimension, bucket_start, allowance, admitted_units, admitted_messages, shed_units, shed_messages, rejected_units, rejected_messages, hits)
+       SELECT 'bulk-' || i, 'INGEST', timestamptz '2020-06-01 00:00Z', '', 1, 1, 0, 0, 0, 0, 1 FROM generate_series(1, $1::int) AS i`,
+      [PRUNE_BATCH_ROWS * 2 + 1],
+    );
+    expect(await pruneTrends(spec.db, { MINUTE: 1, HOUR: 1, DAY: 1 }, new Date(Date.UTC(2021, 0, 1)))).toBe(PRUNE_BATCH_ROWS * 2 + 1);
+    const { rows } = await spec.db.query<{ n: string }>("SELECT count(*)::text AS n FROM gl_admission_trends_hour WHERE tenant_id LIKE 'bulk-%'");
+    expect(rows[0]!.n).toBe('0');
   });
 
   it('counts per minute summed over allowances, and rolls up to hours and days', async () => {
