@@ -24,6 +24,8 @@ export const OUTCOME_SHED = 1;
 export const OUTCOME_REJECTED = 2;
 /** Charged, then refused for its credential (ingest's 401): not admitted, not a limit hit. */
 export const OUTCOME_UNAUTHENTICATED = 3;
+/** Rejected for the period quota: counted as rejected, and apart as quota-rejected. */
+export const OUTCOME_QUOTA = 4;
 
 /**
  * Counts of one allowance over a span of whole seconds, waiting for the Recorder: the closed seconds an
@@ -41,6 +43,8 @@ export class Tally {
   rejectedMessages = 0;
   unauthenticatedUnits = 0;
   unauthenticatedMessages = 0;
+  quotaRejectedUnits = 0;
+  quotaRejectedMessages = 0;
   hitSeconds = 0;
   /** Admitted at the platform default while the tenant's ceilings were unknown, by cause. */
   readonly unresolvedUnits = [0, 0, 0];
@@ -56,6 +60,8 @@ export class Tally {
     this.rejectedMessages = 0;
     this.unauthenticatedUnits = 0;
     this.unauthenticatedMessages = 0;
+    this.quotaRejectedUnits = 0;
+    this.quotaRejectedMessages = 0;
     this.hitSeconds = 0;
     for (let cause = 0; cause < CAUSE_NAMES.length; cause++) {
       this.unresolvedUnits[cause] = 0;
@@ -105,6 +111,8 @@ export class AllowanceState {
   openRejectedMessages = 0;
   openUnauthenticatedUnits = 0;
   openUnauthenticatedMessages = 0;
+  openQuotaRejectedUnits = 0;
+  openQuotaRejectedMessages = 0;
   openHit = 0;
   /** Unresolved cause of the open second's admissions at the platform default, or -1. */
   openCause = -1;
@@ -141,7 +149,7 @@ export class AllowanceState {
 
   /**
    * Counts one decision in second `second`. `refused` is an OUTCOME_ code (0 admitted, 1 shed, 2 rejected,
-   * 3 unauthenticated); `cause` is the unresolved cause (-1 when the tenant's ceilings are known). Returns
+   * 3 unauthenticated, 4 rejected for the quota); `cause` is the unresolved cause (-1 when the tenant's ceilings are known). Returns
    * whether the allowance just became dirty.
    */
   count(second: number, units: number, messages: number, refused: number, cause: number): boolean {
@@ -169,6 +177,10 @@ export class AllowanceState {
       } else {
         this.openRejectedUnits += units;
         this.openRejectedMessages += messages;
+        if (refused === OUTCOME_QUOTA) {
+          this.openQuotaRejectedUnits += units;
+          this.openQuotaRejectedMessages += messages;
+        }
       }
     }
     if (this.dirty) return false;
@@ -190,6 +202,8 @@ export class AllowanceState {
     closed.rejectedMessages += this.openRejectedMessages;
     closed.unauthenticatedUnits += this.openUnauthenticatedUnits;
     closed.unauthenticatedMessages += this.openUnauthenticatedMessages;
+    closed.quotaRejectedUnits += this.openQuotaRejectedUnits;
+    closed.quotaRejectedMessages += this.openQuotaRejectedMessages;
     closed.hitSeconds += this.openHit;
     if (this.openCause >= 0) {
       closed.unresolvedUnits[this.openCause]! += this.openUnresolvedUnits;
@@ -204,6 +218,8 @@ export class AllowanceState {
     this.openRejectedMessages = 0;
     this.openUnauthenticatedUnits = 0;
     this.openUnauthenticatedMessages = 0;
+    this.openQuotaRejectedUnits = 0;
+    this.openQuotaRejectedMessages = 0;
     this.openHit = 0;
     this.openCause = -1;
     this.openUnresolvedUnits = 0;

@@ -1,16 +1,25 @@
 // Effective limits of one tenant (or of the platform default) laid out by dimension index for the hot path.
 import { resolveEffectiveLimits } from './cascade.ts';
 import type { LevelsByDimension } from './cascade.ts';
+import { resolveQuota, type QuotaValue } from './quotaValue.ts';
+import { DIMENSIONS } from './types.ts';
 import type { Dimension, LimitSourceLevel, OverLimitPolicy, TenantGovernanceRecord } from './types.ts';
 
 export class ResolvedLimits {
+  /** Whether any dimension has a period quota: such a tenant never takes admit's fast path. */
+  readonly hasQuota: boolean;
+
   constructor(
     /** Rate per second (fixed window: requests per window), by dimension index; 0 for count ceilings. */
     readonly ratePerSecond: readonly number[],
     readonly burst: readonly number[],
     readonly source: readonly LimitSourceLevel[],
     readonly apiOverLimitPolicy: OverLimitPolicy,
-  ) {}
+    /** The period quota in force by dimension index, or null where no level sets one. */
+    readonly quota: readonly (QuotaValue | null)[] = DIMENSIONS.map(() => null),
+  ) {
+    this.hasQuota = quota.some((each) => each !== null);
+  }
 
   static resolve(
     input: TenantGovernanceRecord | LevelsByDimension,
@@ -18,12 +27,16 @@ export class ResolvedLimits {
     apiOverLimitPolicy: OverLimitPolicy = 'EXACT_REJECT',
   ): ResolvedLimits {
     const limits = resolveEffectiveLimits(input, platformDefaults);
+    const levels: LevelsByDimension = 'levels' in input && typeof input.tenantId === 'string' ? (input as TenantGovernanceRecord).levels : (input as LevelsByDimension);
     return new ResolvedLimits(
       limits.map((each) => each.value.ratePerSecond ?? 0),
       limits.map((each) => each.value.burst ?? each.value.ratePerSecond ?? 0),
       limits.map((each) => each.source),
       apiOverLimitPolicy,
+      DIMENSIONS.map((dimension) => {
+        const own = levels[dimension] ?? {};
+        return resolveQuota(dimension, { ...own, platformDefault: own.platformDefault ?? platformDefaults[dimension] })?.value ?? null;
+      }),
     );
   }
 }
-

@@ -290,6 +290,9 @@ export class AdmissionBatch {
         rejectedMessages: tally.rejectedMessages,
         unauthenticatedUnits: tally.unauthenticatedUnits,
         unauthenticatedMessages: tally.unauthenticatedMessages,
+        ...(tally.quotaRejectedUnits + tally.quotaRejectedMessages > 0
+          ? { quotaRejectedUnits: tally.quotaRejectedUnits, quotaRejectedMessages: tally.quotaRejectedMessages }
+          : {}),
         hitSeconds: Math.min(tally.hitSeconds, tally.toSecond - tally.fromSecond + 1),
       };
       this.admissions.set(key, entry);
@@ -304,6 +307,10 @@ export class AdmissionBatch {
       entry.rejectedMessages += tally.rejectedMessages;
       entry.unauthenticatedUnits = (entry.unauthenticatedUnits ?? 0) + tally.unauthenticatedUnits;
       entry.unauthenticatedMessages = (entry.unauthenticatedMessages ?? 0) + tally.unauthenticatedMessages;
+      if (tally.quotaRejectedUnits + tally.quotaRejectedMessages > 0) {
+        entry.quotaRejectedUnits = (entry.quotaRejectedUnits ?? 0) + tally.quotaRejectedUnits;
+        entry.quotaRejectedMessages = (entry.quotaRejectedMessages ?? 0) + tally.quotaRejectedMessages;
+      }
       // A second counted in two tallies (a window handed off and counted again) is one hit second.
       entry.hitSeconds = Math.min(entry.hitSeconds + tally.hitSeconds, entry.seconds);
     }

@@ -1,5 +1,6 @@
 // Shared vocabulary of governance. Every enforcement point, the control plane, the ledger catalog and the
 // API speak these names; they are a contract (docs/governance-model.md) and must not be renamed.
+import type { QuotaValue } from './quotaValue.ts';
 
 export const DIMENSIONS = [
   'INGEST',
@@ -51,6 +52,11 @@ export interface LimitValue {
   ratePerSecond?: number;
   burst?: number;
   ceiling?: number;
+  /**
+   * A quota over a calendar period beside the rate (quotaValue.ts). A level may set it alone: the rate then
+   * falls through to the level below, as the quota does where a level sets none.
+   */
+  quota?: QuotaValue;
 }
 
 /** The raw, unvalidated contents of each configurable level for one dimension. */
@@ -117,6 +123,12 @@ export interface AdmissionSummary {
    */
   unauthenticatedUnits?: number;
   unauthenticatedMessages?: number;
+  /**
+   * Of the rejected above, refused for the tenant's period quota (not its rate): a part of rejectedUnits and
+   * rejectedMessages, so sums of rejected stay whole. Absent in summaries recorded before quotas: read as 0.
+   */
+  quotaRejectedUnits?: number;
+  quotaRejectedMessages?: number;
   /** Seconds within the span in which the limit was hit. */
   hitSeconds: number;
   /**

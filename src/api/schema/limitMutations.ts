@@ -5,7 +5,7 @@
 import { builder } from '../builder.ts';
 import type { ApiContext } from '../context.ts';
 import { applied, CONTROL_PLANE_ERRORS, type Applied } from './applyResult.ts';
-import { DimensionEnum } from './enums.ts';
+import { DimensionEnum, QuotaPeriodEnum } from './enums.ts';
 import { REFUSAL_RULE } from './errors.ts';
 import { DIMENSION_CATALOG, LIMIT_MAX } from '../../governance/index.ts';
 
@@ -19,6 +19,18 @@ export const BURST_DESCRIPTION =
   `shipped burst/rate ratio (${BURST_WHEN_LEFT_OUT} the rate; capped at ${LIMIT_MAX.toLocaleString('en')}), so a rate alone ` +
   'allows bursts of twice the rate on INGEST: give burst to allow less.';
 
+const QuotaInput = builder.inputType('QuotaInput', {
+  description:
+    'A quota over a calendar period beside the rate. A limit of 0 sets no quota at this level (it falls through the cascade); ' +
+    'given without a rate, the level sets only the quota.',
+  fields: (t) => ({
+    period: t.field({ type: QuotaPeriodEnum, required: true }),
+    limit: t.float({ required: true, description: 'Units per period: a whole number from 0 to 10^12.' }),
+    resetDay: t.int({ description: 'MONTH: the day (1 to 28) a period starts on; 1 when left out.' }),
+    timeZone: t.string({ description: "IANA time zone of the period's midnight; UTC when left out." }),
+  }),
+});
+
 const AppliedType = builder.objectRef<Applied>('Applied').implement({
   description: 'The command appended its event; `position` is where it stands in the ledger.',
   fields: (t) => ({ position: t.exposeString('position') }),
@@ -30,6 +42,7 @@ const SetPlatformDefaultInput = builder.inputType('SetPlatformDefaultInput', {
     ratePerSecond: t.int(),
     burst: t.int({ description: BURST_DESCRIPTION }),
     ceiling: t.int(),
+    quota: t.field({ type: QuotaInput }),
     reason: t.string(),
   }),
 });
@@ -45,6 +58,7 @@ const SetTierLimitInput = builder.inputType('SetTierLimitInput', {
     ratePerSecond: t.int(),
     burst: t.int({ description: BURST_DESCRIPTION }),
     ceiling: t.int(),
+    quota: t.field({ type: QuotaInput }),
     reason: t.string(),
   }),
 });
@@ -72,6 +86,7 @@ const SetTenantOverrideInput = builder.inputType('SetTenantOverrideInput', {
     ratePerSecond: t.int(),
     burst: t.int({ description: BURST_DESCRIPTION }),
     ceiling: t.int(),
+    quota: t.field({ type: QuotaInput }),
     reason: t.string({ required: true }),
     expiresAt: t.field({ type: 'DateTime' }),
   }),

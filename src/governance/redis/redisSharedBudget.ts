@@ -3,7 +3,8 @@
 // the limit; ioredis keeps reconnecting in the background and the Governor's next probe finds it back.
 import { Redis } from 'ioredis';
 import type { ReserveRequest, SharedBudget } from '../sharedCounting.ts';
-import { RESERVE_TOKENS, RESERVE_WINDOW } from './reserveScripts.ts';
+import type { QuotaGrant, QuotaReserveRequest } from '../quotaMeter.ts';
+import { RESERVE_QUOTA, RESERVE_TOKENS, RESERVE_WINDOW } from './reserveScripts.ts';
 
 export interface RedisSharedBudgetOptions {
   url: string;
@@ -25,6 +26,7 @@ export interface RedisSharedBudget extends SharedBudget {
 interface ReserveCommands {
   glReserveTokens(key: string, rate: number, burst: number, atMs: number, want: number, debt: number): Promise<number>;
   glReserveWindow(key: string, limit: number, want: number, debt: number): Promise<number>;
+  glReserveQuota(key: string, limit: number, want: number, debt: number, endMs: number): Promise<[number, number]>;
 }
 
 export function createRedisSharedBudget(options: RedisSharedBudgetOptions): RedisSharedBudget {
@@ -38,6 +40,7 @@ export function createRedisSharedBudget(options: RedisSharedBudgetOptions): Redi
   redis.on('error', onError);
   redis.defineCommand('glReserveTokens', { numberOfKeys: 1, lua: RESERVE_TOKENS });
   redis.defineCommand('glReserveWindow', { numberOfKeys: 1, lua: RESERVE_WINDOW });
+  redis.defineCommand('glReserveQuota', { numberOfKeys: 1, lua: RESERVE_QUOTA });
   const commands = redis as unknown as ReserveCommands;
 
   return {
@@ -54,6 +57,16 @@ export function createRedisSharedBudget(options: RedisSharedBudgetOptions): Redi
       }
       const windowKey = `${keyPrefix}${request.key}:${Math.floor(request.atMs / 1000)}`;
       return commands.glReserveWindow(windowKey, request.ratePerSecond, request.wantUnits, request.debtUnits);
+    },
+    async reserveQuota(request: QuotaReserveRequest): Promise<QuotaGrant> {
+      const [granted, left] = await commands.glReserveQuota(
+        keyPrefix + request.key,
+        request.limit,
+        request.wantUnits,
+        request.debtUnits,
+        request.periodEndMs,
+      );
+      return { granted: Number(granted), left: Number(left) };
     },
     ready(timeoutMs = 2000) {
       if (redis.status === 'ready') return Promise.resolve(true);

@@ -46,6 +46,8 @@ export const ADMISSION_FIELDS = [
   'unauthenticatedUnits',
   'unauthenticatedMessages',
   'hitSeconds',
+  'quotaRejectedUnits',
+  'quotaRejectedMessages',
 ] as const satisfies readonly (keyof AdmissionSummary)[];
 
 export const UNRESOLVED_FIELDS = ['tenantId', 'dimension', 'cause', 'fromSecond', 'seconds', 'units', 'messages'] as const satisfies readonly (keyof UnresolvedAdmissionSummary)[];
