@@ -14,6 +14,7 @@ import { fallbackBurst, fallbackRate, SharedCounting } from './sharedCounting.ts
 import type { SharedAllowance, SharedBudget } from './sharedCounting.ts';
 import { DEFAULT_QUOTA_THRESHOLDS, QUOTA_ADMITTED, QUOTA_SPENT, QuotaSharing } from './quotaMeter.ts';
 import type { QuotaMeter, QuotaThresholdCrossing } from './quotaMeter.ts';
+import type { QuotaPeriod } from './quotaValue.ts';
 import { SLOT_COUNT, slotIndexOf, SLOTS, type SlotSpec } from './slots.ts';
 import { Tallies } from './tallies.ts';
 import { TenantNames } from './tenantNames.ts';
@@ -139,6 +140,8 @@ export interface AdmitDecision {
    * by the Governor; optional for decisions made elsewhere (a leasing client's).
    */
   quotaExceeded?: boolean;
+  /** The refusing quota's period when `quotaExceeded` (the Envoy RLS answer's unit), else null. */
+  quotaPeriod?: QuotaPeriod | null;
   source: LimitSourceLevel;
 }
 
@@ -227,6 +230,7 @@ export class Governor {
     scope: 'tenant',
     source: 'SHIPPED_DEFAULT',
     quotaExceeded: false,
+    quotaPeriod: null,
   };
   private readonly quotaSharing: QuotaSharing;
   private readonly numbers: AllowanceNumbers;
@@ -338,6 +342,7 @@ export class Governor {
       scope: out.scope,
       source: out.source,
       quotaExceeded: out.quotaExceeded,
+      quotaPeriod: out.quotaPeriod,
     };
   }
 
@@ -369,6 +374,7 @@ export class Governor {
     out.scope = 'tenant';
     out.source = state.source;
     out.quotaExceeded = false;
+    out.quotaPeriod = null;
   }
 
   /** Every case (into `decided`): validation, new names, unknown ceilings, message charges, fixed windows, shared counters. */
@@ -526,6 +532,7 @@ export class Governor {
     out.scope = state.isOverflow ? 'overflow' : 'tenant';
     out.source = state.source;
     out.quotaExceeded = quotaRefused;
+    out.quotaPeriod = quotaRefused ? quotaMeter!.quota!.period : null;
   }
 
   /**

@@ -13,7 +13,7 @@
 // at the revision the ledger reported.
 import { createHash } from 'node:crypto';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
-import { ADMISSION_FIELDS, ADMISSIONS_STREAM, summaryRow, UNRESOLVED_FIELDS } from './catalog/admissions.ts';
+import { ADMISSION_FIELDS, ADMISSIONS_STREAM, QUOTA_ADMISSION_FIELDS, summaryRow, UNRESOLVED_FIELDS } from './catalog/admissions.ts';
 import type { AdmissionsRecordedData, SummaryTable, UnresolvedAdmissionsRecordedData } from './catalog/admissions.ts';
 import { eventBytes, MAX_APPEND_BYTES, splitBySize, startsNewGroup } from './appendSize.ts';
 import { WrongExpectedRevision, type EventStore, type ExpectedRevision, type NewEvent } from './eventStore.ts';
@@ -150,7 +150,8 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
       // id follows from it, so the ledger stores it once however often it is sent (PostgreSQL and PGlite skip
       // an event whose id is stored; EventStoreDB only within its cache of recent ids).
       const unnamed = admissions.some((entry) => entry.id !== undefined) ? admissions.filter((entry) => entry.id === undefined) : admissions;
-      await addEvents(unnamed, 'AdmissionsRecorded', ADMISSION_FIELDS);
+      const admissionFields = unnamed.some((entry) => (entry.quotaRejectedMessages ?? 0) > 0) ? QUOTA_ADMISSION_FIELDS : ADMISSION_FIELDS;
+      await addEvents(unnamed, 'AdmissionsRecorded', admissionFields);
       await addEvents(unresolved, 'UnresolvedAdmissionsRecorded', UNRESOLVED_FIELDS);
       // Ids follow from the batch id: a batch offered again after a failure that hid a commit is stored once.
       if (batchId !== undefined) events.forEach((event, index) => (event.id = derivedEventId(batchId, index)));

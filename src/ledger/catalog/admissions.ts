@@ -46,9 +46,13 @@ export const ADMISSION_FIELDS = [
   'unauthenticatedUnits',
   'unauthenticatedMessages',
   'hitSeconds',
-  'quotaRejectedUnits',
-  'quotaRejectedMessages',
 ] as const satisfies readonly (keyof AdmissionSummary)[];
+
+/**
+ * The columns of a table with refusals for a period quota among its entries: two more, written only then, so
+ * the summaries of tenants without quotas (most of them) carry no column of zeros.
+ */
+export const QUOTA_ADMISSION_FIELDS = [...ADMISSION_FIELDS, 'quotaRejectedUnits', 'quotaRejectedMessages'] as const satisfies readonly (keyof AdmissionSummary)[];
 
 export const UNRESOLVED_FIELDS = ['tenantId', 'dimension', 'cause', 'fromSecond', 'seconds', 'units', 'messages'] as const satisfies readonly (keyof UnresolvedAdmissionSummary)[];
 
