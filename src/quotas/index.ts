@@ -1,0 +1,12 @@
+// Quota notices: the ledger's QuotaThresholdCrossed events, written once per tenant, dimension, period and
+// threshold however many replicas notice the crossing. The quotas themselves are counted by the Governor
+// (src/governance, quotaValue.ts and quotaMeter.ts).
+export {
+  createQuotaNoticeWriter,
+  quotaNoticeEvent,
+  quotaNoticeEventId,
+  QUOTA_NOTICES_STREAM,
+  QUOTA_THRESHOLD_CROSSED,
+  type QuotaNoticeWriter,
+  type QuotaThresholdCrossedData,
+} from './quotaNotices.ts';
