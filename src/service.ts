@@ -19,6 +19,8 @@ import { fanOutRecorder, Governor, loadRedisSharedBudget } from './governance/in
 import { createControlPlane, createReadModelLimitSource, loadLimitsAndFollowChanges, type ControlPlane } from './control-plane/index.ts';
 import { controlPlaneCeilings, createCommandBacklog, startCommandExpiry, type CommandBacklog } from './command-backlog/index.ts';
 import { allProjections, projectionWorkers } from '../projections/index.ts';
+import { createQuotaNoticeWriter } from './quotas/index.ts';
+import { startWebhookDelivery } from './webhooks/index.ts';
 import {
   commandBacklogSource,
   countCommandRejections,
@@ -101,10 +103,13 @@ export async function startService(
   if (sharedBudget && !(await sharedBudget.ready())) logger.warn('Redis does not answer: metering each replica at half the limit until it does');
   // One Recorder for every decision: the Governor's own tallies and the leasing clients' summaries.
   const recorder = fanOutRecorder(createLedgerRecorder(store), createMetricsRecorder(metrics));
+  // Quota thresholds crossed, recorded in the ledger (once each, whichever replicas notice them).
+  const quotaNotices = createQuotaNoticeWriter(store, { onError: (error) => logger.warn({ err: error }, 'quota notices not recorded yet') });
   const governor = new Governor({
     limitSource: createReadModelLimitSource(db),
     sharedBudget,
     recorder,
+    onQuotaThreshold: (crossing) => quotaNotices.notice(crossing),
     onError: (error: unknown) => logger.warn({ err: error }, 'governor background work failed'),
   });
   // Leasing clients draw slices from a Governor of their own on the same limits; it records nothing, since
@@ -159,7 +164,15 @@ export async function startService(
   // Closed in reverse order of this list: projections stop before the governor's last flush lands in the store.
   // Set by close(): whether this is a clean stop (the broker doors' closers read it).
   let cleanStop = false;
-  const closers: Array<() => Promise<void>> = [() => governor.close(), () => projections.close(), () => limitFollowing.close()];
+  // Notices go after the governor's last admissions (closers run in reverse); webhook deliveries stop first.
+  const webhookDelivery = startWebhookDelivery({ db, onError: (error) => logger.warn({ err: error }, 'webhook delivery failed') });
+  const closers: Array<() => Promise<void>> = [
+    () => quotaNotices.close(),
+    () => governor.close(),
+    () => projections.close(),
+    () => limitFollowing.close(),
+    () => webhookDelivery.close(),
+  ];
   if (sharedBudget) closers.unshift(() => sharedBudget.close());
   const inferenceSpend = createInferenceSpendMeter(store, metrics, {
     onError: (error) => logger.warn({ err: error }, 'inference spend append failed; retried at the next flush'),
@@ -259,7 +272,7 @@ export async function startService(
     closers.push(() => lwm2mDoor.close());
   }
   const routes: Route[] = [metricsRoute(metrics, { token: metricsSettings.token }), consoleRoute(), faviconRoute(), ...ingest.routes];
-  routes.push(await createGraphQLRoute({ settings, logger, db, store, controlPlane, commands }, pubsub));
+  routes.push(await createGraphQLRoute({ settings, logger, db, store, controlPlane, commands, webhookDb: db }, pubsub));
   // Enforcement points in other processes: the same Governor, so their decisions reach the same Recorder.
   const callers = createServiceCallers(await tokenVerifierFor(settings, logger));
   routes.push(...createAdmissionRoutes({ governor, inferenceSpend, callers }), openapiRoute());

@@ -14,7 +14,7 @@ import { fallbackBurst, fallbackRate, SharedCounting } from './sharedCounting.ts
 import type { SharedAllowance, SharedBudget } from './sharedCounting.ts';
 import { DEFAULT_QUOTA_THRESHOLDS, QUOTA_ADMITTED, QUOTA_SPENT, QuotaSharing } from './quotaMeter.ts';
 import type { QuotaMeter, QuotaThresholdCrossing } from './quotaMeter.ts';
-import type { QuotaPeriod } from './quotaValue.ts';
+import type { QuotaPeriod } from './types.ts';
 import { SLOT_COUNT, slotIndexOf, SLOTS, type SlotSpec } from './slots.ts';
 import { Tallies } from './tallies.ts';
 import { TenantNames } from './tenantNames.ts';

@@ -14,8 +14,8 @@
 // - Redis unreachable: each replica admits from what it holds, then alone up to half of what was left at its
 //   last answer (as rates fall back to half the limit), so two replicas stay within the quota.
 // Counted alone (no Redis) a replica is exact, and counts only its own admissions.
-import { quotaPeriodAt, type QuotaValue } from './quotaValue.ts';
-import type { Dimension } from './types.ts';
+import { quotaPeriodAt } from './quotaValue.ts';
+import type { Dimension, QuotaValue } from './types.ts';
 
 /** Percentages of a quota whose first crossing in a period is noticed (QuotaThresholdCrossed). */
 export const DEFAULT_QUOTA_THRESHOLDS: readonly number[] = [50, 80, 100];

@@ -5,26 +5,14 @@
 // customer bought, and a platform without one is not at risk).
 import { resolveCascade, type Resolved } from './cascade.ts';
 import { DIMENSION_CATALOG } from './dimensions.ts';
-import type { Dimension, LimitLevels, LimitSourceLevel } from './types.ts';
-
-export const QUOTA_PERIODS = ['DAY', 'MONTH'] as const;
-export type QuotaPeriod = (typeof QUOTA_PERIODS)[number];
+import { QUOTA_PERIODS } from './types.ts';
+import type { Dimension, LimitLevels, LimitSourceLevel, QuotaPeriod, QuotaValue } from './types.ts';
 
 /** The most units one period may allow: exact in a double and in Redis' integers. */
 export const QUOTA_LIMIT_MAX = 1_000_000_000_000;
 /** A month's period starts on this day of the month at most, so every month has it. */
 export const RESET_DAY_MAX = 28;
 const TIME_ZONE_MAX_CHARS = 64;
-
-export interface QuotaValue {
-  period: QuotaPeriod;
-  /** Units one period allows, in the dimension's unit (readings, actions, requests). */
-  limit: number;
-  /** MONTH: the day of the month (1 to 28) a period starts on. DAY: always 1. */
-  resetDay: number;
-  /** IANA time zone the period's midnight is in ('UTC' when not given). */
-  timeZone: string;
-}
 
 export type QuotaCheck = { ok: true; value: QuotaValue | null } | { ok: false; field: string; message: string };
 

@@ -1,9 +1,9 @@
 // Effective limits of one tenant (or of the platform default) laid out by dimension index for the hot path.
 import { resolveEffectiveLimits } from './cascade.ts';
 import type { LevelsByDimension } from './cascade.ts';
-import { resolveQuota, type QuotaValue } from './quotaValue.ts';
+import { resolveQuota } from './quotaValue.ts';
 import { DIMENSIONS } from './types.ts';
-import type { Dimension, LimitSourceLevel, OverLimitPolicy, TenantGovernanceRecord } from './types.ts';
+import type { Dimension, LimitSourceLevel, OverLimitPolicy, QuotaValue, TenantGovernanceRecord } from './types.ts';
 
 export class ResolvedLimits {
   /** Whether any dimension has a period quota: such a tenant never takes admit's fast path. */

@@ -1,6 +1,5 @@
 // Shared vocabulary of governance. Every enforcement point, the control plane, the ledger catalog and the
 // API speak these names; they are a contract (docs/governance-model.md) and must not be renamed.
-import type { QuotaValue } from './quotaValue.ts';
 
 export const DIMENSIONS = [
   'INGEST',
@@ -30,6 +29,21 @@ export type Allowance = (typeof ALLOWANCES)[number];
  * 404 to a path naming one (it could never be a tenant, so it costs no state).
  */
 export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
+
+/** The calendar periods a quota counts over (quotaValue.ts). */
+export const QUOTA_PERIODS = ['DAY', 'MONTH'] as const;
+export type QuotaPeriod = (typeof QUOTA_PERIODS)[number];
+
+/** A quota over a calendar period, as a level of the cascade sets it (checked by validateQuota). */
+export interface QuotaValue {
+  period: QuotaPeriod;
+  /** Units one period allows, in the dimension's unit (readings, actions, requests). */
+  limit: number;
+  /** MONTH: the day of the month (1 to 28) a period starts on. DAY: always 1. */
+  resetDay: number;
+  /** IANA time zone the period's midnight is in ('UTC' when not given). */
+  timeZone: string;
+}
 
 /** Which level of the cascade supplied a value. */
 export type LimitSourceLevel = 'TENANT_OVERRIDE' | 'TIER' | 'PLATFORM_DEFAULT' | 'SHIPPED_DEFAULT';
