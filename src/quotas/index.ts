@@ -10,3 +10,5 @@ export {
   type QuotaNoticeWriter,
   type QuotaThresholdCrossedData,
 } from './quotaNotices.ts';
+// Usage per tenant, dimension and period, summed from the ledger's admission summaries.
+export { checkUsageQuery, InvalidUsageQuery, MAX_USAGE_DAYS, usage, usageCsv, usageNdjson, USAGE_COLUMNS, type UsageGranularity, type UsageQuery, type UsageRow } from './usage.ts';
