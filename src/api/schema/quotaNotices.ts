@@ -1,9 +1,16 @@
 // Quota notices and webhooks: the quotaThresholdCrossed subscription (a tenant's auditors and operators), and
-// for operators registerWebhook and the webhooks with their delivery logs.
+// for operators registerWebhook and the webhooks with their delivery logs; usage per period for billing.
 import { builder } from '../builder.ts';
-import type { QuotaThresholdCrossedData } from '../../quotas/index.ts';
+import { GraphQLError } from '../graphql.ts';
+import { createReadModelLimitSource } from '../../control-plane/index.ts';
+import { InvalidUsageQuery, MAX_USAGE_DAYS, usage, type QuotaThresholdCrossedData, type UsageRow } from '../../quotas/index.ts';
 import { listWebhooks, registerWebhook, webhookDeliveries, WEBHOOK_EVENTS, type WebhookDeliveryRecord, type WebhookRecord } from '../../webhooks/index.ts';
 import { DimensionEnum, QuotaPeriodEnum } from './enums.ts';
+
+/** A refused input, as a GraphQL error with the field at fault (nothing was stored). */
+function invalidInput(field: string, message: string): GraphQLError {
+  return new GraphQLError(message, { extensions: { code: 'BAD_USER_INPUT', field } });
+}
 
 const QuotaNoticeType = builder.objectRef<QuotaThresholdCrossedData>('QuotaNotice').implement({
   description: "A threshold of a tenant's period quota reached for the first time in a period (QuotaThresholdCrossed in the ledger).",
@@ -87,9 +94,9 @@ builder.mutationField('registerWebhook', (t) =>
     args: { input: t.arg({ type: RegisterWebhookInput, required: true }) },
     authScopes: { operate: true },
     resolve: async (_root, { input }, context) => {
-      if (!context.webhookDb) throw new Error('webhooks are not available on this server');
+      if (!context.webhookDb) throw new GraphQLError('webhooks are not available on this server', { extensions: { code: 'UNAVAILABLE' } });
       const result = await registerWebhook(context.webhookDb, context.actor.id, input);
-      if (result.status === 'refused') throw new Error(`InvalidInput (${result.field}): ${result.message}`);
+      if (result.status === 'refused') throw invalidInput(result.field, result.message);
       return { webhookId: result.webhookId };
     },
   }),
@@ -102,5 +109,46 @@ builder.subscriptionField('quotaThresholdCrossed', (t) =>
     authScopes: (_root, { tenantId }) => ({ auditTenant: tenantId }),
     subscribe: (_root, { tenantId }, context) => context.pubsub.subscribe('quotaThresholdCrossed', tenantId),
     resolve: (notice: QuotaThresholdCrossedData) => notice,
+  }),
+);
+
+const UsageRowType = builder.objectRef<UsageRow>('UsageRow').implement({
+  description:
+    "A tenant's units on one dimension in one period, summed from the ledger's admission summaries: what it can be billed from. " +
+    "Periods are the tenant's quota periods where it has a quota of that length, else UTC days or months.",
+  fields: (t) => ({
+    tenantId: t.exposeID('tenantId'),
+    dimension: t.field({ type: DimensionEnum, resolve: (row) => row.dimension }),
+    periodStart: t.field({ type: 'DateTime', resolve: (row) => new Date(row.periodStart) }),
+    periodEnd: t.field({ type: 'DateTime', resolve: (row) => new Date(row.periodEnd) }),
+    admittedUnits: t.exposeFloat('admittedUnits'),
+    shedUnits: t.exposeFloat('shedUnits'),
+    rejectedUnits: t.exposeFloat('rejectedUnits'),
+    quotaRejectedUnits: t.exposeFloat('quotaRejectedUnits', { description: 'Of rejectedUnits, refused for the period quota.' }),
+    quotaLimit: t.exposeFloat('quotaLimit', { nullable: true, description: 'The quota of this period length in force now; null without one.' }),
+    quotaUsed: t.exposeFloat('quotaUsed'),
+    quotaLeft: t.exposeFloat('quotaLeft', { nullable: true }),
+  }),
+});
+
+builder.queryField('usage', (t) =>
+  t.field({
+    type: [UsageRowType],
+    description: `Usage per dimension and period over [from, to) (at most ${MAX_USAGE_DAYS} days), from the ledger's admission summaries.`,
+    args: {
+      tenantId: t.arg.id({ required: true }),
+      from: t.arg({ type: 'DateTime', required: true }),
+      to: t.arg({ type: 'DateTime', required: true }),
+      granularity: t.arg({ type: QuotaPeriodEnum, required: true }),
+    },
+    authScopes: (_root, { tenantId }) => ({ auditTenant: tenantId }),
+    resolve: async (_root, { tenantId, from, to, granularity }, context) => {
+      try {
+        return await usage(context.store, createReadModelLimitSource(context.db), { tenantId, from, to, granularity });
+      } catch (error) {
+        if (error instanceof InvalidUsageQuery) throw invalidInput(error.field, error.message);
+        throw error;
+      }
+    },
   }),
 );
