@@ -12,3 +12,5 @@ export {
 } from './quotaNotices.ts';
 // Usage per tenant, dimension and period, summed from the ledger's admission summaries.
 export { checkUsageQuery, InvalidUsageQuery, MAX_USAGE_DAYS, usage, usageCsv, usageNdjson, USAGE_COLUMNS, type UsageGranularity, type UsageQuery, type UsageRow } from './usage.ts';
+// A tenant's quotas now (the console's bars) and the notices recorded for it.
+export { quotaNoticesOf, quotaStatus, type QuotaStatus } from './quotaStatus.ts';

@@ -3,9 +3,10 @@
 import { builder } from '../builder.ts';
 import { GraphQLError } from '../graphql.ts';
 import { createReadModelLimitSource } from '../../control-plane/index.ts';
-import { InvalidUsageQuery, MAX_USAGE_DAYS, usage, type QuotaThresholdCrossedData, type UsageRow } from '../../quotas/index.ts';
+import { InvalidUsageQuery, MAX_USAGE_DAYS, quotaNoticesOf, quotaStatus, usage, type QuotaStatus, type QuotaThresholdCrossedData, type UsageRow } from '../../quotas/index.ts';
 import { listWebhooks, registerWebhook, webhookDeliveries, WEBHOOK_EVENTS, type WebhookDeliveryRecord, type WebhookRecord } from '../../webhooks/index.ts';
-import { DimensionEnum, QuotaPeriodEnum } from './enums.ts';
+import { DimensionEnum, LimitSourceEnum, QuotaPeriodEnum } from './enums.ts';
+import { QuotaValueType } from './limitValue.ts';
 
 /** A refused input, as a GraphQL error with the field at fault (nothing was stored). */
 function invalidInput(field: string, message: string): GraphQLError {
@@ -152,3 +153,32 @@ builder.queryField('usage', (t) =>
     },
   }),
 );
+
+const QuotaStatusType = builder.objectRef<QuotaStatus>('QuotaStatus').implement({
+  description: "A tenant's period quota on one dimension now: the quota, where it comes from, the current period and what is used of it.",
+  fields: (t) => ({
+    dimension: t.field({ type: DimensionEnum, resolve: (status) => status.dimension }),
+    quota: t.field({ type: QuotaValueType, resolve: (status) => status.quota }),
+    source: t.field({ type: LimitSourceEnum, resolve: (status) => status.source }),
+    periodStart: t.field({ type: 'DateTime', resolve: (status) => new Date(status.periodStart) }),
+    periodEnd: t.field({ type: 'DateTime', resolve: (status) => new Date(status.periodEnd) }),
+    used: t.exposeFloat('used', { description: "Units admitted so far this period, from the ledger's summaries (up to a flush interval behind)." }),
+  }),
+});
+
+builder.queryFields((t) => ({
+  quotas: t.field({
+    type: [QuotaStatusType],
+    description: "The tenant's period quotas now, one per dimension that has one.",
+    args: { tenantId: t.arg.id({ required: true }) },
+    authScopes: (_root, { tenantId }) => ({ auditTenant: tenantId }),
+    resolve: (_root, { tenantId }, context) => quotaStatus(context.store, createReadModelLimitSource(context.db), tenantId),
+  }),
+  quotaNotices: t.field({
+    type: [QuotaNoticeType],
+    description: 'The quota thresholds recorded for the tenant, newest first.',
+    args: { tenantId: t.arg.id({ required: true }), first: t.arg.int({ defaultValue: 50, description: '1 to 200.' }) },
+    authScopes: (_root, { tenantId }) => ({ auditTenant: tenantId }),
+    resolve: (_root, { tenantId, first }, context) => quotaNoticesOf(context.store, tenantId, first ?? 50),
+  }),
+}));

@@ -39,6 +39,12 @@ describeOnEachStorage('GraphQL quotas and webhooks on $name', (target) => {
     );
     expect(read.errors).toBeUndefined();
     expect(read.data!.tenant.overrides).toEqual([{ value: { ratePerSecond: null, quota: { period: 'MONTH', limit: 1_000_000, resetDay: 15, timeZone: 'Europe/Berlin' } } }]);
+    const status = await api.gql<{ quotas: unknown[]; quotaNotices: unknown[] }>(
+      operator,
+      '{ quotas(tenantId: "acme") { dimension source used quota { period limit } } quotaNotices(tenantId: "acme") { thresholdPercent } }',
+    );
+    expect(status.errors).toBeUndefined();
+    expect(status.data).toEqual({ quotas: [{ dimension: 'INGEST', source: 'TENANT_OVERRIDE', used: 0, quota: { period: 'MONTH', limit: 1_000_000 } }], quotaNotices: [] });
     // The override sets no rate: INGEST's rate still comes from below.
     expect(read.data!.tenant.effectiveLimits.find((limit) => limit.dimension === 'INGEST')!.source).toBe('SHIPPED_DEFAULT');
   });
