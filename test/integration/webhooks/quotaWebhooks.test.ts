@@ -129,4 +129,60 @@ describeOnEachStorage('quota notices to webhooks on $name', (target) => {
     expect(log.map((each) => each.status)).toEqual(['DELIVERED', 'DELIVERED', 'DELIVERED']);
     expect(log.every((each) => each.attempts === 1 && each.lastStatusCode === 204)).toBe(true);
   });
+
+  it('tries a refused delivery again with backoff, and gives up 24 hours after the notice', async () => {
+    let answer = 500;
+    const statuses: number[] = [];
+    const refusing = createServer((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        statuses.push(answer);
+        response.writeHead(answer).end();
+      });
+    });
+    await new Promise<void>((resolve) => refusing.listen(0, '127.0.0.1', resolve));
+    try {
+      const hookUrl = `http://127.0.0.1:${(refusing.address() as AddressInfo).port}/`;
+      const registered = await registerWebhook(testDb.db, 'operator:test', { url: hookUrl, secret: SECRET, events: ['QuotaThresholdCrossed'], tenantId: 'initech' });
+      const webhookId = (registered as { webhookId: string }).webhookId;
+      const writer = createQuotaNoticeWriter(store);
+      const at = Date.now();
+      for (const [threshold, tenantId] of [[50, 'initech'], [80, 'initech']] as const) {
+        writer.notice({ tenantId, dimension: 'INGEST', thresholdPercent: threshold, period: 'DAY', periodStartMs: at - 1000, periodEndMs: at + 86_400_000, limit: 10, used: threshold / 10 });
+      }
+      await writer.close();
+      const projections = await startProjections(testDb.db, store, [webhookOutboxProjection]);
+      await projections.waitForCaughtUp();
+      await projections.close();
+      const clock = { ms: Date.now() };
+      const delivery = startWebhookDelivery({ db: testDb.db, now: () => clock.ms, pollMs: 20, timeoutMs: 2000 });
+      const log = () => webhookDeliveries(testDb.db, webhookId);
+      await waitFor(async () => (await log()).every((each) => each.attempts === 1), { description: 'a first, refused attempt of each' });
+      expect((await log()).map((each) => [each.status, each.lastStatusCode])).toEqual([['PENDING', 500], ['PENDING', 500]]);
+      // Not due again before its backoff (10 s); due after it.
+      clock.ms += 5_000;
+      expect(await delivery.runOnce()).toBe(0);
+      answer = 204;
+      clock.ms += 6_000;
+      await waitFor(async () => (await log()).every((each) => each.status === 'DELIVERED'), { description: 'both delivered on the second attempt' });
+      expect((await log()).map((each) => each.attempts)).toEqual([2, 2]);
+      await delivery.close();
+
+      // A notice still refused when its next try would fall past 24 hours is given up as FAILED.
+      answer = 500;
+      const late = createQuotaNoticeWriter(store);
+      late.notice({ tenantId: 'initech', dimension: 'INGEST', thresholdPercent: 100, period: 'DAY', periodStartMs: at - 1000, periodEndMs: at + 86_400_000, limit: 10, used: 10 });
+      await late.close();
+      const again = await startProjections(testDb.db, store, [webhookOutboxProjection]);
+      await again.waitForCaughtUp();
+      await again.close();
+      clock.ms += 25 * 3600 * 1000;
+      const lateDelivery = startWebhookDelivery({ db: testDb.db, now: () => clock.ms, pollMs: 20, timeoutMs: 2000 });
+      await waitFor(async () => (await log()).some((each) => each.status === 'FAILED'), { description: 'the late notice given up' });
+      await lateDelivery.close();
+      expect((await log()).map((each) => each.status).sort()).toEqual(['DELIVERED', 'DELIVERED', 'FAILED']);
+    } finally {
+      await new Promise((resolve) => refusing.close(resolve));
+    }
+  });
 });
