@@ -7,6 +7,7 @@ import { commandListProjection } from './commandList.ts';
 import { admissionTrendsProjection } from './admissionTrends.ts';
 import { unresolvedAdmissionsProjection } from './unresolvedAdmissions.ts';
 import { inferenceSpendProjection } from './inferenceSpend.ts';
+import { webhookOutboxProjection } from '../src/webhooks/index.ts';
 
 export interface ProjectionDependencies {
   /** Told of every registered tenant, so its HTTP name has its own allowance. */
@@ -21,6 +22,7 @@ export function allProjections(dependencies: ProjectionDependencies = {}): Proje
     admissionTrendsProjection,
     unresolvedAdmissionsProjection,
     inferenceSpendProjection,
+    webhookOutboxProjection,
   ];
 }
 export { projectionWorkers } from './workerProjections.ts';

@@ -107,6 +107,19 @@ const COMMANDS: Record<string, CliCommand> = {
     ].join('\n'),
     run: limits,
   },
+  usage: {
+    synopsis: 'usage export --from X --to X [--format csv|ndjson] [--granularity DAY|MONTH] [--tenant T]   usage per tenant, dimension and period, for billing',
+    help: [
+      'usage export          prints admitted, shed, rejected and quota-rejected units, and the quota\'s limit, used and',
+      '                      left, per tenant, dimension and period, summed from the ledger\'s admission summaries whose',
+      '                      first second lies in [--from, --to) (ISO 8601 dates or instants; at most 400 days)',
+      '  --format            csv (default, with a header line) or ndjson',
+      '  --granularity       DAY (default) or MONTH: the tenant\'s quota periods where it has a quota of that length',
+      '                      (its time zone and reset day), else UTC days or months',
+      '  --tenant T          one tenant only',
+    ].join('\n'),
+    run: usageExport,
+  },
   token: {
     synopsis: 'token --role ROLE [--tenant T] [--sub NAME] [--ttl 1h] [--data-dir D]   mint a signed JWT for local use',
     help: [
@@ -545,6 +558,47 @@ async function demo(args: string[]): Promise<void> {
     );
   }
   await runDemo({ url, token, seconds, log: (line) => console.log(line) });
+}
+
+async function usageExport(args: string[]): Promise<void> {
+  const { positionals, values } = parse(
+    args,
+    { from: { type: 'string' }, to: { type: 'string' }, format: { type: 'string', default: 'csv' }, granularity: { type: 'string', default: 'DAY' }, tenant: { type: 'string' } },
+    true,
+  );
+  if (positionals.length !== 1 || positionals[0] !== 'export') throw new UsageError('usage takes: export --from X --to X');
+  if (values.from === undefined || values.to === undefined) throw new UsageError('usage export needs --from and --to');
+  if (values.format !== 'csv' && values.format !== 'ndjson') throw new UsageError(`--format "${values.format}" is not csv or ndjson`);
+  if (values.granularity !== 'DAY' && values.granularity !== 'MONTH') throw new UsageError(`--granularity "${values.granularity}" is not DAY or MONTH`);
+  const from = new Date(values.from);
+  const to = new Date(values.to);
+  if (Number.isNaN(from.getTime()) || Number.isNaN(to.getTime())) throw new UsageError('--from and --to must be ISO 8601 dates or instants');
+  const [{ openDb }, { migrate }, { openEventStore }, { createReadModelLimitSource }, quotas] = await Promise.all([
+    import('./db/open.ts'),
+    import('./db/migrate.ts'),
+    import('./ledger/index.ts'),
+    import('./control-plane/index.ts'),
+    import('./quotas/index.ts'),
+  ]);
+  const settings = readSettings();
+  const db = await openDb(settings);
+  try {
+    await migrate(db);
+    const store = await openEventStore(db, settings.eventStoreUrl);
+    try {
+      const rows = await quotas.usage(store, createReadModelLimitSource(db), {
+        from,
+        to,
+        granularity: values.granularity,
+        ...(values.tenant !== undefined ? { tenantId: values.tenant } : {}),
+      });
+      process.stdout.write(values.format === 'csv' ? quotas.usageCsv(rows) : quotas.usageNdjson(rows));
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await db.close();
+  }
 }
 
 async function main(argv: string[]): Promise<void> {

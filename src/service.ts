@@ -25,6 +25,8 @@ import {
 } from './control-plane/index.ts';
 import { controlPlaneCeilings, createCommandBacklog, startCommandExpiry, type CommandBacklog } from './command-backlog/index.ts';
 import { allProjections, projectionWorkers } from '../projections/index.ts';
+import { createQuotaNoticeWriter } from './quotas/index.ts';
+import { startWebhookDelivery } from './webhooks/index.ts';
 import {
   commandBacklogSource,
   countCommandRejections,
@@ -114,10 +116,13 @@ export async function startService(
   // Summaries refer to the keys stored earlier in the hour where readers can look the source up by id: the
   // ledger in the read models' database (src/ledger/catalog/summaryRefs.ts).
   const recorder = fanOutRecorder(createLedgerRecorder(store, { referenceKeys: !settings.eventStoreUrl }), createMetricsRecorder(metrics));
+  // Quota thresholds crossed, recorded in the ledger (once each, whichever replicas notice them).
+  const quotaNotices = createQuotaNoticeWriter(store, { onError: (error) => logger.warn({ err: error }, 'quota notices not recorded yet') });
   const governor = new Governor({
     limitSource: createReadModelLimitSource(db),
     sharedBudget,
     recorder,
+    onQuotaThreshold: (crossing) => quotaNotices.notice(crossing),
     onError: (error: unknown) => logger.warn({ err: error }, 'governor background work failed'),
   });
   // Leasing clients draw slices from a Governor of their own on the same limits; it records nothing, since
@@ -177,7 +182,16 @@ export async function startService(
   // Closed in reverse order of this list: projections stop before the governor's last flush lands in the store.
   // Set by close(): whether this is a clean stop (the broker doors' closers read it).
   let cleanStop = false;
-  const closers: Array<() => Promise<void>> = [() => governor.close(), () => projections.close(), () => limitFollowing.close(), () => scheduleFollowing.close()];
+  // Notices go after the governor's last admissions (closers run in reverse); webhook deliveries stop first.
+  const webhookDelivery = startWebhookDelivery({ db, onError: (error) => logger.warn({ err: error }, 'webhook delivery failed') });
+  const closers: Array<() => Promise<void>> = [
+    () => quotaNotices.close(),
+    () => governor.close(),
+    () => projections.close(),
+    () => limitFollowing.close(),
+    () => scheduleFollowing.close(),
+    () => webhookDelivery.close(),
+  ];
   if (sharedBudget) closers.unshift(() => sharedBudget.close());
   const inferenceSpend = createInferenceSpendMeter(store, metrics, {
     onError: (error) => logger.warn({ err: error }, 'inference spend append failed; retried at the next flush'),
@@ -297,7 +311,7 @@ export async function startService(
       return state.usable ? state.stalenessSeconds : null;
     },
   });
-  routes.push(await createGraphQLRoute({ settings, logger, db, store, controlPlane, commands, reads }, pubsub));
+  routes.push(await createGraphQLRoute({ settings, logger, db, store, controlPlane, commands, reads, webhookDb: db }, pubsub));
   // Enforcement points in other processes: the same Governor, so their decisions reach the same Recorder.
   const callers = createServiceCallers(await tokenVerifierFor(settings, logger));
   routes.push(...createAdmissionRoutes({ governor, inferenceSpend, callers }), openapiRoute());

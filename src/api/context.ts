@@ -1,7 +1,7 @@
 // What every resolver sees: who is asking (from the verified token) and the parts of the service it reads
 // and commands. A fresh context per request also scopes the dataloaders' caches to that request.
 import type { Caller, ControlPlane } from '../control-plane/index.ts';
-import type { Queryable } from '../db/db.ts';
+import type { Db, Queryable } from '../db/db.ts';
 import type { EventStore } from '../ledger/index.ts';
 import type { CommandBacklog } from '../command-backlog/index.ts';
 import type { ApiPubSub } from './pubsub.ts';
@@ -17,6 +17,8 @@ export interface ApiDependencies {
   pubsub: ApiPubSub;
   /** Where reads that may be a little stale go (DATABASE_READ_URL); absent: every read on `db`. */
   reads?: ReadRouting;
+  /** Webhook registration (a transaction on the database); without it registerWebhook answers unavailable. */
+  webhookDb?: Db;
 }
 
 export interface ApiContext extends ApiDependencies {

@@ -7,7 +7,7 @@ import type { Settings } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import { loadOrCreateJwtSecret, describeJwtSecret } from './auth/jwtSecret.ts';
 import { createTokenVerifier, type TokenVerifier } from './auth/verifyToken.ts';
-import type { Queryable } from '../db/db.ts';
+import type { Db, Queryable } from '../db/db.ts';
 import type { EventStore } from '../ledger/index.ts';
 import type { ControlPlane } from '../control-plane/index.ts';
 import type { CommandBacklog } from '../command-backlog/index.ts';
@@ -40,6 +40,8 @@ export interface GraphQLServiceParts {
   commands: CommandBacklog;
   /** Where reads that may be a little stale go (DATABASE_READ_URL). */
   reads?: ReadRouting;
+  /** The database, for registering webhooks (a transaction). */
+  webhookDb?: Db;
 }
 
 /** `pubsub` must be the one given to withApiPublishers when the service's projections started. */
@@ -49,6 +51,7 @@ export async function createGraphQLRoute(service: GraphQLServiceParts, pubsub: A
     store: service.store,
     controlPlane: service.controlPlane,
     commandBacklog: service.commands,
+    ...(service.webhookDb ? { webhookDb: service.webhookDb } : {}),
     pubsub,
     ...(service.reads ? { reads: service.reads } : {}),
     verify: await tokenVerifierFor(service.settings, service.logger),

@@ -7,6 +7,8 @@ import { eventData, forEachEntry, formatPosition, SummaryKeySources, type Record
 import { limitHistoryProjection } from '../../projections/limitHistory.ts';
 import { controlPlaneProjections } from '../../projections/controlPlane.ts';
 import { admissionTrendsProjection } from '../../projections/admissionTrends.ts';
+import type { QuotaThresholdCrossedData } from '../quotas/index.ts';
+import { webhookOutboxProjection } from '../webhooks/index.ts';
 import type { ApiPubSub } from './pubsub.ts';
 
 function withAfterCommit(projection: Projection, publish: (events: readonly RecordedEvent[]) => void): Projection {
@@ -66,6 +68,16 @@ export function publishingSheds(projection: Projection, pubsub: ApiPubSub): Proj
   });
 }
 
+/** For the webhook outbox: each quota notice it queued, on its tenant's topic. */
+function publishingQuotaNotices(projection: Projection, pubsub: ApiPubSub): Projection {
+  return withAfterCommit(projection, (events) => {
+    for (const event of events) {
+      const data = eventData(event) as QuotaThresholdCrossedData;
+      if (typeof data?.tenantId === 'string') pubsub.publish('quotaThresholdCrossed', data.tenantId, data);
+    }
+  });
+}
+
 /** For every control-plane projection: a notice that its read model changed (the limits cache listens). */
 function publishingCommits(projection: Projection, pubsub: ApiPubSub): Projection {
   return withAfterCommit(projection, () => pubsub.publish('controlPlaneCommitted', projection.name));
@@ -80,6 +92,7 @@ export function withApiPublishers(projections: readonly Projection[], pubsub: Ap
     if (projection.name === limitHistoryProjection.name) wrapped = publishingLimitChanges(wrapped, pubsub);
     if (projection.name === admissionTrendsProjection.name) wrapped = publishingSheds(wrapped, pubsub);
     if (CONTROL_PLANE_PROJECTIONS.has(projection.name)) wrapped = publishingCommits(wrapped, pubsub);
+    if (projection.name === webhookOutboxProjection.name) wrapped = publishingQuotaNotices(wrapped, pubsub);
     return wrapped;
   });
 }

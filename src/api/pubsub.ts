@@ -3,6 +3,7 @@
 // every replica runs its own projections and publishes what it applied.
 import { createPubSub } from 'graphql-yoga';
 import type { AdmissionSummary, Dimension } from '../governance/index.ts';
+import type { QuotaThresholdCrossedData } from '../quotas/index.ts';
 
 /** A limit change the history read model just committed, and what it concerns. */
 export interface LimitChangeNotice {
@@ -57,6 +58,8 @@ type ApiTopics = {
   sheds: [tenantId: string, summary: AdmissionSummary];
   /** A control-plane read model changed: cached effective limits are stale. */
   controlPlaneCommitted: [projection: string];
+  /** A quota threshold crossed (QuotaThresholdCrossed), once the webhook outbox has queued it. */
+  quotaThresholdCrossed: [tenantId: string, notice: QuotaThresholdCrossedData];
 };
 
 export function createApiPubSub(eventTarget = new ListenedEventTarget()) {

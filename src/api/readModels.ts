@@ -3,7 +3,7 @@
 // by its position. Everything the API reads as it is stored, it imports from its owner (src/control-plane,
 // src/command-backlog) under the owner's name.
 import type { Queryable } from '../db/index.ts';
-import { acceptLimit, DIMENSIONS } from '../governance/index.ts';
+import { acceptLimit, acceptQuota, DIMENSIONS } from '../governance/index.ts';
 import type { Dimension, EffectiveLimit, LimitValue } from '../governance/index.ts';
 import type { EventStore } from '../ledger/index.ts';
 import { effectiveLimitsAt, limitHistory, listTiers, loadEffectiveLimits, loadOverrides } from '../control-plane/index.ts';
@@ -38,7 +38,9 @@ function withTier({ tenantId, tierId, limits }: TenantEffectiveLimits): TenantLi
 function tierRecord(tier: Awaited<ReturnType<typeof listTiers>>[number]): TierRecord {
   const limits = DIMENSIONS.flatMap((dimension) => {
     const value = acceptLimit(dimension, tier.limits[dimension]);
-    return value ? [{ dimension, value }] : [];
+    const quota = acceptQuota(dimension, tier.limits[dimension]);
+    if (!value && !quota) return [];
+    return [{ dimension, value: quota ? { ...value, quota } : value! }];
   });
   return { tierId: tier.tierId, name: tier.name, limits };
 }
@@ -57,8 +59,11 @@ export async function loadOverrideRecords(q: Queryable, tenantIds: readonly stri
     [...byTenant].map(([tenantId, overrides]) => [
       tenantId,
       overrides.flatMap(({ dimension, value, expiresAt }) => {
+        // An override may set a rate, a quota, or both: each is read only when valid (the cascade's own checks).
         const accepted = acceptLimit(dimension, value);
-        return accepted ? [{ dimension, value: accepted, expiresAt }] : [];
+        const quota = acceptQuota(dimension, value);
+        if (!accepted && !quota) return [];
+        return [{ dimension, value: quota ? { ...accepted, quota } : accepted!, expiresAt }];
       }),
     ]),
   );

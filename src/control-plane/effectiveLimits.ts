@@ -1,7 +1,7 @@
 // The effective limits as the control-plane read models give them: one query for the governance records of any
 // number of tenants, the governance library's cascade over them, and the Governor's LimitSource built on both.
 import { prepared } from '../db/preparedStatements.ts';
-import type { Queryable, Db } from '../db/db.ts';
+import type { Queryable } from '../db/db.ts';
 import { resolveEffectiveLimits } from '../governance/index.ts';
 import type { ControlPlaneEvent } from '../ledger/index.ts';
 import { dueChangesSql, layDueChanges, loadDueChanges, stillApplying } from './change-requests/dueChanges.ts';
@@ -118,7 +118,7 @@ export async function loadPlatformDefaults(q: Queryable, at: Date = new Date()):
 // The Governor's LimitSource, backed by the control-plane read models. loadTenants answers a whole batch in
 // one query; a tenant absent from the answer is unknown; a database fault rejects (the Governor then
 // treats the source as unreachable and keeps last-known values).
-export function createReadModelLimitSource(db: Db, now: () => Date = () => new Date()): LimitSource {
+export function createReadModelLimitSource(db: Queryable, now: () => Date = () => new Date()): LimitSource {
   return {
     async loadTenants(tenantIds) {
       return (await loadTenantGovernance(db, tenantIds, now())).tenants;

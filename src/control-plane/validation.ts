@@ -2,7 +2,7 @@
 // checked value. Limit values are checked by the governance library's validateLimitValue, the same
 // definition of "valid" the cascade uses when it skips a stored level.
 import type { Branding } from '../ledger/index.ts';
-import { DIMENSIONS, ID_PATTERN, validateLimitValue } from '../governance/index.ts';
+import { DIMENSIONS, ID_PATTERN, validateLimitValue, validateQuota } from '../governance/index.ts';
 import type { Dimension, LimitValue, OverLimitPolicy } from '../governance/index.ts';
 import { controlPlaneError, type ControlPlaneError } from './controlPlaneCommand.ts';
 import { textProblem } from '../db/storableValues.ts';
@@ -19,6 +19,11 @@ export interface LimitInput {
   ratePerSecond?: number | null;
   burst?: number | null;
   ceiling?: number | null;
+  /**
+   * A period quota beside the rate (`{ period, limit, resetDay, timeZone }`); absent, null or a limit of 0: none
+   * at this level. Given alone, the level sets only the quota and its rate falls through the cascade.
+   */
+  quota?: unknown;
 }
 
 export function isControlPlaneError(value: unknown): value is ControlPlaneError {
@@ -37,8 +42,13 @@ export function checkDimension(value: unknown): Dimension | ControlPlaneError {
 }
 
 export function checkLimit(dimension: Dimension, input: LimitInput): LimitValue | ControlPlaneError {
+  const quota = validateQuota(dimension, input.quota);
+  if (!quota.ok) return controlPlaneError('InvalidLimit', quota.message, quota.field);
+  const rateGiven = [input.ratePerSecond, input.burst, input.ceiling].some((field) => field !== undefined && field !== null);
+  if (quota.value !== null && !rateGiven) return { quota: quota.value };
   const checked = validateLimitValue(dimension, { ratePerSecond: input.ratePerSecond, burst: input.burst, ceiling: input.ceiling });
-  return checked.ok ? checked.value : controlPlaneError('InvalidLimit', checked.message, checked.field);
+  if (!checked.ok) return controlPlaneError('InvalidLimit', checked.message, checked.field);
+  return quota.value === null ? checked.value : { ...checked.value, quota: quota.value };
 }
 
 /** A reason, trimmed; undefined when an optional one is not given. */

@@ -26,6 +26,8 @@ export const OUTCOME_REJECTED = 2;
 export const OUTCOME_UNAUTHENTICATED = 3;
 /** Not an outcome of its own: the shadow limit would have refused it (counted beside the decision's outcome). */
 export const OUTCOME_SHADOW_LIMITED = 4;
+/** Rejected for the period quota: counted as rejected, and apart as quota-rejected. */
+export const OUTCOME_QUOTA = 5;
 
 /**
  * Counts of one allowance over a span of whole seconds, waiting for the Recorder: the closed seconds an
@@ -46,6 +48,8 @@ export class Tally {
   /** What the shadow limit would have refused (it refuses nothing). */
   shadowLimitedUnits = 0;
   shadowLimitedMessages = 0;
+  quotaRejectedUnits = 0;
+  quotaRejectedMessages = 0;
   hitSeconds = 0;
   /** Admitted at the platform default while the tenant's ceilings were unknown, by cause. */
   readonly unresolvedUnits = [0, 0, 0];
@@ -63,6 +67,8 @@ export class Tally {
     this.unauthenticatedMessages = 0;
     this.shadowLimitedUnits = 0;
     this.shadowLimitedMessages = 0;
+    this.quotaRejectedUnits = 0;
+    this.quotaRejectedMessages = 0;
     this.hitSeconds = 0;
     for (let cause = 0; cause < CAUSE_NAMES.length; cause++) {
       this.unresolvedUnits[cause] = 0;
@@ -116,6 +122,8 @@ export class AllowanceState {
   openUnauthenticatedMessages = 0;
   openShadowLimitedUnits = 0;
   openShadowLimitedMessages = 0;
+  openQuotaRejectedUnits = 0;
+  openQuotaRejectedMessages = 0;
   openHit = 0;
   /** Unresolved cause of the open second's admissions at the platform default, or -1. */
   openCause = -1;
@@ -156,7 +164,7 @@ export class AllowanceState {
 
   /**
    * Counts one decision in second `second`. `refused` is an OUTCOME_ code (0 admitted, 1 shed, 2 rejected,
-   * 3 unauthenticated, 4 what the shadow limit would have refused, counted apart from the decision's own); `cause` is the unresolved cause (-1 when the tenant's ceilings are known). Returns
+   * 3 unauthenticated, 4 what the shadow limit would have refused, counted apart from the decision's own, 5 rejected for the quota); `cause` is the unresolved cause (-1 when the tenant's ceilings are known). Returns
    * whether the allowance just became dirty.
    */
   count(second: number, units: number, messages: number, refused: number, cause: number): boolean {
@@ -187,6 +195,10 @@ export class AllowanceState {
       } else {
         this.openRejectedUnits += units;
         this.openRejectedMessages += messages;
+        if (refused === OUTCOME_QUOTA) {
+          this.openQuotaRejectedUnits += units;
+          this.openQuotaRejectedMessages += messages;
+        }
       }
     }
     if (this.dirty) return false;
@@ -210,6 +222,8 @@ export class AllowanceState {
     closed.unauthenticatedMessages += this.openUnauthenticatedMessages;
     closed.shadowLimitedUnits += this.openShadowLimitedUnits;
     closed.shadowLimitedMessages += this.openShadowLimitedMessages;
+    closed.quotaRejectedUnits += this.openQuotaRejectedUnits;
+    closed.quotaRejectedMessages += this.openQuotaRejectedMessages;
     closed.hitSeconds += this.openHit;
     if (this.openCause >= 0) {
       closed.unresolvedUnits[this.openCause]! += this.openUnresolvedUnits;
@@ -226,6 +240,8 @@ export class AllowanceState {
     this.openUnauthenticatedMessages = 0;
     this.openShadowLimitedUnits = 0;
     this.openShadowLimitedMessages = 0;
+    this.openQuotaRejectedUnits = 0;
+    this.openQuotaRejectedMessages = 0;
     this.openHit = 0;
     this.openCause = -1;
     this.openUnresolvedUnits = 0;

@@ -98,7 +98,10 @@ export type LimitValidation =
   | { ok: true; value: LimitValue }
   | { ok: false; field: keyof LimitValue | 'value'; message: string };
 
-const FIELDS_BY_KIND: Record<LimiterKind, readonly (keyof LimitValue)[]> = {
+/** The fields of a rate or ceiling (a quota is checked apart: quotaValue.ts). */
+type RateField = Exclude<keyof LimitValue, 'quota'>;
+
+const FIELDS_BY_KIND: Record<LimiterKind, readonly RateField[]> = {
   TOKEN_BUCKET: ['ratePerSecond', 'burst'],
   FIXED_WINDOW: ['ratePerSecond'],
   COUNT_CEILING: ['ceiling'],

@@ -5,7 +5,7 @@
 // counts to the Recorder on a timer. admit allocates only its result, decide and hold nothing (and, once per
 // new tenant or allowance, that state).
 import { BURST, RATE_PER_SECOND, SHADOW, SHADOW_BURST, SHADOW_RATE_PER_SECOND } from './allowanceNumbers.ts';
-import { OUTCOME_SHADOW_LIMITED } from './allowanceState.ts';
+import { OUTCOME_QUOTA, OUTCOME_SHADOW_LIMITED } from './allowanceState.ts';
 import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import type { AllowanceState } from './allowanceState.ts';
 import { stableCallerFraction } from './callerHash.ts';
@@ -13,6 +13,9 @@ import { LimitCache } from './limitCache.ts';
 import { DecidedCharge, type HeldCharge, type HeldTally } from './heldCharge.ts';
 import { fallbackBurst, fallbackRate, SharedCounting } from './sharedCounting.ts';
 import type { SharedAllowance, SharedBudget } from './sharedCounting.ts';
+import { DEFAULT_QUOTA_THRESHOLDS, QUOTA_ADMITTED, QUOTA_SPENT, QuotaSharing } from './quotaMeter.ts';
+import type { QuotaMeter, QuotaThresholdCrossing } from './quotaMeter.ts';
+import type { QuotaPeriod } from './types.ts';
 import { SLOT_COUNT, slotIndexOf, SLOTS, type SlotSpec } from './slots.ts';
 import { Tallies } from './tallies.ts';
 import { TenantNames } from './tenantNames.ts';
@@ -68,6 +71,14 @@ export interface GovernorOptions {
   fastPath?: boolean;
   /** Shared counters across replicas; without it each replica meters alone. */
   sharedBudget?: SharedBudget;
+  /** Percentages of a period quota noticed the first time they are reached in a period (default 50, 80, 100). */
+  quotaThresholds?: readonly number[];
+  /**
+   * A quota threshold reached for the first time this period on this replica (several replicas may each notice
+   * one: the ledger keeps one per tenant, dimension, period and threshold). Called synchronously from admit or a
+   * Redis answer: keep it short, hand the work on.
+   */
+  onQuotaThreshold?: (crossing: QuotaThresholdCrossing) => void;
   /** Faults of background work (LimitSource, Recorder, Redis). They are also counted in stats(). */
   onError?: (error: unknown, during: 'load' | 'record' | 'shared') => void;
 }
@@ -124,6 +135,14 @@ export interface AdmitDecision {
   neverFits: boolean;
   /** 'overflow' when an unconfirmed HTTP name was metered on the shared overflow allowance. */
   scope: 'tenant' | 'overflow';
+  /**
+   * Refused for the tenant's period quota, not its rate (docs/governance-model.md, "Period quotas"): behaviour
+   * REJECT, `limit` the quota's units per period, `retryAfterSeconds` the time to the period's end. Always set
+   * by the Governor; optional for decisions made elsewhere (a leasing client's).
+   */
+  quotaExceeded?: boolean;
+  /** The refusing quota's period when `quotaExceeded` (the Envoy RLS answer's unit), else null. */
+  quotaPeriod?: QuotaPeriod | null;
   source: LimitSourceLevel;
 }
 
@@ -209,7 +228,10 @@ export class Governor {
     neverFits: false,
     scope: 'tenant',
     source: 'SHIPPED_DEFAULT',
+    quotaExceeded: false,
+    quotaPeriod: null,
   };
+  private readonly quotaSharing: QuotaSharing;
   private readonly numbers: AllowanceNumbers;
   /** Set while chargeUntilSettled decides: an admitted charge is held (in `heldAllowance`, `heldCause`), not tallied. */
   private holding = false;
@@ -243,6 +265,13 @@ export class Governor {
     this.shared = options.sharedBudget
       ? new SharedCounting(options.sharedBudget, { now: this.now, retryMs, onError: (error) => onError(error, 'shared') })
       : null;
+    const budget = options.sharedBudget;
+    this.quotaSharing = new QuotaSharing(
+      budget?.reserveQuota ? { reserveQuota: (request) => budget.reserveQuota!(request) } : null,
+      (error) => onError(error, 'shared'),
+      options.quotaThresholds ?? DEFAULT_QUOTA_THRESHOLDS,
+      options.onQuotaThreshold ?? null,
+    );
     this.cache.loadPlatformDefaults();
     this.counting = options.recorder !== undefined;
     this.tallies = new Tallies({
@@ -311,6 +340,8 @@ export class Governor {
       neverFits: out.neverFits,
       scope: out.scope,
       source: out.source,
+      quotaExceeded: out.quotaExceeded,
+      quotaPeriod: out.quotaPeriod,
     };
   }
 
@@ -341,6 +372,8 @@ export class Governor {
     out.neverFits = neverFits;
     out.scope = 'tenant';
     out.source = state.source;
+    out.quotaExceeded = false;
+    out.quotaPeriod = null;
   }
 
   /** Every case (into `decided`): validation, new names, unknown ceilings, message charges, fixed windows, shared counters. */
@@ -384,7 +417,8 @@ export class Governor {
     if (!state.confirmed) state.lastSeenMs = nowMs;
     this.cache.refreshIfDue(state, nowMs);
     const known = state.status === STATUS_KNOWN;
-    const allowance = state.allowance(slotIndex, this.limitsOf(state));
+    const limits = this.limitsOf(state);
+    const allowance = state.allowance(slotIndex, limits);
     // Read after allowance(), which may have grown the store.
     const numbers = this.numbers.values;
     const cell = state.cell;
@@ -396,6 +430,18 @@ export class Governor {
     // Never fits: no wait admits it. Metering alone the meters below refuse it themselves (and still refill, so
     // Remaining and Retry-After are theirs); shared, it is refused before the shared counter.
     const overCapacity = units > capacity;
+    // The period quota (quotaMeter.ts), checked before the rate so a request it refuses spends no tokens; a
+    // known tenant's readings charge only (a message charge is followed by its readings).
+    let quotaMeter: QuotaMeter | null = null;
+    let quotaOutcome = QUOTA_ADMITTED;
+    if (limits.hasQuota && !byMessage && known && !state.isOverflow && !overCapacity) {
+      const quota = limits.quota[slot.dimensionIndex]!;
+      if (quota !== null) {
+        quotaMeter = state.quotaMeter(slot.dimensionIndex, quota, this.quotaSharing);
+        quotaOutcome = quotaMeter.take(units, at);
+      }
+    }
+    const quotaRefused = quotaOutcome !== QUOTA_ADMITTED;
 
     const shared = this.shared;
     // Until its ceilings arrive a tenant is metered here alone, at the platform default: the other replicas
@@ -414,7 +460,11 @@ export class Governor {
     let admitted: boolean;
     let remaining: number;
     let retryAfterSeconds = 0;
-    if (sharedActive) {
+    if (quotaRefused) {
+      admitted = false;
+      remaining = 0;
+      retryAfterSeconds = quotaOutcome === QUOTA_SPENT ? quotaMeter!.secondsToReset(at) : 1;
+    } else if (sharedActive) {
       const counter = shared.counterOf(allowance, byMessage);
       if (overCapacity) {
         // Never fits, as metering alone: refused here and never charged to the shared budget, where its debt
@@ -453,10 +503,14 @@ export class Governor {
       remaining = window.remaining(rate);
       if (!admitted) retryAfterSeconds = window.retryAfterSeconds(at);
     }
+    if (quotaMeter !== null && !quotaRefused) {
+      if (admitted) quotaMeter.admitted();
+      else quotaMeter.giveBack(units);
+    }
     if (admitted && sharesCounter && !sharedActive) shared.fallbackAdmissions++;
     const neverFits = !admitted && overCapacity;
     if (this.counting) {
-      const refused = admitted ? 0 : neverFits ? REJECTED : refusedCode(behaviour);
+      const refused = admitted ? 0 : quotaRefused ? OUTCOME_QUOTA : neverFits ? REJECTED : refusedCode(behaviour);
       const cause = known || state.isOverflow ? -1 : state.status;
       // A held charge (chargeUntilSettled) is tallied when the caller settles it; a refusal is final at once.
       if (refused === 0 && this.holding) {
@@ -473,17 +527,19 @@ export class Governor {
         }
       }
     }
-    this.vouch(state, known && !allowance.shadowed);
+    this.vouch(state, known && !allowance.shadowed && !limits.hasQuota);
     const out = this.decided;
     out.admitted = admitted;
-    out.behaviour = admitted ? 'ADMIT' : behaviour;
-    out.limit = rate;
+    out.behaviour = admitted ? 'ADMIT' : quotaRefused ? 'REJECT' : behaviour;
+    out.limit = quotaRefused ? quotaMeter!.quota!.limit : rate;
     out.remaining = remaining;
     out.retryAfterSeconds = retryAfterSeconds;
     out.burst = capacity;
     out.neverFits = neverFits;
     out.scope = state.isOverflow ? 'overflow' : 'tenant';
     out.source = state.source;
+    out.quotaExceeded = quotaRefused;
+    out.quotaPeriod = quotaRefused ? quotaMeter!.quota!.period : null;
   }
 
   /**
@@ -687,9 +743,9 @@ export class Governor {
     return this.cache.settled();
   }
 
-  /** Resolves when no shared-budget reservation is on its way to or from Redis. */
-  reservationsSettled(): Promise<void> {
-    return this.shared?.settled() ?? Promise.resolve();
+  /** Resolves when no shared-budget reservation (rate or quota) is on its way to or from Redis. */
+  async reservationsSettled(): Promise<void> {
+    await Promise.all([this.shared?.settled(), this.quotaSharing.settled()]);
   }
 
   /** Hands every tally, the current second included, to the Recorder and waits for it. */

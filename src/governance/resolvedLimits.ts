@@ -2,11 +2,15 @@
 import { resolveEffectiveLimits } from './cascade.ts';
 import { DIMENSIONS } from './types.ts';
 import type { LevelsByDimension } from './cascade.ts';
-import type { Dimension, LimitSourceLevel, OverLimitPolicy, TenantGovernanceRecord } from './types.ts';
+import { resolveQuota } from './quotaValue.ts';
+import type { Dimension, LimitSourceLevel, OverLimitPolicy, QuotaValue, TenantGovernanceRecord } from './types.ts';
 
 const limitsWithoutShadow: readonly number[] = DIMENSIONS.map(() => 0);
 
 export class ResolvedLimits {
+  /** Whether any dimension has a period quota: such a tenant never takes admit's fast path. */
+  readonly hasQuota: boolean;
+
   constructor(
     /** Rate per second (fixed window: requests per window), by dimension index; 0 for count ceilings. */
     readonly ratePerSecond: readonly number[],
@@ -16,7 +20,11 @@ export class ResolvedLimits {
     /** The shadow limit's rate by dimension index (resolveShadowLimit); 0 where there is none. */
     readonly shadowRatePerSecond: readonly number[] = limitsWithoutShadow,
     readonly shadowBurst: readonly number[] = limitsWithoutShadow,
-  ) {}
+    /** The period quota in force by dimension index, or null where no level sets one. */
+    readonly quota: readonly (QuotaValue | null)[] = DIMENSIONS.map(() => null),
+  ) {
+    this.hasQuota = quota.some((each) => each !== null);
+  }
 
   static resolve(
     input: TenantGovernanceRecord | LevelsByDimension,
@@ -25,6 +33,7 @@ export class ResolvedLimits {
   ): ResolvedLimits {
     const limits = resolveEffectiveLimits(input, platformDefaults);
     const shadows = limits.map((each) => each.shadow?.value);
+    const levels: LevelsByDimension = 'levels' in input && typeof input.tenantId === 'string' ? (input as TenantGovernanceRecord).levels : (input as LevelsByDimension);
     return new ResolvedLimits(
       limits.map((each) => each.value.ratePerSecond ?? 0),
       limits.map((each) => each.value.burst ?? each.value.ratePerSecond ?? 0),
@@ -32,7 +41,10 @@ export class ResolvedLimits {
       apiOverLimitPolicy,
       shadows.map((shadow) => shadow?.ratePerSecond ?? 0),
       shadows.map((shadow) => shadow?.burst ?? 0),
+      DIMENSIONS.map((dimension) => {
+        const own = levels[dimension] ?? {};
+        return resolveQuota(dimension, { ...own, platformDefault: own.platformDefault ?? platformDefaults[dimension] })?.value ?? null;
+      }),
     );
   }
 }
-

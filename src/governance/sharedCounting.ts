@@ -31,6 +31,7 @@
 // Two parts, as Relay's GlobalRateLimits and GlobalRateLimit: `SharedCounting`, one per Governor, holds the
 // port, knows whether the shared budget is reachable and counts reservations in flight; `SharedAllowance`,
 // one per (tenant, dimension, allowance, charge), holds its slice and decides from it.
+import type { QuotaGrant, QuotaReserveRequest } from './quotaMeter.ts';
 import type { SlotSpec } from './slots.ts';
 
 export interface ReserveRequest {
@@ -50,6 +51,8 @@ export interface ReserveRequest {
 export interface SharedBudget {
   /** Resolves with the units granted (0 when the shared budget is spent); rejects when unreachable. */
   reserve(request: ReserveRequest): Promise<number>;
+  /** Reserves a slice of a period quota (quotaMeter.ts); without it quotas are counted by each replica alone. */
+  reserveQuota?(request: QuotaReserveRequest): Promise<QuotaGrant>;
   close(): Promise<void>;
 }
 

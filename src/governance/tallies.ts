@@ -293,6 +293,9 @@ export class AdmissionBatch {
         ...(tally.shadowLimitedUnits > 0 || tally.shadowLimitedMessages > 0
           ? { shadowLimitedUnits: tally.shadowLimitedUnits, shadowLimitedMessages: tally.shadowLimitedMessages }
           : {}),
+        ...(tally.quotaRejectedUnits + tally.quotaRejectedMessages > 0
+          ? { quotaRejectedUnits: tally.quotaRejectedUnits, quotaRejectedMessages: tally.quotaRejectedMessages }
+          : {}),
         hitSeconds: Math.min(tally.hitSeconds, tally.toSecond - tally.fromSecond + 1),
       };
       this.admissions.set(key, entry);
@@ -310,6 +313,10 @@ export class AdmissionBatch {
       if (tally.shadowLimitedUnits > 0 || tally.shadowLimitedMessages > 0) {
         entry.shadowLimitedUnits = (entry.shadowLimitedUnits ?? 0) + tally.shadowLimitedUnits;
         entry.shadowLimitedMessages = (entry.shadowLimitedMessages ?? 0) + tally.shadowLimitedMessages;
+      }
+      if (tally.quotaRejectedUnits + tally.quotaRejectedMessages > 0) {
+        entry.quotaRejectedUnits = (entry.quotaRejectedUnits ?? 0) + tally.quotaRejectedUnits;
+        entry.quotaRejectedMessages = (entry.quotaRejectedMessages ?? 0) + tally.quotaRejectedMessages;
       }
       // A second counted in two tallies (a window handed off and counted again) is one hit second.
       entry.hitSeconds = Math.min(entry.hitSeconds + tally.hitSeconds, entry.seconds);

@@ -4,9 +4,11 @@
 import { DISCARD_CELL, LAST_SEEN_MS, REFRESH_DUE_MS } from './allowanceNumbers.ts';
 import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import { AllowanceState } from './allowanceState.ts';
+import { QuotaMeter, type QuotaSharing } from './quotaMeter.ts';
 import type { ResolvedLimits } from './resolvedLimits.ts';
 import { SLOT_COUNT, SLOTS } from './slots.ts';
-import type { LimitSourceLevel, TenantGovernanceRecord } from './types.ts';
+import { DIMENSIONS } from './types.ts';
+import type { LimitSourceLevel, QuotaValue, TenantGovernanceRecord } from './types.ts';
 
 // Status values double as the unresolved cause index (CAUSE_NAMES of allowanceState.ts) while the ceilings
 // are not known.
@@ -45,6 +47,8 @@ export class TenantMeter {
   private lastLimits: ResolvedLimits | null = null;
   downsample = false;
   readonly slots: (AllowanceState | undefined)[] = new Array<AllowanceState | undefined>(SLOT_COUNT).fill(undefined);
+  /** Period quota meters by dimension index, made when a quota first applies. */
+  private quotas: (QuotaMeter | undefined)[] | null = null;
 
   constructor(
     readonly name: string,
@@ -86,6 +90,14 @@ export class TenantMeter {
     this.source = allowance.source;
     this.downsample = allowance.downsample;
     return allowance;
+  }
+
+  /** The meter of the dimension's period quota, counting at `quota`. */
+  quotaMeter(dimensionIndex: number, quota: QuotaValue, sharing: QuotaSharing): QuotaMeter {
+    const quotas = (this.quotas ??= new Array<QuotaMeter | undefined>(DIMENSIONS.length).fill(undefined));
+    const meter = quotas[dimensionIndex] ?? (quotas[dimensionIndex] = new QuotaMeter(this.name, DIMENSIONS[dimensionIndex]!, sharing));
+    if (meter.quota !== quota) meter.use(quota);
+    return meter;
   }
 
   /**

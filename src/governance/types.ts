@@ -30,6 +30,21 @@ export type Allowance = (typeof ALLOWANCES)[number];
  */
 export const ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}$/;
 
+/** The calendar periods a quota counts over (quotaValue.ts). */
+export const QUOTA_PERIODS = ['DAY', 'MONTH'] as const;
+export type QuotaPeriod = (typeof QUOTA_PERIODS)[number];
+
+/** A quota over a calendar period, as a level of the cascade sets it (checked by validateQuota). */
+export interface QuotaValue {
+  period: QuotaPeriod;
+  /** Units one period allows, in the dimension's unit (readings, actions, requests). */
+  limit: number;
+  /** MONTH: the day of the month (1 to 28) a period starts on. DAY: always 1. */
+  resetDay: number;
+  /** IANA time zone the period's midnight is in ('UTC' when not given). */
+  timeZone: string;
+}
+
 /** Which level of the cascade supplied a value. */
 export type LimitSourceLevel = 'TENANT_OVERRIDE' | 'TIER' | 'PLATFORM_DEFAULT' | 'SHIPPED_DEFAULT';
 
@@ -51,6 +66,11 @@ export interface LimitValue {
   ratePerSecond?: number;
   burst?: number;
   ceiling?: number;
+  /**
+   * A quota over a calendar period beside the rate (quotaValue.ts). A level may set it alone: the rate then
+   * falls through to the level below, as the quota does where a level sets none.
+   */
+  quota?: QuotaValue;
 }
 
 /** The raw, unvalidated contents of each configurable level for one dimension. */
@@ -126,6 +146,13 @@ export interface AdmissionSummary {
    */
   shadowLimitedUnits?: number;
   shadowLimitedMessages?: number;
+
+  /**
+   * Of the rejected above, refused for the tenant's period quota (not its rate): a part of rejectedUnits and
+   * rejectedMessages, so sums of rejected stay whole. Absent in summaries recorded before quotas: read as 0.
+   */
+  quotaRejectedUnits?: number;
+  quotaRejectedMessages?: number;
   /** Seconds within the span in which the limit was hit. */
   hitSeconds: number;
   /**

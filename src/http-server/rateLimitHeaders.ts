@@ -9,14 +9,17 @@
 // the bucket is full again (0 when it is).
 import type { HeaderPairs } from './respond.ts';
 
-export type RateLimitScope = 'ip' | 'tenant';
+/** 'quota': refused for the tenant's period quota (a day's or month's units), not a rate. */
+export type RateLimitScope = 'ip' | 'tenant' | 'quota';
 
 export interface RateLimitVerdict {
   scope: RateLimitScope;
   /** The policy name in RateLimit-Policy: which limit decided ("ip", "tenant-requests", "tenant-readings"). */
   policy: string;
-  /** The limit that decided, per second. */
+  /** The limit that decided, per second (a quota: per period). */
   limit: number;
+  /** The window `limit` counts over, in seconds (RateLimit-Policy's w): 1, or a quota period's length. */
+  windowSeconds?: number;
   remaining: number;
   retryAfterSeconds: number;
 }
@@ -45,7 +48,7 @@ export function addRateLimitHeaders(headers: HeaderPairs, verdict: RateLimitVerd
     'X-RateLimit-Limit',
     String(verdict.limit),
     'RateLimit-Policy',
-    policyField(verdict.policy, verdict.limit),
+    verdict.windowSeconds === undefined ? policyField(verdict.policy, verdict.limit) : `"${verdict.policy}";q=${verdict.limit};w=${verdict.windowSeconds}`,
     'RateLimit',
     rateLimitField(verdict.policy, remaining, retryAfterSeconds),
   );

@@ -41,6 +41,8 @@ export interface TenantUnits {
   /** Messages (requests) refused by a limit: every refusal counts one, per-message or per-unit, with or without units. */
   shedMessages?: number;
   rejectedMessages?: number;
+  /** Of the rejected units, refused for the tenant's period quota. */
+  quotaRejected?: number;
   hitSeconds: number;
   /** Units a shadow limit (mode SHADOW) would have refused; it refused none. */
   shadowLimited?: number;
@@ -110,6 +112,12 @@ export function createMetrics(options: MetricsOptions) {
     shadowLimitedUnits: new Counter({
       name: `${prefix}governance_shadow_limited_units_total`,
       help: 'Units a shadow limit (a limit set with mode SHADOW, decided beside the enforced one) would have refused; it refused none of them. By dimension, allowance and tenant.',
+      labelNames: byTenant,
+      registers,
+    }),
+    quotaRejectedUnits: new Counter({
+      name: `${prefix}governance_quota_rejected_units_total`,
+      help: "Units rejected for the tenant's period quota (a day's or month's units), not its rate: a part of rejected_units_total. By dimension, allowance and tenant.",
       labelNames: byTenant,
       registers,
     }),
@@ -258,6 +266,7 @@ export function createMetrics(options: MetricsOptions) {
       if (units.shed > 0) metrics.shedUnits.inc(labels, units.shed);
       if (units.rejected > 0) metrics.rejectedUnits.inc(labels, units.rejected);
       if ((units.unauthenticated ?? 0) > 0) metrics.unauthenticatedUnits.inc(labels, units.unauthenticated);
+      if ((units.quotaRejected ?? 0) > 0) metrics.quotaRejectedUnits.inc(labels, units.quotaRejected);
       if ((units.shedMessages ?? 0) > 0) metrics.refusedMessages.inc(refusedLabels(labels, 'shed'), units.shedMessages);
       if ((units.rejectedMessages ?? 0) > 0) metrics.refusedMessages.inc(refusedLabels(labels, 'rejected'), units.rejectedMessages);
       if (units.hitSeconds > 0) metrics.limitHitSeconds.inc(labels, units.hitSeconds);
@@ -277,7 +286,7 @@ export function createMetrics(options: MetricsOptions) {
   tenants.onDemoted = (demoted) => {
     for (const tenant of demoted) {
       for (const labels of tenantSeries.get(tenant)?.values() ?? []) {
-        for (const counter of [metrics.admittedUnits, metrics.shedUnits, metrics.rejectedUnits, metrics.unauthenticatedUnits, metrics.limitHitSeconds, metrics.shadowLimitedUnits]) {
+        for (const counter of [metrics.admittedUnits, metrics.shedUnits, metrics.rejectedUnits, metrics.unauthenticatedUnits, metrics.quotaRejectedUnits, metrics.limitHitSeconds, metrics.shadowLimitedUnits]) {
           counter.remove(labels);
         }
         for (const outcome of REFUSED_OUTCOMES) metrics.refusedMessages.remove(refusedLabels(labels, outcome));

@@ -22,6 +22,7 @@ export function createMetricsRecorder(metrics: Metrics): Recorder {
           unauthenticated: countable(entry.unauthenticatedUnits ?? 0),
           shedMessages: countable(entry.shedMessages),
           rejectedMessages: countable(entry.rejectedMessages),
+          quotaRejected: countable(entry.quotaRejectedUnits ?? 0),
           hitSeconds: countable(entry.hitSeconds),
           shadowLimited: countable(entry.shadowLimitedUnits ?? 0),
         };
@@ -37,6 +38,7 @@ export function createMetricsRecorder(metrics: Metrics): Recorder {
                 unauthenticated: gain(now.unauthenticated, before.unauthenticated ?? 0),
                 shedMessages: gain(now.shedMessages, before.shedMessages ?? 0),
                 rejectedMessages: gain(now.rejectedMessages, before.rejectedMessages ?? 0),
+                quotaRejected: gain(now.quotaRejected, before.quotaRejected ?? 0),
                 hitSeconds: gain(now.hitSeconds, before.hitSeconds),
                 shadowLimited: gain(now.shadowLimited, before.shadowLimited ?? 0),
               }
@@ -55,13 +57,14 @@ export function createMetricsRecorder(metrics: Metrics): Recorder {
         const labels = { dimension: entry.dimension, allowance: entry.allowance ?? '', tenant: metrics.tenants.label(entry.tenantId) };
         const key = `${labels.dimension}\u0000${labels.allowance}\u0000${labels.tenant}`;
         let sum = sums.get(key);
-        if (!sum) sums.set(key, (sum = { labels, units: { admitted: 0, shed: 0, rejected: 0, unauthenticated: 0, shedMessages: 0, rejectedMessages: 0, hitSeconds: 0, shadowLimited: 0 } }));
+        if (!sum) sums.set(key, (sum = { labels, units: { admitted: 0, shed: 0, rejected: 0, unauthenticated: 0, shedMessages: 0, rejectedMessages: 0, quotaRejected: 0, hitSeconds: 0, shadowLimited: 0 } }));
         sum.units.admitted += units.admitted;
         sum.units.unauthenticated! += units.unauthenticated;
         sum.units.shed += units.shed;
         sum.units.rejected += units.rejected;
         sum.units.shedMessages! += units.shedMessages;
         sum.units.rejectedMessages! += units.rejectedMessages;
+        sum.units.quotaRejected! += units.quotaRejected;
         sum.units.hitSeconds += units.hitSeconds;
         sum.units.shadowLimited! += units.shadowLimited;
       }

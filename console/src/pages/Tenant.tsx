@@ -105,6 +105,7 @@ export function TenantPage({ viewer, tenantId }: { viewer: Viewer; tenantId: str
       )}
       {canEdit(viewer) && <OverrideForm tenantId={tenant.id} overrides={tenant.overrides} onSaved={loaded.reload} />}
       {canEdit(viewer) && <PolicyForm tenantId={tenant.id} policy={tenant.overLimitPolicy} onSaved={loaded.reload} />}
+      <Quotas tenantId={tenant.id} />
       <h2>Command backlog</h2>
       <p>
         <span class="big" data-testid="undelivered">
@@ -243,6 +244,50 @@ function PolicyForm({ tenantId, policy, onSaved }: { tenantId: string; policy: s
 
 interface CommandsPage {
   commands: { edges: Array<{ node: { commandId: string; deviceId: string; status: string; enqueuedAt: string } }> };
+}
+
+interface QuotasData {
+  quotas: Array<{ dimension: string; source: string; periodStart: string; periodEnd: string; used: number; quota: { period: string; limit: number; timeZone: string } }>;
+  quotaNotices: Array<{ dimension: string; thresholdPercent: number; periodStart: string; used: number; limit: number }>;
+}
+
+const QUOTAS = `query ($tenantId: ID!) {
+  quotas(tenantId: $tenantId) { dimension source periodStart periodEnd used quota { period limit timeZone } }
+  quotaNotices(tenantId: $tenantId, first: 20) { dimension thresholdPercent periodStart used limit }
+}`;
+
+/** Each period quota as a bar of what is used against the period's limit, and the notices recorded. */
+function Quotas({ tenantId }: { tenantId: string }) {
+  const loaded = useLoad(() => gql<QuotasData>(QUOTAS, { tenantId }), [tenantId]);
+  if (loaded.error) return <p class="muted">Quotas are not available: {loaded.error}</p>;
+  if (!loaded.data) return null;
+  const { quotas, quotaNotices } = loaded.data;
+  return (
+    <>
+      <h2>Period quotas</h2>
+      {quotas.length === 0 && <p>No quota: only the rates above apply.</p>}
+      <ul class="plain">
+        {quotas.map((each) => (
+          <li data-quota={each.dimension}>
+            <strong>{each.dimension}</strong>: {each.used.toLocaleString()} of {each.quota.limit.toLocaleString()} this {each.quota.period === 'DAY' ? 'day' : 'month'} (
+            {new Date(each.periodStart).toLocaleString()} to {new Date(each.periodEnd).toLocaleString()}, {each.quota.timeZone}; {SOURCE_WORDS[each.source]})
+            <br />
+            <meter min={0} max={each.quota.limit} high={each.quota.limit * 0.8} value={Math.min(each.used, each.quota.limit)} aria-label={`${each.dimension} quota used this period`} />
+          </li>
+        ))}
+      </ul>
+      <h3>Notices sent</h3>
+      <ul class="plain" data-testid="quota-notices">
+        {quotaNotices.map((notice) => (
+          <li>
+            {notice.dimension} reached {notice.thresholdPercent} % ({notice.used.toLocaleString()} of {notice.limit.toLocaleString()}) in the period from{' '}
+            {new Date(notice.periodStart).toLocaleString()}
+          </li>
+        ))}
+        {quotaNotices.length === 0 && <li>None yet.</li>}
+      </ul>
+    </>
+  );
 }
 
 function QueuedCommands({ tenantId }: { tenantId: string }) {

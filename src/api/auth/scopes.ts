@@ -14,6 +14,8 @@ export interface ApiAuthScopes {
   deliverCommands: string;
   /** Issue, list and revoke one tenant's ingest keys (parameter: tenant id). */
   manageIngestKeys: string;
+  /** Register webhooks and read their delivery logs: operators only. */
+  operate: boolean;
 }
 
 export function authScopes({ actor }: ApiContext) {
@@ -23,5 +25,6 @@ export function authScopes({ actor }: ApiContext) {
     auditTenant: (tenantId: string) => canAuditTenant(actor, tenantId),
     deliverCommands: (tenantId: string) => canDeliverCommands(actor, tenantId),
     manageIngestKeys: (tenantId: string) => canManageIngestKeys(actor, tenantId),
+    operate: actor.role === 'OPERATOR',
   };
 }

@@ -1,4 +1,4 @@
-import { ALLOWANCES, DIMENSIONS } from '../../governance/index.ts';
+import { ALLOWANCES, DIMENSIONS, QUOTA_PERIODS } from '../../governance/index.ts';
 import { TREND_BUCKETS } from '../../metrics/index.ts';
 import { builder } from '../builder.ts';
 
@@ -17,3 +17,8 @@ export const LimitModeEnum = builder.enumType('LimitMode', {
 });
 
 export const TrendBucketEnum = builder.enumType('TrendBucket', { values: TREND_BUCKETS });
+
+export const QuotaPeriodEnum = builder.enumType('QuotaPeriod', {
+  description: 'The calendar period a quota counts over, in its time zone.',
+  values: QUOTA_PERIODS,
+});

@@ -25,6 +25,7 @@ import './ingestKeys.ts';
 import './subscriptions.ts';
 import './viewer.ts';
 import './ledgerProofs.ts';
+import './quotaNotices.ts';
 
 builder.queryType({ description: REFUSAL_RULE });
 

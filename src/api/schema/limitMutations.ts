@@ -7,7 +7,7 @@ import type { ApiContext } from '../context.ts';
 import { AppliedType, CONTROL_PLANE_ERRORS } from './applyResult.ts';
 import { LIMIT_CHANGE_COMMANDS, type LimitChangeResult } from '../../control-plane/index.ts';
 import { LIMIT_CHANGE_OUTCOMES, limitChangeOutcome } from './limitChangeRequests.ts';
-import { DimensionEnum, LimitModeEnum } from './enums.ts';
+import { DimensionEnum, LimitModeEnum, QuotaPeriodEnum } from './enums.ts';
 import { REFUSAL_RULE } from './errors.ts';
 import { DIMENSION_CATALOG, LIMIT_MAX } from '../../governance/index.ts';
 
@@ -38,12 +38,25 @@ const PromoteShadowLimitInput = builder.inputType('PromoteShadowLimitInput', {
   }),
 });
 
+const QuotaInput = builder.inputType('QuotaInput', {
+  description:
+    'A quota over a calendar period beside the rate. A limit of 0 sets no quota at this level (it falls through the cascade); ' +
+    'given without a rate, the level sets only the quota.',
+  fields: (t) => ({
+    period: t.field({ type: QuotaPeriodEnum, required: true }),
+    limit: t.float({ required: true, description: 'Units per period: a whole number from 0 to 10^12.' }),
+    resetDay: t.int({ description: 'MONTH: the day (1 to 28) a period starts on; 1 when left out.' }),
+    timeZone: t.string({ description: "IANA time zone of the period's midnight; UTC when left out." }),
+  }),
+});
+
 export const SetPlatformDefaultInput = builder.inputType('SetPlatformDefaultInput', {
   fields: (t) => ({
     dimension: t.field({ type: DimensionEnum, required: true }),
     ratePerSecond: t.int(),
     burst: t.int({ description: BURST_DESCRIPTION }),
     ceiling: t.int(),
+    quota: t.field({ type: QuotaInput }),
     reason: t.string(),
     effectiveFrom: t.field({ type: 'DateTime', description: EFFECTIVE_FROM_DESCRIPTION }),
   }),
@@ -61,6 +74,7 @@ export const SetTierLimitInput = builder.inputType('SetTierLimitInput', {
     ratePerSecond: t.int(),
     burst: t.int({ description: BURST_DESCRIPTION }),
     ceiling: t.int(),
+    quota: t.field({ type: QuotaInput }),
     reason: t.string(),
     effectiveFrom: t.field({ type: 'DateTime', description: EFFECTIVE_FROM_DESCRIPTION }),
   }),
@@ -91,6 +105,7 @@ export const SetTenantOverrideInput = builder.inputType('SetTenantOverrideInput'
     ratePerSecond: t.int(),
     burst: t.int({ description: BURST_DESCRIPTION }),
     ceiling: t.int(),
+    quota: t.field({ type: QuotaInput }),
     reason: t.string({ required: true }),
     expiresAt: t.field({ type: 'DateTime' }),
     effectiveFrom: t.field({ type: 'DateTime', description: EFFECTIVE_FROM_DESCRIPTION }),

@@ -1,7 +1,8 @@
 // The admission API: enforcement points in other processes ask the service's Governor, in batches.
 //   POST /v1/admissions       {items: [{tenantId, dimension, allowance?, units, at?, callerKey?, charge?}, ...]}
 //                             -> 200 {decisions: [{admitted, behaviour, limit, remaining, retryAfterSeconds,
-//                                scope, source} | {error: {field, reason}}, ...]} in the order of the items
+//                                scope, source, quotaExceeded, quotaPeriod} | {error: {field, reason}}, ...]} in the order of
+//                                the items (quotaExceeded: refused for the period quota, retryAfterSeconds to its end)
 //   POST /v1/inference-usage  {tenantId, inputTokens, outputTokens} or {items: [...]}
 //                             -> 200 {results: [{recorded: true} | {error: {field, reason}}, ...]}
 // Both need a bearer token of the SERVICE (or OPERATOR) role. There is no per-IP edge limit here: callers are

@@ -15,7 +15,7 @@ export type RlsCode = 'OK' | 'OVER_LIMIT';
 
 export interface DescriptorStatusMessage {
   code: RlsCode;
-  current_limit: { requests_per_unit: number; unit: 'SECOND'; name: string };
+  current_limit: { requests_per_unit: number; unit: 'SECOND' | 'DAY' | 'MONTH'; name: string };
   limit_remaining: number;
   duration_until_reset?: { seconds: number; nanos: number };
 }
@@ -52,10 +52,12 @@ export function createRateLimitDecider(governor: Governor, mapping: DescriptorMa
         // allowance is one fixed name).
         request.untrustedName = descriptor.tenant !== UNMAPPED_TENANT;
         const decision = governor.admit(request);
-        const policy = `${decision.scope === 'overflow' ? 'overflow' : 'tenant'}-${DIMENSION_CATALOG[descriptor.dimension].unit}`;
+        const quota = decision.quotaExceeded === true;
+        const policy = `${quota ? 'quota' : decision.scope === 'overflow' ? 'overflow' : 'tenant'}-${DIMENSION_CATALOG[descriptor.dimension].unit}`;
+        const unit = quota ? (decision.quotaPeriod === 'MONTH' ? 'MONTH' : 'DAY') : 'SECOND';
         const status: DescriptorStatusMessage = {
           code: decision.admitted ? 'OK' : 'OVER_LIMIT',
-          current_limit: { requests_per_unit: uint32(Math.max(1, Math.floor(decision.limit))), unit: 'SECOND', name: policy },
+          current_limit: { requests_per_unit: uint32(Math.max(1, Math.floor(decision.limit))), unit, name: policy },
           limit_remaining: uint32(Math.floor(decision.remaining)),
         };
         if (!decision.admitted) {
@@ -70,7 +72,7 @@ export function createRateLimitDecider(governor: Governor, mapping: DescriptorMa
         const { decision, policy } = refusal as { decision: AdmitDecision; policy: string };
         const pairs: string[] = [];
         addRateLimitHeaders(pairs, {
-          scope: 'tenant',
+          scope: decision.quotaExceeded === true ? 'quota' : 'tenant',
           policy,
           limit: decision.limit,
           remaining: decision.remaining,

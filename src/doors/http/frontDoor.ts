@@ -127,6 +127,7 @@ function sendRateLimited(res: ServerResponse, request: FrontDoorRequest, verdict
 
 /** The 429 verdict for a Governor refusal. Unconfirmed names on the shared overflow say so in the policy name. */
 export function tenantVerdict(decision: Readonly<AdmitDecision>, charge: 'messages' | 'readings' | 'requests'): RateLimitVerdict {
+  if (decision.quotaExceeded === true) return quotaVerdict(decision, charge);
   return {
     scope: 'tenant',
     policy: (decision.scope === 'overflow' ? OVERFLOW_POLICIES : TENANT_POLICIES)[charge],
@@ -135,6 +136,23 @@ export function tenantVerdict(decision: Readonly<AdmitDecision>, charge: 'messag
     retryAfterSeconds: decision.retryAfterSeconds,
   };
 }
+
+/**
+ * The 429 verdict for a refusal by the period quota: X-RateLimit-Scope quota, Retry-After to the period's end,
+ * RateLimit-Policy with the quota's units and the period's length as its window.
+ */
+export function quotaVerdict(decision: Readonly<AdmitDecision>, charge: 'messages' | 'readings' | 'requests'): RateLimitVerdict {
+  return {
+    scope: 'quota',
+    policy: QUOTA_POLICIES[charge],
+    limit: decision.limit,
+    remaining: 0,
+    retryAfterSeconds: decision.retryAfterSeconds,
+    windowSeconds: decision.quotaPeriod === 'MONTH' ? 30 * 86_400 : 86_400,
+  };
+}
+
+const QUOTA_POLICIES = { messages: 'quota-messages', readings: 'quota-readings', requests: 'quota-requests' } as const;
 
 // The policy names, made once rather than per refusal.
 const TENANT_POLICIES = { messages: 'tenant-messages', readings: 'tenant-readings', requests: 'tenant-requests', uplinks: 'tenant-uplinks' } as const;

@@ -10,7 +10,8 @@
 // the slots, whichever comes first.
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
 import type { ReserveRequest, SharedBudget } from '../sharedCounting.ts';
-import { RESERVE_TOKENS, RESERVE_WINDOW } from './reserveScripts.ts';
+import type { QuotaGrant, QuotaReserveRequest } from '../quotaMeter.ts';
+import { RESERVE_QUOTA, RESERVE_TOKENS, RESERVE_WINDOW } from './reserveScripts.ts';
 
 export interface RedisSharedBudgetOptions {
   /** A `redis://` (or `rediss://`) URL; with `cluster`, or several URLs comma-separated, a cluster's seed nodes. */
@@ -35,6 +36,7 @@ export interface RedisSharedBudget extends SharedBudget {
 interface ReserveCommands {
   glReserveTokens(key: string, rate: number, burst: number, atMs: number, want: number, debt: number): Promise<number>;
   glReserveWindow(key: string, limit: number, want: number, debt: number): Promise<number>;
+  glReserveQuota(key: string, limit: number, want: number, debt: number, endMs: number): Promise<[number, number]>;
 }
 
 /** How often a cluster client reads the slot map even when no reply told it of a move. */
@@ -66,6 +68,7 @@ export function createRedisSharedBudget(options: RedisSharedBudgetOptions): Redi
   redis.on('error', onError);
   redis.defineCommand('glReserveTokens', { numberOfKeys: 1, lua: RESERVE_TOKENS });
   redis.defineCommand('glReserveWindow', { numberOfKeys: 1, lua: RESERVE_WINDOW });
+  redis.defineCommand('glReserveQuota', { numberOfKeys: 1, lua: RESERVE_QUOTA });
   const commands = redis as unknown as ReserveCommands;
 
   return {
@@ -82,6 +85,16 @@ export function createRedisSharedBudget(options: RedisSharedBudgetOptions): Redi
       }
       const windowKey = `${keyPrefix}${request.key}:${Math.floor(request.atMs / 1000)}`;
       return commands.glReserveWindow(windowKey, request.ratePerSecond, request.wantUnits, request.debtUnits);
+    },
+    async reserveQuota(request: QuotaReserveRequest): Promise<QuotaGrant> {
+      const [granted, left] = await commands.glReserveQuota(
+        keyPrefix + request.key,
+        request.limit,
+        request.wantUnits,
+        request.debtUnits,
+        request.periodEndMs,
+      );
+      return { granted: Number(granted), left: Number(left) };
     },
     ready(timeoutMs = 2000) {
       if (redis.status === 'ready') return Promise.resolve(true);

@@ -66,9 +66,20 @@ export const ADMISSION_FIELDS = [
  */
 export const SHADOW_ADMISSION_FIELDS = [...ADMISSION_FIELDS, 'shadowLimitedUnits', 'shadowLimitedMessages'] as const satisfies readonly (keyof AdmissionSummary)[];
 
-/** The columns a batch of summaries is written with: SHADOW_ADMISSION_FIELDS when any carries a shadow count. */
+/**
+ * The columns of a table with refusals for a period quota among its entries: two more, written only then, so
+ * the summaries of tenants without quotas (most of them) carry no column of zeros.
+ */
+export const QUOTA_ADMISSION_FIELDS = [...ADMISSION_FIELDS, 'quotaRejectedUnits', 'quotaRejectedMessages'] as const satisfies readonly (keyof AdmissionSummary)[];
+
+/** Both: a batch with shadow counts and quota refusals. */
+export const SHADOW_QUOTA_ADMISSION_FIELDS = [...SHADOW_ADMISSION_FIELDS, 'quotaRejectedUnits', 'quotaRejectedMessages'] as const satisfies readonly (keyof AdmissionSummary)[];
+
+/** The columns a batch of summaries is written with: ADMISSION_FIELDS, plus the shadow or quota columns only when an entry carries such a count. */
 export function admissionFieldsFor(entries: readonly AdmissionSummary[]): readonly (keyof AdmissionSummary & string)[] {
-  return entries.some((entry) => (entry.shadowLimitedUnits ?? 0) > 0 || (entry.shadowLimitedMessages ?? 0) > 0) ? SHADOW_ADMISSION_FIELDS : ADMISSION_FIELDS;
+  const shadow = entries.some((entry) => (entry.shadowLimitedUnits ?? 0) > 0 || (entry.shadowLimitedMessages ?? 0) > 0);
+  const quota = entries.some((entry) => (entry.quotaRejectedUnits ?? 0) > 0 || (entry.quotaRejectedMessages ?? 0) > 0);
+  return shadow ? (quota ? SHADOW_QUOTA_ADMISSION_FIELDS : SHADOW_ADMISSION_FIELDS) : quota ? QUOTA_ADMISSION_FIELDS : ADMISSION_FIELDS;
 }
 
 export const UNRESOLVED_FIELDS = ['tenantId', 'dimension', 'cause', 'fromSecond', 'seconds', 'units', 'messages'] as const satisfies readonly (keyof UnresolvedAdmissionSummary)[];

@@ -83,6 +83,7 @@ export async function openApiHarness(target: StorageTarget): Promise<ApiHarness>
     store,
     controlPlane,
     commandBacklog,
+    webhookDb: db,
     pubsub,
     verify: createTokenVerifier({ secret: TEST_SECRET }),
     development: process.env.API_DEV === '1',

@@ -38,6 +38,20 @@ describeOnEachStorage('ledger recorder on $name', (target) => {
     return (await store.readStream(ADMISSIONS_STREAM)).slice(before.length);
   }
 
+  it('records refusals for a period quota as their own outcome, within rejected, in a table with two more columns', async () => {
+    const source = new MemoryLimitSource().tenant('quota', { INGEST: { override: { quota: { period: 'DAY', limit: 3 } } } });
+    const clock = T0;
+    const governor = new Governor({ limitSource: source, recorder: createLedgerRecorder(store, { actor: 'event-sources', now: () => clock }), now: () => clock });
+    governor.learnLimits(source.records.values(), {});
+    const outcomes = [2, 2, 1].map((units) => governor.admit({ tenant: 'quota', dimension: 'INGEST', allowance: 'LIVE', units, at: T0 }).quotaExceeded);
+    expect(outcomes).toEqual([false, true, false]);
+    const events = await appendedBy(() => governor.close());
+    expect(events.map((event) => event.type)).toEqual(['AdmissionsRecorded']);
+    expect(entriesOf(events[0]!.data as AdmissionsRecordedData)).toEqual([
+      summary({ tenantId: 'quota', admittedUnits: 3, admittedMessages: 2, rejectedUnits: 2, rejectedMessages: 1, quotaRejectedUnits: 2, quotaRejectedMessages: 1, hitSeconds: 1 }),
+    ]);
+  });
+
   it('appends the Governor summaries as AdmissionsRecorded and UnresolvedAdmissionsRecorded events', async () => {
     const source = new MemoryLimitSource().tenant('acme', { INGEST: { tier: { ratePerSecond: 10, burst: 10 } } });
     let clock = T0;

@@ -135,6 +135,29 @@ describe('API_REQUESTS policies per tenant', () => {
     expect(refused.headers.get('x-ratelimit-scope')).toBe('tenant');
   });
 
+  it("a daily INGEST quota: past it, 429 with X-RateLimit-Scope quota and Retry-After to the period's end", async () => {
+    const limits = new TableLimitSource().tenant('quota', {
+      INGEST: { override: { quota: { period: 'DAY', limit: 5, timeZone: 'UTC' } } },
+    });
+    const door = await open({ limits, edgeLimit: createEdgeLimit({ ratePerSecond: 1000 }) });
+    const key = await door.register({ tenantId: 'quota', kind: 'tenant', subject: null });
+    clockMs += 60_000;
+    await warm(door, 'quota');
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await post(door, '/v1/ingest/quota', readingsBody(2), { 'x-device-key': key })).status);
+    expect(statuses).toEqual([202, 202, 429]);
+    // 4 of 5 used: one reading still fits, two more do not.
+    expect((await post(door, '/v1/ingest/quota', readingsBody(1), { 'x-device-key': key })).status).toBe(202);
+    const refused = await post(door, '/v1/ingest/quota', readingsBody(1), { 'x-device-key': key });
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('x-ratelimit-scope')).toBe('quota');
+    expect(refused.headers.get('x-ratelimit-limit')).toBe('5');
+    const midnight = Math.ceil(clockMs / 86_400_000) * 86_400_000;
+    expect(Number(refused.headers.get('retry-after'))).toBe(Math.ceil((midnight - clockMs) / 1000));
+    expect(refused.headers.get('ratelimit-policy')).toBe('"quota-readings";q=5;w=86400');
+    expect(await refused.json()).toMatchObject({ scope: 'quota', policy: 'quota-readings' });
+  });
+
   it('STABLE_DOWNSAMPLE: each device is wholly in or wholly out within a window, at most twice the limit', async () => {
     const limits = new TableLimitSource().tenant(
       'sampled',

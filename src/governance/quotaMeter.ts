@@ -1,0 +1,278 @@
+// One tenant's period quota on one dimension: what is used of the current period, counted alone or from slices of
+// a shared count (Redis), and the thresholds crossed. take() is synchronous and does no I/O: as the shared rate
+// counters do (sharedCounting.ts), a replica reserves slices of the period's quota in the background and admits
+// from what it holds.
+//
+// Accuracy, per (tenant, dimension, period), with N replicas sharing Redis, S = ceil(limit / 100):
+// - over: admitted <= limit + N x S. Only a replica's first admissions of a period, before its first answer
+//   arrives, are taken on credit (at most S); the credit is debited in Redis with the next reservation and
+//   counted there even past the limit, so the count stays true. After an answer a replica admits only from
+//   what Redis granted it, and Redis never grants past the limit.
+// - under: a replica may refuse while others still hold units they were granted. What one holds is at most
+//   one slice: S while much is left, shrinking to ceil(left / 16) (1 unit at the end) as the quota runs out,
+//   so near the limit the others hold at most a few units each.
+// - Redis unreachable: each replica admits from what it holds, then alone up to half of what was left at its
+//   last answer (as rates fall back to half the limit), so two replicas stay within the quota.
+// Counted alone (no Redis) a replica is exact, and counts only its own admissions.
+import { quotaPeriodAt } from './quotaValue.ts';
+import type { Dimension, QuotaValue } from './types.ts';
+
+/** Percentages of a quota whose first crossing in a period is noticed (QuotaThresholdCrossed). */
+export const DEFAULT_QUOTA_THRESHOLDS: readonly number[] = [50, 80, 100];
+
+export interface QuotaReserveRequest {
+  /** `quota:<dimension>:<tenant>:<period start ms>`: a period's count never carries over. */
+  key: string;
+  limit: number;
+  /** The count may expire a day after the period ends. */
+  periodEndMs: number;
+  wantUnits: number;
+  /** Units admitted on credit before the first answer: counted, even past the limit. */
+  debtUnits: number;
+}
+
+export interface QuotaGrant {
+  granted: number;
+  /** Units of the limit neither admitted nor held by any replica after this reservation (0 when spent). */
+  left: number;
+}
+
+/** The part of the SharedBudget port quotas use (sharedCounting.ts): without it quotas are counted alone. */
+export interface QuotaBudget {
+  reserveQuota(request: QuotaReserveRequest): Promise<QuotaGrant>;
+}
+
+/** A threshold crossed for the first time this period on this replica (the ledger keeps one per period). */
+export interface QuotaThresholdCrossing {
+  tenantId: string;
+  dimension: Dimension;
+  thresholdPercent: number;
+  period: QuotaValue['period'];
+  periodStartMs: number;
+  periodEndMs: number;
+  limit: number;
+  used: number;
+}
+
+/** One per Governor: the quota budget, whether it is reachable, and reservations in flight. */
+export class QuotaSharing {
+  available = true;
+  failures = 0;
+  private inFlight = 0;
+  private probeAtMs = 0;
+  private readonly waiters: (() => void)[] = [];
+
+  constructor(
+    private readonly budget: QuotaBudget | null,
+    private readonly onError: (error: unknown) => void,
+    readonly thresholds: readonly number[],
+    readonly onThreshold: ((crossing: QuotaThresholdCrossing) => void) | null,
+  ) {}
+
+  get shared(): boolean {
+    return this.budget !== null;
+  }
+
+  /** Whether a reservation may be sent at admission time `at`: always while Redis answers, else once a second. */
+  mayAsk(at: number): boolean {
+    if (this.available) return true;
+    if (at < this.probeAtMs) return false;
+    this.probeAtMs = at + 1000;
+    return true;
+  }
+
+  reserve(request: QuotaReserveRequest, onGranted: (grant: QuotaGrant) => void, onSettled: () => void): void {
+    this.inFlight++;
+    this.budget!.reserveQuota(request)
+      .then(
+        (grant) => {
+          this.available = true;
+          onGranted(grant);
+        },
+        (error: unknown) => {
+          this.failures++;
+          this.available = false;
+          this.onError(error);
+        },
+      )
+      .finally(() => {
+        onSettled();
+        if (--this.inFlight === 0) for (const resolve of this.waiters.splice(0)) resolve();
+      });
+  }
+
+  settled(): Promise<void> {
+    if (this.inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+}
+
+export const QUOTA_ADMITTED = 0;
+/** Refused: the period's quota is spent (Retry-After: the period's end). */
+export const QUOTA_SPENT = 1;
+/** Refused: this replica's slice ran out and its next one is on its way (Retry-After: 1 s). */
+export const QUOTA_WAITING = 2;
+
+export class QuotaMeter {
+  quota: QuotaValue | null = null;
+  startMs = Number.POSITIVE_INFINITY;
+  endMs = Number.NEGATIVE_INFINITY;
+  /** Counted alone: units admitted this period. */
+  private used = 0;
+  // Shared: the slice held, credit taken before the first answer, what Redis had left at the last answer.
+  private granted = 0;
+  private debt = 0;
+  private warm = false;
+  private inFlight = false;
+  private left = 0;
+  private fallbackUsed = 0;
+  /** Index into the thresholds of the next one to notice this period. */
+  private nextThreshold = 0;
+  /** Where the last admitted take came from (giveBack returns it there): 0 counted alone, 1 slice, 2 credit, 3 fallback. */
+  private lastTakeFrom = 0;
+
+  constructor(
+    readonly tenantId: string,
+    readonly dimension: Dimension,
+    private readonly sharing: QuotaSharing,
+  ) {}
+
+  /** The quota in force; a change of period, zone or reset day starts counting again. */
+  use(quota: QuotaValue): void {
+    const previous = this.quota;
+    this.quota = quota;
+    if (previous === null || previous.period !== quota.period || previous.timeZone !== quota.timeZone || previous.resetDay !== quota.resetDay) {
+      this.startMs = Number.POSITIVE_INFINITY;
+      this.endMs = Number.NEGATIVE_INFINITY;
+    } else if (previous.limit !== quota.limit) {
+      this.left += quota.limit - previous.limit;
+      if (this.left < 0) this.left = 0;
+      this.nextThreshold = 0;
+    }
+  }
+
+  /** QUOTA_ADMITTED when `units` fit what is left of the period at `at` (they are then taken), else why not. */
+  take(units: number, at: number): number {
+    if (!(at >= this.startMs && at < this.endMs)) this.enterPeriod(at);
+    const limit = this.quota!.limit;
+    const sharing = this.sharing;
+    if (!sharing.shared) {
+      if (this.used + units > limit) return QUOTA_SPENT;
+      this.used += units;
+      this.lastTakeFrom = 0;
+      return QUOTA_ADMITTED;
+    }
+    let outcome = QUOTA_ADMITTED;
+    const slice = this.slice(units);
+    if (this.granted >= units) {
+      this.granted -= units;
+      this.lastTakeFrom = 1;
+    } else if (!this.warm && this.debt + units <= slice) {
+      this.debt += units;
+      this.lastTakeFrom = 2;
+    } else if (!sharing.available) {
+      if (this.fallbackUsed + units > this.left / 2) outcome = QUOTA_SPENT;
+      else {
+        this.fallbackUsed += units;
+        this.lastTakeFrom = 3;
+      }
+    } else outcome = this.warm && this.left <= 0 ? QUOTA_SPENT : QUOTA_WAITING;
+    // Top up once what is held falls below half a slice (or below this request), unless Redis said the period is
+    // spent; while Redis is unreachable, at most one probe a second.
+    const low = this.granted < units || 2 * this.granted < slice;
+    if (low && !this.inFlight && !(this.warm && this.left <= 0 && sharing.available) && sharing.mayAsk(at)) {
+      this.ask(slice - this.granted);
+    }
+    return outcome;
+  }
+
+  /**
+   * The request this quota admitted was refused by the rate after all: the units go back where they came from.
+   * Counted alone, the thresholds are noticed here, once the admission is final.
+   */
+  giveBack(units: number): void {
+    if (this.lastTakeFrom === 0) this.used -= units;
+    else if (this.lastTakeFrom === 1) this.granted += units;
+    else if (this.lastTakeFrom === 2) this.debt -= units;
+    else this.fallbackUsed -= units;
+  }
+
+  /** After an admission: counted alone, notices the thresholds it reached. */
+  admitted(): void {
+    if (!this.sharing.shared) this.noticeUsed(this.used);
+  }
+
+  /** Units still left for this replica to admit (for answers' `remaining`). */
+  remaining(): number {
+    if (!this.sharing.shared) return this.quota!.limit - this.used;
+    return this.granted + (this.warm ? this.left : this.quota!.limit);
+  }
+
+  /** Whole seconds from `at` to the period's end (at least 1). */
+  secondsToReset(at: number): number {
+    return Math.max(1, Math.ceil((this.endMs - at) / 1000));
+  }
+
+  private slice(units: number): number {
+    const limit = this.quota!.limit;
+    const most = Math.ceil(limit / 100);
+    const nearEnd = this.warm ? Math.max(1, Math.ceil(this.left / 16)) : most;
+    return Math.max(units, most < nearEnd ? most : nearEnd);
+  }
+
+  private enterPeriod(at: number): void {
+    const span = quotaPeriodAt(this.quota!, at);
+    this.startMs = span.startMs;
+    this.endMs = span.endMs;
+    this.used = 0;
+    this.granted = 0;
+    this.debt = 0;
+    this.warm = false;
+    this.left = this.quota!.limit;
+    this.fallbackUsed = 0;
+    this.nextThreshold = 0;
+  }
+
+  private ask(wantUnits: number): void {
+    const quota = this.quota!;
+    const startMs = this.startMs;
+    const debtUnits = this.debt;
+    this.inFlight = true;
+    this.sharing.reserve(
+      { key: `quota:${this.dimension}:${this.tenantId}:${startMs}`, limit: quota.limit, periodEndMs: this.endMs, wantUnits, debtUnits },
+      (grant) => {
+        // An answer for a period that has passed is of no use.
+        if (this.startMs !== startMs) return;
+        this.debt -= debtUnits;
+        this.warm = true;
+        this.granted += grant.granted;
+        this.left = grant.left;
+        this.fallbackUsed = 0;
+        this.noticeUsed(this.quota!.limit - grant.left);
+      },
+      () => {
+        this.inFlight = false;
+      },
+    );
+  }
+
+  /** Notices each threshold `used` has reached for the first time this period. */
+  private noticeUsed(used: number): void {
+    const thresholds = this.sharing.thresholds;
+    const onThreshold = this.sharing.onThreshold;
+    const quota = this.quota!;
+    while (this.nextThreshold < thresholds.length && used * 100 >= thresholds[this.nextThreshold]! * quota.limit) {
+      const thresholdPercent = thresholds[this.nextThreshold++]!;
+      onThreshold?.({
+        tenantId: this.tenantId,
+        dimension: this.dimension,
+        thresholdPercent,
+        period: quota.period,
+        periodStartMs: this.startMs,
+        periodEndMs: this.endMs,
+        limit: quota.limit,
+        used: Math.min(used, quota.limit),
+      });
+    }
+  }
+}
