@@ -15,17 +15,26 @@ export const REFRESH_DUE_MS = 0;
 export const LAST_SEEN_MS = 1;
 
 // An allowance's cell: its readings bucket (TOKENS, LAST_MS of tokenBucket.ts, which does the arithmetic),
-// then the rate and burst it meters at.
+// then the rate and burst it meters at, then the admissions admit's fast path tallied in the cell (see
+// AllowanceState): the second they lie in (NaN: none may be tallied here), their
+// messages and their units. A cell is 8 numbers, 64 bytes: a cache line, so tallying an admission touches no
+// memory the decision did not.
 export const RATE_PER_SECOND = 2;
 export const BURST = 3;
-const STRIDE = 4;
+export const TALLY_SECOND = 4;
+export const TALLY_MESSAGES = 5;
+export const TALLY_UNITS = 6;
+const STRIDE = 8;
 
 export class AllowanceNumbers {
   values = new Float64Array(STRIDE * 256);
   private used = 1;
   private readonly free: number[] = [];
 
-  /** A cell of zeros but for a NaN LAST_MS (a bucket not yet started); returns the offset of its first number. */
+  /**
+   * A cell of zeros but for a NaN LAST_MS (a bucket not yet started) and a NaN TALLY_SECOND (nothing to be
+   * tallied in it); returns the offset of its first number.
+   */
   take(): number {
     let offset = this.free.pop();
     if (offset === undefined) {
@@ -39,6 +48,7 @@ export class AllowanceNumbers {
     }
     this.values.fill(0, offset, offset + STRIDE);
     this.values[offset + LAST_MS] = Number.NaN;
+    this.values[offset + TALLY_SECOND] = Number.NaN;
     return offset;
   }
 
