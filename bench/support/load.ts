@@ -36,6 +36,9 @@ export interface LoadResult {
   statuses: Record<string, number>;
   /** CPU time the generator used, in microseconds. */
   generatorCpuMicros: number;
+  /** Latency percentiles of the answers, in ms. */
+  p50Ms: number;
+  p99Ms: number;
 }
 
 export function httpLoad(load: HttpLoad): Promise<LoadResult> {
@@ -79,6 +82,8 @@ async function loadWithAutocannon(load: HttpLoad): Promise<LoadResult> {
   const cpu = process.cpuUsage(cpuBefore);
   return {
     generatorCpuMicros: cpu.user + cpu.system,
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
     requests: result.requests.total,
     requestsPerSecond: result.requests.average,
     errors: result.errors,
@@ -101,13 +106,13 @@ async function loadWithWrk(load: HttpLoad): Promise<LoadResult> {
       'function response(status) counts[status] = (counts[status] or 0) + 1 end',
       'local threads = {}',
       'function setup(thread) table.insert(threads, thread) end',
-      'function done(summary)',
+      'function done(summary, latency)',
       '  local e = summary.errors',
       '  local total = {}',
       '  for _, thread in ipairs(threads) do for status, n in pairs(thread:get("counts")) do total[status] = (total[status] or 0) + n end end',
       '  local parts = {}',
       '  for status, n in pairs(total) do table.insert(parts, string.format(\'"%d":%d\', status, n)) end',
-      '  io.write(string.format(\'{"requests":%d,"durationUs":%d,"errors":%d,"statuses":{%s}}\\n\', summary.requests, summary.duration, e.connect + e.read + e.write + e.timeout, table.concat(parts, ",")))',
+      '  io.write(string.format(\'{"requests":%d,"durationUs":%d,"errors":%d,"p50Us":%d,"p99Us":%d,"statuses":{%s}}\\n\', summary.requests, summary.duration, e.connect + e.read + e.write + e.timeout, latency:percentile(50), latency:percentile(99), table.concat(parts, ",")))',
       'end',
     ].join('\n'),
   );
@@ -115,13 +120,22 @@ async function loadWithWrk(load: HttpLoad): Promise<LoadResult> {
   const cpuBefore = exitedChildrenCpuMicros();
   const { stdout } = await promisify(execFile)('wrk', args);
   const generatorCpuMicros = exitedChildrenCpuMicros() - cpuBefore;
-  const summary = JSON.parse(stdout.trim().split('\n').at(-1)!) as { requests: number; durationUs: number; errors: number; statuses: Record<string, number> };
+  const summary = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+    requests: number;
+    durationUs: number;
+    errors: number;
+    p50Us: number;
+    p99Us: number;
+    statuses: Record<string, number>;
+  };
   return {
     requests: summary.requests,
     requestsPerSecond: summary.requests / (summary.durationUs / 1e6),
     errors: summary.errors,
     statuses: summary.statuses,
     generatorCpuMicros,
+    p50Ms: summary.p50Us / 1000,
+    p99Ms: summary.p99Us / 1000,
   };
 }
 
