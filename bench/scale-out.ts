@@ -16,7 +16,7 @@
 // the cores used. The baseline is ourselves: one replica of the same build.
 // BENCH_QUICK=1 for a short run on a loaded machine.
 // Last line: {"bench":"scale-out","ours":<3 replicas req/s>,"baseline":<1 replica req/s>,"ratio":..,...}
-import { availableParallelism } from 'node:os';
+import { cpus } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -175,7 +175,8 @@ async function main(): Promise<void> {
         // Where accepted readings went: the counting sink counts them and drops them (no NATS_URL), so the rate
         // excludes delivery to JetStream.
         sink: 'counting',
-        cores: availableParallelism(),
+        // The machine's cores, not availableParallelism(): that counts the cores this process is pinned to.
+        cores: cpus().length,
         coresUsedOne: bestOne.coresUsed,
         coresUsedThree: bestThree.coresUsed,
         replicasCpuUsPerRequestOne: bestOne.replicasCpuUsPerRequest,
