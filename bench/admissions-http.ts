@@ -1,14 +1,18 @@
 // The admission API (POST /v1/admissions, batches of 100 items) against a bare node:http handler that reads,
 // parses and answers the same JSON (one decision object per item), in the same run. Servers run in a child
-// process so the load generator (autocannon) does not share their event loop; targets alternate over several
-// rounds and each keeps its best round, because the machine is shared.
+// process pinned to core 0, the load generator (wrk, bench/support/load.ts; autocannon where wrk is missing) in
+// a process of its own pinned to core 1; targets alternate over several rounds and each keeps its best round,
+// because the machine is shared. Each server's CPU-µs per decision and per request is reported beside the
+// rates. BENCH_QUICK=1: 2 rounds of 2 s.
 //   ours     = every step of the door: bearer token (remembered), item checks, Governor.admit per item, answer
 //   baseline = read body, JSON.parse, JSON.stringify of 100 decisions, 200
 // Target: ours >= 0.7 x baseline decisions/s.
 // Last line: {"bench":"admissions-http","ours":..,"baseline":..,"ratio":..,"unit":"decisions/s",...}
 import { createServer as createBareServer } from 'node:http';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import autocannon from 'autocannon';
 import { pino } from 'pino';
 import { mintToken } from '../src/api/auth/token.ts';
 import { createTokenVerifier } from '../src/api/auth/verifyToken.ts';
@@ -16,13 +20,15 @@ import { createAdmissionRoutes } from '../src/doors/admissions/admissionRoutes.t
 import { createServiceCallers } from '../src/doors/admissions/serviceCallers.ts';
 import type { TenantGovernanceRecord } from '../src/governance/index.ts';
 import { createServer, listen } from '../src/http-server/server.ts';
-import { answerCpuQueries, governorOver, startBenchServer } from './support/benchServer.ts';
+import { answerCpuQueries, governorOver, pinToCore, startBenchServer } from './support/benchServer.ts';
+import { generatorOf, HTTP_GENERATOR, httpLoad, otherStatuses } from './support/load.ts';
 import { alternateRounds, bestOf, leastOf, round2 } from './support/rounds.ts';
 
 const ITEMS_PER_BATCH = 100;
 const TENANTS = 100;
-const ROUNDS = 3;
-const SECONDS_PER_RUN = 3;
+const QUICK = process.env.BENCH_QUICK === '1';
+const ROUNDS = QUICK ? 2 : 3;
+const SECONDS_PER_RUN = QUICK ? 2 : 3;
 const CONNECTIONS = 16;
 const SECRET = 'bench-secret-0123456789abcdef0123456789';
 const DIMENSIONS = [
@@ -90,28 +96,34 @@ async function serve(): Promise<void> {
 
 async function measure(): Promise<void> {
   const { child, ports, serverCpuMicros } = await startBenchServer<Ports>(fileURLToPath(import.meta.url));
+  const pinned = pinToCore(process.pid, 1) && pinToCore(child.pid!, 0);
+  const scripts = mkdtempSync(join(tmpdir(), 'admissions-http-'));
   const run = async (port: number, seconds = SECONDS_PER_RUN) => {
     const cpuBefore = await serverCpuMicros();
-    const result = await autocannon({
+    const result = await httpLoad({
       url: `http://127.0.0.1:${port}/v1/admissions`,
-      method: 'POST',
       body: BODY,
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${ports.token}` },
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${ports.token}` },
       connections: CONNECTIONS,
-      duration: seconds,
+      seconds,
+      script: join(scripts, `${port}.lua`),
     });
-    const ok = result.statusCodeStats?.['200']?.count ?? 0;
-    if (result.errors > 0 || ok < result.requests.total * 0.99) {
-      throw new Error(`expected 200, got ${JSON.stringify(result.statusCodeStats ?? {})}, ${result.errors} errors`);
+    if (result.errors > 0 || otherStatuses(result, 200) !== '') {
+      throw new Error(`expected 200, got ${otherStatuses(result, 200)}, ${result.errors} errors`);
     }
-    const cpuMicrosPerDecision = ((await serverCpuMicros()) - cpuBefore) / (result.requests.total * ITEMS_PER_BATCH);
-    return { decisionsPerSecond: result.requests.average * ITEMS_PER_BATCH, cpuMicrosPerDecision };
+    const cpuMicros = (await serverCpuMicros()) - cpuBefore;
+    return {
+      decisionsPerSecond: result.requestsPerSecond * ITEMS_PER_BATCH,
+      cpuMicrosPerDecision: cpuMicros / (result.requests * ITEMS_PER_BATCH),
+      cpuMicrosPerRequest: cpuMicros / result.requests,
+    };
   };
   // Warm up: the Governor learns the tenants' ceilings, V8 compiles the hot paths.
   await run(ports.door, 2);
   await run(ports.bare, 1);
   const samples = await alternateRounds(ROUNDS, { baseline: () => run(ports.bare), ours: () => run(ports.door) });
   child.disconnect();
+  rmSync(scripts, { recursive: true, force: true });
   const best = (values: typeof samples.ours) => bestOf(values, (each) => each.decisionsPerSecond);
   const leastCpu = (values: typeof samples.ours) => leastOf(values, (each) => each.cpuMicrosPerDecision);
   const ours = best(samples.ours);
@@ -124,11 +136,19 @@ async function measure(): Promise<void> {
       baseline: Math.round(baseline),
       ratio: round2(ours / baseline),
       unit: 'decisions/s',
+      baselineIs: 'a bare minimum: node:http reading the body, JSON.parse, one constant decision per item, 200 (no token, no limits)',
+      generator: generatorOf(HTTP_GENERATOR, pinned, `1 thread, ${CONNECTIONS} connections`),
+      pinned,
       serverCpuMicrosPerDecision: { ours: round2(leastCpu(samples.ours)), baseline: round2(leastCpu(samples.baseline)) },
+      serverCpuMicrosPerRequest: {
+        ours: round2(leastOf(samples.ours, (each) => each.cpuMicrosPerRequest)),
+        baseline: round2(leastOf(samples.baseline, (each) => each.cpuMicrosPerRequest)),
+      },
       itemsPerBatch: ITEMS_PER_BATCH,
       connections: CONNECTIONS,
       secondsPerRun: SECONDS_PER_RUN,
       rounds: ROUNDS,
+      quick: QUICK,
       targets: { ratio: 0.7 },
     }),
   );

@@ -19,7 +19,7 @@ const { createRedisSharedBudget } = await loadRedisSharedBudget();
 const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 const TENANTS = Number(process.env.BENCH_TENANTS ?? 20);
 const LIMIT = 5000;
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 6);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? (process.env.BENCH_QUICK === '1' ? 3 : 6));
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 2);
 const BATCH = 1000;
 const names = Array.from({ length: TENANTS }, (_, i) => `tenant-${i}`);
@@ -154,6 +154,7 @@ const result = {
   baselineIs: "rate-limiter-flexible's RateLimiterRedis.consume on the same single Redis node (one round trip per call)",
   generator: 'in-process: Governor.admit called directly, 1,000 calls per event-loop turn, two replicas taking alternate batches (no HTTP)',
   loadAverage: loadavg().map((load) => Number(load.toFixed(2))),
+  quick: process.env.BENCH_QUICK === '1',
   tenants: TENANTS,
   replicas: 2,
   limitPerWindow: LIMIT,

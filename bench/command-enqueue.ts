@@ -1,14 +1,20 @@
 // Enqueues per second against the backlog ceiling on PostgreSQL, 16 concurrent clients, against the bare
-// minimum that enforces a ceiling: a conditional single-row UPDATE ... WHERE undelivered < ceiling, in the
-// same run. Ours adds the ceiling read, the command row (idempotency), the ledger event and a transaction
-// around them. Both sides hammer ONE tenant (one guard row): the worst case, every enqueue queues on the
-// same row lock. A second figure spreads the same load over 16 tenants. Fresh schema, dropped at the end.
-// Rounds of ours and of the baseline alternate, and each figure is the median of its rounds, so a machine
-// busy with other work weighs on both sides alike. BENCH_QUICK=1: short rounds, to prove it runs.
+// minimum that enforces a ceiling: a conditional UPDATE ... WHERE undelivered + n <= ceiling, in the same run.
+// Ours adds the ceiling read, the command row (idempotency), the ledger event and a transaction around them,
+// and commits concurrent enqueues together (group commit: createGroupBatcher with ENQUEUE_BATCH_LIMITS). The
+// baseline gets the same batching: the same batcher and limits, each batch one UPDATE of every tenant in it,
+// by the count of its enqueues (before, the baseline committed each enqueue alone, so the ratio compared
+// batched with unbatched commits; that figure stays as `unbatched`). Each side's commits per second are
+// reported beside its enqueues. Both sides hammer ONE tenant (one guard row): the worst case, every enqueue
+// queues on the same row lock. A second figure spreads the same load over 16 tenants. Fresh schema, dropped at
+// the end. Rounds of the three alternate, in a different order each round, and each figure is the median of
+// its rounds, so a machine busy with other work weighs on them alike. BENCH_QUICK=1: short rounds, to prove
+// it runs.
 // Last line: JSON.
-import type { Queryable } from '../src/db/db.ts';
+import type { Db, Queryable } from '../src/db/db.ts';
 import type { CeilingSource } from '../src/command-backlog/types.ts';
-import { createDatabaseCommandBacklog } from '../src/command-backlog/postgres/createDatabaseCommandBacklog.ts';
+import { createDatabaseCommandBacklog, ENQUEUE_BATCH_LIMITS } from '../src/command-backlog/postgres/createDatabaseCommandBacklog.ts';
+import { createGroupBatcher, type KeyGroup } from '../src/command-backlog/keyedBatcher.ts';
 import { prepared } from '../src/db/preparedStatements.ts';
 import { withBenchSchema } from './support/benchSchema.ts';
 
@@ -37,17 +43,44 @@ const benchCeilings: CeilingSource = Object.assign(
   },
 );
 
-/** Runs CLIENTS concurrent loops of `once` for ROUND_MS; returns operations per second. */
-async function rate(once: (client: number, n: number) => Promise<void>): Promise<number> {
+/** Commits made by each side (transactions of ours, statements of the baselines). */
+const commits = { ours: 0, batched: 0, unbatched: 0 };
+type Side = keyof typeof commits;
+
+interface Rate {
+  perSecond: number;
+  commitsPerSecond: number;
+}
+
+/** Runs CLIENTS concurrent loops of `once` for ROUND_MS; returns operations and `side`'s commits per second. */
+async function rate(side: Side, once: (client: number, n: number) => Promise<void>): Promise<Rate> {
   const deadline = performance.now() + ROUND_MS;
   let done = 0;
+  const commitsBefore = commits[side];
   const started = performance.now();
   await Promise.all(
     Array.from({ length: CLIENTS }, async (_, client) => {
       while (performance.now() < deadline) await once(client, done++);
     }),
   );
-  return done / ((performance.now() - started) / 1_000);
+  const seconds = (performance.now() - started) / 1_000;
+  return { perSecond: done / seconds, commitsPerSecond: (commits[side] - commitsBefore) / seconds };
+}
+
+/** The Db with every transaction counted as one of ours' commits. */
+function countingTransactions(db: Db): Db {
+  return new Proxy(db, {
+    get(target, property) {
+      if (property === 'transaction') {
+        return <T>(work: Parameters<Db['transaction']>[0]) => {
+          commits.ours++;
+          return target.transaction(work) as Promise<T>;
+        };
+      }
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }
 
 async function main() {
@@ -60,7 +93,7 @@ async function main() {
       await db.query('INSERT INTO bench_ceilings VALUES ($1, $2)', [tenantId, CEILING]);
       await db.query('INSERT INTO bench_raw_guard VALUES ($1, 0)', [tenantId]);
     }
-    const backlog = createDatabaseCommandBacklog(db, { ceilings: benchCeilings, commandTtlMs: 3_600_000, now: () => new Date() });
+    const backlog = createDatabaseCommandBacklog(countingTransactions(db), { ceilings: benchCeilings, commandTtlMs: 3_600_000, now: () => new Date() });
     const actor = { id: 'bench' };
     let sequence = 0;
     const enqueue = async (tenantId: string) => {
@@ -73,46 +106,83 @@ async function main() {
         [tenantId, CEILING],
       );
       if (rowCount !== 1) throw new Error('bench raw update refused');
+      commits.unbatched++;
     };
+    // The bare UPDATE with ours' batching: the same batcher and limits; one statement per batch raises each of
+    // its tenants' counts by that tenant's enqueues, where they fit under the ceiling.
+    const batchedUpdate = createGroupBatcher<null, true>(
+      async (groups: Array<KeyGroup<null>>) => {
+        commits.batched++;
+        const { rows } = await db.query<{ tenant_id: string }>(
+          `UPDATE bench_raw_guard g SET undelivered = g.undelivered + d.n
+             FROM (SELECT unnest($1::text[]) AS tenant_id, unnest($2::int[]) AS n) d
+            WHERE g.tenant_id = d.tenant_id AND g.undelivered + d.n <= $3
+           RETURNING g.tenant_id`,
+          [groups.map((group) => group.key), groups.map((group) => group.items.length), CEILING],
+        );
+        const updated = new Set(rows.map((row) => row.tenant_id));
+        return groups.map((group) =>
+          updated.has(group.key)
+            ? { status: 'fulfilled' as const, value: group.items.map(() => true as const) }
+            : { status: 'rejected' as const, reason: new Error('bench batched update refused') },
+        );
+      },
+      ENQUEUE_BATCH_LIMITS,
+    );
+    const batched = (tenantId: string) => batchedUpdate(tenantId, null).then(() => undefined);
 
-    // Warm connections and plans on both paths.
-    await rate(() => enqueue('solo'));
-    await rate(() => rawUpdate('solo'));
+    // Warm connections and plans on every path.
+    await rate('ours', () => enqueue('solo'));
+    await rate('batched', () => batched('solo'));
+    await rate('unbatched', () => rawUpdate('solo'));
 
-    const ours: number[] = [];
-    const baseline: number[] = [];
-    const spreadOurs: number[] = [];
-    const spreadBaseline: number[] = [];
+    const sides: Side[] = ['ours', 'batched', 'unbatched'];
+    const oneTenant = { ours: [] as Rate[], batched: [] as Rate[], unbatched: [] as Rate[] };
+    const spread = { ours: [] as Rate[], batched: [] as Rate[], unbatched: [] as Rate[] };
+    const run = { ours: enqueue, batched, unbatched: rawUpdate };
     for (let round = 0; round < ROUNDS; round++) {
-      // Alternate the order so neither side always runs second (on a bigger table, a warmer cache).
-      const pair = [
-        async () => ours.push(await rate(() => enqueue('solo'))),
-        async () => baseline.push(await rate(() => rawUpdate('solo'))),
-      ];
-      for (const run of round % 2 === 0 ? pair : pair.reverse()) await run();
-      const spreadPair = [
-        async () => spreadOurs.push(await rate((client) => enqueue(tenants[client]!))),
-        async () => spreadBaseline.push(await rate((client) => rawUpdate(tenants[client]!))),
-      ];
-      for (const run of round % 2 === 0 ? spreadPair : spreadPair.reverse()) await run();
+      // A different order each round, so no side always runs after the same one (on a bigger table, a warmer cache).
+      const order = sides.map((_, i) => sides[(round + i) % sides.length]!);
+      for (const side of order) oneTenant[side].push(await rate(side, () => run[side]('solo')));
+      for (const side of order) spread[side].push(await rate(side, (client) => run[side](tenants[client]!)));
     }
-    const best = { ours: median(ours), baseline: median(baseline) };
-    const spread = { ours: median(spreadOurs), baseline: median(spreadBaseline) };
-    const ratios = (a: number[], b: number[]) => a.map((each, i) => Number((each / b[i]!).toFixed(2)));
-    console.log(`one tenant, per round (ours / raw UPDATE): ${ratios(ours, baseline).join(' ')}`);
-    console.log(`16 tenants, per round (ours / raw UPDATE): ${ratios(spreadOurs, spreadBaseline).join(' ')}`);
-    console.log(`one tenant: ours ${Math.round(best.ours)} enqueues/s, raw UPDATE ${Math.round(best.baseline)}/s`);
-    console.log(`16 tenants: ours ${Math.round(spread.ours)} enqueues/s, raw UPDATE ${Math.round(spread.baseline)}/s`);
+    const medianOf = (rates: Rate[]) => ({ perSecond: median(rates.map((each) => each.perSecond)), commitsPerSecond: median(rates.map((each) => each.commitsPerSecond)) });
+    const one = { ours: medianOf(oneTenant.ours), batched: medianOf(oneTenant.batched), unbatched: medianOf(oneTenant.unbatched) };
+    const many = { ours: medianOf(spread.ours), batched: medianOf(spread.batched), unbatched: medianOf(spread.unbatched) };
+    const ratios = (a: Rate[], b: Rate[]) => a.map((each, i) => Number((each.perSecond / b[i]!.perSecond).toFixed(2)));
+    const ratio3 = (a: number, b: number) => Number((a / b).toFixed(3));
+    console.log(`one tenant, per round (ours / batched UPDATE): ${ratios(oneTenant.ours, oneTenant.batched).join(' ')}`);
+    console.log(`16 tenants, per round (ours / batched UPDATE): ${ratios(spread.ours, spread.batched).join(' ')}`);
+    for (const [label, figures] of [['one tenant', one], ['16 tenants', many]] as const) {
+      console.log(
+        `${label}: ours ${Math.round(figures.ours.perSecond)} enqueues/s (${Math.round(figures.ours.commitsPerSecond)} commits/s), ` +
+          `batched UPDATE ${Math.round(figures.batched.perSecond)}/s (${Math.round(figures.batched.commitsPerSecond)} commits/s), ` +
+          `unbatched UPDATE ${Math.round(figures.unbatched.perSecond)}/s`,
+      );
+    }
     console.log(
       JSON.stringify({
         bench: 'command-enqueue',
-        ours: Math.round(best.ours),
-        baseline: Math.round(best.baseline),
-        ratio: Number((best.ours / best.baseline).toFixed(3)),
+        ours: Math.round(one.ours.perSecond),
+        baseline: Math.round(one.batched.perSecond),
+        ratio: ratio3(one.ours.perSecond, one.batched.perSecond),
         unit: 'enqueues/s',
+        baselineIs: 'a bare minimum with the same batching: one conditional UPDATE of the guard row per batch of enqueues (the same group batcher and limits as ours)',
+        generator: `${CLIENTS} concurrent clients in the bench's process (node-postgres), PostgreSQL shared, unpinned`,
         clients: CLIENTS,
         tenants: 1,
-        spreadOverTenants: { tenants: CLIENTS, ours: Math.round(spread.ours), baseline: Math.round(spread.baseline), ratio: Number((spread.ours / spread.baseline).toFixed(3)) },
+        commitsPerSecond: { ours: Math.round(one.ours.commitsPerSecond), baseline: Math.round(one.batched.commitsPerSecond) },
+        unbatched: { enqueuesPerSecond: Math.round(one.unbatched.perSecond), ratio: ratio3(one.ours.perSecond, one.unbatched.perSecond) },
+        spreadOverTenants: {
+          tenants: CLIENTS,
+          ours: Math.round(many.ours.perSecond),
+          baseline: Math.round(many.batched.perSecond),
+          ratio: ratio3(many.ours.perSecond, many.batched.perSecond),
+          commitsPerSecond: { ours: Math.round(many.ours.commitsPerSecond), baseline: Math.round(many.batched.commitsPerSecond) },
+          unbatched: { enqueuesPerSecond: Math.round(many.unbatched.perSecond), ratio: ratio3(many.ours.perSecond, many.unbatched.perSecond) },
+        },
+        rounds: ROUNDS,
+        quick: QUICK,
       }),
     );
   });

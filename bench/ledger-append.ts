@@ -122,6 +122,8 @@ async function main() {
         baseline: Math.round(headline.baseline),
         ratio: Number(headline.ratio.toFixed(3)),
         unit: 'events/s',
+        baselineIs: 'a bare minimum: a raw INSERT ... SELECT FROM unnest(...) of the same rows through pg',
+        generator: 'sequential batches from the bench process (pg), PostgreSQL shared, unpinned',
         batchSize: 1000,
         batch100: {
           ours: Math.round(results.batch100!.ours),

@@ -25,7 +25,7 @@ import {
   type LeafEvent,
 } from '../src/ledger/verifiable/index.ts';
 
-const EVENTS = Number(process.env.LEDGER_VERIFY_EVENTS ?? 1_000_000);
+const EVENTS = Number(process.env.LEDGER_VERIFY_EVENTS ?? (process.env.BENCH_QUICK === '1' ? 100_000 : 1_000_000));
 const ROUNDS = Number(process.env.LEDGER_VERIFY_ROUNDS ?? 1);
 const key = signerKey('governance.bench/ledger', generateKeyPairSync('ed25519').privateKey);
 const dir = await mkdtemp(path.join(tmpdir(), 'gl-bench-verify-'));

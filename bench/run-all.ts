@@ -1,20 +1,30 @@
 // `npm run bench`: runs every benchmark one after another (never two at once: they measure the machine) and
-// prints each one's last JSON line, then all of them as one JSON array. `npm run bench -- admit trends` runs some.
+// prints each one's last JSON line, then all of them as one JSON array. `npm run bench -- admit trends` runs
+// some; `npm run bench -- --quick` runs each in its quick mode (BENCH_QUICK=1: fewer and shorter rounds, to
+// prove the set runs and for a first re-measure). Each result gets the seconds the bench took and the
+// machine's load average when it started (`loadAverage`): figures taken under load are not quiet-machine
+// figures. A bench that fails or prints no JSON line is reported as such and the rest still run.
 import { spawn } from 'node:child_process';
 import { readdirSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 const benchDir = fileURLToPath(new URL('.', import.meta.url));
-const wanted = process.argv.slice(2);
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const wanted = args.filter((arg) => !arg.startsWith('--'));
 const names = readdirSync(benchDir)
   .filter((file) => file.endsWith('.ts') && file !== 'run-all.ts')
   .map((file) => file.replace(/\.ts$/, ''))
   .filter((name) => wanted.length === 0 || wanted.includes(name))
   .sort();
 
-function run(name: string): Promise<unknown> {
+const round2 = (value: number) => Math.round(value * 100) / 100;
+
+function run(name: string): Promise<Record<string, unknown>> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', `${benchDir}${name}.ts`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const env = quick ? { ...process.env, BENCH_QUICK: '1' } : process.env;
+    const child = spawn(process.execPath, ['--import', 'tsx', `${benchDir}${name}.ts`], { stdio: ['ignore', 'pipe', 'inherit'], env });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => {
       output += chunk.toString();
@@ -23,7 +33,7 @@ function run(name: string): Promise<unknown> {
     child.on('close', (code) => {
       const last = output.trim().split('\n').at(-1) ?? '';
       try {
-        resolve(JSON.parse(last));
+        resolve(JSON.parse(last) as Record<string, unknown>);
       } catch {
         resolve({ bench: name, error: `exited ${code} without a JSON last line` });
       }
@@ -32,8 +42,13 @@ function run(name: string): Promise<unknown> {
 }
 
 const results: unknown[] = [];
+const startedAll = performance.now();
 for (const name of names) {
-  console.log(`\n== ${name}`);
-  results.push(await run(name));
+  console.log(`\n== ${name}${quick ? ' (quick)' : ''}`);
+  const loadAverage = round2(loadavg()[0]!);
+  const started = performance.now();
+  const result = await run(name);
+  results.push({ ...result, seconds: round2((performance.now() - started) / 1000), loadAverage });
 }
+console.log(`\n${names.length} benches in ${Math.round((performance.now() - startedAll) / 1000)} s${quick ? ' (quick)' : ''}`);
 console.log(JSON.stringify(results));

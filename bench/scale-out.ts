@@ -4,20 +4,23 @@
 // same generated configuration (test/support/haproxy.ts): one with the first replica alone, one with all
 // three. Rounds alternate between the two (bench/support/rounds.ts); each keeps its best round.
 //
-// Load: autocannon in this process, 32 connections, POST /v1/ingest/bench with 8 readings and a device key,
+// Load: wrk (bench/support/load.ts; autocannon where wrk is missing) in a process of its own, pinned to core 1
+// with taskset where it is installed (the replicas, the proxy and the databases are left to the scheduler: three
+// replicas pinned to one core could not scale out), 32 connections, POST /v1/ingest/bench with 8 readings and a device key,
 // the tenant's limits far above the load (every answer 202). The edge per-IP limit is lifted: every request
 // comes from one address here, and the bench measures the door and the ledger, not the edge.
 //
 // The factor is bounded by the cores: every process (the replicas, the proxy, the load generator, PostgreSQL
 // and Redis) shares this machine's cores. Each round reports the CPU each replica, the proxy and the load
 // generator used (Linux /proc) as cores, and the replicas' CPU per request, so the factor can be read against
-// the cores used.
+// the cores used. The baseline is ourselves: one replica of the same build.
 // BENCH_QUICK=1 for a short run on a loaded machine.
 // Last line: {"bench":"scale-out","ours":<3 replicas req/s>,"baseline":<1 replica req/s>,"ratio":..,...}
-import { availableParallelism } from 'node:os';
+import { cpus } from 'node:os';
 import { randomBytes } from 'node:crypto';
-import autocannon from 'autocannon';
-import { mintToken } from '../src/api/auth/token.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { migrate } from '../src/db/migrate.ts';
 import { openPostgres, quoteIdent } from '../src/db/postgres.ts';
 import { registerIngestCredential } from '../src/doors/pipeline/credentials.ts';
@@ -26,6 +29,9 @@ import { freePort } from '../test/support/privateServers.ts';
 import { compiledServiceMissing, processCpuMicros, startReplica, tcpAnswers, type Replica } from '../test/support/replicas.ts';
 import { waitFor } from '../test/support/waitFor.ts';
 import { alternateRounds, round2 } from './support/rounds.ts';
+import { pinToCore } from './support/benchServer.ts';
+import { generatorOf, HTTP_GENERATOR, httpLoad, otherStatuses } from './support/load.ts';
+import { operatorMutations } from './support/serviceAdmin.ts';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const ROUNDS = QUICK ? 2 : 3;
@@ -95,17 +101,7 @@ async function main(): Promise<void> {
       intervalMs: 200,
       description: 'every replica ready',
     });
-    const token = await mintToken({ secret: JWT_SECRET, role: 'OPERATOR', sub: 'scale-out-bench', ttl: '1h' });
-    const mutate = async (field: string, input: Record<string, unknown>) => {
-      const type = `${field[0]!.toUpperCase()}${field.slice(1)}Input`;
-      const response = await fetch(`${replicas[0]!.baseUrl}/graphql`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-        body: JSON.stringify({ query: `mutation ($input: ${type}!) { ${field}(input: $input) { __typename } }`, variables: { input } }),
-      });
-      const answer = (await response.json()) as { data?: Record<string, { __typename: string }> };
-      if (answer.data?.[field]?.__typename !== 'Applied') throw new Error(`${field}: ${JSON.stringify(answer)}`);
-    };
+    const mutate = await operatorMutations(replicas[0]!.baseUrl, JWT_SECRET, 'scale-out-bench');
     await mutate('registerTenant', { tenantId: 'bench' });
     await mutate('setTenantOverride', { tenantId: 'bench', dimension: 'INGEST', ratePerSecond: HIGH, burst: HIGH, reason: 'scale-out bench' });
     await mutate('setTenantOverride', { tenantId: 'bench', dimension: 'API_REQUESTS', ratePerSecond: HIGH, reason: 'scale-out bench' });
@@ -125,29 +121,25 @@ async function main(): Promise<void> {
     const measure = async (proxy: RunningHaproxy, serving: readonly Replica[], seconds: number): Promise<Round> => {
       const replicaBefore = serving.map((replica) => replica.cpuMicros());
       const proxyBefore = processCpuMicros(proxy.child.pid!);
-      const selfBefore = process.cpuUsage();
       const startedAt = performance.now();
-      const result = await autocannon({
+      const result = await httpLoad({
         url: `${proxy.baseUrl}/v1/ingest/bench`,
-        method: 'POST',
         connections: CONNECTIONS,
-        duration: seconds,
-        headers: { 'content-type': 'application/json', 'x-device-key': registered.key },
+        seconds,
+        headers: { 'Content-Type': 'application/json', 'X-Device-Key': registered.key },
         body: BODY,
+        script: join(scripts, 'ingest.lua'),
       });
       const wallMicros = (performance.now() - startedAt) * 1000;
-      const self = process.cpuUsage(selfBefore);
-      const statuses = result.statusCodeStats as Record<string, { count: number }> | undefined;
-      const other = Object.entries(statuses ?? {}).filter(([code]) => code !== '202');
-      if (other.length > 0 || result.errors > 0 || result.non2xx > 0) {
-        throw new Error(`expected every answer 202, got ${JSON.stringify(statuses ?? {})} and ${result.errors} errors`);
+      if (otherStatuses(result, 202) !== '' || result.errors > 0) {
+        throw new Error(`expected every answer 202, got ${otherStatuses(result, 202)} and ${result.errors} errors`);
       }
       const replicaCpu = serving.map((replica, i) => replica.cpuMicros() - replicaBefore[i]!);
       const proxyCpu = processCpuMicros(proxy.child.pid!) - proxyBefore;
-      const selfCpu = self.user + self.system;
+      const selfCpu = result.generatorCpuMicros;
       return {
-        requestsPerSecond: result.requests.average,
-        replicasCpuUsPerRequest: round2(replicaCpu.reduce((sum, each) => sum + each, 0) / result.requests.total),
+        requestsPerSecond: result.requestsPerSecond,
+        replicasCpuUsPerRequest: round2(replicaCpu.reduce((sum, each) => sum + each, 0) / result.requests),
         replicaCores: Object.fromEntries(serving.map((replica, i) => [replica.name, round2(replicaCpu[i]! / wallMicros)])),
         proxyCores: round2(proxyCpu / wallMicros),
         loadGeneratorCores: round2(selfCpu / wallMicros),
@@ -155,12 +147,15 @@ async function main(): Promise<void> {
       };
     };
 
+    const pinned = pinToCore(process.pid, 1);
+    const scripts = mkdtempSync(join(tmpdir(), 'scale-out-'));
     // Warm-up: every replica learns the tenant's limits and its key, and V8 compiles the hot path.
     await measure(three, replicas, 2);
     const samples = await alternateRounds(ROUNDS, {
       one: () => measure(one, replicas.slice(0, 1), SECONDS_PER_ROUND),
       three: () => measure(three, replicas, SECONDS_PER_ROUND),
     });
+    rmSync(scripts, { recursive: true, force: true });
     console.log(`samples: ${JSON.stringify(samples)}`);
     const best = (rounds: Round[]) => rounds.reduce((top, each) => (each.requestsPerSecond > top.requestsPerSecond ? each : top));
     const bestOne = best(samples.one);
@@ -174,10 +169,14 @@ async function main(): Promise<void> {
         baseline: round2(bestOne.requestsPerSecond),
         ratio: round2(bestThree.requestsPerSecond / bestOne.requestsPerSecond),
         unit: 'admitted requests/s through HAProxy, 3 replicas vs 1',
+        baselineIs: 'ourselves: one replica of the same build behind the same HAProxy',
+        generator: generatorOf(HTTP_GENERATOR, false, `1 thread, ${CONNECTIONS} connections`).replace('unpinned', pinned ? 'pinned to core 1 with taskset; replicas, proxy and databases unpinned' : 'unpinned'),
+        pinned,
         // Where accepted readings went: the counting sink counts them and drops them (no NATS_URL), so the rate
         // excludes delivery to JetStream.
         sink: 'counting',
-        cores: availableParallelism(),
+        // The machine's cores, not availableParallelism(): that counts the cores this process is pinned to.
+        cores: cpus().length,
         coresUsedOne: bestOne.coresUsed,
         coresUsedThree: bestThree.coresUsed,
         replicasCpuUsPerRequestOne: bestOne.replicasCpuUsPerRequest,

@@ -15,22 +15,31 @@ export const REFRESH_DUE_MS = 0;
 export const LAST_SEEN_MS = 1;
 
 // An allowance's cell: its readings bucket (TOKENS, LAST_MS of tokenBucket.ts, which does the arithmetic),
-// then the rate and burst it meters at.
+// then the rate and burst it meters at, then the admissions admit's fast path tallied in the cell (see
+// AllowanceState): the second they lie in (NaN: none may be tallied here), their
+// messages and their units: these first 8 numbers, 64 bytes, are a cache line, so tallying an admission touches
+// no memory the decision did not. The second line holds the shadow limit's bucket (SHADOW + TOKENS, SHADOW +
+// LAST_MS), rate and burst: a limit with mode SHADOW decided beside the enforced one, which never refuses (a
+// rate of 0: none); only a shadowed allowance, which never takes the fast path, reads it.
 export const RATE_PER_SECOND = 2;
 export const BURST = 3;
-// Then the shadow limit's bucket (SHADOW + TOKENS, SHADOW + LAST_MS), rate and burst: a limit with mode SHADOW
-// decided beside the enforced one, which never refuses (a rate of 0: none). Eight numbers, one cache line.
-export const SHADOW = 4;
-export const SHADOW_RATE_PER_SECOND = 6;
-export const SHADOW_BURST = 7;
-const STRIDE = 8;
+export const TALLY_SECOND = 4;
+export const TALLY_MESSAGES = 5;
+export const TALLY_UNITS = 6;
+export const SHADOW = 8;
+export const SHADOW_RATE_PER_SECOND = 10;
+export const SHADOW_BURST = 11;
+const STRIDE = 16;
 
 export class AllowanceNumbers {
   values = new Float64Array(STRIDE * 256);
   private used = 1;
   private readonly free: number[] = [];
 
-  /** A cell of zeros but for a NaN LAST_MS (a bucket not yet started); returns the offset of its first number. */
+  /**
+   * A cell of zeros but for NaN LAST_MS and SHADOW + LAST_MS (buckets not yet started) and a NaN TALLY_SECOND (nothing to be
+   * tallied in it); returns the offset of its first number.
+   */
   take(): number {
     let offset = this.free.pop();
     if (offset === undefined) {
@@ -44,6 +53,7 @@ export class AllowanceNumbers {
     }
     this.values.fill(0, offset, offset + STRIDE);
     this.values[offset + LAST_MS] = Number.NaN;
+    this.values[offset + TALLY_SECOND] = Number.NaN;
     this.values[offset + SHADOW + LAST_MS] = Number.NaN;
     return offset;
   }

@@ -1,9 +1,12 @@
 // One allowance of one tenant: the limits it meters at, its message bucket, fixed window and shared counters,
-// and its counts: the current second's in its own fields, earlier seconds not yet recorded in a Tally. Its
+// and its counts: the current second's in its own fields, earlier seconds not yet recorded in a Tally. The
+// current second's admitted readings charges with known ceilings, the common case by far, may also be counted
+// in its cell by admit's fast path (`cellTally`): a compare and two adds on numbers the decision just read,
+// folded into the fields below before anything reads or closes them. Its
 // readings bucket, rate and burst live in one cell of AllowanceNumbers; TenantMeter copies what a decision
 // reads for the allowance last used, so a token-bucket admit need not touch this object at all (with
 // thousands of tenants an admit costs mostly cache misses).
-import { BURST, RATE_PER_SECOND, SHADOW_BURST, SHADOW_RATE_PER_SECOND } from './allowanceNumbers.ts';
+import { BURST, RATE_PER_SECOND, SHADOW_BURST, SHADOW_RATE_PER_SECOND, TALLY_SECOND, TALLY_MESSAGES, TALLY_UNITS } from './allowanceNumbers.ts';
 import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import { FixedWindow } from './fixedWindow.ts';
 import type { ResolvedLimits } from './resolvedLimits.ts';
@@ -133,6 +136,11 @@ export class AllowanceState {
   closed: Tally | null = null;
   sharedReadings: SharedAllowance | null = null;
   sharedMessages: SharedAllowance | null = null;
+  /** Evicted (release): its cell belongs to another allowance now, and holds none of its counts. */
+  private released = false;
+
+  /** Its key in a batch of summaries (tenant and slot; AdmissionBatch), made once. */
+  readonly tallyKey: string;
 
   constructor(
     readonly tenantId: string,
@@ -140,12 +148,46 @@ export class AllowanceState {
     private readonly numbers: AllowanceNumbers,
   ) {
     this.cell = numbers.take();
+    this.tallyKey = `${tenantId}\u0000${slot.index}`;
     this.window = slot.kind === 'FIXED_WINDOW' ? new FixedWindow() : null;
   }
 
-  /** Evicted: the cell may be given to another allowance; this one meters nothing any more. */
+  /**
+   * Evicted: the cell may be given to another allowance; this one meters nothing any more. Its counts in the
+   * cell are folded into its fields first (they may still wait for a flush), and nothing is counted in the
+   * cell after (a held charge settled later counts in the fields).
+   */
   release(): void {
+    this.foldCellTally();
+    this.released = true;
     this.numbers.release(this.cell);
+  }
+
+  /**
+   * admit's fast path: counts an admitted readings charge of `units` at `at` (known ceilings, not held) in the
+   * cell when the open second is `at`'s and was opened by count(); false when it is not (count() then). The
+   * caller has the cell's numbers at hand: the Governor inlines this as a compare and two adds.
+   */
+  static cellTally(values: Float64Array, cell: number, at: number, units: number): boolean {
+    // False for a NaN second (nothing may be tallied in the cell) and for an `at` in another second: the same
+    // arithmetic as Tallies.count's, so a count lands in the same second whichever path takes it.
+    if (Math.floor(at / 1000) !== values[cell + TALLY_SECOND]) return false;
+    values[cell + TALLY_MESSAGES]!++;
+    values[cell + TALLY_UNITS]! += units;
+    return true;
+  }
+
+  /** Moves the cell's counts into the open second's fields (the cell's second is always the open one). */
+  private foldCellTally(): void {
+    if (this.released) return;
+    const values = this.numbers.values;
+    const messages = values[this.cell + TALLY_MESSAGES]!;
+    if (messages === 0) return;
+    this.openDecisions += messages;
+    this.openAdmittedMessages += messages;
+    this.openAdmittedUnits += values[this.cell + TALLY_UNITS]!;
+    values[this.cell + TALLY_MESSAGES] = 0;
+    values[this.cell + TALLY_UNITS] = 0;
   }
 
   useLimits(limits: ResolvedLimits): void {
@@ -168,6 +210,7 @@ export class AllowanceState {
    * whether the allowance just became dirty.
    */
   count(second: number, units: number, messages: number, refused: number, cause: number): boolean {
+    this.foldCellTally();
     if (this.openDecisions > 0 && (this.openSecond !== second || (cause >= 0 && this.openCause >= 0 && cause !== this.openCause))) {
       this.closeOpenSecond();
     }
@@ -201,6 +244,9 @@ export class AllowanceState {
         }
       }
     }
+    // The open second is `second` now and has a decision: admit's fast path may count this second's admitted
+    // readings charges in the cell until it closes (closeOpenSecond folds them in and stops it).
+    if (!this.released) this.numbers.values[this.cell + TALLY_SECOND] = second;
     if (this.dirty) return false;
     this.dirty = true;
     return true;
@@ -208,6 +254,8 @@ export class AllowanceState {
 
   /** Folds the open second into the closed span. */
   closeOpenSecond(): void {
+    this.foldCellTally();
+    if (!this.released) this.numbers.values[this.cell + TALLY_SECOND] = Number.NaN;
     if (this.openDecisions === 0) return;
     const closed = (this.closed ??= new Tally());
     closed.cover(this.openSecond);

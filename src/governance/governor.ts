@@ -7,7 +7,7 @@
 import { BURST, RATE_PER_SECOND, SHADOW, SHADOW_BURST, SHADOW_RATE_PER_SECOND } from './allowanceNumbers.ts';
 import { OUTCOME_QUOTA, OUTCOME_SHADOW_LIMITED } from './allowanceState.ts';
 import type { AllowanceNumbers } from './allowanceNumbers.ts';
-import type { AllowanceState } from './allowanceState.ts';
+import { AllowanceState } from './allowanceState.ts';
 import { stableCallerFraction } from './callerHash.ts';
 import { LimitCache } from './limitCache.ts';
 import { DecidedCharge, type HeldCharge, type HeldTally } from './heldCharge.ts';
@@ -360,7 +360,10 @@ export class Governor {
       if (admitted && this.holding) {
         this.heldAllowance = state.lastAllowance;
         this.heldCause = -1;
-      } else this.tallies.count(state.lastAllowance!, at, units, false, refusal === null ? 0 : neverFits ? REJECTED : refusedCode(refusal), -1);
+      } else if (!admitted || !AllowanceState.cellTally(numbers, cell, at, units)) {
+        // An admission in the allowance's open second is counted in the cell (cellTally); the rest here.
+        this.tallies.count(state.lastAllowance!, at, units, false, refusal === null ? 0 : neverFits ? REJECTED : refusedCode(refusal), -1);
+      }
     }
     const out = this.decided;
     out.admitted = admitted;

@@ -178,7 +178,7 @@ export class Tallies {
     try {
       if (this.unacknowledged !== null) {
         const { batch, id } = this.unacknowledged;
-        await recorder.record([...batch.admissions.values()], [...batch.unresolved.values()], id);
+        await recorder.record(batch.admissions, [...batch.unresolved.values()], id);
         this.unacknowledged = null;
       }
       if (!this.batch.isEmpty) {
@@ -186,7 +186,7 @@ export class Tallies {
         this.clampedBefore += batch.clamped;
         this.batch = new AdmissionBatch(this.windowSeconds, this.maxPendingSummaries);
         this.unacknowledged = { batch, id: randomUUID() };
-        await recorder.record([...batch.admissions.values()], [...batch.unresolved.values()], this.unacknowledged.id);
+        await recorder.record(batch.admissions, [...batch.unresolved.values()], this.unacknowledged.id);
         this.unacknowledged = null;
       }
       this.lastRecordError = undefined;
@@ -237,8 +237,14 @@ export class Tallies {
  */
 
 export class AdmissionBatch {
-  readonly admissions = new Map<string, AdmissionSummary>();
+  /** The admissions' summaries, in the order they were made. */
+  admissions: AdmissionSummary[] = [];
   readonly unresolved = new Map<string, UnresolvedAdmissionSummary>();
+  /**
+   * The admissions' summaries by window, then by their allowance's key (AllowanceState.tallyKey, a string made
+   * once per allowance, whose hash V8 keeps): no key is built per summary.
+   */
+  private readonly admissionsByWindow = new Map<number, Map<string, AdmissionSummary>>();
   /** Each key's entry of its latest window (by the key without the window). */
   private readonly latestAdmission = new Map<string, AdmissionSummary>();
   private readonly latestUnresolved = new Map<string, UnresolvedAdmissionSummary>();
@@ -251,12 +257,13 @@ export class AdmissionBatch {
   ) {}
 
   get isEmpty(): boolean {
-    return this.admissions.size === 0 && this.unresolved.size === 0;
+    return this.admissions.length === 0 && this.unresolved.size === 0;
   }
 
   /** Drops entries a Recorder stored before it failed (RecordedInPart), so the next try does not count them twice. */
   forget(admissions: ReadonlySet<AdmissionSummary>, unresolved: ReadonlySet<UnresolvedAdmissionSummary>): void {
-    for (const [key, entry] of this.admissions) if (admissions.has(entry)) this.admissions.delete(key);
+    this.admissions = this.admissions.filter((entry) => !admissions.has(entry));
+    for (const byKey of this.admissionsByWindow.values()) for (const [key, entry] of byKey) if (admissions.has(entry)) byKey.delete(key);
     for (const [key, entry] of this.unresolved) if (unresolved.has(entry)) this.unresolved.delete(key);
     for (const [key, entry] of this.latestAdmission) if (admissions.has(entry)) this.latestAdmission.delete(key);
     for (const [key, entry] of this.latestUnresolved) if (unresolved.has(entry)) this.latestUnresolved.delete(key);
@@ -264,14 +271,17 @@ export class AdmissionBatch {
 
   /** Adds a tally whose seconds lie in one window (Tallies hands off at each new window). */
   add(allowance: AllowanceState, tally: Tally): void {
-    const { tenantId, slot } = allowance;
+    const { tenantId, slot, tallyKey } = allowance;
     const window = Math.floor(tally.fromSecond / this.windowSeconds);
-    const keyOfKey = `${tenantId}\u0000${slot.index}`;
-    const key = `${keyOfKey}\u0000${window}`;
-    let entry = this.admissions.get(key);
+    let byKey = this.admissionsByWindow.get(window);
+    if (byKey === undefined) {
+      byKey = new Map<string, AdmissionSummary>();
+      this.admissionsByWindow.set(window, byKey);
+    }
+    let entry = byKey.get(tallyKey);
     let clamp = false;
-    if (entry === undefined && this.admissions.size + this.unresolved.size >= this.maxSummaries) {
-      entry = this.latestAdmission.get(keyOfKey);
+    if (entry === undefined && this.admissions.length + this.unresolved.size >= this.maxSummaries) {
+      entry = this.latestAdmission.get(tallyKey);
       clamp = entry !== undefined;
       if (clamp) this.clamped++;
     }
@@ -298,8 +308,9 @@ export class AdmissionBatch {
           : {}),
         hitSeconds: Math.min(tally.hitSeconds, tally.toSecond - tally.fromSecond + 1),
       };
-      this.admissions.set(key, entry);
-      this.latestAdmission.set(keyOfKey, entry);
+      this.admissions.push(entry);
+      byKey.set(tallyKey, entry);
+      this.latestAdmission.set(tallyKey, entry);
     } else {
       if (!clamp) widen(entry, tally.fromSecond, tally.toSecond);
       entry.admittedUnits += tally.admittedUnits;
@@ -334,7 +345,7 @@ export class AdmissionBatch {
     const units = tally.unresolvedUnits[cause]!;
     let entry = this.unresolved.get(key);
     let clamp = false;
-    if (entry === undefined && this.admissions.size + this.unresolved.size >= this.maxSummaries) {
+    if (entry === undefined && this.admissions.length + this.unresolved.size >= this.maxSummaries) {
       entry = this.latestUnresolved.get(keyOfKey);
       clamp = entry !== undefined;
     }

@@ -15,7 +15,7 @@ import { retryAfterSeconds } from '../retryAfter.ts';
 import { unknownTenant, conflictMessage, repeatOutcome, settleOutcome } from '../answers.ts';
 import type { BacklogOptions, BacklogActor, CommandBacklog, CommandRejected, EnqueueOutcome, TenantCeiling } from '../types.ts';
 import { settlementMethods, type SettleCommand, validateEnqueue, type ValidCommand } from '../validateCommand.ts';
-import { createGroupBatcher, type KeyGroup } from '../keyedBatcher.ts';
+import { createGroupBatcher, type GroupBatcherLimits, type KeyGroup } from '../keyedBatcher.ts';
 import { readCeilings } from '../ceilings.ts';
 import { expireQueuedCommands, expiryAppends } from './expireQueuedCommands.ts';
 import { settleQueuedCommand } from './settleQueuedCommand.ts';
@@ -34,6 +34,13 @@ const MAX_TENANTS_PER_BATCH = 8;
  * the same on one tenant.
  */
 const MAX_RUNNING_BATCHES = 2;
+
+/** The enqueue path's group commit (bench/command-enqueue.ts gives its baseline the same). */
+export const ENQUEUE_BATCH_LIMITS: GroupBatcherLimits = {
+  maxItemsPerKey: MAX_ENQUEUE_BATCH,
+  maxKeys: MAX_TENANTS_PER_BATCH,
+  maxRunning: MAX_RUNNING_BATCHES,
+};
 
 interface EnqueueCall {
   actor: BacklogActor;
@@ -144,11 +151,7 @@ export function createDatabaseCommandBacklog(db: Db, { ceilings, commandTtlMs, n
       return answers;
     }
   };
-  const enqueueInBatch = createGroupBatcher(enqueueGroups, {
-    maxItemsPerKey: MAX_ENQUEUE_BATCH,
-    maxKeys: MAX_TENANTS_PER_BATCH,
-    maxRunning: MAX_RUNNING_BATCHES,
-  });
+  const enqueueInBatch = createGroupBatcher(enqueueGroups, ENQUEUE_BATCH_LIMITS);
 
   return {
     async enqueue(actor, input): Promise<EnqueueOutcome> {

@@ -1,0 +1,20 @@
+// Operator calls on a running service for the benches that drive the compiled build (scale-out, envoy-rls):
+// a GraphQL mutation with an operator token, which must answer Applied.
+import { mintToken } from '../../src/api/auth/token.ts';
+
+export type Mutate = (field: string, input: Record<string, unknown>) => Promise<void>;
+
+/** Mutations on the service at `baseUrl`, with an OPERATOR token signed by `jwtSecret` (its GOVERNANCE_JWT_SECRET). */
+export async function operatorMutations(baseUrl: string, jwtSecret: string, subject: string): Promise<Mutate> {
+  const token = await mintToken({ secret: jwtSecret, role: 'OPERATOR', sub: subject, ttl: '1h' });
+  return async (field, input) => {
+    const type = `${field[0]!.toUpperCase()}${field.slice(1)}Input`;
+    const response = await fetch(`${baseUrl}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: JSON.stringify({ query: `mutation ($input: ${type}!) { ${field}(input: $input) { __typename } }`, variables: { input } }),
+    });
+    const answer = (await response.json()) as { data?: Record<string, { __typename: string }> };
+    if (answer.data?.[field]?.__typename !== 'Applied') throw new Error(`${field}: ${JSON.stringify(answer)}`);
+  };
+}
