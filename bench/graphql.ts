@@ -19,8 +19,8 @@ import { allProjections } from '../projections/index.ts';
 import { createApiPubSub } from '../src/api/pubsub.ts';
 import { withApiPublishers } from '../src/api/publishers.ts';
 import { createGraphQLServer } from '../src/api/createGraphQLServer.ts';
-import { createTokenVerifier } from '../src/api/auth/verifyToken.ts';
-import { mintToken } from '../src/api/auth/token.ts';
+import { createTokenVerifier } from '../src/auth/verifyToken.ts';
+import { mintToken } from '../src/auth/token.ts';
 
 const CONNECTIONS = 50;
 const SECONDS_PER_ROUND = Number(process.env.BENCH_SECONDS ?? 5);

@@ -17,10 +17,10 @@
 import { availableParallelism } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import autocannon from 'autocannon';
-import { mintToken } from '../src/api/auth/token.ts';
+import { mintToken } from '../src/auth/token.ts';
 import { migrate } from '../src/db/migrate.ts';
 import { openPostgres, quoteIdent } from '../src/db/postgres.ts';
-import { registerIngestCredential } from '../src/doors/pipeline/credentials.ts';
+import { registerIngestCredential } from '../src/auth/ingestKeys.ts';
 import { haproxyBinary, startHaproxy, type RunningHaproxy } from '../test/support/haproxy.ts';
 import { freePort } from '../test/support/privateServers.ts';
 import { compiledServiceMissing, processCpuMicros, startReplica, tcpAnswers, type Replica } from '../test/support/replicas.ts';

@@ -9,7 +9,7 @@ import { graphiqlSecurityHeaders, withConsoleToken } from '../console/index.ts';
 import type { Logger } from '../logger.ts';
 import type { ApiDependencies } from './context.ts';
 import { schema } from './schema/index.ts';
-import type { TokenVerifier } from './auth/verifyToken.ts';
+import type { TokenVerifier } from '../auth/index.ts';
 import { useAuth } from './useAuth.ts';
 import { useProtection } from './useProtection.ts';
 import { createEffectiveLimitsCache, invalidateOnCommits, type EffectiveLimitsCache } from './effectiveLimitsCache.ts';

@@ -2,7 +2,7 @@ import { builder } from '../builder.ts';
 import { isLimitHistoryPosition, limitHistory, type LimitChange } from '../../control-plane/index.ts';
 import { decodeCursor, pageSize, toConnection } from '../paging.ts';
 import { Forbidden } from './errorClasses.ts';
-import { canAuditTenant, canReadEverything } from '../auth/roles.ts';
+import { canAuditTenant, canReadEverything } from '../../auth/index.ts';
 import { DimensionEnum } from './enums.ts';
 import { LimitValueType } from './limitValue.ts';
 

@@ -3,7 +3,7 @@
 // tenant's allowance anyway); the cache is bounded, and a revoked key stops working within `ttlMs`. While the
 // database cannot be asked (a restart, a failover), a key that verified within `staleIfErrorMs` keeps working:
 // the senders it speaks for are not turned away for the database's outage.
-import type { IngestCredential } from './credentials.ts';
+import type { IngestCredential } from '../../auth/index.ts';
 
 export interface CredentialCacheOptions {
   maxEntries?: number;
