@@ -27,12 +27,12 @@ export default {
       name: 'parts-through-their-surfaces',
       severity: 'error',
       comment:
-        'Outside code imports the ledger, metrics, the control plane, the command backlog and the console through their index.ts only. ' +
+        'Outside code imports the ledger, metrics, the control plane, the command backlog, the console and auth through their index.ts only. ' +
         'src/cli.ts is exempt: each of its commands loads only the files it needs, when it runs.',
       from: { path: '^(src/[^/]+|projections)(/|[.]ts$)', pathNot: '^src/cli[.]ts$' },
       to: {
-        path: '^src/(ledger|metrics|control-plane|command-backlog|console)/',
-        pathNot: ['^$1/', '^src/(ledger|metrics|control-plane|command-backlog|console)/index[.]ts$'],
+        path: '^src/(ledger|metrics|control-plane|command-backlog|console|auth)/',
+        pathNot: ['^$1/', '^src/(ledger|metrics|control-plane|command-backlog|console|auth)/index[.]ts$'],
       },
     },
     {
@@ -41,6 +41,20 @@ export default {
       comment: 'The ledger is the core the other parts write to and read from: it imports governance types and db, nothing that uses it.',
       from: { path: '^src/ledger/' },
       to: { path: '^(projections|src/(api|control-plane|command-backlog|doors|http-server|metrics))/' },
+    },
+    {
+      name: 'auth-knows-no-callers',
+      severity: 'error',
+      comment: 'src/auth (bearer tokens, ingest keys) is what api and doors share: it imports db, config and the control plane\'s types, nothing that uses it.',
+      from: { path: '^src/auth/' },
+      to: { path: '^(projections|src/(api|doors|http-server|ledger|metrics|command-backlog|console))/' },
+    },
+    {
+      name: 'api-and-doors-apart',
+      severity: 'error',
+      comment: 'The API and the doors share tokens and ingest keys through src/auth, never through each other.',
+      from: { path: '^src/(api|doors)/' },
+      to: { path: '^src/(api|doors)/', pathNot: '^src/$1/' },
     },
     {
       name: 'read-models-after-the-control-plane',

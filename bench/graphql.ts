@@ -27,8 +27,8 @@ import { allProjections } from '../projections/index.ts';
 import { createApiPubSub } from '../src/api/pubsub.ts';
 import { withApiPublishers } from '../src/api/publishers.ts';
 import { createGraphQLServer } from '../src/api/createGraphQLServer.ts';
-import { createTokenVerifier } from '../src/api/auth/verifyToken.ts';
-import { mintToken } from '../src/api/auth/token.ts';
+import { createTokenVerifier } from '../src/auth/verifyToken.ts';
+import { mintToken } from '../src/auth/token.ts';
 import { answerCpuQueries, pinToCore, startBenchServer } from './support/benchServer.ts';
 import { generatorOf, HTTP_GENERATOR, httpLoad, otherStatuses } from './support/load.ts';
 

@@ -19,7 +19,7 @@ import { migrate } from '../src/db/migrate.ts';
 import type { TenantGovernanceRecord } from '../src/governance/index.ts';
 import { createCountingSink } from '../src/doors/pipeline/countingSink.ts';
 import { cachedCredentialLookup } from '../src/doors/pipeline/credentialCache.ts';
-import { findIngestCredential, registerIngestCredential } from '../src/doors/pipeline/credentials.ts';
+import { findIngestCredential, registerIngestCredential } from '../src/auth/ingestKeys.ts';
 import { createEdgeLimit } from '../src/doors/pipeline/edgeLimit.ts';
 import { createIngestRoutes } from '../src/doors/http/routes.ts';
 import { parseTrustedProxies } from '../src/http-server/trustedProxies.ts';

@@ -49,7 +49,7 @@ import type { TenantGovernanceRecord } from '../src/governance/index.ts';
 import { authorizeSender } from '../src/doors/pipeline/authorizeSender.ts';
 import { createCountingSink } from '../src/doors/pipeline/countingSink.ts';
 import { cachedCredentialLookup } from '../src/doors/pipeline/credentialCache.ts';
-import { findIngestCredential, registerIngestCredential, type IngestCredential } from '../src/doors/pipeline/credentials.ts';
+import { findIngestCredential, registerIngestCredential, type IngestCredential } from '../src/auth/ingestKeys.ts';
 import { createEdgeLimit } from '../src/doors/pipeline/edgeLimit.ts';
 import { readingsOf, type DecodedReadings } from '../src/doors/pipeline/readings.ts';
 import { createIngestRoutes } from '../src/doors/http/routes.ts';

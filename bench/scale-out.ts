@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { migrate } from '../src/db/migrate.ts';
 import { openPostgres, quoteIdent } from '../src/db/postgres.ts';
-import { registerIngestCredential } from '../src/doors/pipeline/credentials.ts';
+import { registerIngestCredential } from '../src/auth/ingestKeys.ts';
 import { haproxyBinary, startHaproxy, type RunningHaproxy } from '../test/support/haproxy.ts';
 import { freePort } from '../test/support/privateServers.ts';
 import { compiledServiceMissing, processCpuMicros, startReplica, tcpAnswers, type Replica } from '../test/support/replicas.ts';

@@ -464,14 +464,14 @@ async function token(args: string[]): Promise<void> {
     ttl: { type: 'string', default: '1h' },
     'data-dir': { type: 'string' },
   });
-  const { isRole, isTenantRole } = await import('./api/auth/roles.ts');
+  const { isRole, isTenantRole } = await import('./auth/roles.ts');
   if (!isRole(values.role)) throw new UsageError('--role is one of OPERATOR, AUDITOR, SERVICE, TENANT_ADMIN, TENANT_VIEWER');
   if (isTenantRole(values.role) !== Boolean(values.tenant)) {
     throw new UsageError(isTenantRole(values.role) ? `--role ${values.role} needs --tenant` : `--tenant goes only with TENANT_ADMIN or TENANT_VIEWER`);
   }
   const settings = readSettingsFor(values['data-dir']);
   const ttl = tokenTtl(values.ttl!, settings.jwtMaxTtlSeconds);
-  const [{ describeJwtSecret, loadOrCreateJwtSecret }, { mintToken }] = await Promise.all([import('./api/auth/jwtSecret.ts'), import('./api/auth/token.ts')]);
+  const [{ describeJwtSecret, loadOrCreateJwtSecret }, { mintToken }] = await Promise.all([import('./auth/jwtSecret.ts'), import('./auth/token.ts')]);
   const jwt = await loadOrCreateJwtSecret(settings);
   // The issuer and audience the service checks, so a minted token is one it accepts.
   console.log(await mintToken({ secret: jwt.secret, role: values.role, tenant: values.tenant, sub: values.sub, ttl, issuer: settings.jwtIssuer, audience: settings.jwtAudience }));
@@ -504,7 +504,7 @@ async function ingestKey(args: string[]): Promise<void> {
   const [{ openDb }, { migrate }, { registerIngestCredential }, { openEventStore }, { tenantIsRegistered }] = await Promise.all([
     import('./db/open.ts'),
     import('./db/migrate.ts'),
-    import('./doors/pipeline/credentials.ts'),
+    import('./auth/ingestKeys.ts'),
     import('./ledger/openEventStore.ts'),
     import('./control-plane/index.ts'),
   ]);
@@ -536,8 +536,8 @@ async function demo(args: string[]): Promise<void> {
     throw new UsageError(`--seconds "${values.seconds}" is not a whole number from 1 to 3600`);
   }
   const [{ describeJwtSecret, jwtSecretCandidates }, { mintToken }, { runDemo, serviceAccepts }] = await Promise.all([
-    import('./api/auth/jwtSecret.ts'),
-    import('./api/auth/token.ts'),
+    import('./auth/jwtSecret.ts'),
+    import('./auth/token.ts'),
     import('./demo.ts'),
   ]);
   // The service's secret: the first candidate it accepts (the shell may export one the service does not use).

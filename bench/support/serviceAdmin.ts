@@ -1,6 +1,6 @@
 // Operator calls on a running service for the benches that drive the compiled build (scale-out, envoy-rls):
 // a GraphQL mutation with an operator token, which must answer Applied.
-import { mintToken } from '../../src/api/auth/token.ts';
+import { mintToken } from '../../src/auth/token.ts';
 
 export type Mutate = (field: string, input: Record<string, unknown>) => Promise<void>;
 

@@ -1,12 +1,11 @@
 // Mounts the GraphQL server at /graphql on the service's listener. Tokens are checked against the JWKS when
 // GOVERNANCE_JWKS_URL is set, else against the HS256 secret (from the environment, or created once in the
-// data directory: see auth/jwtSecret.ts).
+// data directory: see src/auth/jwtSecret.ts).
 import { resolve } from 'node:path';
 import type { Route } from '../http-server/route.ts';
 import type { Settings } from '../config.ts';
 import type { Logger } from '../logger.ts';
-import { loadOrCreateJwtSecret, describeJwtSecret } from './auth/jwtSecret.ts';
-import { createTokenVerifier, type TokenVerifier } from './auth/verifyToken.ts';
+import { createTokenVerifier, describeJwtSecret, loadOrCreateJwtSecret, type TokenVerifier } from '../auth/index.ts';
 import type { Db, Queryable } from '../db/db.ts';
 import type { EventStore } from '../ledger/index.ts';
 import type { ControlPlane } from '../control-plane/index.ts';

@@ -10,7 +10,7 @@ import type { Logger } from '../logger.ts';
 import type { ApiDependencies } from './context.ts';
 import type { ReadSourceRecord } from '../read-replica/index.ts';
 import { schema } from './schema/index.ts';
-import type { TokenVerifier } from './auth/verifyToken.ts';
+import type { TokenVerifier } from '../auth/index.ts';
 import { useAuth } from './useAuth.ts';
 import { useProtection } from './useProtection.ts';
 import { useReadReplica } from './useReadReplica.ts';

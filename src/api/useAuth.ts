@@ -3,7 +3,7 @@
 // rendered by yoga before this hook runs; its requests carry the token the user types into its headers.
 import type { Plugin } from 'graphql-yoga';
 import type { Caller } from '../control-plane/index.ts';
-import { isRefusal, type TokenVerifier } from './auth/verifyToken.ts';
+import { isRefusal, type TokenVerifier } from '../auth/index.ts';
 
 const unauthenticated = (message: string) => JSON.stringify({ errors: [{ message, extensions: { code: 'UNAUTHENTICATED' } }] });
 

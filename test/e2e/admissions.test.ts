@@ -3,7 +3,7 @@
 // and /metrics; an item's `at` decides the second it is charged to; a bad item gets its own error.
 import { SignJWT } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../../src/api/auth/token.ts';
+import { mintToken } from '../../src/auth/token.ts';
 import { INFERENCE_SPEND_STREAM } from '../../src/ledger/catalog/inference.ts';
 import { shedTrend } from '../../src/metrics/trends/shedTrend.ts';
 import { topShedders } from '../../src/metrics/trends/topShedders.ts';

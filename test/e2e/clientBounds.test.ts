@@ -5,7 +5,7 @@
 // it reaches the ledger; a summary with an id posted three times is in the ledger once. The whole service,
 // over HTTP, with its ledger on PostgreSQL when the run has it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../../src/api/auth/token.ts';
+import { mintToken } from '../../src/auth/token.ts';
 import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
 import type { AdmissionSummary } from '../../src/governance/index.ts';
 import type { Service } from '../../src/service.ts';

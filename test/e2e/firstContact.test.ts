@@ -10,7 +10,7 @@
 // yet. It skips, naming what is missing, without PostgreSQL or a current dist/ (the Redis run without Redis).
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../../src/api/auth/token.ts';
+import { mintToken } from '../../src/auth/token.ts';
 import { postAnswer } from '../support/postAnswer.ts';
 import { postgresOnly, type TestDb } from '../support/databases.ts';
 import { freePort } from '../support/privateServers.ts';

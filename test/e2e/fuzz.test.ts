@@ -24,7 +24,7 @@ import {
   type GraphQLSchema,
 } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
+import { registerIngestCredential } from '../../src/auth/ingestKeys.ts';
 import { OPERATOR } from '../support/controlPlaneHarness.ts';
 import { fuzzExactly } from '../support/fuzzRuns.ts';
 import { serviceClient, type ServiceClient } from '../support/serviceClient.ts';

@@ -5,8 +5,8 @@ import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ClientError, GraphQLClient } from 'graphql-request';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { mintToken } from '../../src/api/auth/token.ts';
-import { JWT_SECRET_FILE } from '../../src/api/auth/jwtSecret.ts';
+import { mintToken } from '../../src/auth/token.ts';
+import { JWT_SECRET_FILE } from '../../src/auth/jwtSecret.ts';
 import type { Role } from '../../src/control-plane/controlPlaneCommand.ts';
 import { describeOnEachServiceMode, startServiceIn, type RunningService } from '../support/serviceModes.ts';
 

@@ -31,7 +31,7 @@ import fc from 'fast-check';
 import mqtt, { type MqttClient } from 'mqtt';
 import { connect as natsConnect, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../../src/api/auth/token.ts';
+import { mintToken } from '../../src/auth/token.ts';
 import type { Role } from '../../src/control-plane/controlPlaneCommand.ts';
 import { openPostgres, quoteIdent } from '../../src/db/postgres.ts';
 import type { AdmissionSummary } from '../../src/governance/index.ts';

@@ -5,7 +5,7 @@
 // charged before a failed credential are counted as unauthenticated, in the ledger, the trends, GraphQL and
 // /metrics, never as admitted; invented tenant names never take a named /metrics label.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
+import { registerIngestCredential } from '../../src/auth/ingestKeys.ts';
 import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
 import { shedTrend } from '../../src/metrics/trends/shedTrend.ts';
 import type { Service } from '../../src/service.ts';

@@ -17,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import mqtt, { type MqttClient } from 'mqtt';
 import { connect, JSONCodec, type NatsConnection } from 'nats';
 import { afterAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../../src/api/auth/token.ts';
+import { mintToken } from '../../src/auth/token.ts';
 import { readSettings } from '../../src/config.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openDb } from '../../src/db/open.ts';

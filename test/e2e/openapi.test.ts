@@ -4,9 +4,9 @@
 import type { Server } from 'node:http';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../../src/api/auth/token.ts';
+import { mintToken } from '../../src/auth/token.ts';
 import { cachedCredentialLookup } from '../../src/doors/pipeline/credentialCache.ts';
-import { findIngestCredential, registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
+import { findIngestCredential, registerIngestCredential } from '../../src/auth/ingestKeys.ts';
 import { createEdgeLimit } from '../../src/doors/pipeline/edgeLimit.ts';
 import { createIngestRoutes } from '../../src/doors/http/routes.ts';
 import { parseTrustedProxies } from '../../src/http-server/trustedProxies.ts';

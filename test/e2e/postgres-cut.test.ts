@@ -13,7 +13,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSettings } from '../../src/config.ts';
 import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
-import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
+import { registerIngestCredential } from '../../src/auth/ingestKeys.ts';
 import { createServer, listen } from '../../src/http-server/server.ts';
 import { startService, type Service } from '../../src/service.ts';
 import { OPERATOR } from '../support/controlPlaneHarness.ts';

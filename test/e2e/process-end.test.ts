@@ -18,7 +18,7 @@ import { readSettings } from '../../src/config.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openDb } from '../../src/db/open.ts';
 import { openPostgres, quoteIdent } from '../../src/db/postgres.ts';
-import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
+import { registerIngestCredential } from '../../src/auth/ingestKeys.ts';
 import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
 import { openEventStore } from '../../src/ledger/openEventStore.ts';
 import { databaseUrl } from '../support/databases.ts';

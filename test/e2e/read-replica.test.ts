@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../../src/api/auth/token.ts';
+import { mintToken } from '../../src/auth/token.ts';
 import { readSettings } from '../../src/config.ts';
 import type { Db } from '../../src/db/db.ts';
 import { openPostgres } from '../../src/db/postgres.ts';

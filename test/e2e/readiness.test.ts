@@ -7,7 +7,7 @@
 // tables locked) and /readyz must name it once it is behind by more than the bound and its pace.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
+import { registerIngestCredential } from '../../src/auth/ingestKeys.ts';
 import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import { MAX_FORGIVEN_PACE_SECONDS } from '../../src/ledger/projectionReadiness.ts';
 import { quoteIdent } from '../../src/db/postgres.ts';

@@ -5,8 +5,8 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadOrCreateJwtSecret } from '../../src/api/auth/jwtSecret.ts';
-import { mintToken } from '../../src/api/auth/token.ts';
+import { loadOrCreateJwtSecret } from '../../src/auth/jwtSecret.ts';
+import { mintToken } from '../../src/auth/token.ts';
 import { startServiceIn, type RunningService } from '../support/serviceModes.ts';
 import { curlBodies, multilineCurlBodies } from '../support/readmeExamples.ts';
 

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import mqtt, { type MqttClient } from 'mqtt';
 import { connect, JSONCodec, type NatsConnection } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { registerIngestCredential } from '../../src/doors/pipeline/credentials.ts';
+import { registerIngestCredential } from '../../src/auth/ingestKeys.ts';
 import { DEFAULT_INGEST_STREAM, ENVELOPE_RESERVE_BYTES } from '../../src/doors/pipeline/natsSink.ts';
 import { MAX_JSON_DEPTH } from '../../src/doors/pipeline/readings.ts';
 import type { AcceptedBatch } from '../../src/doors/pipeline/sink.ts';

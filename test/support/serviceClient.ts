@@ -2,8 +2,8 @@
 // in its data directory, one POST per operation, the whole JSON answer returned (data and errors alike).
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import { mintToken } from '../../src/api/auth/token.ts';
-import { JWT_SECRET_FILE } from '../../src/api/auth/jwtSecret.ts';
+import { mintToken } from '../../src/auth/token.ts';
+import { JWT_SECRET_FILE } from '../../src/auth/jwtSecret.ts';
 import type { Role } from '../../src/control-plane/controlPlaneCommand.ts';
 import type { RunningService } from './serviceModes.ts';
 

@@ -1,7 +1,7 @@
-// The auth scopes the schema names. Each one asks roles.ts, so the schema says what a field needs and
-// roles.ts says who has it.
+// The auth scopes the schema names. Each one asks src/auth/roles.ts, so the schema says what a field needs
+// and roles.ts says who has it.
 import type { ApiContext } from '../context.ts';
-import { canAuditTenant, canDeliverCommands, canManageIngestKeys, canReadEverything, canReadTenant } from './roles.ts';
+import { canAuditTenant, canDeliverCommands, canManageIngestKeys, canReadEverything, canReadTenant } from '../../auth/index.ts';
 
 export interface ApiAuthScopes {
   /** Every tenant's limits, tiers, history and trends. */

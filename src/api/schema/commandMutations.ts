@@ -2,7 +2,7 @@
 // failed or cancelled.
 // A refusal at the ceiling is an expected, retryable outcome (CommandRejected), never an error.
 import type { CommandAccepted, CommandRejected, CommandSettled, SettleOutcome } from '../../command-backlog/index.ts';
-import { canDeliverCommands } from '../auth/roles.ts';
+import { canDeliverCommands } from '../../auth/index.ts';
 import { builder } from '../builder.ts';
 import { CommandAlreadySettled, CommandIdConflict, Forbidden, InvalidInput, UnknownCommand } from './errorClasses.ts';
 

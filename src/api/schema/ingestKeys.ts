@@ -11,7 +11,7 @@ import {
   revokeIngestKeyById,
   type CredentialKind,
   type IngestKeyListing,
-} from '../../doors/pipeline/credentials.ts';
+} from '../../auth/index.ts';
 import { Forbidden, InvalidInput, UnknownIngestKey, UnknownTenant } from './errorClasses.ts';
 
 const IngestKeyKindEnum = builder.enumType('IngestKeyKind', {

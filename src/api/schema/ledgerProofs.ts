@@ -3,7 +3,7 @@
 // GraphQL's 32-bit Int. Hashes are standard base64, as in the checkpoint.
 import { builder } from '../builder.ts';
 import { GraphQLError } from '../graphql.ts';
-import { canReadEverything } from '../auth/roles.ts';
+import { canReadEverything } from '../../auth/index.ts';
 import { Forbidden } from './errorClasses.ts';
 import {
   checkpointAtOrBelow,

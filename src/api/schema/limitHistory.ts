@@ -3,7 +3,7 @@ import { staleDb } from '../context.ts';
 import { isLimitHistoryPosition, limitHistory, type LimitChange } from '../../control-plane/index.ts';
 import { decodeCursor, pageSize, toConnection } from '../paging.ts';
 import { Forbidden } from './errorClasses.ts';
-import { canAuditTenant, canReadEverything } from '../auth/roles.ts';
+import { canAuditTenant, canReadEverything } from '../../auth/index.ts';
 import { DimensionEnum, LimitModeEnum } from './enums.ts';
 import { LimitValueType } from './limitValue.ts';
 import { eventRefsAtPositions, LedgerEventRefType } from './ledgerEventRef.ts';

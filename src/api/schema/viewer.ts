@@ -1,6 +1,6 @@
 import type { Caller } from '../../control-plane/index.ts';
 import { builder } from '../builder.ts';
-import { ROLES } from '../auth/roles.ts';
+import { ROLES } from '../../auth/index.ts';
 
 const RoleEnum = builder.enumType('Role', { values: ROLES });
 

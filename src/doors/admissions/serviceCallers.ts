@@ -5,7 +5,7 @@
 // the caller a verification each time, never a place in the cache.
 import { decodeJwt } from 'jose';
 import type { Caller } from '../../control-plane/index.ts';
-import { isRefusal, type TokenVerifier } from '../../api/auth/verifyToken.ts';
+import { isRefusal, type TokenVerifier } from '../../auth/index.ts';
 
 export type CallerCheck = { status: 'ok'; actor: Caller } | { status: 'unauthenticated' } | { status: 'forbidden'; actor: Caller };
 

@@ -29,7 +29,8 @@ import { addChargesLeft, answer, chargePolicy, answerRateLimited, enterTenantPat
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
 import { admitApiRequest, answerNeverFits, answerSinkOutcome, answerTooLarge, authorizedCredential } from './ingestSteps.ts';
 import { decodeReadings } from '../pipeline/readings.ts';
-import { bodyCapOf, chargeMessage, handToSinkThen, holdReadingsCharge, type AcceptedBatch, type IngestCredential, type Metering, type SinkOutcome, type SinkReceiver } from '../pipeline/index.ts';
+import { bodyCapOf, chargeMessage, handToSinkThen, holdReadingsCharge, type AcceptedBatch, type Metering, type SinkOutcome, type SinkReceiver } from '../pipeline/index.ts';
+import type { IngestCredential } from '../../auth/index.ts';
 import { HeldCharge, type AdmitDecision, type ChargeOutcome } from '../../governance/index.ts';
 
 export const INGEST_PREFIX = '/v1/ingest/';

@@ -9,10 +9,10 @@ import {
   handToSink,
   type AcceptedBatch,
   type Destination,
-  type IngestCredential,
   type SenderCheck,
   type SinkOutcome,
 } from '../pipeline/index.ts';
+import type { IngestCredential } from '../../auth/index.ts';
 import type { AdmitDecision, ChargeOutcome } from '../../governance/index.ts';
 import { answer, answerAccepted, answerRateLimited, tenantVerdict, type FrontDoorRequest } from './frontDoor.ts';
 import type { FrontDoorDeps } from './frontDoorDeps.ts';

@@ -24,9 +24,9 @@ import {
   isAcceptableName,
   type DoorParts,
   type DropReason,
-  type IngestCredential,
   type Metering,
 } from '../pipeline/index.ts';
+import type { IngestCredential } from '../../auth/index.ts';
 import type { Block1, BlockUploads } from './blockUploads.ts';
 import { block1Of, block1Value } from './coapServer.ts';
 import type { Registrations } from './registrations.ts';

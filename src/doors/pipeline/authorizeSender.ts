@@ -1,5 +1,5 @@
 // Step 5 of the front door: does the presented credential let this sender post here? Runs after admission.
-import type { IngestCredential } from './credentials.ts';
+import type { IngestCredential } from '../../auth/index.ts';
 
 export type SenderCheck = { status: 'authorized'; credential: IngestCredential } | { status: 'unauthorized'; message: string };
 

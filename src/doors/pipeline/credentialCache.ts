@@ -6,7 +6,7 @@
 // all (the database cut off by the network: nothing refuses, packets vanish) counts as failed after
 // `staleAfterMs` for a key that has such an entry: the sender is answered from it while the look-up goes on,
 // and refreshes the entry if it ever answers.
-import type { IngestCredential } from './credentials.ts';
+import type { IngestCredential } from '../../auth/index.ts';
 
 export interface CredentialCacheOptions {
   maxEntries?: number;

@@ -22,14 +22,6 @@ export { startDoorParts, type SharedDoorParts } from './startDoorParts.ts';
 export { authorizeSender, type Destination, type SenderCheck } from './authorizeSender.ts';
 export { createEdgeLimit, type BoundedEdgeLimit, type EdgeLimit, type EdgeLimitOptions } from './edgeLimit.ts';
 export { cachedCredentialLookup, type CredentialLookup } from './credentialCache.ts';
-export {
-  findIngestCredential,
-  registerIngestCredential,
-  revokeIngestCredential,
-  type CredentialKind,
-  type IngestCredential,
-  type RegisterCredentialResult,
-} from './credentials.ts';
 export { createCountingSink, type CountingSink } from './countingSink.ts';
 // The NATS sink and the broker consumer are loaded where they are started (startDoorParts with NATS_URL, the
 // MQTT and Sparkplug doors): the HTTP doors import this file, and nats.js and mqtt.js would otherwise cost

@@ -7,7 +7,7 @@ import type { Governor } from '../../governance/index.ts';
 import type { Logger } from '../../logger.ts';
 import { createCountingSink } from './countingSink.ts';
 import { cachedCredentialLookup } from './credentialCache.ts';
-import { findIngestCredential } from './credentials.ts';
+import { findIngestCredential } from '../../auth/index.ts';
 import { createEdgeLimit } from './edgeLimit.ts';
 import type { DoorParts } from './steps.ts';
 

@@ -16,7 +16,7 @@ import { ID_PATTERN } from '../../governance/index.ts';
 import type { AdmitDecision, AdmitRequest, Allowance, Dimension, Governor, HeldCharge } from '../../governance/index.ts';
 import { authorizeSender, type Destination, type SenderCheck } from './authorizeSender.ts';
 import type { CredentialLookup } from './credentialCache.ts';
-import type { IngestCredential } from './credentials.ts';
+import type { IngestCredential } from '../../auth/index.ts';
 import type { EdgeDecision, EdgeLimit } from './edgeLimit.ts';
 import type { AcceptedBatch, ReadingSink, SinkAnswer, SinkRefusal } from './sink.ts';
 

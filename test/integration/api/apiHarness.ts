@@ -17,8 +17,8 @@ import type { Role } from '../../../src/control-plane/controlPlaneCommand.ts';
 import { createApiPubSub, ListenedEventTarget, type ApiPubSub } from '../../../src/api/pubsub.ts';
 import { withApiPublishers } from '../../../src/api/publishers.ts';
 import { createGraphQLServer, type GraphQLServer } from '../../../src/api/createGraphQLServer.ts';
-import { createTokenVerifier } from '../../../src/api/auth/verifyToken.ts';
-import { mintToken } from '../../../src/api/auth/token.ts';
+import { createTokenVerifier } from '../../../src/auth/verifyToken.ts';
+import { mintToken } from '../../../src/auth/token.ts';
 import type { StorageTarget } from '../../support/databases.ts';
 
 export const TEST_SECRET = 'api-test-secret-with-enough-entropy-0123456789';

@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { SignJWT, UnsecuredJWT } from 'jose';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { mintToken } from '../../../src/api/auth/token.ts';
+import { mintToken } from '../../../src/auth/token.ts';
 import { describeOnEachStorage } from '../../support/databases.ts';
 import { openApiHarness, TEST_SECRET, type ApiHarness } from './apiHarness.ts';
 import { readWholeLedger } from '../../support/readLedger.ts';

@@ -2,7 +2,7 @@
 // PendingApproval, the proposer's own approval answered Forbidden (operators told apart by the token's
 // subject), a second operator's approval Applied, the queue, and limitHistory naming both.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../../../src/api/auth/token.ts';
+import { mintToken } from '../../../src/auth/token.ts';
 import { postgresOnly } from '../../support/databases.ts';
 import { openApiHarness, TEST_SECRET, type ApiHarness } from './apiHarness.ts';
 

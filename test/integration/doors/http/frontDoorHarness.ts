@@ -8,7 +8,7 @@ import { Governor } from '../../../../src/governance/index.ts';
 import type { AdmissionSummary, Dimension, GovernorOptions, LimitSource, Recorder, TenantGovernanceRecord } from '../../../../src/governance/index.ts';
 import { createCountingSink, type CountingSink } from '../../../../src/doors/pipeline/countingSink.ts';
 import { cachedCredentialLookup } from '../../../../src/doors/pipeline/credentialCache.ts';
-import { findIngestCredential, registerIngestCredential, type IngestCredential } from '../../../../src/doors/pipeline/credentials.ts';
+import { findIngestCredential, registerIngestCredential, type IngestCredential } from '../../../../src/auth/ingestKeys.ts';
 import type { FrontDoorDeps } from '../../../../src/doors/http/frontDoorDeps.ts';
 import type { EdgeLimit } from '../../../../src/doors/pipeline/edgeLimit.ts';
 import { createIngestRoutes } from '../../../../src/doors/http/routes.ts';

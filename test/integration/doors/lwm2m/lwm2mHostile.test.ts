@@ -10,7 +10,7 @@ import { readSettings } from '../../../../src/config.ts';
 import { Governor } from '../../../../src/governance/index.ts';
 import { createCountingSink, type CountingSink } from '../../../../src/doors/pipeline/countingSink.ts';
 import { cachedCredentialLookup } from '../../../../src/doors/pipeline/credentialCache.ts';
-import { findIngestCredential, registerIngestCredential } from '../../../../src/doors/pipeline/credentials.ts';
+import { findIngestCredential, registerIngestCredential } from '../../../../src/auth/ingestKeys.ts';
 import { createEdgeLimit } from '../../../../src/doors/pipeline/edgeLimit.ts';
 import { Lwm2mCoapServer } from '../../../../src/doors/lwm2m/coapServer.ts';
 import { ANSWER_CACHE_BYTES, startLwm2mDoor, type Lwm2mDoor, type Lwm2mDoorParts } from '../../../../src/doors/lwm2m/startLwm2mDoor.ts';

@@ -2,7 +2,7 @@
 // is answered from it after staleAfterMs; a key without one waits for the look-up.
 import { describe, expect, it } from 'vitest';
 import { cachedCredentialLookup } from '../../../../src/doors/pipeline/credentialCache.ts';
-import type { IngestCredential } from '../../../../src/doors/pipeline/credentials.ts';
+import type { IngestCredential } from '../../../../src/auth/ingestKeys.ts';
 
 const key: IngestCredential = { tenantId: 'acme', kind: 'tenant', subject: null };
 

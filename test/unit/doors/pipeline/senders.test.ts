@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { authorizeSender } from '../../../../src/doors/pipeline/authorizeSender.ts';
 import { cachedCredentialLookup } from '../../../../src/doors/pipeline/credentialCache.ts';
-import type { IngestCredential } from '../../../../src/doors/pipeline/credentials.ts';
+import type { IngestCredential } from '../../../../src/auth/ingestKeys.ts';
 import { checkCredential } from '../../../../src/doors/pipeline/steps.ts';
 import { requestIdOf } from '../../../../src/http-server/requestId.ts';
 

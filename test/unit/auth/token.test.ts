@@ -2,8 +2,8 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT } from 'jose';
-import { mintToken } from '../../../src/api/auth/token.ts';
-import { createTokenVerifier } from '../../../src/api/auth/verifyToken.ts';
+import { mintToken } from '../../../src/auth/token.ts';
+import { createTokenVerifier } from '../../../src/auth/verifyToken.ts';
 
 const secret = 'test-secret-of-enough-length-for-hs256';
 const verify = createTokenVerifier({ secret });

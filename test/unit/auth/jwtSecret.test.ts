@@ -2,7 +2,7 @@ import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { JWT_SECRET_FILE, loadOrCreateJwtSecret } from '../../../src/api/auth/jwtSecret.ts';
+import { JWT_SECRET_FILE, loadOrCreateJwtSecret } from '../../../src/auth/jwtSecret.ts';
 
 describe('loadOrCreateJwtSecret', () => {
   let dataDir: string;

@@ -8,8 +8,8 @@
 // the request is answered 401 before any resolver runs. The refusal says why in words a client can act on
 // (above all when the token expired), never anything about the key.
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyOptions } from 'jose';
-import type { Caller } from '../../control-plane/index.ts';
-import { textProblem } from '../../db/storableValues.ts';
+import type { Caller } from '../control-plane/index.ts';
+import { textProblem } from '../db/storableValues.ts';
 import { isRole, isTenantRole } from './roles.ts';
 import { secretKey } from './token.ts';
 

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { MIN_JWT_SECRET_BYTES } from '../../config.ts';
+import { MIN_JWT_SECRET_BYTES } from '../config.ts';
 
 export interface JwtSecretSettings {
   jwtSecret?: string;

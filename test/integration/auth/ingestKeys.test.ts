@@ -3,8 +3,8 @@ import {
   findIngestCredential,
   registerIngestCredential,
   revokeIngestCredential,
-} from '../../../../src/doors/pipeline/credentials.ts';
-import { describeOnEachStorage, type TestDb } from '../../../support/databases.ts';
+} from '../../../src/auth/ingestKeys.ts';
+import { describeOnEachStorage, type TestDb } from '../../support/databases.ts';
 
 describeOnEachStorage('ingest credentials on $name', (target) => {
   // One database per target (opening PGlite costs seconds); each test uses its own tenant.

@@ -1,6 +1,6 @@
 // What each role may read, and who may deliver commands, in one place: the schema's auth scopes and guards
 // ask here. Who may change limits is the control plane's decision (authorize in src/control-plane/controlPlaneCommand.ts).
-import type { Caller, Role } from '../../control-plane/index.ts';
+import type { Caller, Role } from '../control-plane/index.ts';
 
 export const ROLES: readonly Role[] = ['OPERATOR', 'AUDITOR', 'SERVICE', 'TENANT_ADMIN', 'TENANT_VIEWER'];
 

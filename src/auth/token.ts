@@ -1,7 +1,7 @@
 // Mints HS256 tokens for local use (`governance token`). Production callers get tokens from their identity
 // provider and the API verifies them against GOVERNANCE_JWKS_URL instead.
 import { SignJWT } from 'jose';
-import type { Role } from '../../control-plane/index.ts';
+import type { Role } from '../control-plane/index.ts';
 import { isTenantRole } from './roles.ts';
 
 export interface MintTokenOptions {

@@ -2,7 +2,7 @@
 // front door checks them only after a request is admitted (docs/governance-model.md, the order of a door's checks), so every check it makes
 // has already been paid for out of the tenant's allowance.
 import { createHash, randomBytes } from 'node:crypto';
-import type { Queryable } from '../../db/db.ts';
+import type { Queryable } from '../db/db.ts';
 
 export type CredentialKind = 'tenant' | 'device' | 'integration';
 
