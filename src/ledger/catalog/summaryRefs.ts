@@ -20,7 +20,7 @@
 // archived day's file holds the sources of all its references. Readers keep the sources they read
 // (SummaryKeySources) and look up one they have not read (a reader that starts mid-hour) by its event id.
 import type { AdmissionSummary } from '../../governance/index.ts';
-import { ADMISSION_FIELDS, type SummaryRefTable, type SummaryTable } from './admissions.ts';
+import { ADMISSION_FIELDS, entriesOf, type AdmissionsRecordedData, type SummaryRefTable, type SummaryTable } from './admissions.ts';
 
 /** The fields a reference takes from its source, in ADMISSION_FIELDS' order. */
 export const KEY_FIELDS = ['tenantId', 'dimension', 'allowance'] as const;
@@ -171,4 +171,21 @@ export class SummaryKeySources {
     if (source === undefined) return `the event its keys refer to (${String(data.keysOf)}) is not in the ledger`;
     return expandSummaryRefs(data, source);
   }
+}
+
+/**
+ * A flatMap callback that reads AdmissionsRecorded events, given in ledger order, as their summaries, with each
+ * reference expanded from its source (an earlier event of the same list): for readers of a whole stretch of the
+ * ledger (tools, audits, tests) that need every decision's counts. Other events give none. A reference whose
+ * source is not among the events read before it throws: such a list cannot say what was decided.
+ */
+export function admissionSummaryReader(): (event: { id?: string; type?: string; data: unknown }) => AdmissionSummary[] {
+  const sources = new SummaryKeySources();
+  return (event) => {
+    if (event.type !== undefined && event.type !== 'AdmissionsRecorded') return [];
+    if (event.id !== undefined) sources.remember(event.id, event.data);
+    const data = sources.knownTableOf(event.data);
+    if (typeof data === 'string') throw new Error(`a summary reference cannot be read: ${data}`);
+    return entriesOf(data as AdmissionsRecordedData);
+  };
 }
