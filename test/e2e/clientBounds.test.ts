@@ -6,12 +6,13 @@
 // over HTTP, with its ledger on PostgreSQL when the run has it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../../src/auth/token.ts';
-import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import type { AdmissionSummary } from '../../src/governance/index.ts';
 import type { Service } from '../../src/service.ts';
 import { OPERATOR } from '../support/controlPlaneHarness.ts';
 import { readWholeLedger } from '../support/readLedger.ts';
 import { serviceModes, startServiceIn, type RunningService } from '../support/serviceModes.ts';
+import { admissionSummaryReader } from '../../src/ledger/catalog/summaryRefs.ts';
 
 const mode = serviceModes('e2e_client_bounds').at(-1)!;
 const SECRET = 'client-bounds-e2e-secret-0123456789abcdef';
@@ -56,7 +57,7 @@ describe(`bounded client values in the service (${mode.name})`, () => {
     await service.governor.flush();
     return (await readWholeLedger(service.store))
       .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
-      .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
+      .flatMap(admissionSummaryReader())
       .filter((entry) => entry.tenantId === tenantId);
   }
 

@@ -15,7 +15,6 @@ import { mintToken } from '../../src/auth/token.ts';
 import { readSettings } from '../../src/config.ts';
 import type { Db } from '../../src/db/db.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
-import { entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
 import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import { commandsStream } from '../../src/ledger/catalog/commands.ts';
 import { registerIngestCredential } from '../../src/auth/ingestKeys.ts';
@@ -25,6 +24,7 @@ import { OPERATOR } from '../support/controlPlaneHarness.ts';
 import { startPrivatePostgres, type PrivatePostgres } from '../support/privateServers.ts';
 import { readWholeLedger } from '../support/readLedger.ts';
 import { waitFor } from '../support/waitFor.ts';
+import { admissionSummaryReader } from '../../src/ledger/catalog/summaryRefs.ts';
 
 const JWT_SECRET = 'database-outage-suite-secret-0123456789abcdef';
 // Durable, so that the crash below may lose only what was never acknowledged.
@@ -209,7 +209,7 @@ describe.skipIf(!pg)('the service while its PostgreSQL loses connections and goe
     const ledger = await readWholeLedger(service.store);
     const admitted = ledger
       .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
-      .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
+      .flatMap(admissionSummaryReader())
       .filter((entry) => entry.tenantId === 'acme' && entry.dimension === 'INGEST' && entry.allowance === 'HTTP')
       .reduce((sum, entry) => sum + entry.admittedUnits, 0);
     expect(admitted).toBe(acceptedReadings);
@@ -271,7 +271,7 @@ describe.skipIf(!pg)('the service while its PostgreSQL loses connections and goe
     const ledger = await readWholeLedger(service.store);
     const admitted = ledger
       .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
-      .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
+      .flatMap(admissionSummaryReader())
       .filter((entry) => entry.tenantId === 'acme' && entry.dimension === 'INGEST' && entry.allowance === 'HTTP')
       .reduce((sum, entry) => sum + entry.admittedUnits, 0);
     expect(admitted).toBe(acceptedReadings);

@@ -10,12 +10,13 @@ import * as grpc from '@grpc/grpc-js';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRlsServer, type RlsServer } from '../../src/doors/envoy-rls/rlsServer.ts';
-import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import { shedTrend } from '../../src/metrics/trends/shedTrend.ts';
 import type { Service } from '../../src/service.ts';
 import { OPERATOR } from '../support/controlPlaneHarness.ts';
 import { encodeRequest, RlsClient } from '../support/rlsClient.ts';
 import { serviceModes, startServiceIn, type RunningService } from '../support/serviceModes.ts';
+import { admissionSummaryReader } from '../../src/ledger/catalog/summaryRefs.ts';
 
 const mode = serviceModes('e2e_rls').at(-1)!;
 const tenant = (id: string, more: Record<string, string> = {}) => ({
@@ -75,8 +76,7 @@ describe(`Envoy rate limit service (${mode.name})`, () => {
     expect(headers.RateLimit).toMatch(/^"tenant-requests";r=\d+;t=1$/);
 
     await service.governor.flush();
-    const entries = (await service.store.readStream(ADMISSIONS_STREAM)).flatMap((event) =>
-      event.type === 'AdmissionsRecorded' ? entriesOf(event.data as AdmissionsRecordedData) : [],
+    const entries = (await service.store.readStream(ADMISSIONS_STREAM)).flatMap(admissionSummaryReader(),
     );
     const refused = entries.filter((entry) => entry.tenantId === 'gw' && entry.dimension === 'API_REQUESTS').reduce((sum, entry) => sum + entry.rejectedUnits, 0);
     expect(refused).toBeGreaterThanOrEqual(5);

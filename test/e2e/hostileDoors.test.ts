@@ -35,13 +35,14 @@ import { mintToken } from '../../src/auth/token.ts';
 import type { Role } from '../../src/control-plane/controlPlaneCommand.ts';
 import { openPostgres, quoteIdent } from '../../src/db/postgres.ts';
 import type { AdmissionSummary } from '../../src/governance/index.ts';
-import { entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
+import {  type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
 import { databaseUrl } from '../support/databases.ts';
 import { fuzzExactly, type FuzzPlan } from '../support/fuzzRuns.ts';
 import { FLUSH_INTERVAL_MS, hostileBounds, type HostileBounds } from '../support/hostileBounds.ts';
 import { freePort, startPrivateMosquitto, startPrivateNats } from '../support/privateServers.ts';
 import { decodeResponse as decodeRls, encodeRequest as encodeRls, RlsClient, SHOULD_RATE_LIMIT_PATH, type RlsRequest } from '../support/rlsClient.ts';
 import { waitFor } from '../support/waitFor.ts';
+import { admissionSummaryReader } from '../../src/ledger/catalog/summaryRefs.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 /** /healthz is "200 while the process runs" (README): a thread that cannot answer in 2 s is not running. */
@@ -239,8 +240,10 @@ class CanaryWatch {
 async function recordedSummaries(schema: string): Promise<AdmissionSummary[]> {
   const db = openPostgres({ connectionString: databaseUrl!, max: 1 });
   try {
-    const { rows } = await db.query<{ data: AdmissionsRecordedData }>(`SELECT data FROM ${quoteIdent(schema)}.gl_events WHERE type = 'AdmissionsRecorded'`);
-    return rows.flatMap((row) => entriesOf(row.data));
+    const { rows } = await db.query<{ id: string; data: AdmissionsRecordedData }>(
+      `SELECT event_id::text AS id, data FROM ${quoteIdent(schema)}.gl_events WHERE type = 'AdmissionsRecorded' ORDER BY tx_id, global_position`,
+    );
+    return rows.flatMap(admissionSummaryReader());
   } finally {
     await db.close();
   }

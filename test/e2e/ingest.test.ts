@@ -6,13 +6,14 @@
 // /metrics, never as admitted; invented tenant names never take a named /metrics label.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { registerIngestCredential } from '../../src/auth/ingestKeys.ts';
-import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import { shedTrend } from '../../src/metrics/trends/shedTrend.ts';
 import type { Service } from '../../src/service.ts';
 import { OPERATOR } from '../support/controlPlaneHarness.ts';
 import { describeOnEachServiceMode, startServiceIn, type RunningService } from '../support/serviceModes.ts';
 import { serviceClient } from '../support/serviceClient.ts';
 import { waitFor } from '../support/waitFor.ts';
+import { admissionSummaryReader } from '../../src/ledger/catalog/summaryRefs.ts';
 
 
 describeOnEachServiceMode('e2e_ingest', 'ingest front door in the service ($name)', (mode, modes) => {
@@ -81,9 +82,7 @@ describeOnEachServiceMode('e2e_ingest', 'ingest front door in the service ($name
 
     await service.governor.flush();
     const events = await service.store.readStream(ADMISSIONS_STREAM);
-    const entries = events.flatMap((event) =>
-      event.type === 'AdmissionsRecorded' ? (entriesOf(event.data as AdmissionsRecordedData) as unknown as Record<string, unknown>[]) : [],
-    );
+    const entries = events.flatMap(admissionSummaryReader()) as unknown as Record<string, unknown>[];
     const acme = (allowance: string, field: string) =>
       entries.filter((entry) => entry.tenantId === 'acme' && entry.allowance === allowance).reduce((sum, entry) => sum + (entry[field] as number), 0);
     expect(acme('HTTP', 'rejectedUnits')).toBe(refusedUnits + 50);
@@ -120,9 +119,7 @@ describeOnEachServiceMode('e2e_ingest', 'ingest front door in the service ($name
     }
     await service.governor.flush();
     const events = await service.store.readStream(ADMISSIONS_STREAM);
-    const entries = events.flatMap((event) =>
-      event.type === 'AdmissionsRecorded' ? (entriesOf(event.data as AdmissionsRecordedData) as unknown as Record<string, unknown>[]) : [],
-    );
+    const entries = events.flatMap(admissionSummaryReader()) as unknown as Record<string, unknown>[];
     const unauthenticated = entries
       .filter((entry) => entry.tenantId === 'acme' && entry.allowance === 'HTTP')
       .reduce((total, entry) => total + ((entry.unauthenticatedUnits as number | undefined) ?? 0), 0);

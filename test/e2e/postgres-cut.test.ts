@@ -12,7 +12,7 @@ import path from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readSettings } from '../../src/config.ts';
-import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import { registerIngestCredential } from '../../src/auth/ingestKeys.ts';
 import { createServer, listen } from '../../src/http-server/server.ts';
 import { startService, type Service } from '../../src/service.ts';
@@ -21,6 +21,7 @@ import { networkCutMissing, startNetworkNamespace, type NetworkNamespace } from 
 import { startPrivatePostgres, type PrivatePostgres } from '../support/privateServers.ts';
 import { readWholeLedger } from '../support/readLedger.ts';
 import { waitFor } from '../support/waitFor.ts';
+import { admissionSummaryReader } from '../../src/ledger/catalog/summaryRefs.ts';
 
 const SUITE_BUDGET_MS = 170_000;
 /** How long the link stays down: past the ingest door's 30 s key cache TTL, so cached keys are served stale. */
@@ -155,7 +156,7 @@ describe.skipIf(!pg)('the service cut off from PostgreSQL by a network cut (veth
     const ledger = await readWholeLedger(service.store);
     const admitted = ledger
       .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
-      .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
+      .flatMap(admissionSummaryReader())
       .filter((entry) => entry.tenantId === 'acme' && entry.dimension === 'INGEST' && entry.allowance === 'HTTP')
       .reduce((sum, entry) => sum + entry.admittedUnits, 0);
     expect(admitted).toBe(acceptedReadings);

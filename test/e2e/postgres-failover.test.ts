@@ -13,7 +13,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../../src/auth/token.ts';
 import { readSettings } from '../../src/config.ts';
-import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import { commandsStream } from '../../src/ledger/catalog/commands.ts';
 import { registerIngestCredential } from '../../src/auth/ingestKeys.ts';
 import { createServer, listen } from '../../src/http-server/server.ts';
@@ -23,6 +23,7 @@ import { haproxyBinary, startPostgresHaproxy, type RunningHaproxy } from '../sup
 import { freePort, startPrivatePostgres, startStreamingReplica, type PrivatePostgres } from '../support/privateServers.ts';
 import { readWholeLedger } from '../support/readLedger.ts';
 import { waitFor } from '../support/waitFor.ts';
+import { admissionSummaryReader } from '../../src/ledger/catalog/summaryRefs.ts';
 
 const JWT_SECRET = 'failover-suite-secret-0123456789abcdef0123';
 const SUITE_BUDGET_MS = 170_000;
@@ -196,7 +197,7 @@ describe.skipIf(!standby)('PostgreSQL failover behind HAProxy: primary killed, r
     const ledger = await readWholeLedger(service.store);
     const admitted = ledger
       .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
-      .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
+      .flatMap(admissionSummaryReader())
       .filter((entry) => entry.tenantId === 'acme' && entry.dimension === 'INGEST' && entry.allowance === 'HTTP')
       .reduce((sum, entry) => sum + entry.admittedUnits, 0);
     expect(admitted).toBe(acceptedReadings);

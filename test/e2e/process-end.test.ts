@@ -19,12 +19,13 @@ import { migrate } from '../../src/db/migrate.ts';
 import { openDb } from '../../src/db/open.ts';
 import { openPostgres, quoteIdent } from '../../src/db/postgres.ts';
 import { registerIngestCredential } from '../../src/auth/ingestKeys.ts';
-import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import { openEventStore } from '../../src/ledger/openEventStore.ts';
 import { databaseUrl } from '../support/databases.ts';
 import { answers, freePort } from '../support/privateServers.ts';
 import { readWholeLedger } from '../support/readLedger.ts';
 import { waitFor } from '../support/waitFor.ts';
+import { admissionSummaryReader } from '../../src/ledger/catalog/summaryRefs.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const FLUSH_INTERVAL_MS = 1_000;
@@ -177,7 +178,7 @@ async function ledgerAdmitted(env: Record<string, string>): Promise<number> {
   try {
     return (await readWholeLedger(store))
       .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
-      .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
+      .flatMap(admissionSummaryReader())
       .filter((entry) => entry.tenantId === 'acme' && entry.dimension === 'INGEST' && entry.allowance === 'HTTP')
       .reduce((sum, entry) => sum + entry.admittedUnits, 0);
   } finally {

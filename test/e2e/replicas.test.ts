@@ -23,7 +23,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { mintToken } from '../../src/auth/token.ts';
 import { registerIngestCredential } from '../../src/auth/ingestKeys.ts';
-import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import { commandsStream } from '../../src/ledger/catalog/commands.ts';
 import type { EventStore, RecordedEvent } from '../../src/ledger/eventStore.ts';
 import { openEventStore } from '../../src/ledger/openEventStore.ts';
@@ -35,6 +35,7 @@ import { readWholeLedger } from '../support/readLedger.ts';
 import { compiledServiceMissing, ROOT, startReplica, tcpAnswers, type Replica } from '../support/replicas.ts';
 import { waitFor } from '../support/waitFor.ts';
 import type { TrafficReport } from './replicaTraffic.child.ts';
+import { admissionSummaryReader } from '../../src/ledger/catalog/summaryRefs.ts';
 
 const SUITE_BUDGET_MS = 240_000;
 const REPLICAS = ['r1', 'r2', 'r3'] as const;
@@ -218,7 +219,7 @@ describe.skipIf(missing.length > 0)('three replicas behind HAProxy', () => {
   const summariesOf = (ledger: readonly RecordedEvent[], tenantId: string) =>
     ledger
       .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
-      .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
+      .flatMap(admissionSummaryReader())
       .filter((entry) => entry.tenantId === tenantId && entry.dimension === 'INGEST' && entry.allowance === 'HTTP');
   const admittedOf = (ledger: readonly RecordedEvent[], tenantId: string) =>
     summariesOf(ledger, tenantId).reduce((sum, entry) => sum + entry.admittedUnits, 0);

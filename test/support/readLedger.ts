@@ -3,9 +3,9 @@
 // other suites run on the same server at the same time: a writer's own events can appear after a moment,
 // not at once. These helpers wait for what must be there instead of reading once.
 import type { AdmissionSummary } from '../../src/governance/index.ts';
-import { entriesOf, type AdmissionsRecordedData } from '../../src/ledger/catalog/admissions.ts';
 import { comparePositions, type Checkpoint, type EventStore, type RecordedEvent } from '../../src/ledger/eventStore.ts';
 import { waitFor } from './waitFor.ts';
+import { admissionSummaryReader } from '../../src/ledger/catalog/summaryRefs.ts';
 
 /** How long a test waits for events to become readable; long only because another suite's bulk load can hold readers back. */
 export const VISIBLE_WITHIN_MS = 50_000;
@@ -56,5 +56,5 @@ export async function readWholeLedger(store: EventStore, pageSize = 1_000): Prom
 
 /** The admission summaries of the AdmissionsRecorded events among `events` (other events are passed over). */
 export function admissionEntriesOf(events: readonly RecordedEvent[]): AdmissionSummary[] {
-  return events.flatMap((event) => (event.type === 'AdmissionsRecorded' ? entriesOf(event.data as AdmissionsRecordedData) : []));
+  return events.flatMap(admissionSummaryReader());
 }

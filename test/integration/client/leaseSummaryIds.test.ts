@@ -10,13 +10,14 @@ import { LeasingClient } from '../../../packages/client/src/index.ts';
 import { createLeaseRoutes } from '../../../src/doors/leases/leaseRoutes.ts';
 import { Governor, type Recorder } from '../../../src/governance/index.ts';
 import { createServer, listen } from '../../../src/http-server/server.ts';
-import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { postgresOnly, storageTargets, type TestDb } from '../../support/databases.ts';
 import { waitFor } from '../../support/waitFor.ts';
 import { MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
+import { admissionSummaryReader } from '../../../src/ledger/catalog/summaryRefs.ts';
 
 const CLIENT_TIMEOUT_MS = 300;
 
@@ -83,7 +84,7 @@ describe('lease summaries sent again after a lost answer', () => {
     let ledgerRefused = 0;
     await waitFor(
       async () => {
-        const entries = (await store.readStream(ADMISSIONS_STREAM)).flatMap((event) => entriesOf(event.data as AdmissionsRecordedData));
+        const entries = (await store.readStream(ADMISSIONS_STREAM)).flatMap(admissionSummaryReader());
         ledgerAdmitted = entries.reduce((sum, each) => sum + each.admittedUnits, 0);
         ledgerRefused = entries.reduce((sum, each) => sum + each.rejectedUnits + each.shedUnits, 0);
         return ledgerAdmitted + ledgerRefused >= admitted + refused;
@@ -92,7 +93,7 @@ describe('lease summaries sent again after a lost answer', () => {
     );
     // A moment more: a copy stored late would show up now.
     await new Promise((resolve) => setTimeout(resolve, 4 * CLIENT_TIMEOUT_MS));
-    const entries = (await store.readStream(ADMISSIONS_STREAM)).flatMap((event) => entriesOf(event.data as AdmissionsRecordedData));
+    const entries = (await store.readStream(ADMISSIONS_STREAM)).flatMap(admissionSummaryReader());
     expect(entries.reduce((sum, each) => sum + each.admittedUnits, 0)).toBe(admitted);
     expect(entries.reduce((sum, each) => sum + each.rejectedUnits + each.shedUnits, 0)).toBe(refused);
     for (const entry of entries) expect(entry.seconds).toBeLessThanOrEqual(60);

@@ -8,12 +8,12 @@ import { OPERATOR, openControlPlane, SETUP_TIMEOUT_MS, type ControlPlaneHarness 
 import { waitFor } from '../../support/waitFor.ts';
 import { fanOutRecorder, Governor } from '../../../src/governance/index.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
-import { entriesOf, type AdmissionsRecordedData } from '../../../src/ledger/index.ts';
 import { createReadModelLimitSource, limitHistory, loadEffectiveLimits, loadTenantGovernance } from '../../../src/control-plane/index.ts';
 import { createMetrics, createMetricsRecorder, shedTrend } from '../../../src/metrics/index.ts';
 import { startProjections, type ProjectionSet } from '../../../src/ledger/projectionSet.ts';
 import { admissionTrendsProjection } from '../../../projections/admissionTrends.ts';
 import { previewLimitChange } from '../../../src/limit-preview/index.ts';
+import { admissionSummaryReader } from '../../../src/ledger/catalog/summaryRefs.ts';
 
 describe.skipIf(!postgresOnly)('shadow limits on PostgreSQL (DATABASE_URL)', () => {
   let harness: ControlPlaneHarness;
@@ -56,7 +56,7 @@ describe.skipIf(!postgresOnly)('shadow limits on PostgreSQL (DATABASE_URL)', () 
   it('refuses nothing, and records what it would have refused: as the preview of the same limit within 5%', async () => {
     expect(admitted.every(Boolean)).toBe(true);
     const events = await harness.store.readStream('governance-admissions');
-    const summaries = events.flatMap((event) => entriesOf(event.data as AdmissionsRecordedData));
+    const summaries = events.flatMap(admissionSummaryReader());
     const shadowUnits = summaries.reduce((sum, entry) => sum + (entry.shadowLimitedUnits ?? 0), 0);
     const shadowMessages = summaries.reduce((sum, entry) => sum + (entry.shadowLimitedMessages ?? 0), 0);
     expect(summaries.reduce((sum, entry) => sum + entry.shedUnits + entry.rejectedUnits, 0)).toBe(0);

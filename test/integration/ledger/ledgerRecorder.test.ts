@@ -10,6 +10,7 @@ import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
 import { Governor, type AdmissionSummary } from '../../../src/governance/index.ts';
 import { MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
+import { admissionSummaryReader } from '../../../src/ledger/catalog/summaryRefs.ts';
 
 const T0 = 1_800_000_000_000;
 
@@ -105,7 +106,7 @@ describeOnEachStorage('ledger recorder on $name', (target) => {
     });
     const admitted = events
       .filter((event) => event.type === 'AdmissionsRecorded')
-      .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
+      .flatMap(admissionSummaryReader())
       .reduce((sum, entry) => sum + entry.admittedUnits, 0);
     expect(admitted).toBe(10);
   });
@@ -157,7 +158,7 @@ describeOnEachStorage('ledger recorder on $name', (target) => {
     });
     const admitted = (tenantId: string) =>
       events
-        .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
+        .flatMap(admissionSummaryReader())
         .filter((entry) => entry.tenantId === tenantId)
         .reduce((sum, entry) => sum + entry.admittedUnits, 0);
     expect(admitted('replica-a')).toBe(111);
@@ -184,7 +185,7 @@ describeOnEachStorage('ledger recorder on $name', (target) => {
       await first.record([leased], []);
       await replica.record([other, leased], []);
     });
-    const entries = events.flatMap((event) => entriesOf(event.data as AdmissionsRecordedData));
+    const entries = events.flatMap(admissionSummaryReader());
     expect(entries.filter((each) => each.tenantId === 'leased-once').map((each) => each.admittedUnits).sort()).toEqual([3, 7]);
     expect(entries.filter((each) => each.tenantId === 'governed').map((each) => each.admittedUnits)).toEqual([5]);
     // The id is the event's, not a column of the table.
@@ -199,7 +200,7 @@ describeOnEachStorage('ledger recorder on $name', (target) => {
     );
     const events = await appendedBy(() => recorder.record(entries, []));
     expect(events.map((event) => entriesOf(event.data as AdmissionsRecordedData).length)).toEqual([2, 2, 1]);
-    expect(events.flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))).toEqual(entries);
+    expect(events.flatMap(admissionSummaryReader())).toEqual(entries);
   });
 
   it("sends a batch in one append where the store has no limit, in appends under the store's limit where it has one", async () => {
@@ -222,12 +223,12 @@ describeOnEachStorage('ledger recorder on $name', (target) => {
     expect(unlimited.appends.map((append) => append.length)).toEqual([6]);
     // Each event's JSON, written as its rows were sized, is what JSON.stringify makes of its data; stored, it reads back whole.
     for (const event of unlimited.appends[0]!) expect(event.dataJson).toBe(JSON.stringify(event.data));
-    expect(events.flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))).toEqual(entries);
+    expect(events.flatMap(admissionSummaryReader())).toEqual(entries);
 
     const limited = sent(1_500);
     const stored = await appendedBy(() => limited.recorder.record(entries, []));
     expect(limited.appends.length).toBeGreaterThan(1);
     for (const append of limited.appends) expect(append.reduce((sum, event) => sum + eventBytes(event), 0)).toBeLessThanOrEqual(1_500);
-    expect(stored.flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))).toEqual(entries);
+    expect(stored.flatMap(admissionSummaryReader())).toEqual(entries);
   });
 });

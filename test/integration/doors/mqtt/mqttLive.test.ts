@@ -11,7 +11,7 @@ import { createCountingSink, type CountingSink } from '../../../../src/doors/pip
 import { createNatsSink } from '../../../../src/doors/pipeline/natsSink.ts';
 import type { ReadingSink } from '../../../../src/doors/pipeline/sink.ts';
 import { createLedgerRecorder } from '../../../../src/ledger/ledgerRecorder.ts';
-import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM } from '../../../../src/ledger/catalog/admissions.ts';
 import { createPostgresEventStore } from '../../../../src/ledger/postgres/postgresEventStore.ts';
 import type { EventStore } from '../../../../src/ledger/eventStore.ts';
 import { postgresOnly, storageTargets, type TestDb } from '../../../support/databases.ts';
@@ -20,6 +20,7 @@ import { natsReachable, natsUrl } from '../../../support/nats.ts';
 import { waitFor } from '../../../support/waitFor.ts';
 import { TableLimitSource } from '../http/frontDoorHarness.ts';
 import { batchesIn, runPublisher, startDoor, unitsByTenant, type DoorUnderTest } from './mqttHarness.ts';
+import { admissionSummaryReader } from '../../../../src/ledger/catalog/summaryRefs.ts';
 
 const brokerReachable = await mosquittoReachable('the MQTT live door suites');
 const reachable = brokerReachable && (await natsReachable('the MQTT live door suite'));
@@ -112,7 +113,7 @@ describe.skipIf(!reachable)('MQTT live door', () => {
       async () => {
         const events = await store.readStream(ADMISSIONS_STREAM);
         ledgerShed = events
-          .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
+          .flatMap(admissionSummaryReader())
           .filter((entry) => entry.tenantId === 'flood' && entry.allowance === 'LIVE')
           .reduce((sum, entry) => sum + entry.shedUnits, 0);
         return ledgerShed === flood.readings - admitted;

@@ -8,7 +8,7 @@ import mqtt, { type MqttClient } from 'mqtt';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCountingSink } from '../../../../src/doors/pipeline/countingSink.ts';
 import { createLedgerRecorder } from '../../../../src/ledger/ledgerRecorder.ts';
-import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../../../src/ledger/catalog/admissions.ts';
+import { ADMISSIONS_STREAM } from '../../../../src/ledger/catalog/admissions.ts';
 import { createPostgresEventStore } from '../../../../src/ledger/postgres/postgresEventStore.ts';
 import type { EventStore } from '../../../../src/ledger/eventStore.ts';
 import type { AdmissionSummary } from '../../../../src/governance/index.ts';
@@ -17,6 +17,7 @@ import { mosquittoReachable, mqttUrl, uniqueNames } from '../../../support/mosqu
 import { waitFor } from '../../../support/waitFor.ts';
 import { TableLimitSource } from '../http/frontDoorHarness.ts';
 import { startDoor, type DoorUnderTest } from './mqttHarness.ts';
+import { admissionSummaryReader } from '../../../../src/ledger/catalog/summaryRefs.ts';
 
 const reachable = await mosquittoReachable('the MQTT send-time suite');
 
@@ -74,7 +75,7 @@ describe.skipIf(!reachable)('MQTT send times outside the window', () => {
       async () => {
         summaries = (await store.readStream(ADMISSIONS_STREAM))
           .filter((event) => event.type === 'AdmissionsRecorded')
-          .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
+          .flatMap(admissionSummaryReader())
           .filter((entry) => entry.tenantId === 'acme');
         return summaries.filter((each) => each.dimension === 'INGEST').reduce((sum, each) => sum + each.admittedUnits, 0) === 5;
       },
