@@ -1,4 +1,5 @@
-// Read model: admitted, shed, rejected and unauthenticated units and messages and limit hits per tenant, dimension and
+// Read model: admitted, shed, rejected (of which quota-rejected) and unauthenticated units and messages, what
+// shadow limits would have refused, and limit hits per tenant, dimension and
 // allowance, per minute, with hour and day roll-ups. A summary covering several seconds is split across the
 // minutes it crosses in proportion to its seconds in each (splitAcrossMinutes).
 //
@@ -15,7 +16,7 @@
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent, Projection, AdmissionsRecordedData, Refusal } from '../src/ledger/index.ts';
-import { entriesOf, eventData, forEachEntry, lookUpSummaryEvent, SHADOW_ADMISSION_FIELDS, summaryColumns, SummaryKeySources } from '../src/ledger/index.ts';
+import { entriesOf, eventData, forEachEntry, lookUpSummaryEvent, SHADOW_QUOTA_ADMISSION_FIELDS, summaryColumns, SummaryKeySources } from '../src/ledger/index.ts';
 import {
   ADMISSION_TRENDS,
   familyTables,
@@ -85,7 +86,7 @@ async function applyAdmissions(events: readonly RecordedEvent[], tx: Tx): Promis
 }
 
 // The summary fields read, in the order addSummary takes them: the table's own columns.
-const READ = SHADOW_ADMISSION_FIELDS;
+const READ = SHADOW_QUOTA_ADMISSION_FIELDS;
 const FROM_SECOND = READ.indexOf('fromSecond');
 const SECONDS = READ.indexOf('seconds');
 
@@ -150,6 +151,8 @@ function addSummary(rows: RollupRows, summary: readonly unknown[]): void {
   counts[8] = Math.min(wholeCount(summary[13]), Math.max(1, seconds));
   counts[9] = wholeCount(summary[14]);
   counts[10] = wholeCount(summary[15]);
+  counts[11] = wholeCount(summary[16]);
+  counts[12] = wholeCount(summary[17]);
   // Nearly every summary covers one second, within one minute: no split to make.
   const minuteStart = Math.floor(fromSecond / 60) * 60;
   if (Number.isFinite(fromSecond) && fromSecond + Math.max(1, seconds) <= minuteStart + 60) {

@@ -37,6 +37,10 @@ const TrendPointType = builder.objectRef<TrendPoint>('TrendPoint').implement({
       description: 'Units a shadow limit (mode SHADOW) would have refused; it refused none of them (they are in admitted, shed or rejected as the enforced limit decided).',
     }),
     shadowLimitedMessages: t.exposeFloat('shadowLimitedMessages', { description: 'Messages (requests) a shadow limit would have refused.' }),
+    quotaRejected: t.exposeFloat('quotaRejected', {
+      description: 'Units refused for a period quota (HTTP 429 with X-RateLimit-Scope: quota): a part of rejected, as governance_quota_rejected_units_total is a part of governance_rejected_units_total.',
+    }),
+    quotaRejectedMessages: t.exposeFloat('quotaRejectedMessages', { description: 'Messages (requests) refused for a period quota: a part of rejectedMessages.' }),
   }),
 });
 

@@ -31,6 +31,9 @@ export const ADMISSION_TRENDS: RollupFamily = {
     // migrations/0150_shadow_limited_trends.sql
     'shadow_limited_units',
     'shadow_limited_messages',
+    // migrations/0195_quota_rejected_trends.sql
+    'quota_rejected_units',
+    'quota_rejected_messages',
   ],
   primaryKey: ['tenant_id', 'dimension', 'bucket_start', 'allowance'],
 };

@@ -39,6 +39,10 @@ export interface TrendPoint {
   shadowLimited: number;
   /** Messages (requests) a shadow limit would have refused. */
   shadowLimitedMessages: number;
+  /** Units refused for a period quota (X-RateLimit-Scope: quota): a part of `rejected`. */
+  quotaRejected: number;
+  /** Messages (requests) refused for a period quota: a part of `rejectedMessages`. */
+  quotaRejectedMessages: number;
 }
 
 export interface ShedTrendQuery {
@@ -68,6 +72,8 @@ interface TrendRow {
   hits: number;
   shadow_limited: number;
   shadow_limited_messages: number;
+  quota_rejected: number;
+  quota_rejected_messages: number;
 }
 
 export async function shedTrend(q: Queryable, query: ShedTrendQuery): Promise<TrendPoint[]> {
@@ -83,7 +89,9 @@ export async function shedTrend(q: Queryable, query: ShedTrendQuery): Promise<Tr
             sum(unauthenticated_units::float8) AS unauthenticated,
             sum(unauthenticated_messages::float8) AS unauthenticated_messages,
             sum(hits::float8) AS hits, sum(shadow_limited_units::float8) AS shadow_limited,
-            sum(shadow_limited_messages::float8) AS shadow_limited_messages
+            sum(shadow_limited_messages::float8) AS shadow_limited_messages,
+            sum(quota_rejected_units::float8) AS quota_rejected,
+            sum(quota_rejected_messages::float8) AS quota_rejected_messages
        FROM ${bucketRows(ADMISSION_TRENDS, bucket)} AS trends
       WHERE tenant_id = $1 AND dimension = $2 AND ($5::text IS NULL OR allowance = $5)
         AND bucket_start >= to_timestamp($3) AND bucket_start < to_timestamp($4)
@@ -108,6 +116,8 @@ export async function shedTrend(q: Queryable, query: ShedTrendQuery): Promise<Tr
       hits: row.hits,
       shadowLimited: row.shadow_limited,
       shadowLimitedMessages: row.shadow_limited_messages,
+      quotaRejected: row.quota_rejected,
+      quotaRejectedMessages: row.quota_rejected_messages,
     }),
   );
   if (!query.fill) return points;
@@ -136,5 +146,7 @@ function emptyPoint(second: number): TrendPoint {
     hits: 0,
     shadowLimited: 0,
     shadowLimitedMessages: 0,
+    quotaRejected: 0,
+    quotaRejectedMessages: 0,
   };
 }

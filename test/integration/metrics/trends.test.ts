@@ -13,6 +13,12 @@ import { describeOnEachStorage } from '../../support/databases.ts';
 import { useFileLedger } from '../../support/fileLedger.ts';
 import { waitForProjected } from './waitForProjected.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
+import { fanOutRecorder, Governor } from '../../../src/governance/index.ts';
+import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
+import { entriesOf, type AdmissionsRecordedData } from '../../../src/ledger/index.ts';
+import { createMetrics, createMetricsRecorder, shedTrend } from '../../../src/metrics/index.ts';
+import { MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
+import { waitFor } from '../../support/waitFor.ts';
 
 // Each test records into its own 30-day window of one shared database (opening one per test costs more
 // than the tests), each window starting two minutes before a day boundary so roll-ups cross an hour and a day.
@@ -49,6 +55,52 @@ describeOnEachStorage('trend read models rebuilt from the ledger on $name', (tar
     await waitForProjected(ledger.db, projections, position);
     return position;
   }
+
+  it('counts quota refusals recorded by the Governor as the ledger and /metrics do: a part of rejected', async () => {
+    // A daily quota of 5 readings; 8 offered: 3 refused for the quota (HTTP 429, X-RateLimit-Scope: quota).
+    const tenantId = `quota-${windowIndex}`;
+    const metrics = createMetrics({ service: 'quota-trend-test', processMetrics: false });
+    const source = new MemoryLimitSource().tenant(tenantId, {
+      INGEST: { override: { ratePerSecond: 100_000, burst: 100_000, quota: { period: 'DAY', limit: 5 } } },
+    });
+    const governor = new Governor({
+      limitSource: source,
+      recorder: fanOutRecorder(createLedgerRecorder(ledger.store, { referenceKeys: true }), createMetricsRecorder(metrics)),
+    });
+    governor.learnLimits(source.records.values(), {});
+    const fromMs = Math.floor(Date.now() / 1000) * 1000 - 120_000;
+    const decisions = Array.from({ length: 8 }, (_, i) => governor.admit({ tenant: tenantId, dimension: 'INGEST', allowance: 'LIVE', units: 1, at: fromMs + i * 100 }));
+    expect(decisions.filter((decision) => decision.admitted)).toHaveLength(5);
+    expect(decisions.filter((decision) => decision.quotaExceeded)).toHaveLength(3);
+    await governor.flush();
+    await governor.close();
+
+    const summaries = (await ledger.store.readStream(ADMISSIONS_STREAM))
+      .flatMap((event) => entriesOf(event.data as AdmissionsRecordedData))
+      .filter((entry) => entry.tenantId === tenantId);
+    const ledgerUnits = summaries.reduce((sum, entry) => sum + (entry.quotaRejectedUnits ?? 0), 0);
+    const ledgerMessages = summaries.reduce((sum, entry) => sum + (entry.quotaRejectedMessages ?? 0), 0);
+    expect([ledgerUnits, ledgerMessages]).toEqual([3, 3]);
+
+    const query = { tenantId, dimension: 'INGEST', from: new Date(fromMs - 60_000), to: new Date(fromMs + 120_000), bucket: 'MINUTE' } as const;
+    let points: Awaited<ReturnType<typeof shedTrend>> = [];
+    await waitFor(
+      async () => {
+        points = await shedTrend(ledger.db, query);
+        return points.reduce((sum, point) => sum + point.quotaRejected, 0) === ledgerUnits;
+      },
+      { timeoutMs: 30_000, description: 'trend with the quota-rejected units' },
+    );
+    const total = (field: 'quotaRejected' | 'quotaRejectedMessages' | 'rejected' | 'rejectedMessages' | 'admitted') => points.reduce((sum, point) => sum + point[field], 0);
+    expect(total('quotaRejectedMessages')).toBe(ledgerMessages);
+    // A part of rejected: here the quota refused all of it.
+    expect([total('rejected'), total('rejectedMessages'), total('admitted')]).toEqual([3, 3, 5]);
+
+    const line = (await metrics.render())
+      .split('\n')
+      .find((each) => each.includes('governance_quota_rejected_units_total{') && each.includes(`tenant="${tenantId}"`));
+    expect(Number(line?.split(' ').at(-1))).toBe(total('quotaRejected'));
+  });
 
   it('rebuilds from the ledger into the same rows', async () => {
     await record([admission({ fromSecond: T0 + 30, seconds: 90, admittedUnits: 91, shedUnits: 13, hitSeconds: 7 })]);
