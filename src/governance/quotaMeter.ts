@@ -16,7 +16,7 @@
 //   so near the limit the others hold at most a few units each.
 // - Redis unreachable: each replica admits from what it holds, then alone up to half of what was left at its
 //   last answer (as rates fall back to half the limit), so two replicas stay within the quota.
-// Counted alone (no Redis) a replica is exact, and counts only its own admissions.
+// Counted alone (neither Redis nor a quotaBudget) a replica is exact, and counts only its own admissions.
 import { quotaPeriodAt } from './quotaValue.ts';
 import type { Dimension, QuotaValue } from './types.ts';
 
