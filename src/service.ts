@@ -25,7 +25,7 @@ import {
 } from './control-plane/index.ts';
 import { controlPlaneCeilings, createCommandBacklog, startCommandExpiry, type CommandBacklog } from './command-backlog/index.ts';
 import { allProjections, projectionWorkers } from '../projections/index.ts';
-import { createQuotaNoticeWriter } from './quotas/index.ts';
+import { createDatabaseQuotaBudget, createQuotaNoticeWriter } from './quotas/index.ts';
 import { startWebhookDelivery } from './webhooks/index.ts';
 import {
   commandBacklogSource,
@@ -121,6 +121,9 @@ export async function startService(
   const governor = new Governor({
     limitSource: createReadModelLimitSource(db),
     sharedBudget,
+    // Without Redis, period quotas are still counted across replicas: in the database (gl_quota_usage), in
+    // slices reserved off the hot path as Redis' are (src/quotas/databaseQuotaBudget.ts).
+    quotaBudget: sharedBudget ? undefined : createDatabaseQuotaBudget(db, { onError: (error) => logger.warn({ err: error }, 'quota usage sweep failed') }),
     recorder,
     onQuotaThreshold: (crossing) => quotaNotices.notice(crossing),
     onError: (error: unknown) => logger.warn({ err: error }, 'governor background work failed'),

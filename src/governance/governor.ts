@@ -14,7 +14,7 @@ import { DecidedCharge, type HeldCharge, type HeldTally } from './heldCharge.ts'
 import { fallbackBurst, fallbackRate, SharedCounting } from './sharedCounting.ts';
 import type { SharedAllowance, SharedBudget } from './sharedCounting.ts';
 import { DEFAULT_QUOTA_THRESHOLDS, QUOTA_ADMITTED, QUOTA_SPENT, QuotaSharing } from './quotaMeter.ts';
-import type { QuotaMeter, QuotaThresholdCrossing } from './quotaMeter.ts';
+import type { QuotaBudget, QuotaMeter, QuotaThresholdCrossing } from './quotaMeter.ts';
 import type { QuotaPeriod } from './types.ts';
 import { SLOT_COUNT, slotIndexOf, SLOTS, type SlotSpec } from './slots.ts';
 import { Tallies } from './tallies.ts';
@@ -71,6 +71,11 @@ export interface GovernorOptions {
   fastPath?: boolean;
   /** Shared counters across replicas; without it each replica meters alone. */
   sharedBudget?: SharedBudget;
+  /**
+   * Where period quotas are counted across replicas when the sharedBudget counts none (no Redis): the
+   * database's budget (src/quotas). Reserved off the hot path, in slices, as Redis' are (quotaMeter.ts).
+   */
+  quotaBudget?: QuotaBudget;
   /** Percentages of a period quota noticed the first time they are reached in a period (default 50, 80, 100). */
   quotaThresholds?: readonly number[];
   /**
@@ -267,7 +272,7 @@ export class Governor {
       : null;
     const budget = options.sharedBudget;
     this.quotaSharing = new QuotaSharing(
-      budget?.reserveQuota ? { reserveQuota: (request) => budget.reserveQuota!(request) } : null,
+      budget?.reserveQuota ? { reserveQuota: (request) => budget.reserveQuota!(request) } : (options.quotaBudget ?? null),
       (error) => onError(error, 'shared'),
       options.quotaThresholds ?? DEFAULT_QUOTA_THRESHOLDS,
       options.onQuotaThreshold ?? null,

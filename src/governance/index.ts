@@ -10,7 +10,7 @@ export * from './cascade.ts';
 // Period quotas: the value a level may set, its cascade and periods, and the notices of thresholds reached.
 export * from './quotaValue.ts';
 export { DEFAULT_QUOTA_THRESHOLDS } from './quotaMeter.ts';
-export type { QuotaGrant, QuotaReserveRequest, QuotaThresholdCrossing } from './quotaMeter.ts';
+export type { QuotaBudget, QuotaGrant, QuotaReserveRequest, QuotaThresholdCrossing } from './quotaMeter.ts';
 
 // Deciding admissions.
 export { Governor, InvalidAdmission } from './governor.ts';

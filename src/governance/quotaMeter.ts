@@ -3,7 +3,10 @@
 // counters do (sharedCounting.ts), a replica reserves slices of the period's quota in the background and admits
 // from what it holds.
 //
-// Accuracy, per (tenant, dimension, period), with N replicas sharing Redis, S = ceil(limit / 100):
+// The shared count is Redis (the SharedBudget's reserveQuota) or, without Redis, the database (a QuotaBudget of
+// src/quotas, one row per tenant, dimension and period): the same slices, the same bounds.
+//
+// Accuracy, per (tenant, dimension, period), with N replicas sharing Redis (or the database), S = ceil(limit / 100):
 // - over: admitted <= limit + N x S. Only a replica's first admissions of a period, before its first answer
 //   arrives, are taken on credit (at most S); the credit is debited in Redis with the next reservation and
 //   counted there even past the limit, so the count stays true. After an answer a replica admits only from
@@ -13,7 +16,7 @@
 //   so near the limit the others hold at most a few units each.
 // - Redis unreachable: each replica admits from what it holds, then alone up to half of what was left at its
 //   last answer (as rates fall back to half the limit), so two replicas stay within the quota.
-// Counted alone (no Redis) a replica is exact, and counts only its own admissions.
+// Counted alone (neither Redis nor a quotaBudget) a replica is exact, and counts only its own admissions.
 import { quotaPeriodAt } from './quotaValue.ts';
 import type { Dimension, QuotaValue } from './types.ts';
 
@@ -29,6 +32,10 @@ export interface QuotaReserveRequest {
   wantUnits: number;
   /** Units admitted on credit before the first answer: counted, even past the limit. */
   debtUnits: number;
+  /** The parts of `key`, for a budget that stores them apart (the database's, src/quotas). */
+  tenantId: string;
+  dimension: Dimension;
+  periodStartMs: number;
 }
 
 export interface QuotaGrant {
@@ -37,7 +44,10 @@ export interface QuotaGrant {
   left: number;
 }
 
-/** The part of the SharedBudget port quotas use (sharedCounting.ts): without it quotas are counted alone. */
+/**
+ * The part of the SharedBudget port quotas use (sharedCounting.ts), or a budget of its own (the database's when
+ * there is no Redis, GovernorOptions.quotaBudget): without either, quotas are counted by each replica alone.
+ */
 export interface QuotaBudget {
   reserveQuota(request: QuotaReserveRequest): Promise<QuotaGrant>;
 }
@@ -239,7 +249,16 @@ export class QuotaMeter {
     const debtUnits = this.debt;
     this.inFlight = true;
     this.sharing.reserve(
-      { key: `quota:${this.dimension}:${this.tenantId}:${startMs}`, limit: quota.limit, periodEndMs: this.endMs, wantUnits, debtUnits },
+      {
+        key: `quota:${this.dimension}:${this.tenantId}:${startMs}`,
+        limit: quota.limit,
+        periodEndMs: this.endMs,
+        wantUnits,
+        debtUnits,
+        tenantId: this.tenantId,
+        dimension: this.dimension,
+        periodStartMs: startMs,
+      },
       (grant) => {
         // An answer for a period that has passed is of no use.
         if (this.startMs !== startMs) return;

@@ -14,3 +14,5 @@ export {
 export { checkUsageQuery, InvalidUsageQuery, MAX_USAGE_DAYS, usage, usageCsv, usageNdjson, USAGE_COLUMNS, type UsageGranularity, type UsageQuery, type UsageRow } from './usage.ts';
 // A tenant's quotas now (the console's bars) and the notices recorded for it.
 export { quotaNoticesOf, quotaStatus, type QuotaStatus } from './quotaStatus.ts';
+// Quotas counted across replicas in the database when there is no Redis (the Governor's quotaBudget).
+export { createDatabaseQuotaBudget, InvalidQuotaReservation, type DatabaseQuotaBudgetOptions } from './databaseQuotaBudget.ts';
