@@ -3,33 +3,18 @@
 // the audit timeline, sees ingest traffic over the limit in the trend; a tenant viewer sees only its own
 // tenant and no edit control; a refused token brings the sign-in back. axe-core checks every page, and a
 // screenshot of every page is written to test-artifacts/console/.
-import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOrCreateJwtSecret } from '../../src/auth/jwtSecret.ts';
 import { mintToken } from '../../src/auth/token.ts';
 import { registerIngestCredential } from '../../src/auth/ingestKeys.ts';
-import { packagePath } from '../../src/packageRoot.ts';
-import { CHROMIUM, ensureConsoleBuilt, launchChromium, signIn as signInAt } from '../support/consoleBrowser.ts';
+import { axeViolations, CHROMIUM, CONSOLE_ARTIFACTS, launchChromium, prepareConsole, signIn as signInAt } from '../support/consoleBrowser.ts';
 import { startServiceIn, type RunningService } from '../support/serviceModes.ts';
 import { waitFor } from '../support/waitFor.ts';
 
 if (!CHROMIUM) console.warn('no Chromium found (Debian package `chromium`): the console browser suite is skipped');
 
-const ARTIFACTS = packagePath('test-artifacts', 'console');
-const AXE = packagePath('node_modules', 'axe-core', 'axe.min.js');
-
-async function axeViolations(page: Page): Promise<string[]> {
-  await page.addScriptTag({ content: await readFile(AXE, 'utf8') });
-  const result = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
-    return axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } });
-  });
-  return result.violations
-    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .map((violation) => `${violation.impact} ${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
-}
 
 describe.skipIf(!CHROMIUM)('the console in Chromium', () => {
   let running: RunningService;
@@ -45,13 +30,12 @@ describe.skipIf(!CHROMIUM)('the console in Chromium', () => {
   const signIn = (page: Page, token: string) => signInAt(page, running.baseUrl, token);
 
   async function shoot(page: Page, name: string): Promise<void> {
-    await page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), fullPage: true });
+    await page.screenshot({ path: path.join(CONSOLE_ARTIFACTS, `${name}.png`), fullPage: true });
     expect(await axeViolations(page), `axe on ${name}`).toEqual([]);
   }
 
   beforeAll(async () => {
-    await mkdir(ARTIFACTS, { recursive: true });
-    await ensureConsoleBuilt();
+    await prepareConsole();
     running = await startServiceIn({ name: 'embedded PGlite', env: {}, prepare: async () => {}, dispose: async () => {} });
     const { secret } = await loadOrCreateJwtSecret(running.service.settings);
     operator = await mintToken({ secret, role: 'OPERATOR', sub: 'ops-alice', ttl: '1h' });

@@ -3,34 +3,19 @@
 // her own proposal shows with Approve disabled and the reason why; Bob approves it with a reason, the queue
 // empties and the audit timeline names both with their reasons; Bob withdraws the scheduled override. axe-core
 // checks the page; screenshots go to test-artifacts/console/.
-import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOrCreateJwtSecret } from '../../src/auth/jwtSecret.ts';
 import { mintToken } from '../../src/auth/token.ts';
-import { packagePath } from '../../src/packageRoot.ts';
-import { CHROMIUM, ensureConsoleBuilt, launchChromium, signIn as signInAt } from '../support/consoleBrowser.ts';
+import { axeViolations, CHROMIUM, CONSOLE_ARTIFACTS, launchChromium, prepareConsole, signIn as signInAt } from '../support/consoleBrowser.ts';
 import { postgresOnly, type TestDb } from '../support/databases.ts';
 import { startServiceIn, type RunningService } from '../support/serviceModes.ts';
 
 if (!CHROMIUM) console.warn('no Chromium found (Debian package `chromium`): the console Changes suite is skipped');
 if (!postgresOnly) console.warn('DATABASE_URL is not set: the console Changes suite (PostgreSQL) is skipped');
 
-const ARTIFACTS = packagePath('test-artifacts', 'console');
-const AXE = packagePath('node_modules', 'axe-core', 'axe.min.js');
 const ALICE = { id: 'ops-alice', role: 'OPERATOR' as const };
-
-async function axeViolations(page: Page): Promise<string[]> {
-  await page.addScriptTag({ content: await readFile(AXE, 'utf8') });
-  const result = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
-    return axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } });
-  });
-  return result.violations
-    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .map((violation) => `${violation.impact} ${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
-}
 
 describe.skipIf(!CHROMIUM || !postgresOnly)('the console Changes page in Chromium (PostgreSQL)', () => {
   let storage: TestDb;
@@ -42,8 +27,7 @@ describe.skipIf(!CHROMIUM || !postgresOnly)('the console Changes page in Chromiu
   const openPage = () => browser.newPage({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
 
   beforeAll(async () => {
-    await mkdir(ARTIFACTS, { recursive: true });
-    await ensureConsoleBuilt();
+    await prepareConsole();
     storage = await postgresOnly!.open({ max: 2 });
     running = await startServiceIn({ name: 'postgres', env: storage.env!, prepare: async () => {}, dispose: () => storage.dispose() });
     const { secret } = await loadOrCreateJwtSecret(running.service.settings);
@@ -85,7 +69,7 @@ describe.skipIf(!CHROMIUM || !postgresOnly)('the console Changes page in Chromiu
     expect(await queue.textContent()).toContain('You proposed this change: another operator approves it.');
     expect(await queue.textContent()).toContain('100/s → 60/s');
     await expect.poll(() => page.getByTestId('scheduled-changes').textContent()).toContain('night rate');
-    await page.screenshot({ path: path.join(ARTIFACTS, '20-changes-proposer.png'), fullPage: true });
+    await page.screenshot({ path: path.join(CONSOLE_ARTIFACTS, '20-changes-proposer.png'), fullPage: true });
     expect(await axeViolations(page), 'axe on the Changes page').toEqual([]);
     await page.close();
 
@@ -111,13 +95,13 @@ describe.skipIf(!CHROMIUM || !postgresOnly)('the console Changes page in Chromiu
       await other.reload();
       return other.getByTestId('scheduled-changes').textContent();
     }).not.toContain('night rate');
-    await other.screenshot({ path: path.join(ARTIFACTS, '21-changes-decided.png'), fullPage: true });
+    await other.screenshot({ path: path.join(CONSOLE_ARTIFACTS, '21-changes-decided.png'), fullPage: true });
 
     await other.getByRole('link', { name: 'Audit' }).click();
     const timeline = other.getByRole('list', { name: 'Limit changes, newest first' });
     await expect.poll(() => timeline.textContent()).toContain('approved by ops-bob');
     expect(await timeline.locator('li').first().textContent()).toMatch(/proposed by ops-alice[\s\S]*gold is oversold[\s\S]*approved by ops-bob[\s\S]*agreed with sales/);
-    await other.screenshot({ path: path.join(ARTIFACTS, '22-audit-approval.png'), fullPage: true });
+    await other.screenshot({ path: path.join(CONSOLE_ARTIFACTS, '22-audit-approval.png'), fullPage: true });
     expect(await axeViolations(other), 'axe on the Audit page').toEqual([]);
     await other.close();
   }, 180_000);

@@ -2,31 +2,16 @@
 // service: an operator sets a shadow override beside the enforced tier limit, sees the shadow beside the
 // limit in force (not enforced), then enforces it. axe-core checks the page; a screenshot goes to
 // test-artifacts/console/.
-import { mkdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOrCreateJwtSecret } from '../../src/auth/jwtSecret.ts';
 import { mintToken } from '../../src/auth/token.ts';
-import { packagePath } from '../../src/packageRoot.ts';
-import { CHROMIUM, ensureConsoleBuilt, launchChromium, signIn } from '../support/consoleBrowser.ts';
+import { axeViolations, CHROMIUM, CONSOLE_ARTIFACTS, launchChromium, prepareConsole, signIn } from '../support/consoleBrowser.ts';
 import { startServiceIn, type RunningService } from '../support/serviceModes.ts';
 
 if (!CHROMIUM) console.warn('no Chromium found (Debian package `chromium`): the console shadow-limit suite is skipped');
 
-const ARTIFACTS = packagePath('test-artifacts', 'console');
-const AXE = packagePath('node_modules', 'axe-core', 'axe.min.js');
-
-async function axeViolations(page: Page): Promise<string[]> {
-  await page.addScriptTag({ content: await readFile(AXE, 'utf8') });
-  const result = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
-    return axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } });
-  });
-  return result.violations
-    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .map((violation) => `${violation.impact} ${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
-}
 
 describe.skipIf(!CHROMIUM)('shadow limits in the console (Chromium)', () => {
   let running: RunningService;
@@ -44,8 +29,7 @@ describe.skipIf(!CHROMIUM)('shadow limits in the console (Chromium)', () => {
   }
 
   beforeAll(async () => {
-    await mkdir(ARTIFACTS, { recursive: true });
-    await ensureConsoleBuilt();
+    await prepareConsole();
     running = await startServiceIn({ name: 'embedded PGlite', env: {}, prepare: async () => {}, dispose: async () => {} });
     const { secret } = await loadOrCreateJwtSecret(running.service.settings);
     operator = await mintToken({ secret, role: 'OPERATOR', sub: 'ops-alice', ttl: '1h' });
@@ -78,7 +62,7 @@ describe.skipIf(!CHROMIUM)('shadow limits in the console (Chromium)', () => {
     expect(await ingestRow.locator('td.shadow').textContent()).toContain('shadow');
     expect(await ingestRow.locator('td.why').textContent()).toBe('no override → tier');
     expect(await ingestRow.locator('td.winner').textContent()).toContain('100/s, burst 200');
-    await page.screenshot({ path: path.join(ARTIFACTS, 'shadow-limit-tenant.png'), fullPage: true });
+    await page.screenshot({ path: path.join(CONSOLE_ARTIFACTS, 'shadow-limit-tenant.png'), fullPage: true });
     expect(await axeViolations(page)).toEqual([]);
 
     await page.getByRole('button', { name: 'Enforce the shadow override' }).click();
