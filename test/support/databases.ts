@@ -1,11 +1,13 @@
 // Every integration suite runs once per storage target: PGlite always, PostgreSQL when DATABASE_URL is set.
 // Each test database is isolated: a fresh in-memory PGlite, or a fresh schema on the real server.
 import { randomBytes } from 'node:crypto';
-import { describe } from 'vitest';
+import { afterAll, beforeAll, describe } from 'vitest';
 import type { Db } from '../../src/db/db.ts';
 import { openPglite } from '../../src/db/pglite.ts';
 import { openPostgres, quoteIdent } from '../../src/db/postgres.ts';
 import { migrate } from '../../src/db/migrate.ts';
+import type { EventStore } from '../../src/ledger/eventStore.ts';
+import { createPostgresEventStore } from '../../src/ledger/postgres/postgresEventStore.ts';
 
 export interface StorageTarget {
   name: 'pglite' | 'postgres';
@@ -90,3 +92,21 @@ export const storageTargetsToRegister: ReadonlyArray<{ target: StorageTarget; sk
   { target: pgliteTarget, skip: false },
   postgresOnly ? { target: postgresOnly, skip: false } : { target: unreachablePostgres, skip: true },
 ];
+
+/**
+ * One database of `target` for the whole file, with the ledger's event store on it: opened before the file's
+ * tests (handed to `opened`) and closed after them. Opening a database is the slow part; each test reads only
+ * what it appended.
+ */
+export function eventStoreForFile(target: StorageTarget, opened: (ledger: { testDb: TestDb; store: EventStore }) => void): void {
+  let ledger: { testDb: TestDb; store: EventStore } | undefined;
+  beforeAll(async () => {
+    const testDb = await target.open();
+    ledger = { testDb, store: createPostgresEventStore(testDb.db) };
+    opened(ledger);
+  });
+  afterAll(async () => {
+    await ledger?.store.close();
+    await ledger?.testDb.dispose();
+  });
+}

@@ -1,7 +1,5 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { describeOnEachStorage } from '../../support/databases.ts';
-import type { TestDb } from '../../support/databases.ts';
-import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
+import { expect, it } from 'vitest';
+import { describeOnEachStorage, eventStoreForFile } from '../../support/databases.ts';
 import type { EventStore, NewEvent } from '../../../src/ledger/eventStore.ts';
 import { eventBytes } from '../../../src/ledger/appendSize.ts';
 import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
@@ -15,19 +13,9 @@ import { admissionSummaryReader } from '../../../src/ledger/catalog/summaryRefs.
 const T0 = 1_800_000_000_000;
 
 describeOnEachStorage('ledger recorder on $name', (target) => {
-  let testDb: TestDb;
   let store: EventStore;
 
-  // One database for the file (opening one is the slow part); each test reads only the events it appended.
-  beforeAll(async () => {
-    testDb = await target.open();
-    store = createPostgresEventStore(testDb.db);
-  });
-
-  afterAll(async () => {
-    await store.close();
-    await testDb.dispose();
-  });
+  eventStoreForFile(target, (ledger) => ({ store } = ledger));
 
   // A summary as the ledger reads it back: the counts recorded since (unauthenticated) present, as 0.
   const summary = (overrides: Partial<AdmissionSummary>) =>

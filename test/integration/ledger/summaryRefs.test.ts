@@ -1,7 +1,6 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { describeOnEachStorage } from '../../support/databases.ts';
+import { expect, it } from 'vitest';
+import { describeOnEachStorage, eventStoreForFile } from '../../support/databases.ts';
 import type { TestDb } from '../../support/databases.ts';
-import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../../src/ledger/catalog/admissions.ts';
 import { isSummaryRefTable, SummaryKeySources } from '../../../src/ledger/catalog/summaryRefs.ts';
@@ -20,15 +19,7 @@ describeOnEachStorage('summary references on $name', (target) => {
   let testDb: TestDb;
   let store: EventStore;
 
-  beforeAll(async () => {
-    testDb = await target.open();
-    store = createPostgresEventStore(testDb.db);
-  });
-
-  afterAll(async () => {
-    await store.close();
-    await testDb.dispose();
-  });
+  eventStoreForFile(target, (ledger) => ({ testDb, store } = ledger));
 
   async function appendedBy(act: () => Promise<void>) {
     const before = await store.readStream(ADMISSIONS_STREAM);

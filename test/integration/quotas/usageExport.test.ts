@@ -1,10 +1,10 @@
 // Usage you can bill from: summaries over a month written by the ledger Recorder (a quota's tenant and one
 // without), exported per tenant, dimension and day and per month; each export's sums match the ledger's own
 // summaries for the month exactly, and CSV and NDJSON carry the same rows.
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { describeOnEachStorage, type TestDb } from '../../support/databases.ts';
+import { expect, it } from 'vitest';
+import { describeOnEachStorage, eventStoreForFile } from '../../support/databases.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
-import { ADMISSIONS_STREAM, createLedgerRecorder, createPostgresEventStore, entriesOf, isSummaryRefTable, SummaryKeySources, type AdmissionsRecordedData, type EventStore } from '../../../src/ledger/index.ts';
+import { ADMISSIONS_STREAM, createLedgerRecorder, entriesOf, isSummaryRefTable, SummaryKeySources, type AdmissionsRecordedData, type EventStore } from '../../../src/ledger/index.ts';
 import { usage, usageCsv, usageNdjson } from '../../../src/quotas/index.ts';
 import type { AdmissionSummary } from '../../../src/governance/index.ts';
 import { MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
@@ -12,17 +12,9 @@ import { MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
 const JUNE = Date.UTC(2026, 5, 1) / 1000;
 
 describeOnEachStorage('usage export on $name', (target) => {
-  let testDb: TestDb;
   let store: EventStore;
 
-  beforeAll(async () => {
-    testDb = await target.open();
-    store = createPostgresEventStore(testDb.db);
-  });
-  afterAll(async () => {
-    await store.close();
-    await testDb.dispose();
-  });
+  eventStoreForFile(target, (ledger) => ({ store } = ledger));
 
   it("matches the ledger's summaries for the month exactly, per day and per month", async () => {
     // As the service records: a summary whose key was stored earlier in the hour is a reference to it.
