@@ -9,6 +9,7 @@ import { Cluster } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Governor, loadRedisSharedBudget } from '../../../src/governance/index.ts';
 import { MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
+import { windowRatios } from '../../support/windowRatios.ts';
 import { startPrivateRedisCluster, type PrivateRedisCluster } from '../../support/privateServers.ts';
 
 const { createRedisSharedBudget } = await loadRedisSharedBudget();
@@ -40,25 +41,6 @@ async function clusterGovernor(redisCluster: PrivateRedisCluster, keyPrefix: str
   return governor;
 }
 
-/**
- * Admitted / limit in each of `windows` one-second windows from `windowStartMs`, offered 2 x the limit in 100
- * steps of 10 ms (20 requests per replica each), replies waited for between steps: accuracy alone, whatever
- * the machine's load does to reply times.
- */
-async function windowRatios(governors: Governor[], windowStartMs: number, windows: number): Promise<number[]> {
-  const ratios: number[] = [];
-  for (let w = 0; w < windows; w++) {
-    let admitted = 0;
-    for (let step = 0; step < 100; step++) {
-      const at = windowStartMs + w * 1000 + step * 10;
-      for (const governor of governors) for (let i = 0; i < 20; i++) if (governor.admit(apiRequest(at)).admitted) admitted++;
-      await Promise.all(governors.map((governor) => governor.reservationsSettled()));
-    }
-    ratios.push(admitted / LIMIT);
-  }
-  return ratios;
-}
-
 describe.skipIf(!cluster)('shared counters on a Redis Cluster (3 masters, 3 replicas)', () => {
   beforeAll(async () => cluster!.healthy('{acme}'));
 
@@ -66,7 +48,7 @@ describe.skipIf(!cluster)('shared counters on a Redis Cluster (3 masters, 3 repl
     const keyPrefix = prefix();
     const governors = [await clusterGovernor(cluster!, keyPrefix), await clusterGovernor(cluster!, keyPrefix)];
     const windowStart = (Math.floor(Date.now() / 1000) + 10) * 1000;
-    const ratios = await windowRatios(governors, windowStart, 10);
+    const ratios = await windowRatios(governors, LIMIT, windowStart, 10);
     // A token bucket of the same tenant, so the tenant has keys of two kinds.
     for (let i = 0; i < 3; i++) {
       governors[0]!.admit({ tenant: 'acme', dimension: 'INGEST', allowance: 'LIVE', units: 1, at: Date.now() });
@@ -179,7 +161,7 @@ describe.skipIf(!cluster)('shared counters on a Redis Cluster (3 masters, 3 repl
     const ratios = [];
     for (let second = firstSecond; second <= lastSecond; second++) ratios.push(`${second - firstSecond}:${ratioIn(second).toFixed(3)}(${offeredBySecond.get(second) ?? 0})`);
     const gapSeconds = (sharedAgainAt - killedAt) / 1000;
-    const after = await windowRatios(governors, (Math.floor(Date.now() / 1000) + 1) * 1000, 3);
+    const after = await windowRatios(governors, LIMIT, (Math.floor(Date.now() / 1000) + 1) * 1000, 3);
     console.log(
       `Redis Cluster failover (node timeout 1 s): fallback from the kill until ${gapSeconds.toFixed(2)} s after it; the slot's new master seen ` +
         `${((movedAt - killedAt) / 1000).toFixed(2)} s after it, shared again ${((sharedAgainAt - movedAt) / 1000).toFixed(2)} s after that; ` +

@@ -7,6 +7,7 @@
 import { afterAll, expect, it, describe } from 'vitest';
 import { Governor, loadRedisSharedBudget } from '../../../src/governance/index.ts';
 import { MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
+import { windowRatios } from '../../support/windowRatios.ts';
 import { startNamespacedServer } from '../../support/networkNamespaces.ts';
 
 const { createRedisSharedBudget } = await loadRedisSharedBudget();
@@ -19,21 +20,6 @@ const CUT_MS = 3000;
 /** Requests each replica offers per 10 ms step: 4,000 a second each when the loop keeps time, 2 x the limit when it runs at a quarter of that. */
 const PER_STEP = 40;
 const apiRequest = (at: number) => ({ tenant: 'acme', dimension: 'API_REQUESTS', units: 1, at }) as const;
-
-/** Admitted / limit in each of `windows` one-second windows, 2 x the limit offered in 100 steps, replies waited for between steps. */
-async function windowRatios(governors: Governor[], windowStartMs: number, windows: number): Promise<number[]> {
-  const ratios: number[] = [];
-  for (let w = 0; w < windows; w++) {
-    let admitted = 0;
-    for (let step = 0; step < 100; step++) {
-      const at = windowStartMs + w * 1000 + step * 10;
-      for (const governor of governors) for (let i = 0; i < 20; i++) if (governor.admit(apiRequest(at)).admitted) admitted++;
-      await Promise.all(governors.map((governor) => governor.reservationsSettled()));
-    }
-    ratios.push(admitted / LIMIT);
-  }
-  return ratios;
-}
 
 describe.skipIf(!redis)('one replica cut off from Redis (network namespace, link down)', () => {
   it('meters on its half-limit fallback while cut, without a caller error, and returns to shared counting', { timeout: 90_000 }, async () => {
@@ -95,7 +81,7 @@ describe.skipIf(!redis)('one replica cut off from Redis (network namespace, link
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
     const governors = replicas.map(({ governor }) => governor);
-    const after = await windowRatios(governors, (Math.floor(Date.now() / 1000) + 1) * 1000, 3);
+    const after = await windowRatios(governors, LIMIT, (Math.floor(Date.now() / 1000) + 1) * 1000, 3);
     for (const { governor, budget } of replicas) {
       await governor.close();
       await budget.close();
