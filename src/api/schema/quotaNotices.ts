@@ -1,6 +1,7 @@
 // Quota notices and webhooks: the quotaThresholdCrossed subscription (a tenant's auditors and operators), and
 // for operators registerWebhook and the webhooks with their delivery logs; usage per period for billing.
 import { builder } from '../builder.ts';
+import { Forbidden, InvalidInput } from './errorClasses.ts';
 import { GraphQLError } from '../graphql.ts';
 import { createReadModelLimitSource } from '../../control-plane/index.ts';
 import { InvalidUsageQuery, MAX_USAGE_DAYS, quotaNoticesOf, quotaStatus, usage, type QuotaStatus, type QuotaThresholdCrossedData, type UsageRow } from '../../quotas/index.ts';
@@ -91,13 +92,14 @@ builder.queryField('webhooks', (t) =>
 builder.mutationField('registerWebhook', (t) =>
   t.field({
     type: RegisteredWebhookType,
-    description: 'Registers a webhook for notices (operators only). A bad field answers an InvalidInput error and registers nothing.',
+    description: 'Registers a webhook for notices (operators only; others are answered Forbidden). A bad field answers InvalidInput and registers nothing.',
     args: { input: t.arg({ type: RegisterWebhookInput, required: true }) },
     authScopes: { operate: true },
+    errors: { types: [Forbidden, InvalidInput], directResult: true, union: { name: 'RegisterWebhookPayload' } },
     resolve: async (_root, { input }, context) => {
       if (!context.webhookDb) throw new GraphQLError('webhooks are not available on this server', { extensions: { code: 'UNAVAILABLE' } });
       const result = await registerWebhook(context.webhookDb, context.actor.id, input);
-      if (result.status === 'refused') throw invalidInput(result.field, result.message);
+      if (result.status === 'refused') throw new InvalidInput(result.message, result.field);
       return { webhookId: result.webhookId };
     },
   }),
