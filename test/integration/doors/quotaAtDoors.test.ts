@@ -4,15 +4,29 @@
 // rejected (of which quota-rejected) in the ledger's summaries.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import mqtt from 'mqtt';
 import { pino } from 'pino';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createAdmissionRoutes } from '../../../src/doors/admissions/admissionRoutes.ts';
 import { DEFAULT_DESCRIPTOR_MAPPING } from '../../../src/doors/envoy-rls/descriptorMapping.ts';
 import { createRateLimitDecider } from '../../../src/doors/envoy-rls/rateLimitService.ts';
 import { startRlsServer } from '../../../src/doors/envoy-rls/rlsServer.ts';
 import { Governor } from '../../../src/governance/index.ts';
+import { createCountingSink, type CountingSink } from '../../../src/doors/pipeline/countingSink.ts';
+import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
+import { admissionSummaryReader } from '../../../src/ledger/catalog/summaryRefs.ts';
+import type { EventStore } from '../../../src/ledger/eventStore.ts';
+import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
+import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
+import { postgresOnly, storageTargets, type TestDb } from '../../support/databases.ts';
+import { mosquittoReachable, mqttUrl, uniqueNames } from '../../support/mosquitto.ts';
 import { RlsClient } from '../../support/rlsClient.ts';
+import { waitFor } from '../../support/waitFor.ts';
 import { CollectingRecorder, MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
+import { TableLimitSource } from './http/frontDoorHarness.ts';
+import { startDoor, type DoorUnderTest } from './mqtt/mqttHarness.ts';
+
+const brokerReachable = await mosquittoReachable('the MQTT part of the quota-at-the-doors suite');
 
 const DAY_MS = 86_400_000;
 const closers: (() => Promise<unknown> | unknown)[] = [];
@@ -111,5 +125,66 @@ describe('Envoy RLS', () => {
     await governor.flush();
     expect(recorder.total('admittedUnits', 'acme')).toBe(5);
     expect(recorder.total('rejectedUnits', 'acme')).toBe(1);
+  });
+});
+
+describe.skipIf(!brokerReachable)('the MQTT live door', () => {
+  const names = uniqueNames('quota');
+  let testDb: TestDb;
+  let store: EventStore;
+  let sink: CountingSink;
+  let door: DoorUnderTest;
+  let publisher: mqtt.MqttClient;
+
+  beforeAll(async () => {
+    testDb = await (postgresOnly ?? storageTargets[0]!).open();
+    store = createPostgresEventStore(testDb.db);
+    sink = createCountingSink();
+    const limits = new TableLimitSource().tenant('metered', {
+      INGEST: { override: { ratePerSecond: 1000, burst: 1000, quota: { period: 'DAY', limit: 5, timeZone: 'UTC' } } },
+    });
+    door = await startDoor({ ...names, limits, sink, ledger: createLedgerRecorder(store) });
+    publisher = await mqtt.connectAsync(mqttUrl, { clientId: `${names.clientId}-pub`, protocolVersion: 5, reconnectPeriod: 0 });
+  }, 60_000);
+
+  afterAll(async () => {
+    await publisher?.endAsync();
+    await door?.close();
+    await sink?.close();
+    await store?.close();
+    await testDb?.dispose();
+  });
+
+  it('past a daily quota of 5 readings, the over-quota readings are rejected (for the quota) in the ledger, not shed', async () => {
+    // Four messages of two readings: two fit the quota (4 of 5), the other two do not (a message is all or nothing).
+    const measurements = { level: 1 };
+    for (let i = 0; i < 4; i++) {
+      await publisher.publishAsync(`${names.root}/metered/pump-1/telemetry`, JSON.stringify({ readings: [{ measurements }, { measurements }] }), { qos: 1 });
+    }
+    await waitFor(() => door.consumer.stats().acknowledged === 4, { timeoutMs: 20_000, description: 'every message acknowledged' });
+    expect(sink.unitsByTenant.get('metered')).toBe(4);
+    await door.governor.flush();
+    expect(door.recorder.sum('metered', 'LIVE', 'admittedUnits')).toBe(4);
+    expect(door.recorder.sum('metered', 'LIVE', 'rejectedUnits')).toBe(4);
+    expect(door.recorder.sum('metered', 'LIVE', 'quotaRejectedUnits')).toBe(4);
+    expect(door.recorder.sum('metered', 'LIVE', 'rejectedMessages')).toBe(2);
+    expect(door.recorder.sum('metered', 'LIVE', 'shedUnits')).toBe(0);
+
+    const totals = { admittedUnits: 0, rejectedUnits: 0, quotaRejectedUnits: 0, shedUnits: 0 };
+    await waitFor(
+      async () => {
+        const entries = (await store.readStream(ADMISSIONS_STREAM))
+          .flatMap(admissionSummaryReader())
+          .filter((entry) => entry.tenantId === 'metered' && entry.allowance === 'LIVE');
+        totals.admittedUnits = entries.reduce((sum, entry) => sum + entry.admittedUnits, 0);
+        totals.rejectedUnits = entries.reduce((sum, entry) => sum + entry.rejectedUnits, 0);
+        totals.quotaRejectedUnits = entries.reduce((sum, entry) => sum + (entry.quotaRejectedUnits ?? 0), 0);
+        totals.shedUnits = entries.reduce((sum, entry) => sum + entry.shedUnits, 0);
+        return totals.admittedUnits === 4 && totals.rejectedUnits === 4;
+      },
+      { timeoutMs: 15_000, description: 'the readings in the ledger' },
+    );
+    expect(totals).toEqual({ admittedUnits: 4, rejectedUnits: 4, quotaRejectedUnits: 4, shedUnits: 0 });
+    expect(door.dropped.size).toBe(0);
   });
 });
