@@ -8,6 +8,7 @@ import { ADMISSIONS_STREAM, createLedgerRecorder, entriesOf, isSummaryRefTable, 
 import { usage, usageCsv, usageNdjson } from '../../../src/quotas/index.ts';
 import type { AdmissionSummary } from '../../../src/governance/index.ts';
 import { MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
+import { readWholeLedger } from '../../support/readLedger.ts';
 
 const JUNE = Date.UTC(2026, 5, 1) / 1000;
 
@@ -32,6 +33,9 @@ describeOnEachStorage('usage export on $name', (target) => {
     }
     const limits = new MemoryLimitSource().tenant('acme', { INGEST: { tier: { ratePerSecond: 100, quota: { period: 'DAY', limit: 300 } } } }).tenant('globex', {});
     const june = { from: new Date(JUNE * 1000), to: new Date((JUNE + 30 * 86_400) * 1000) };
+    // usage reads the ledger's global order, which holds an event back while an older transaction on the shared
+    // server is still open: wait until that order reaches what was recorded, as an export of past days would.
+    await readWholeLedger(store);
     const daily = await usage(store, limits, { ...june, granularity: 'DAY' });
     const monthly = await usage(store, limits, { ...june, granularity: 'MONTH' });
 

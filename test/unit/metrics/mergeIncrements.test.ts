@@ -15,10 +15,10 @@ describe('mergeIncrements', () => {
     ]);
     // Rows: tenant_id, dimension, allowance, minute start, then the family's counts in order.
     expect(merged).toEqual([
-      ['a', 'INGEST', 'LIVE', 60, 5, 0, 4, 0, 0, 0, 0, 0, 1, 0, 0],
-      ['b', 'INGEST', 'LIVE', 60, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
-      ['a', 'INGEST', 'LIVE', 120, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
-      ['a', 'INGEST', 'HTTP', 60, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+      ['a', 'INGEST', 'LIVE', 60, 5, 0, 4, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0],
+      ['b', 'INGEST', 'LIVE', 60, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+      ['a', 'INGEST', 'LIVE', 120, 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+      ['a', 'INGEST', 'HTTP', 60, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
     ]);
   });
 
