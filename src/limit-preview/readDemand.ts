@@ -87,15 +87,17 @@ export async function readRecordedDemand(q: Queryable, query: DemandQuery): Prom
       const { rows } = await q.query<{ id: string; fields: string | null; rows: string | null; ref: string | null }>(DEMAND_SQL, [windowFrom, windowTo]);
       for (const event of rows) {
         if (event.ref === null) {
-          if (event.fields !== null && event.rows !== null) keySources.remember(event.id, { fields: JSON.parse(event.fields), rows: JSON.parse(event.rows) });
-          addEvent(demand, event.fields, event.rows, query.dimension, tenants, fromSecond, toSecond);
+          if (event.fields === null || event.rows === null) continue;
+          const table = { fields: JSON.parse(event.fields) as unknown, rows: JSON.parse(event.rows) as unknown };
+          keySources.remember(event.id, table);
+          addEvent(demand, table.fields, table.rows, query.dimension, tenants, fromSecond, toSecond);
           continue;
         }
         const reference: unknown = JSON.parse(event.ref);
         if (!isSummaryRefTable(reference)) continue;
         const table = await keySources.tableOf(reference, (eventId) => lookUpSummaryEvent(q, eventId));
         if (typeof table === 'string') continue;
-        addEvent(demand, JSON.stringify(table.fields), JSON.stringify(table.rows), query.dimension, tenants, fromSecond, toSecond);
+        addEvent(demand, table.fields, table.rows, query.dimension, tenants, fromSecond, toSecond);
       }
     }
   };
@@ -108,16 +110,13 @@ export async function readRecordedDemand(q: Queryable, query: DemandQuery): Prom
 /** Adds one event's summaries of the dimension (and tenants) asked about; anything malformed is passed over. */
 function addEvent(
   demand: RecordedDemand,
-  fieldsText: string | null,
-  rowsText: string | null,
+  fields: unknown,
+  rows: unknown,
   dimension: string,
   tenants: ReadonlySet<string> | null,
   fromSecond: number,
   toSecond: number,
 ): void {
-  if (fieldsText === null || rowsText === null) return;
-  const fields: unknown = JSON.parse(fieldsText);
-  const rows: unknown = JSON.parse(rowsText);
   if (!Array.isArray(fields) || !Array.isArray(rows)) return;
   const [tenantAt, dimensionAt, allowanceAt, fromAt, secondsAt, admittedUnitsAt, admittedMessagesAt, shedUnitsAt, shedMessagesAt, rejectedUnitsAt, rejectedMessagesAt] =
     READ.map((field) => fields.indexOf(field));
