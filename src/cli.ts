@@ -334,25 +334,27 @@ async function verifiableLedgerCommand(action: 'public-key' | 'export' | 'verify
   if (positionals.length > 0) throw new UsageError(`ledger ${action} takes no ${positionals.length === 1 ? 'argument' : 'arguments'} here`);
   const [{ openDb }, { migrate }] = await Promise.all([import('./db/open.ts'), import('./db/migrate.ts')]);
   const settings = readSettings();
-  if (settings.eventStoreUrl) throw new UsageError('EVENTSTORE_URL is set: the Merkle tree is kept for the PostgreSQL ledger');
   const db = await openDb(settings);
+  // EVENTSTORE_URL: the tree is in the database beside the read models, the events on EventStoreDB.
+  const ledger = settings.eventStoreUrl ? await (await import('./ledger/openEventStore.ts')).openEventStore(db, settings.eventStoreUrl) : undefined;
   try {
     await migrate(db);
     const keySettings = { dataDir: settings.dataDir, signingKey: settings.ledgerVerifiable.signingKey, origin: settings.ledgerVerifiable.origin };
     if (action === 'public-key') {
-      console.log(await commands.ledgerPublicKey(db, keySettings));
+      console.log(await commands.ledgerPublicKey(db, keySettings, ledger));
     } else if (action === 'export') {
       if (!values.out) throw new UsageError('ledger export needs --out FILE');
       const since = values.since !== undefined ? await (await import('node:fs/promises')).readFile(values.since, 'utf8') : undefined;
       const range = { from: commands.parseBound(values.from, '--from'), to: commands.parseBound(values.to, '--to'), since };
-      const events = await commands.exportToFile(db, range, values.out);
+      const events = await commands.exportToFile(db, range, values.out, ledger);
       console.log(`exported ${events} leaves to ${values.out}`);
     } else {
-      const verdict = await commands.verifyDatabase(db, keySettings, values['public-key']);
+      const verdict = await commands.verifyDatabase(db, keySettings, values['public-key'], ledger);
       console.log(commands.describeVerdict(verdict));
       if (!verdict.ok) process.exitCode = 1;
     }
   } finally {
+    await ledger?.close();
     await db.close();
   }
 }

@@ -217,22 +217,25 @@ export async function startService(
       },
     });
     closers.push(() => retention.close());
-    // Every event a leaf of a Merkle tree, signed checkpoints handed out, the stored ledger verified now and then
-    // (docs/verifiable-ledger.md). A failed verify is logged and counted; the service keeps serving.
-    const verifiable = await startVerifiableLedger(db, {
-      dataDir: settings.dataDir,
-      ...settings.ledgerVerifiable,
-      onError: (error, step) => logger.warn({ err: error, step }, 'verifiable ledger step failed; tried again at the next pass'),
-      onSigned: ({ treeSize }) => logger.debug({ treeSize }, 'ledger checkpoint signed'),
-      onDelivered: ({ treeSize }, file) => logger.debug({ treeSize, file }, 'ledger checkpoint handed to GOVERNANCE_CHECKPOINT_COMMAND'),
-      onVerificationFailed: ({ reason, leaf, eventId }) => {
-        metrics.ledgerVerificationFailures.inc();
-        logger.error({ reason, leaf, eventId }, 'ledger verification failed: the stored ledger was altered');
-      },
-      onVerified: ({ summary }) => logger.info({ summary }, 'ledger verified'),
-    });
-    closers.push(() => verifiable.close());
   }
+
+  // Every event a leaf of a Merkle tree, signed checkpoints handed out, the stored ledger verified now and then
+  // (docs/verifiable-ledger.md). A failed verify is logged and counted; the service keeps serving. On
+  // EventStoreDB the tree follows $all through the port and is kept here, beside the read models.
+  const verifiable = await startVerifiableLedger(db, {
+    ledger: settings.eventStoreUrl ? store : undefined,
+    dataDir: settings.dataDir,
+    ...settings.ledgerVerifiable,
+    onError: (error, step) => logger.warn({ err: error, step }, 'verifiable ledger step failed; tried again at the next pass'),
+    onSigned: ({ treeSize }) => logger.debug({ treeSize }, 'ledger checkpoint signed'),
+    onDelivered: ({ treeSize }, file) => logger.debug({ treeSize, file }, 'ledger checkpoint handed to GOVERNANCE_CHECKPOINT_COMMAND'),
+    onVerificationFailed: ({ reason, leaf, eventId }) => {
+      metrics.ledgerVerificationFailures.inc();
+      logger.error({ reason, leaf, eventId }, 'ledger verification failed: the stored ledger was altered');
+    },
+    onVerified: ({ summary }) => logger.info({ summary }, 'ledger verified'),
+  });
+  closers.push(() => verifiable.close());
   metrics.useSources({
     commandBacklogs: commandBacklogSource(db, metricsSettings.namedTenants),
     projectionLags: () => projections.lag(),

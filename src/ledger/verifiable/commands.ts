@@ -5,6 +5,7 @@ import { readFile, rename } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { once } from 'node:events';
 import type { Db } from '../../db/db.ts';
+import type { EventStore } from '../eventStore.ts';
 import { isArchiveFile, verifyArchiveFile } from './archiveProofs.ts';
 import { exportLedgerLines, verifyStoredLedger, type ExportRange } from './exportLedger.ts';
 import { formatVerifierKey, parseVerifierKey, type VerifierKey } from './signedNote.ts';
@@ -19,8 +20,8 @@ export interface KeySettings {
 }
 
 /** The verifier key of this ledger's signing key (made if there is none yet, as the service would). */
-export async function ledgerPublicKey(db: Db, settings: KeySettings): Promise<string> {
-  const origin = await ledgerOrigin(db, settings.origin);
+export async function ledgerPublicKey(db: Db, settings: KeySettings, ledger?: EventStore): Promise<string> {
+  const origin = await ledgerOrigin(db, settings.origin, ledger);
   return formatVerifierKey(await loadSigningKey({ signingKey: settings.signingKey, dataDir: settings.dataDir, origin }));
 }
 
@@ -36,9 +37,12 @@ export function parseBound(text: string | undefined, name: string): number | Dat
   throw new RangeError(`${name} "${text}" is neither a leaf index (a whole number) nor an instant (ISO 8601, e.g. 2026-12-01T00:00:00Z)`);
 }
 
-/** Writes the export to `out` (under a temporary name, then renamed: a file under its name is whole). */
-export async function exportToFile(db: Db, range: ExportRange, out: string): Promise<number> {
-  const lines = await exportLedgerLines(db, range);
+/**
+ * Writes the export to `out` (under a temporary name, then renamed: a file under its name is whole). With
+ * `ledger` (EVENTSTORE_URL) the events are read through the port.
+ */
+export async function exportToFile(db: Db, range: ExportRange, out: string, ledger?: EventStore): Promise<number> {
+  const lines = await exportLedgerLines(db, range, ledger);
   const temporary = `${out}.tmp`;
   const stream = createWriteStream(temporary);
   let count = -1;
@@ -75,9 +79,9 @@ export async function verifyFile(file: string, publicKey: string, sinceFile?: st
 }
 
 /** `governance ledger verify` without a file: the stored ledger, with --public-key or this ledger's own key. */
-export async function verifyDatabase(db: Db, settings: KeySettings, publicKey?: string): Promise<Verdict> {
-  const key = publicKey !== undefined ? await readVerifierKey(publicKey) : parseVerifierKey(await ledgerPublicKey(db, settings));
-  return verifyStoredLedger(db, key);
+export async function verifyDatabase(db: Db, settings: KeySettings, publicKey?: string, ledger?: EventStore): Promise<Verdict> {
+  const key = publicKey !== undefined ? await readVerifierKey(publicKey) : parseVerifierKey(await ledgerPublicKey(db, settings, ledger));
+  return verifyStoredLedger(db, key, ledger);
 }
 
 /** The one line a verify prints. */

@@ -10,10 +10,14 @@ export async function eventIdsAtPositions(db: Queryable, positions: readonly str
     return position ? [{ text, commit: String(position.commit), prepare: String(position.prepare) }] : [];
   });
   if (parsed.length === 0) return new Map();
+  // On EventStoreDB the events are not in this database: the tree kept through the port (portTree.ts) knows
+  // which event is at a position it has reached.
   const { rows } = await db.query<{ tx_id: string; global_position: string; event_id: string }>(
-    `SELECT g.tx_id::text AS tx_id, g.global_position::text AS global_position, g.event_id::text AS event_id
+    `SELECT p.t AS tx_id, p.g::text AS global_position, coalesce(g.event_id, l.event_id)::text AS event_id
        FROM unnest($1::text[], $2::bigint[]) AS p(t, g)
-       JOIN gl_events g ON g.tx_id = p.t::xid8 AND g.global_position = p.g`,
+       LEFT JOIN gl_events g ON g.tx_id = p.t::xid8 AND g.global_position = p.g
+       LEFT JOIN gl_merkle_leaves l ON l.recorded_at IS NOT NULL AND l.tx_id = p.t::xid8 AND l.global_position = p.g
+      WHERE g.event_id IS NOT NULL OR l.event_id IS NOT NULL`,
     [parsed.map((each) => each.commit), parsed.map((each) => each.prepare)],
   );
   return new Map(rows.map((row) => [`${row.tx_id}:${row.global_position}`, row.event_id]));

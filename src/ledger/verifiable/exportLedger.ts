@@ -1,6 +1,9 @@
 // Exporting a range of the tree from the database (docs/verifiable-ledger.md, "The export file"), and the
-// database verify, which runs the offline verifier over an export of the whole stored tree.
+// database verify, which runs the offline verifier over an export of the whole stored tree. With `ledger` the
+// tree was kept through the EventStore port (EventStoreDB, portTree.ts) and the events are read through it.
 import type { Queryable } from '../../db/db.ts';
+import type { EventStore } from '../eventStore.ts';
+import { portExportLines } from './portExport.ts';
 import { checkArchivedLeaves, type ArchiveTally } from './archiveProofs.ts';
 import { countWithinPageBudget, STORED_BYTES_SQL } from '../readPageBudget.ts';
 import { checkpointAtOrBelow, latestCheckpoint, listCheckpoints, type SignedCheckpoint } from './checkpointer.ts';
@@ -29,21 +32,28 @@ const PAGE = 5_000;
 const EVENTS_BETWEEN = `WHERE (g.tx_id, g.global_position) > ($1::xid8, $2::bigint) AND (g.tx_id, g.global_position) <= ($3::xid8, $4::bigint)
   ORDER BY g.tx_id, g.global_position LIMIT $5`;
 
-async function leafAt(db: Queryable, at: Date): Promise<number> {
-  // The first leaf whose event was recorded at or after `at`; the tree's size when none was.
+async function leafAt(db: Queryable, at: Date, throughPort: boolean): Promise<number> {
+  // The first leaf whose event was recorded at or after `at`; the tree's size when none was. A tree kept
+  // through the port records the time beside the leaf: its events are not in this database.
   const { rows } = await db.query<{ leaf_index: string | null }>(
-    `SELECT min(l.leaf_index)::text AS leaf_index FROM gl_merkle_leaves l JOIN gl_events e ON e.event_id = l.event_id WHERE e.recorded_at >= $1`,
+    throughPort
+      ? 'SELECT min(l.leaf_index)::text AS leaf_index FROM gl_merkle_leaves l WHERE l.recorded_at >= $1'
+      : `SELECT min(l.leaf_index)::text AS leaf_index FROM gl_merkle_leaves l JOIN gl_events e ON e.event_id = l.event_id WHERE e.recorded_at >= $1`,
     [at.toISOString()],
   );
   return rows[0]?.leaf_index != null ? Number(rows[0].leaf_index) : (await readTreeHead(db)).size;
 }
 
 /** The header and lines of an export of [from, to) against the latest checkpoint covering `to`. */
-export async function exportLedger(db: Queryable, range: ExportRange = {}): Promise<{ header: ExportHeader; lines: AsyncIterable<ExportLine> }> {
+export async function exportLedger(
+  db: Queryable,
+  range: ExportRange = {},
+  ledger?: EventStore,
+): Promise<{ header: ExportHeader; lines: AsyncIterable<ExportLine> }> {
   const checkpoint = await latestCheckpoint(db);
   if (!checkpoint) throw new NothingToExport('no checkpoint has been signed yet: the tree is signed every GOVERNANCE_CHECKPOINT_SECONDS while events are appended');
-  const fromLeaf = range.from instanceof Date ? await leafAt(db, range.from) : (range.from ?? 0);
-  const toLeaf = Math.min(range.to instanceof Date ? await leafAt(db, range.to) : (range.to ?? checkpoint.treeSize), checkpoint.treeSize);
+  const fromLeaf = range.from instanceof Date ? await leafAt(db, range.from, ledger !== undefined) : (range.from ?? 0);
+  const toLeaf = Math.min(range.to instanceof Date ? await leafAt(db, range.to, ledger !== undefined) : (range.to ?? checkpoint.treeSize), checkpoint.treeSize);
   if (fromLeaf > toLeaf) throw new NothingToExport(`nothing to export: from leaf ${fromLeaf} is past ${toLeaf} (the latest checkpoint's size is ${checkpoint.treeSize})`);
 
   const outsideRanges = rangesOutside(checkpoint.treeSize, fromLeaf, toLeaf);
@@ -69,7 +79,7 @@ export async function exportLedger(db: Queryable, range: ExportRange = {}): Prom
     outside: outsideRanges.map(([start, end], i) => [start, end, outsideHashes[i]!.toString('hex')]),
     consistency,
   };
-  return { header, lines: exportLines(db, fromLeaf, toLeaf) };
+  return { header, lines: ledger ? portExportLines(db, ledger, fromLeaf, toLeaf) : exportLines(db, fromLeaf, toLeaf) };
 }
 
 function parseSince(note: string, latest: SignedCheckpoint): number {
@@ -163,16 +173,17 @@ async function* jsonLines(header: ExportHeader, lines: AsyncIterable<ExportLine>
 }
 
 /** The export as NDJSON text lines (header first), what `governance ledger export` writes. */
-export async function exportLedgerLines(db: Queryable, range: ExportRange = {}): Promise<AsyncIterable<string>> {
-  const { header, lines } = await exportLedger(db, range);
+export async function exportLedgerLines(db: Queryable, range: ExportRange = {}, ledger?: EventStore): Promise<AsyncIterable<string>> {
+  const { header, lines } = await exportLedger(db, range, ledger);
   return jsonLines(header, lines);
 }
 
 /**
  * `governance ledger verify` against the database: every stored checkpoint's signature, then every event of
  * the tree recomputed and checked against the latest checkpoint's root and every earlier one's on the way.
+ * With `ledger` (EventStoreDB) the events are read through the port; such a ledger has no archived days.
  */
-export async function verifyStoredLedger(db: Queryable, key: VerifierKey): Promise<Verdict> {
+export async function verifyStoredLedger(db: Queryable, key: VerifierKey, ledger?: EventStore): Promise<Verdict> {
   const checkpoints = await listCheckpoints(db);
   if (checkpoints.length === 0) return { ok: false, reason: 'no checkpoint has been signed yet' };
   const rootsAt = new Map<number, { root: Buffer; name: string }>();
@@ -184,9 +195,9 @@ export async function verifyStoredLedger(db: Queryable, key: VerifierKey): Promi
     }
     rootsAt.set(checkpoint.treeSize, { root: verdict.checkpoint.rootHash, name: `the checkpoint of size ${checkpoint.treeSize}` });
   }
-  const { header, lines } = await exportLedger(db, { from: 0 });
+  const { header, lines } = await exportLedger(db, { from: 0 }, ledger);
   const tally: ArchiveTally = { checked: 0, files: 0, takenAsStored: 0 };
-  const verdict = await verifyExport(jsonLines(header, checkArchivedLeaves(db, lines, tally)), key, { rootsAt });
+  const verdict = await verifyExport(jsonLines(header, ledger ? lines : checkArchivedLeaves(db, lines, tally)), key, { rootsAt });
   // The lines end at the first archived leaf whose file disagrees: a bad event before it names the verdict.
   const archiveFailure = tally.failure;
   if (archiveFailure && (verdict.ok || verdict.leaf === undefined || archiveFailure.leaf === undefined || archiveFailure.leaf <= verdict.leaf)) return archiveFailure;

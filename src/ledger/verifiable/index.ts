@@ -14,3 +14,5 @@ export * from './eventRefs.ts';
 export { defaultLeafHashers } from './leafHashers.ts';
 export * from './startVerifiableLedger.ts';
 export * from './commands.ts';
+export * from './portTree.ts';
+export * from './portExport.ts';

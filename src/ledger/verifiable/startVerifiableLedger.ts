@@ -1,9 +1,11 @@
-// The service's verifiable ledger (PostgreSQL/PGlite ledger only): the tree follower, a signed checkpoint every
+// The service's verifiable ledger: the tree follower (over the PostgreSQL/PGlite ledger, or with `ledger`
+// over EventStoreDB through the EventStore port, the tree beside the read models), a signed checkpoint every
 // GOVERNANCE_CHECKPOINT_SECONDS while the tree grew, handed to GOVERNANCE_CHECKPOINT_COMMAND, and a verify of the
 // stored ledger every GOVERNANCE_LEDGER_VERIFY_SECONDS. Nothing here can stop the service or an append: every
 // failure is reported and tried again at the next pass.
 import path from 'node:path';
 import type { Db, Queryable } from '../../db/db.ts';
+import type { EventStore } from '../eventStore.ts';
 import { startCheckpointer, type SignedCheckpoint } from './checkpointer.ts';
 import { verifyStoredLedger } from './exportLedger.ts';
 import { formatVerifierKey, type SignerKey } from './signedNote.ts';
@@ -12,6 +14,8 @@ import { startMerkleTree, type MerkleTree } from './treeFollower.ts';
 import type { Verdict } from './verify.ts';
 
 export interface VerifiableLedgerOptions {
+  /** The ledger when its events are not in `db` (EVENTSTORE_URL): the tree follows it through the port. */
+  ledger?: EventStore | undefined;
   dataDir: string;
   checkpointSeconds: number;
   checkpointCommand?: string | undefined;
@@ -38,17 +42,22 @@ export interface VerifiableLedger {
   close(): Promise<void>;
 }
 
-/** The ledger's origin: GOVERNANCE_LEDGER_ORIGIN, else named by the ledger's identity (migration 0090). */
-export async function ledgerOrigin(db: Queryable, configured: string | undefined): Promise<string> {
+/**
+ * The ledger's origin: GOVERNANCE_LEDGER_ORIGIN, else named by the ledger's identity (migration 0090; on
+ * EventStoreDB the id its adapter keeps in the server, src/ledger/eventstoredb/eventStoreDb.ts).
+ */
+export async function ledgerOrigin(db: Queryable, configured: string | undefined, ledger?: EventStore): Promise<string> {
   if (configured) return configured;
+  if (ledger) return defaultOrigin((await ledger.identity()).id);
   const { rows } = await db.query<{ id: string }>('SELECT id::text AS id FROM gl_ledger_identity');
   return defaultOrigin(rows[0]!.id);
 }
 
 export async function startVerifiableLedger(db: Db, options: VerifiableLedgerOptions): Promise<VerifiableLedger> {
-  const origin = await ledgerOrigin(db, options.origin);
+  const { ledger } = options;
+  const origin = await ledgerOrigin(db, options.origin, ledger);
   const key = await loadSigningKey({ signingKey: options.signingKey, dataDir: options.dataDir, origin });
-  const tree = startMerkleTree(db, { onError: (error) => options.onError?.(error, 'tree') });
+  const tree = startMerkleTree(db, { ...(ledger ? { ledger } : {}), onError: (error) => options.onError?.(error, 'tree') });
   const checkpointer = startCheckpointer(db, key, {
     intervalMs: options.checkpointSeconds * 1000,
     command: options.checkpointCommand,
@@ -62,7 +71,7 @@ export async function startVerifiableLedger(db: Db, options: VerifiableLedgerOpt
 
   let verifying: Promise<Verdict> | undefined;
   const verifyNow = () =>
-    (verifying ??= verifyStoredLedger(db, key)
+    (verifying ??= verifyStoredLedger(db, key, ledger)
       .then((verdict) => {
         if (verdict.ok) options.onVerified?.(verdict);
         else if (verdict.reason !== 'no checkpoint has been signed yet') options.onVerificationFailed?.(verdict);

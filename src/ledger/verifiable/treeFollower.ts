@@ -1,12 +1,20 @@
 // Keeps the Merkle tree up with the ledger: a follower of the global order, like a projection, woken by the
 // ledger's NOTIFY (polling as the fallback) and paced so that a page hashes many appends at once. Appends never
-// wait for it; a checkpoint signs only what it has added.
+// wait for it; a checkpoint signs only what it has added. With `ledger` (EVENTSTORE_URL) it reads the ledger
+// through the EventStore port instead (portTree.ts), polling.
 import type { Db } from '../../db/db.ts';
+import type { EventStore } from '../eventStore.ts';
 import { createAppendSignal } from '../postgres/appendSignal.ts';
+import { appendPortTreePage, PORT_TREE_PAGE } from './portTree.ts';
 import { appendTreePage, readTreeHead, type TreeHead } from './treeStore.ts';
 
 export interface MerkleTreeOptions {
-  /** Leaves per transaction at most. */
+  /**
+   * The ledger read through the EventStore port (EventStoreDB), when its events are not in `db`; absent, the
+   * PostgreSQL ledger in `db`, read by SQL and woken by its NOTIFY.
+   */
+  ledger?: EventStore;
+  /** Leaves per transaction at most (through the port: PORT_TREE_PAGE). */
   pageSize?: number;
   /** After a short page, wait at least this long before the next one, so one page takes many appends. */
   paceMs?: number;
@@ -33,12 +41,13 @@ export interface MerkleTree {
 export const MERKLE_TREE_DEFAULTS = { pageSize: 2_000, paceMs: 250, pollMs: 1_000, busyShare: 0.2 } as const;
 
 export function startMerkleTree(db: Db, options: MerkleTreeOptions = {}): MerkleTree {
-  const pageSize = options.pageSize ?? MERKLE_TREE_DEFAULTS.pageSize;
+  const { ledger } = options;
+  const pageSize = options.pageSize ?? (ledger ? PORT_TREE_PAGE : MERKLE_TREE_DEFAULTS.pageSize);
   const paceMs = options.paceMs ?? MERKLE_TREE_DEFAULTS.paceMs;
   const pollMs = options.pollMs ?? MERKLE_TREE_DEFAULTS.pollMs;
   const busyShare = options.busyShare ?? MERKLE_TREE_DEFAULTS.busyShare;
   if (!(busyShare > 0 && busyShare <= 1)) throw new RangeError(`busyShare is in (0, 1], got ${busyShare}`);
-  const signal = createAppendSignal(db);
+  const signal = ledger ? undefined : createAppendSignal(db);
   let closed = false;
   let wake: (() => void) | undefined;
   let woken = false;
@@ -62,13 +71,13 @@ export function startMerkleTree(db: Db, options: MerkleTreeOptions = {}): Merkle
   // One page at a time, whoever asks (the loop or catchUp).
   let turn: Promise<unknown> = Promise.resolve();
   const page = () => {
-    const next = turn.then(() => appendTreePage(db, pageSize));
+    const next = turn.then(() => (ledger ? appendPortTreePage(db, ledger, pageSize) : appendTreePage(db, pageSize)));
     turn = next.catch(() => undefined);
     return next;
   };
 
   const loop = (async () => {
-    const unlisten = await signal.listen(onAppend).catch(() => undefined);
+    const unlisten = await signal?.listen(onAppend).catch(() => undefined);
     while (!closed) {
       woken = false;
       let added = 0;
@@ -90,7 +99,7 @@ export function startMerkleTree(db: Db, options: MerkleTreeOptions = {}): Merkle
       await sleep(pollMs, true);
     }
     unlisten?.();
-    await signal.close().catch(() => undefined);
+    await signal?.close().catch(() => undefined);
   })();
 
   return {

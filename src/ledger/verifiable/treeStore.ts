@@ -145,7 +145,100 @@ export async function findLeaf(db: Queryable, eventId: string): Promise<StoredLe
   return row ? { leafIndex: Number(row.leaf_index), eventId: row.event_id, hash: Buffer.from(row.hash, 'hex') } : undefined;
 }
 
-const TREE_LOCK = "pg_advisory_xact_lock(hashtext('governance-ledger merkle tree'), hashtext(current_schema()))";
+/** A leaf to store: its hash, its event, and the event's position in the port's two parts (postgres: tx id, global_position; EventStoreDB: $all commit, prepare), in decimal. */
+export interface NewLeaf {
+  hash: Buffer;
+  eventId: string;
+  commit: string;
+  prepare: string;
+  /** The UTC day of an admission summary of the PostgreSQL ledger (archived days), else null. */
+  summaryDay: string | null;
+  /** When the event was recorded, for a tree whose events are not in this database (portTree.ts), else null. */
+  recordedAt: string | null;
+}
+
+/**
+ * Stores `leaves` as leaves [head.size, head.size + n) and every complete subtree they finish, from the right
+ * edge of the stored tree. The caller holds the tree's lock (TREE_LOCK) in `tx` and read `head` under it.
+ */
+export async function storeLeaves(tx: Queryable, head: TreeHead, leaves: readonly NewLeaf[]): Promise<void> {
+  // The right edge: the complete subtrees of [0, size), largest first, each waiting for a right sibling.
+  const edgeIds = fullSubtrees(0, head.size);
+  const edgeHashes = await readNodes(tx, edgeIds);
+  const edge = edgeIds.map((id) => ({ ...id, hash: edgeHashes.get(nodeKey(id.level, id.index))! }));
+  if (edge.some((node) => !node.hash)) throw new Error('the Merkle tree is missing a stored node on its right edge');
+
+  const leafIndexes: string[] = [];
+  const leafHashes: string[] = [];
+  const nodeLevels: number[] = [];
+  const nodeIndexes: string[] = [];
+  const nodeHashes: string[] = [];
+  let index = head.size;
+  for (const leaf of leaves) {
+    let node = { level: 0, index, hash: leaf.hash };
+    leafIndexes.push(String(index));
+    leafHashes.push(node.hash.toString('hex'));
+    while (edge.length > 0 && edge.at(-1)!.level === node.level) {
+      const left = edge.pop()!;
+      node = { level: node.level + 1, index: left.index / 2, hash: hashChildren(left.hash, node.hash) };
+      nodeLevels.push(node.level);
+      nodeIndexes.push(String(node.index));
+      nodeHashes.push(node.hash.toString('hex'));
+    }
+    edge.push(node);
+    index++;
+  }
+  await tx.query(
+    `INSERT INTO gl_merkle_leaves (leaf_index, event_id, tx_id, global_position, summary_day, hash, recorded_at)
+     SELECT i, e::uuid, t::xid8, g, d::date, decode(h, 'hex'), r::timestamptz
+       FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[], $7::text[]) AS l(i, e, t, g, d, h, r)`,
+    [
+      leafIndexes,
+      leaves.map((leaf) => leaf.eventId),
+      leaves.map((leaf) => leaf.commit),
+      leaves.map((leaf) => leaf.prepare),
+      leaves.map((leaf) => leaf.summaryDay),
+      leafHashes,
+      leaves.map((leaf) => leaf.recordedAt),
+    ],
+  );
+  if (nodeLevels.length > 0) {
+    await tx.query(
+      `INSERT INTO gl_merkle_nodes (level, node_index, hash)
+       SELECT l, i, decode(h, 'hex') FROM unnest($1::smallint[], $2::bigint[], $3::text[]) AS n(l, i, h)`,
+      [nodeLevels, nodeIndexes, nodeHashes],
+    );
+  }
+}
+
+/** The stored tree was built over another ledger than the one read now: extending it would mix two ledgers. */
+export class TreeOfAnotherLedger extends Error {
+  override readonly name = 'TreeOfAnotherLedger';
+  constructor(
+    readonly tree: { kind: string; id: string },
+    readonly ledger: { kind: string; id: string },
+  ) {
+    super(
+      `the Merkle tree in this database was built over the ${tree.kind} ledger ${tree.id}, not over the ${ledger.kind} ledger ${ledger.id} read now: ` +
+        'it is left as it is (its checkpoints stay provable); docs/verifiable-ledger.md says how to start a tree for the new ledger',
+    );
+  }
+}
+
+/** Refuses to extend a non-empty tree recorded (gl_checkpoints, MERKLE_TREE_READER) as another ledger's. */
+export async function checkTreeLedger(tx: Queryable, head: TreeHead, ledger: { kind: string; id: string }): Promise<void> {
+  if (head.size === 0) return;
+  const { rows } = await tx.query<{ ledger_kind: string | null; ledger_id: string | null }>(
+    'SELECT ledger_kind, ledger_id FROM gl_checkpoints WHERE projection = $1',
+    [MERKLE_TREE_READER.name],
+  );
+  const row = rows[0];
+  if (row?.ledger_kind && row.ledger_id && (row.ledger_kind !== ledger.kind || row.ledger_id !== ledger.id)) {
+    throw new TreeOfAnotherLedger({ kind: row.ledger_kind, id: row.ledger_id }, ledger);
+  }
+}
+
+export const TREE_LOCK = "pg_advisory_xact_lock(hashtext('governance-ledger merkle tree'), hashtext(current_schema()))";
 
 /**
  * Appends the next page of the global order to the tree in one transaction: takes the tree's lock (one writer
@@ -156,51 +249,28 @@ export async function appendTreePage(db: { transaction<T>(work: (tx: Queryable) 
   return db.transaction(async (tx) => {
     await tx.query(`SELECT ${TREE_LOCK}`);
     const head = await readTreeHead(tx);
+    if (head.size > 0) {
+      const { rows: identity } = await tx.query<{ id: string }>('SELECT id::text AS id FROM gl_ledger_identity');
+      await checkTreeLedger(tx, head, { kind: 'postgres', id: identity[0]!.id });
+    }
     const after: [string, string] = [head.last?.txId ?? '0', head.last?.globalPosition ?? '0'];
     const count = await eventsWithinBudget(tx, after, maxLeaves);
     if (count === 0) return 0;
     const { rows } = await tx.query<LeafRow>(EVENTS_AFTER_SQL, [...after, count]);
     if (rows.length === 0) return 0;
 
-    // The right edge: the complete subtrees of [0, size), largest first, each waiting for a right sibling.
-    const edgeIds = fullSubtrees(0, head.size);
-    const edgeHashes = await readNodes(tx, edgeIds);
-    const edge = edgeIds.map((id) => ({ ...id, hash: edgeHashes.get(nodeKey(id.level, id.index))! }));
-    if (edge.some((node) => !node.hash)) throw new Error('the Merkle tree is missing a stored node on its right edge');
-
-    const leafIndexes: string[] = [];
-    const leafHashes: string[] = [];
-    const nodeLevels: number[] = [];
-    const nodeIndexes: string[] = [];
-    const nodeHashes: string[] = [];
-    let index = head.size;
-    for (const row of rows) {
-      let node = { level: 0, index, hash: leafHash(leafEventOf(row)) };
-      leafIndexes.push(String(index));
-      leafHashes.push(node.hash.toString('hex'));
-      while (edge.length > 0 && edge.at(-1)!.level === node.level) {
-        const left = edge.pop()!;
-        node = { level: node.level + 1, index: left.index / 2, hash: hashChildren(left.hash, node.hash) };
-        nodeLevels.push(node.level);
-        nodeIndexes.push(String(node.index));
-        nodeHashes.push(node.hash.toString('hex'));
-      }
-      edge.push(node);
-      index++;
-    }
-    await tx.query(
-      `INSERT INTO gl_merkle_leaves (leaf_index, event_id, tx_id, global_position, summary_day, hash)
-       SELECT i, e::uuid, t::xid8, g, d::date, decode(h, 'hex')
-         FROM unnest($1::bigint[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[]) AS l(i, e, t, g, d, h)`,
-      [leafIndexes, rows.map((row) => row.id), rows.map((row) => row.tx_id), rows.map((row) => row.global_position), rows.map((row) => row.summary_day), leafHashes],
+    await storeLeaves(
+      tx,
+      head,
+      rows.map((row) => ({
+        hash: leafHash(leafEventOf(row)),
+        eventId: row.id,
+        commit: row.tx_id,
+        prepare: row.global_position,
+        summaryDay: row.summary_day,
+        recordedAt: null,
+      })),
     );
-    if (nodeLevels.length > 0) {
-      await tx.query(
-        `INSERT INTO gl_merkle_nodes (level, node_index, hash)
-         SELECT l, i, decode(h, 'hex') FROM unnest($1::smallint[], $2::bigint[], $3::text[]) AS n(l, i, h)`,
-        [nodeLevels, nodeIndexes, nodeHashes],
-      );
-    }
     // The tree's place in the global order, where retention looks for its readers (gl_checkpoints): a day of
     // summaries is archived only once the tree has its leaves.
     const last = rows.at(-1)!;

@@ -20,6 +20,7 @@ import { admissionSummary } from '../../support/admissionSummaries.ts';
 import {
   appendTreePage,
   exportLedger,
+  exportToFile,
   findLeaf,
   formatCheckpoint,
   formatVerifierKey,
@@ -155,6 +156,43 @@ describe.each(storageTargets)('the verifiable ledger on $name', (target) => {
     const stranger = signerKey(ORIGIN, generateKeyPairSync('ed25519').privateKey);
     const { header, lines } = await exportLedger(db, { from: 0 });
     expect(await verifyExport(ndjson(header, lines), stranger)).toMatchObject({ ok: false, reason: expect.stringMatching(/does not verify/) });
+  });
+
+  it("exports a day (--from and --to instants) to a file that verifies offline with only the public key", async () => {
+    opened = await target.open();
+    const { db } = opened;
+    await appendSome(db, 12);
+    // The first five events were recorded the day before (as an older ledger's would be), before the tree took them.
+    const first = (await eventsInOrder(db)).slice(0, 5).map((row) => row.id);
+    await asSuperuser(db, [`UPDATE gl_events SET recorded_at = recorded_at - interval '1 day' WHERE event_id = ANY($1::uuid[])`], [[first]]);
+    const tree = startMerkleTree(db, { paceMs: 0, pollMs: 200 });
+    try {
+      await waitFor(async () => (await tree.catchUp()).size === 12, { timeoutMs: 60_000, description: 'the tree to reach 12 leaves' });
+    } finally {
+      await tree.close();
+    }
+    const key = signerKey(ORIGIN, generateKeyPairSync('ed25519').privateKey);
+    await signCheckpoint(db, key);
+    const events = await eventsInOrder(db);
+    const today = Date.parse(events[5]!.recorded_at.slice(0, 10));
+    const dir = await mkdtemp(path.join(tmpdir(), 'gl-day-export-'));
+    try {
+      for (const [from, to, leaves] of [
+        [today, today + 86_400_000, '5..11'],
+        [today - 86_400_000, today, '0..4'],
+      ] as const) {
+        // Only today's events (yesterday's), by their recorded time: what `governance ledger export --from DAY --to NEXT_DAY` asks.
+        const todayEvents = events.filter((row) => Date.parse(row.recorded_at) >= from && Date.parse(row.recorded_at) < to);
+        const file = path.join(dir, `day-${from}.ndjson`);
+        expect(await exportToFile(db, { from: new Date(from), to: new Date(to) }, file)).toBe(todayEvents.length);
+        // With no database: the file and the verifier key, nothing else.
+        const verdict = await verifyFile(file, formatVerifierKey(key));
+        expect(verdict).toMatchObject({ ok: true, events: todayEvents.length, treeSize: 12 });
+        expect(verdict.ok && verdict.summary).toContain(`(leaves ${leaves})`);
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('cuts a tree page and an export page to their byte budget, so large events are never all parsed at once', async () => {
