@@ -3,8 +3,8 @@
 // lower override on the Tenant page and a lower tier limit on the Platform page and asks what each would have
 // refused: the chart (inline SVG: demand, the limit in force now and the proposed one, refused units) and its
 // figures show before anything is applied, with the API's own figures, and nothing changes until saved. On
-// the Platform page a platform default and a tier limit set in shadow show beside the enforced ones, and the
-// audit timeline marks them as shadows. axe-core checks the pages; screenshots go to test-artifacts/console/.
+// the Platform page a platform default and a tier limit set in shadow show beside the enforced ones (and the
+// tier's on its tenant's page), and the audit timeline marks them as shadows. axe-core checks the pages; screenshots go to test-artifacts/console/.
 import path from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -184,7 +184,14 @@ describe.skipIf(!CHROMIUM || !postgresOnly)('the limit preview chart in the cons
     await page.screenshot({ path: path.join(CONSOLE_ARTIFACTS, 'shadow-limits-platform.png'), fullPage: true });
     expect(await axeViolations(page), 'axe on the Platform page with shadows').toEqual([]);
 
-    await page.getByRole('link', { name: 'Audit' }).click();
+    // The tenant's page shows the tier's shadow beside the limit in force.
+    await page.goto(`${running.baseUrl}/console/#/tenant/acme`);
+    const ingestRow = page.locator('tr[data-dimension="INGEST"]');
+    await expect.poll(() => ingestRow.locator('td.shadow').textContent(), { timeout: 30_000 }).toContain('5/s, burst 10');
+    expect(await ingestRow.locator('td.shadow').textContent()).toContain('shadow, tier');
+    expect(await ingestRow.locator('td.winner').textContent()).toContain('100/s, burst 200');
+
+    await page.getByRole('navigation').getByRole('link', { name: 'Audit' }).click();
     const timeline = page.getByRole('list', { name: 'Limit changes, newest first' });
     await expect
       .poll(
