@@ -43,8 +43,9 @@ export const limitHistoryProjection: Projection = {
     const insert = (row: HistoryRow) => insertRow(tx, recorded, row);
     switch (event?.type) {
       case 'PlatformDefaultSet': {
-        const { dimension, previous, value } = event.data;
-        return insert({ kind: 'PLATFORM_DEFAULT_SET', dimension, previous, value });
+        const { dimension, previous, value, mode, promoted } = event.data;
+        if (mode === 'SHADOW') return insert({ kind: 'PLATFORM_SHADOW_DEFAULT_SET', dimension, previous: previous?.shadow ?? null, value: value.shadow });
+        return insert({ kind: promoted ? 'PLATFORM_SHADOW_DEFAULT_PROMOTED' : 'PLATFORM_DEFAULT_SET', dimension, previous: enforcedPart(previous), value: enforcedPart(value) });
       }
       case 'TierLimitSet': {
         const { tierId, dimension, previous, value, mode, promoted } = event.data;

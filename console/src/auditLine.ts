@@ -7,6 +7,8 @@ export interface Change {
   actor: string;
   reason: string | null;
   kind: string;
+  /** SHADOW: the change set a shadow limit, which refuses nothing. */
+  mode?: 'ENFORCE' | 'SHADOW';
   dimension: string | null;
   tenantId: string | null;
   tierId: string | null;

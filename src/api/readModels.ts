@@ -3,7 +3,7 @@
 // by its position. Everything the API reads as it is stored, it imports from its owner (src/control-plane,
 // src/command-backlog) under the owner's name.
 import type { Queryable } from '../db/index.ts';
-import { acceptLimit, acceptQuota, DIMENSIONS } from '../governance/index.ts';
+import { acceptLimit, acceptQuota, DIMENSIONS, shadowOf } from '../governance/index.ts';
 import type { Dimension, EffectiveLimit, LimitValue } from '../governance/index.ts';
 import type { EventStore } from '../ledger/index.ts';
 import { effectiveLimitsAt, limitHistory, listTiers, loadEffectiveLimits, loadOverrides } from '../control-plane/index.ts';
@@ -13,6 +13,8 @@ export interface TierRecord {
   tierId: string;
   name: string;
   limits: Array<{ dimension: Dimension; value: LimitValue }>;
+  /** The shadow limits set beside them (mode SHADOW), by dimension. */
+  shadowLimits: Array<{ dimension: Dimension; value: LimitValue }>;
 }
 
 export interface OverrideRecord {
@@ -42,7 +44,11 @@ function tierRecord(tier: Awaited<ReturnType<typeof listTiers>>[number]): TierRe
     if (!value && !quota) return [];
     return [{ dimension, value: quota ? { ...value, quota } : value! }];
   });
-  return { tierId: tier.tierId, name: tier.name, limits };
+  const shadowLimits = DIMENSIONS.flatMap((dimension) => {
+    const value = shadowOf(dimension, tier.limits[dimension]);
+    return value ? [{ dimension, value }] : [];
+  });
+  return { tierId: tier.tierId, name: tier.name, limits, shadowLimits };
 }
 
 export async function listTierRecords(q: Queryable): Promise<TierRecord[]> {

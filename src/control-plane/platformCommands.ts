@@ -2,10 +2,13 @@
 import type { Branding } from '../ledger/index.ts';
 import { PLATFORM_STREAM } from '../ledger/index.ts';
 import type { ControlPlaneCommand } from './controlPlaneCommand.ts';
+import { checkMode, levelValueAfter, type LimitMode } from './shadowLimits.ts';
 import { checkBranding, checkLimitChange, checkReason, isControlPlaneError, type LimitInput } from './validation.ts';
 
 export interface SetPlatformDefaultInput extends LimitInput {
   dimension: string;
+  /** SHADOW: decided beside the enforced default, refusing nothing (shadowLimits.ts); default ENFORCE. */
+  mode?: LimitMode | null;
   reason?: string | null;
 }
 
@@ -23,8 +26,11 @@ export const setPlatformDefault: ControlPlaneCommand<SetPlatformDefaultInput> = 
     const change = checkLimitChange(input, false);
     if (isControlPlaneError(change)) return change;
     const { dimension, value, reason } = change;
+    const mode = checkMode(dimension, input.mode);
+    if (isControlPlaneError(mode)) return mode;
     const previous = view.platform.defaults[dimension] ?? null;
-    return { event: { type: 'PlatformDefaultSet', data: { dimension, previous, value } }, reason };
+    const stored = levelValueAfter(previous, value, mode);
+    return { event: { type: 'PlatformDefaultSet', data: { dimension, previous, value: stored, ...(mode === 'SHADOW' ? { mode } : {}) } }, reason };
   },
 };
 

@@ -1,10 +1,11 @@
 // The state of each stream, folded from its events. Deciders decide on it; time travel folds the same
 // events up to an instant. One fold per stream kind, so "what the ledger says" has one definition.
 import type { Branding, ControlPlaneEvent, LevelValue, OverrideValue } from '../ledger/index.ts';
-import type { Dimension, LimitValue, OverLimitPolicy } from '../governance/index.ts';
+import type { Dimension, OverLimitPolicy } from '../governance/index.ts';
 
 export interface PlatformState {
-  defaults: Partial<Record<Dimension, LimitValue>>;
+  /** As stored: the enforced numbers and any shadow limit beside them (shadowLimits.ts). */
+  defaults: Partial<Record<Dimension, LevelValue>>;
   brandingDefault: Branding | null;
 }
 

@@ -22,11 +22,13 @@ export type LimitChangeKind =
   | 'TIER_SHADOW_LIMIT_SET'
   | 'TIER_SHADOW_LIMIT_PROMOTED'
   | 'OVERRIDE_SHADOW_SET'
-  | 'OVERRIDE_SHADOW_PROMOTED';
+  | 'OVERRIDE_SHADOW_PROMOTED'
+  | 'PLATFORM_SHADOW_DEFAULT_SET'
+  | 'PLATFORM_SHADOW_DEFAULT_PROMOTED';
 
 /** The mode of the limit a history entry set: SHADOW for the shadow kinds, ENFORCE for every other. */
 export function limitChangeMode(kind: LimitChangeKind): 'ENFORCE' | 'SHADOW' {
-  return kind === 'TIER_SHADOW_LIMIT_SET' || kind === 'OVERRIDE_SHADOW_SET' ? 'SHADOW' : 'ENFORCE';
+  return kind === 'TIER_SHADOW_LIMIT_SET' || kind === 'OVERRIDE_SHADOW_SET' || kind === 'PLATFORM_SHADOW_DEFAULT_SET' ? 'SHADOW' : 'ENFORCE';
 }
 
 /** Who an override's lapse names in the limit history: nobody acted, the instant passed. */

@@ -6,13 +6,13 @@
 // readings bucket, rate and burst live in one cell of AllowanceNumbers; TenantMeter copies what a decision
 // reads for the allowance last used, so a token-bucket admit need not touch this object at all (with
 // thousands of tenants an admit costs mostly cache misses).
-import { BURST, RATE_PER_SECOND, SHADOW_BURST, SHADOW_RATE_PER_SECOND, TALLY_SECOND, TALLY_MESSAGES, TALLY_UNITS } from './allowanceNumbers.ts';
+import { BURST, RATE_PER_SECOND, SHADOW, SHADOW_BURST, SHADOW_RATE_PER_SECOND, TALLY_SECOND, TALLY_MESSAGES, TALLY_UNITS } from './allowanceNumbers.ts';
 import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import { FixedWindow } from './fixedWindow.ts';
 import type { ResolvedLimits } from './resolvedLimits.ts';
 import type { SharedAllowance } from './sharedCounting.ts';
 import type { SlotSpec } from './slots.ts';
-import type { TokenBucket } from './tokenBucket.ts';
+import { takeTokens, TokenBucket } from './tokenBucket.ts';
 import type { LimitSourceLevel } from './types.ts';
 
 // Why admissions were metered at the platform default (TenantMeter's status while its ceilings are unknown).
@@ -107,6 +107,12 @@ export class AllowanceState {
    */
   messageBucket: TokenBucket | null = null;
   readonly window: FixedWindow | null;
+  /**
+   * The shadow limit's own limiters where the cell has no room for them: its message bucket (per-message
+   * charges) and its fixed window (API_REQUESTS). Made on the first shadowed charge of their kind.
+   */
+  shadowMessageBucket: TokenBucket | null = null;
+  shadowWindow: FixedWindow | null = null;
 
   /** Listed among the allowances with counts to flush. */
   dirty = false;
@@ -198,10 +204,26 @@ export class AllowanceState {
     values[this.cell + BURST] = limits.burst[dimensionIndex]!;
     this.source = limits.source[dimensionIndex]!;
     this.downsample = this.slot.kind === 'FIXED_WINDOW' && limits.apiOverLimitPolicy === 'STABLE_DOWNSAMPLE';
-    const shadowRate = this.slot.kind === 'TOKEN_BUCKET' ? limits.shadowRatePerSecond[dimensionIndex]! : 0;
+    // Token buckets and fixed windows alike (a fixed window's rate is its limit per window); 0 where no shadow.
+    const shadowRate = limits.shadowRatePerSecond[dimensionIndex]!;
     values[this.cell + SHADOW_RATE_PER_SECOND] = shadowRate;
     values[this.cell + SHADOW_BURST] = limits.shadowBurst[dimensionIndex]!;
     this.shadowed = shadowRate > 0;
+  }
+
+  /**
+   * Whether the shadow limit (a limit set with mode SHADOW, `shadowed`) would admit this charge, decided on its
+   * own limiter with the shadow's numbers: the readings bucket in the cell, its message bucket, or its fixed
+   * window (API_REQUESTS: as EXACT_REJECT decides, whatever the tenant's over-limit policy, as a preview
+   * replays it). Allocates only the first message bucket or window.
+   */
+  shadowAdmits(byMessage: boolean, units: number, at: number): boolean {
+    const values = this.numbers.values;
+    const rate = values[this.cell + SHADOW_RATE_PER_SECOND]!;
+    if (this.slot.kind === 'FIXED_WINDOW') return (this.shadowWindow ??= new FixedWindow()).takeExact(units, Math.floor(at / 1000), rate);
+    const burst = values[this.cell + SHADOW_BURST]!;
+    if (byMessage) return (this.shadowMessageBucket ??= new TokenBucket()).take(units, at, rate, burst);
+    return takeTokens(values, this.cell + SHADOW, units, at, rate, burst);
   }
 
   /**

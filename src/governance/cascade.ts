@@ -82,23 +82,27 @@ export function shadowOf(dimension: Dimension, raw: unknown): LimitValue | undef
 /**
  * The shadow limit a tenant is watched at: the cascade run again with each level's shadow in place of its
  * value, when the level that wins then is one with a shadow. So a tier's shadow watches the tenants the tier
- * limit governs, and not a tenant whose own override wins; an override's shadow watches its tenant.
+ * limit governs, and not a tenant whose own override wins; an override's shadow watches its tenant; a platform
+ * default's shadow watches the tenants neither an override nor their tier sets. Rate dimensions only (token
+ * buckets and fixed windows): a count ceiling is not decided per request.
  */
 export function resolveShadowLimit(dimension: Dimension, levels: LimitLevels): Resolved<LimitValue, LimitSourceLevel> | undefined {
-  if (DIMENSION_CATALOG[dimension].kind !== 'TOKEN_BUCKET') return undefined;
+  if (DIMENSION_CATALOG[dimension].kind === 'COUNT_CEILING') return undefined;
   const override = shadowOf(dimension, levels.override);
   const tier = shadowOf(dimension, levels.tier);
-  if (override === undefined && tier === undefined) return undefined;
+  const platform = shadowOf(dimension, levels.platformDefault);
+  if (override === undefined && tier === undefined && platform === undefined) return undefined;
   const resolved = resolveCascade<LimitValue, LimitSourceLevel>(
     [
       { source: 'TENANT_OVERRIDE', value: override ?? levels.override },
       { source: 'TIER', value: tier ?? levels.tier },
+      { source: 'PLATFORM_DEFAULT', value: platform ?? levels.platformDefault },
     ],
     (raw) => acceptLimit(dimension, raw),
   );
   if (resolved === undefined) return undefined;
-  const fromShadow = resolved.source === 'TENANT_OVERRIDE' ? override !== undefined : tier !== undefined;
-  return fromShadow ? resolved : undefined;
+  const shadows: Partial<Record<LimitSourceLevel, LimitValue | undefined>> = { TENANT_OVERRIDE: override, TIER: tier, PLATFORM_DEFAULT: platform };
+  return shadows[resolved.source] !== undefined ? resolved : undefined;
 }
 
 export type LevelsByDimension = Partial<Record<Dimension, LimitLevels>>;
@@ -114,11 +118,9 @@ export function resolveEffectiveLimits(
   const levels: LevelsByDimension = isRecord(input) ? input.levels : input;
   return DIMENSIONS.map((dimension) => {
     const own = levels[dimension] ?? {};
-    const { value, source } = resolveEffectiveLimit(dimension, {
-      ...own,
-      platformDefault: own.platformDefault ?? platformDefaults[dimension],
-    });
-    const shadow = resolveShadowLimit(dimension, own);
+    const withPlatform = { ...own, platformDefault: own.platformDefault ?? platformDefaults[dimension] };
+    const { value, source } = resolveEffectiveLimit(dimension, withPlatform);
+    const shadow = resolveShadowLimit(dimension, withPlatform);
     return shadow ? { dimension, value, source, shadow } : { dimension, value, source };
   });
 }

@@ -4,7 +4,7 @@
 // decision from slices of the shared budget (Redis) reserved ahead of use, and Tallies hands per-second
 // counts to the Recorder on a timer. admit allocates only its result, decide and hold nothing (and, once per
 // new tenant or allowance, that state).
-import { BURST, RATE_PER_SECOND, SHADOW, SHADOW_BURST, SHADOW_RATE_PER_SECOND } from './allowanceNumbers.ts';
+import { BURST, RATE_PER_SECOND } from './allowanceNumbers.ts';
 import { OUTCOME_QUOTA, OUTCOME_SHADOW_LIMITED } from './allowanceState.ts';
 import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import { AllowanceState } from './allowanceState.ts';
@@ -526,13 +526,11 @@ export class Governor {
         this.heldCause = cause;
       }
       else this.tallies.count(allowance, at, units, byMessage, refused, cause);
-      // The shadow limit: decided on its own bucket in the same cell, whatever the enforced limit decided
-      // (so it sees the demand a replay of the ledger sees), never refusing; what it would have refused is
-      // counted beside the decision. Readings charges on token buckets only.
-      if (allowance.shadowed && !byMessage && slot.kind === 'TOKEN_BUCKET') {
-        if (!takeTokens(numbers, cell + SHADOW, units, at, numbers[cell + SHADOW_RATE_PER_SECOND]!, numbers[cell + SHADOW_BURST]!)) {
-          this.tallies.count(allowance, at, units, false, OUTCOME_SHADOW_LIMITED, -1);
-        }
+      // The shadow limit: decided on its own limiter, whatever the enforced limit decided (so it sees the
+      // demand a replay of the ledger sees), never refusing; what it would have refused is counted beside the
+      // decision (a message charge as a message, a readings charge as its units and one message).
+      if (allowance.shadowed && !allowance.shadowAdmits(byMessage, units, at)) {
+        this.tallies.count(allowance, at, units, byMessage, OUTCOME_SHADOW_LIMITED, -1);
       }
     }
     this.vouch(state, known && !allowance.shadowed && !limits.hasQuota);

@@ -5,3 +5,4 @@ export type { LimitChangePreview, PreviewQuery, ProposedLimitChange, RefusalFigu
 export { MAX_SPAN_SECONDS, RECORDED_LATE_SECONDS } from './readDemand.ts';
 export { MAX_STEPS_PER_SECOND } from './replayDemand.ts';
 export { formatPreview } from './formatPreview.ts';
+export { MAX_SERIES_POINTS, type PreviewPoint } from './previewSeries.ts';

@@ -8,6 +8,7 @@ import { loadTenantGovernance } from '../control-plane/index.ts';
 import { DIMENSION_CATALOG, DIMENSIONS, resolveEffectiveLimits, validateLimitValue } from '../governance/index.ts';
 import type { Dimension, LimitSourceLevel, LimitValue, TenantGovernanceRecord } from '../governance/index.ts';
 import { readRecordedDemand } from './readDemand.ts';
+import { PreviewSeries, type PreviewPoint } from './previewSeries.ts';
 import { RefusalTally, replaySpans, type ReplayLimit } from './replayDemand.ts';
 
 /** The range a preview may replay, at most: a month of summaries. */
@@ -78,11 +79,15 @@ export interface LimitChangePreview {
   dimension: Dimension;
   from: Date;
   to: Date;
+  /** The value proposed at its level, as it would be stored. */
+  proposedLimit: LimitValue;
   /** Tenants with recorded demand whose effective limit the change moves (all of them are in `total`). */
   tenantsAffected: number;
   total: Omit<TenantLimitPreview, 'tenantId' | 'proposedLimit' | 'currentLimit' | 'currentSource'>;
   /** The `first` affected tenants, most refused units under the proposed limit first. */
   tenants: TenantLimitPreview[];
+  /** The range in buckets of whole minutes, for a chart (previewSeries.ts). */
+  series: PreviewPoint[];
 }
 
 /** A preview that cannot be answered as asked: which argument, and why. Nothing was read. */
@@ -193,6 +198,7 @@ export async function previewLimitChange(q: Queryable, query: PreviewQuery): Pro
   let demandMessages = 0;
   let recordedRefusedUnits = 0;
   let recordedRefusedMessages = 0;
+  const series = new PreviewSeries(fromSecond, toSecond);
   for (const [tenantId, byAllowance] of demand) {
     const record = records.get(tenantId);
     // Demand of a name the control plane does not know (an unconfirmed HTTP name): no level of it can change.
@@ -209,6 +215,7 @@ export async function previewLimitChange(q: Queryable, query: PreviewQuery): Pro
     for (const spans of byAllowance.values()) {
       replaySpans(spans, limitFor(target.dimension, proposed.value), proposedTally, fromSecond, toSecond);
       replaySpans(spans, limitFor(target.dimension, current.value), currentTally, fromSecond, toSecond);
+      series.addDemand(spans);
       for (const span of spans) {
         tenantUnits += span.units;
         tenantMessages += span.messages;
@@ -235,11 +242,13 @@ export async function previewLimitChange(q: Queryable, query: PreviewQuery): Pro
       recordedRefusedMessages: Math.round(tenantRefusedMessages),
     });
   }
+  series.addRefused(totalProposed.byMinute, totalCurrent.byMinute);
   previews.sort((a, b) => b.refusedUnits - a.refusedUnits || b.refusedMessages - a.refusedMessages || (a.tenantId < b.tenantId ? -1 : 1));
   return {
     dimension: target.dimension,
     from,
     to,
+    proposedLimit: target.value,
     tenantsAffected: previews.length,
     total: {
       demandUnits: Math.round(demandUnits),
@@ -250,6 +259,7 @@ export async function previewLimitChange(q: Queryable, query: PreviewQuery): Pro
       recordedRefusedMessages: Math.round(recordedRefusedMessages),
     },
     tenants: previews.slice(0, first),
+    series: series.points(),
   };
 }
 

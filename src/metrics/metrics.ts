@@ -46,6 +46,8 @@ export interface TenantUnits {
   hitSeconds: number;
   /** Units a shadow limit (mode SHADOW) would have refused; it refused none. */
   shadowLimited?: number;
+  /** Messages (requests) a shadow limit would have refused, per-message charges included. */
+  shadowLimitedMessages?: number;
 }
 
 /** The `outcome` label of refused_messages_total. */
@@ -112,6 +114,12 @@ export function createMetrics(options: MetricsOptions) {
     shadowLimitedUnits: new Counter({
       name: `${prefix}governance_shadow_limited_units_total`,
       help: 'Units a shadow limit (a limit set with mode SHADOW, decided beside the enforced one) would have refused; it refused none of them. By dimension, allowance and tenant.',
+      labelNames: byTenant,
+      registers,
+    }),
+    shadowLimitedMessages: new Counter({
+      name: `${prefix}governance_shadow_limited_messages_total`,
+      help: 'Messages (requests) a shadow limit would have refused, per-message charges included; it refused none of them. By dimension, allowance and tenant.',
       labelNames: byTenant,
       registers,
     }),
@@ -271,6 +279,7 @@ export function createMetrics(options: MetricsOptions) {
       if ((units.rejectedMessages ?? 0) > 0) metrics.refusedMessages.inc(refusedLabels(labels, 'rejected'), units.rejectedMessages);
       if (units.hitSeconds > 0) metrics.limitHitSeconds.inc(labels, units.hitSeconds);
       if ((units.shadowLimited ?? 0) > 0) metrics.shadowLimitedUnits.inc(labels, units.shadowLimited);
+      if ((units.shadowLimitedMessages ?? 0) > 0) metrics.shadowLimitedMessages.inc(labels, units.shadowLimitedMessages);
     },
     /** Supplies the pulled metrics' sources (any subset; a later call replaces the named ones). */
     useSources(sources: MetricSources): void {
@@ -286,7 +295,7 @@ export function createMetrics(options: MetricsOptions) {
   tenants.onDemoted = (demoted) => {
     for (const tenant of demoted) {
       for (const labels of tenantSeries.get(tenant)?.values() ?? []) {
-        for (const counter of [metrics.admittedUnits, metrics.shedUnits, metrics.rejectedUnits, metrics.unauthenticatedUnits, metrics.quotaRejectedUnits, metrics.limitHitSeconds, metrics.shadowLimitedUnits]) {
+        for (const counter of [metrics.admittedUnits, metrics.shedUnits, metrics.rejectedUnits, metrics.unauthenticatedUnits, metrics.quotaRejectedUnits, metrics.limitHitSeconds, metrics.shadowLimitedUnits, metrics.shadowLimitedMessages]) {
           counter.remove(labels);
         }
         for (const outcome of REFUSED_OUTCOMES) metrics.refusedMessages.remove(refusedLabels(labels, outcome));

@@ -25,6 +25,7 @@ export function createMetricsRecorder(metrics: Metrics): Recorder {
           quotaRejected: countable(entry.quotaRejectedUnits ?? 0),
           hitSeconds: countable(entry.hitSeconds),
           shadowLimited: countable(entry.shadowLimitedUnits ?? 0),
+          shadowLimitedMessages: countable(entry.shadowLimitedMessages ?? 0),
         };
         const before = counted.get(entry);
         counted.set(entry, now);
@@ -41,6 +42,7 @@ export function createMetricsRecorder(metrics: Metrics): Recorder {
                 quotaRejected: gain(now.quotaRejected, before.quotaRejected ?? 0),
                 hitSeconds: gain(now.hitSeconds, before.hitSeconds),
                 shadowLimited: gain(now.shadowLimited, before.shadowLimited ?? 0),
+                shadowLimitedMessages: gain(now.shadowLimitedMessages, before.shadowLimitedMessages ?? 0),
               }
             : now,
         };
@@ -57,7 +59,7 @@ export function createMetricsRecorder(metrics: Metrics): Recorder {
         const labels = { dimension: entry.dimension, allowance: entry.allowance ?? '', tenant: metrics.tenants.label(entry.tenantId) };
         const key = `${labels.dimension}\u0000${labels.allowance}\u0000${labels.tenant}`;
         let sum = sums.get(key);
-        if (!sum) sums.set(key, (sum = { labels, units: { admitted: 0, shed: 0, rejected: 0, unauthenticated: 0, shedMessages: 0, rejectedMessages: 0, quotaRejected: 0, hitSeconds: 0, shadowLimited: 0 } }));
+        if (!sum) sums.set(key, (sum = { labels, units: { admitted: 0, shed: 0, rejected: 0, unauthenticated: 0, shedMessages: 0, rejectedMessages: 0, quotaRejected: 0, hitSeconds: 0, shadowLimited: 0, shadowLimitedMessages: 0 } }));
         sum.units.admitted += units.admitted;
         sum.units.unauthenticated! += units.unauthenticated;
         sum.units.shed += units.shed;
@@ -67,6 +69,7 @@ export function createMetricsRecorder(metrics: Metrics): Recorder {
         sum.units.quotaRejected! += units.quotaRejected;
         sum.units.hitSeconds += units.hitSeconds;
         sum.units.shadowLimited! += units.shadowLimited;
+        sum.units.shadowLimitedMessages! += units.shadowLimitedMessages;
       }
       for (const { labels, units } of sums.values()) metrics.addTenantUnits(labels, units);
 

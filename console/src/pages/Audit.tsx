@@ -6,7 +6,7 @@ import { approvalLine, beforeAfter, level, type Change } from '../auditLine.ts';
 const VALUE = '{ ratePerSecond burst ceiling }';
 const HISTORY = `query ($tenantId: ID, $tierId: ID, $dimension: Dimension, $after: String) {
   limitHistory(tenantId: $tenantId, tierId: $tierId, dimension: $dimension, first: 50, after: $after) {
-    edges { node { at actor reason kind dimension tenantId tierId previousTierId previous ${VALUE} value ${VALUE} policy previousPolicy expiresAt approval { proposedBy proposedAt proposerReason effectiveFrom approvedBy approvedAt approverReason } } }
+    edges { node { at actor reason kind mode dimension tenantId tierId previousTierId previous ${VALUE} value ${VALUE} policy previousPolicy expiresAt approval { proposedBy proposedAt proposerReason effectiveFrom approvedBy approvedAt approverReason } } }
     pageInfo { hasNextPage endCursor }
   }
 }`;
@@ -58,7 +58,8 @@ export function Audit({ viewer, params }: { viewer: Viewer; params: URLSearchPar
           <li>
             <time dateTime={node.at}>{new Date(node.at).toLocaleString()}</time>
             <div>
-              <strong>{node.kind}</strong> on {level(node)}
+              <strong>{node.kind}</strong>
+              {node.mode === 'SHADOW' && <span class="badge">shadow: refuses nothing</span>} on {level(node)}
               {node.dimension ? ` · ${node.dimension}` : ''}: <span class="change">{beforeAfter(node)}</span>
               {node.expiresAt ? ` (until ${new Date(node.expiresAt).toLocaleString()})` : ''}
               <br />

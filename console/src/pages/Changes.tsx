@@ -12,6 +12,7 @@ interface Request {
   tenantId: string | null;
   tierId: string | null;
   dimension: string;
+  mode: 'ENFORCE' | 'SHADOW';
   value: LimitValue | null;
   previous: LimitValue | null;
   effectiveFrom: string;
@@ -25,13 +26,14 @@ interface Request {
 const VALUE = '{ ratePerSecond burst ceiling }';
 const REQUESTS = `query ($states: [LimitChangeRequestState!]) {
   limitChangeRequests(states: $states, first: 100) {
-    changeId command state tenantId tierId dimension value ${VALUE} previous ${VALUE} effectiveFrom approvalExpiresAt
+    changeId command state tenantId tierId dimension mode value ${VALUE} previous ${VALUE} effectiveFrom approvalExpiresAt
     proposer proposerReason proposedAt approvableByViewer
   }
 }`;
 
 const target = (request: Request) => (request.tenantId ? `tenant ${request.tenantId}` : request.tierId ? `tier ${request.tierId}` : 'platform');
-const change = (request: Request) => `${formatLimit(request.previous)} → ${request.value ? formatLimit(request.value) : 'cleared'}`;
+const change = (request: Request) =>
+  `${request.mode === 'SHADOW' ? 'shadow (refuses nothing): ' : ''}${formatLimit(request.previous)} → ${request.value ? formatLimit(request.value) : 'cleared'}`;
 
 export function Changes({ viewer }: { viewer: Viewer }) {
   const pending = useLoad(() => gql<{ limitChangeRequests: Request[] }>(REQUESTS, { states: ['PENDING_APPROVAL'] }), []);

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { canEdit, describePayload, DIMENSIONS, formatLimit, gql, mutate, type LimitValue, type Viewer } from '../api.ts';
 import { useLoad } from '../hooks.ts';
+import { LimitPreview } from '../limitPreview.tsx';
 
 interface PlatformData {
   dimensions: Array<{
@@ -9,15 +10,15 @@ interface PlatformData {
     overLimitByAllowance: Array<{ allowance: string | null; overLimit: string; answer: string }>;
     shippedDefault: LimitValue;
   }>;
-  platformDefaults: Array<{ dimension: string; value: LimitValue | null }>;
-  tiers: Array<{ id: string; name: string; limits: Array<{ dimension: string; value: LimitValue }> }>;
+  platformDefaults: Array<{ dimension: string; value: LimitValue | null; shadow: LimitValue | null }>;
+  tiers: Array<{ id: string; name: string; limits: Array<{ dimension: string; value: LimitValue }>; shadowLimits: Array<{ dimension: string; value: LimitValue }> }>;
 }
 
 const VALUE = '{ ratePerSecond burst ceiling }';
 const PLATFORM = `{
   dimensions { dimension unit overLimitByAllowance { allowance overLimit answer } shippedDefault ${VALUE} }
-  platformDefaults { dimension value ${VALUE} }
-  tiers { id name limits { dimension value ${VALUE} } }
+  platformDefaults { dimension value ${VALUE} shadow ${VALUE} }
+  tiers { id name limits { dimension value ${VALUE} } shadowLimits { dimension value ${VALUE} } }
 }`;
 
 export function Platform({ viewer }: { viewer: Viewer }) {
@@ -37,14 +38,16 @@ export function Platform({ viewer }: { viewer: Viewer }) {
               <th scope="col">Counts</th>
               <th scope="col">Over the limit</th>
               <th scope="col">Platform default</th>
+              <th scope="col">Shadow (not enforced)</th>
               <th scope="col">Shipped default</th>
             </tr>
           </thead>
           <tbody>
             {data?.dimensions.map((dimension) => {
-              const platform = data.platformDefaults.find((each) => each.dimension === dimension.dimension)?.value;
+              const platformDefault = data.platformDefaults.find((each) => each.dimension === dimension.dimension);
+              const platform = platformDefault?.value;
               return (
-              <tr>
+              <tr data-dimension={dimension.dimension}>
                 <th scope="row">{dimension.dimension}</th>
                 <td>{dimension.unit}</td>
                 <td>
@@ -60,6 +63,15 @@ export function Platform({ viewer }: { viewer: Viewer }) {
                   </ul>
                 </td>
                 <td>{platform ? formatLimit(platform) : 'not set'}</td>
+                <td class="shadow">
+                  {platformDefault?.shadow ? (
+                    <>
+                      {formatLimit(platformDefault.shadow)} <span class="badge">shadow</span>
+                    </>
+                  ) : (
+                    '–'
+                  )}
+                </td>
                 <td>{formatLimit(dimension.shippedDefault)}</td>
               </tr>
               );
@@ -71,7 +83,7 @@ export function Platform({ viewer }: { viewer: Viewer }) {
       <h2>Tiers</h2>
       {data?.tiers.length === 0 && <p>No tier is defined yet.</p>}
       {data?.tiers.map((tier) => (
-        <div class="card">
+        <div class="card" data-tier={tier.id}>
           <h3>
             {tier.name} <code>{tier.id}</code>
           </h3>
@@ -79,6 +91,11 @@ export function Platform({ viewer }: { viewer: Viewer }) {
             {tier.limits.map((limit) => (
               <li>
                 {limit.dimension}: {formatLimit(limit.value)}
+              </li>
+            ))}
+            {tier.shadowLimits.map((limit) => (
+              <li class="shadow">
+                {limit.dimension}: {formatLimit(limit.value)} <span class="badge">shadow, not enforced</span>
               </li>
             ))}
             {tier.limits.length === 0 && <li>Sets no dimension: its tenants get the platform defaults.</li>}
@@ -123,18 +140,26 @@ function LimitForm({ title, name, inputType, tiers, onSaved }: { title: string; 
   const [value, setValue] = useState('');
   const [burst, setBurst] = useState('');
   const [reason, setReason] = useState('');
+  const [mode, setMode] = useState('ENFORCE');
   const [message, setMessage] = useState<string>();
   const isCeiling = dimension === 'UNDELIVERED_COMMANDS';
   const hasBurst = !isCeiling && dimension !== 'API_REQUESTS';
+  const limit = () => (isCeiling ? { ceiling: Number(value) } : { ratePerSecond: Number(value), ...(hasBurst && burst ? { burst: Number(burst) } : {}) });
   async function save(event: Event) {
     event.preventDefault();
     const input = {
       ...(tiers ? { tierId } : {}),
       dimension,
-      ...(isCeiling ? { ceiling: Number(value) } : { ratePerSecond: Number(value), ...(hasBurst && burst ? { burst: Number(burst) } : {}) }),
+      ...limit(),
+      ...(!isCeiling && mode === 'SHADOW' ? { mode } : {}),
       ...(reason ? { reason } : {}),
     };
     const payload = await mutate(name, input, inputType);
+    setMessage(describePayload(payload));
+    if (payload.__typename === 'Applied') onSaved();
+  }
+  async function promote() {
+    const payload = await mutate('promoteShadowLimit', { ...(tiers ? { tierId } : { platform: true }), dimension, ...(reason ? { reason } : {}) }, 'PromoteShadowLimitInput');
     setMessage(describePayload(payload));
     if (payload.__typename === 'Applied') onSaved();
   }
@@ -165,10 +190,36 @@ function LimitForm({ title, name, inputType, tiers, onSaved }: { title: string; 
           <input id={`${id}-burst`} inputMode="numeric" pattern="[0-9]*" value={burst} onInput={(event) => setBurst(event.currentTarget.value)} />
         </>
       )}
+      {!isCeiling && (
+        <>
+          <label for={`${id}-mode`}>Mode</label>
+          <select id={`${id}-mode`} value={mode} onChange={(event) => setMode(event.currentTarget.value)}>
+            <option value="ENFORCE">Enforce: refuse over it</option>
+            <option value="SHADOW">Shadow: count what it would refuse, refuse nothing</option>
+          </select>
+        </>
+      )}
       <label for={`${id}-reason`}>Reason</label>
       <input id={`${id}-reason`} value={reason} onInput={(event) => setReason(event.currentTarget.value)} />
-      <button type="submit">Save</button>
+      <div class="row">
+        <button type="submit">Save</button>
+        {!isCeiling && (
+          <button type="button" onClick={promote}>
+            Enforce the shadow limit
+          </button>
+        )}
+      </div>
       {message && <p role="status">{message}</p>}
+      {!isCeiling && (
+        <LimitPreview
+          id={id}
+          change={() => {
+            if (value.trim() === '') return 'Type a rate per second to preview what it would refuse.';
+            if (tiers) return { tierLimit: { tierId, dimension, ...limit() } };
+            return { platformDefault: { dimension, ...limit() } };
+          }}
+        />
+      )}
     </form>
   );
 }

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
 import { canEdit, describePayload, DIMENSIONS, formatLimit, gql, mutate, SOURCE_WORDS, type LimitValue, type Viewer } from '../api.ts';
 import { useLoad } from '../hooks.ts';
+import { LimitPreview } from '../limitPreview.tsx';
 
 interface CascadeDimension {
   dimension: string;
@@ -208,6 +209,16 @@ function OverrideForm({ tenantId, overrides, onSaved }: { tenantId: string; over
         )}
       </div>
       {message && <p role="status">{message}</p>}
+      {!isCeiling && (
+        <LimitPreview
+          id="override"
+          change={() =>
+            value.trim() === ''
+              ? 'Type a rate per second to preview what it would refuse.'
+              : { override: { tenantId, dimension, reason: reason.trim() || 'preview', ratePerSecond: number(value), ...(hasBurst && burst ? { burst: number(burst) } : {}) } }
+          }
+        />
+      )}
     </form>
   );
 }

@@ -1,7 +1,7 @@
 // What the console needs to lay the cascade out: the dimension catalog with its shipped defaults, the
 // platform defaults, and per tenant every level with the one that wins and why. None of it is tenant data
 // beyond Tenant.cascade, which the Tenant type's own scope guards.
-import { acceptLimit, DIMENSION_CATALOG, DIMENSIONS } from '../../governance/index.ts';
+import { acceptLimit, DIMENSION_CATALOG, DIMENSIONS, shadowOf } from '../../governance/index.ts';
 import type { Allowance, Dimension, DimensionSpec, LimitValue } from '../../governance/index.ts';
 import { explainCascade, type CascadeLevelView, type CascadeView, loadPlatformDefaults } from '../../control-plane/index.ts';
 import { builder } from '../builder.ts';
@@ -67,6 +67,7 @@ const DimensionInfoType = builder.objectRef<DimensionSpec>('DimensionInfo').impl
 interface PlatformDefaultView {
   dimension: Dimension;
   value: LimitValue | null;
+  shadow: LimitValue | null;
 }
 
 const PlatformDefaultType = builder.objectRef<PlatformDefaultView>('PlatformDefault').implement({
@@ -74,6 +75,12 @@ const PlatformDefaultType = builder.objectRef<PlatformDefaultView>('PlatformDefa
   fields: (t) => ({
     dimension: t.field({ type: DimensionEnum, resolve: (platform) => platform.dimension }),
     value: t.field({ type: LimitValueType, nullable: true, resolve: (platform) => platform.value }),
+    shadow: t.field({
+      type: LimitValueType,
+      nullable: true,
+      description: 'The shadow limit set beside it (mode SHADOW): decided for the tenants the platform default governs, refusing nothing; null when none.',
+      resolve: (platform) => platform.shadow,
+    }),
   }),
 });
 
@@ -115,7 +122,7 @@ builder.queryFields((t) => ({
     description: 'The platform default of every dimension, as the cascade reads it.',
     resolve: async (_root, _args, context) => {
       const stored = await loadPlatformDefaults(context.db);
-      return DIMENSIONS.map((dimension) => ({ dimension, value: acceptLimit(dimension, stored[dimension]) ?? null }));
+      return DIMENSIONS.map((dimension) => ({ dimension, value: acceptLimit(dimension, stored[dimension]) ?? null, shadow: shadowOf(dimension, stored[dimension]) ?? null }));
     },
   }),
 }));

@@ -12,7 +12,7 @@ const ShadowLimitType = builder.objectRef<Shadow>('ShadowLimit').implement({
   description: 'A limit set with mode SHADOW: decided beside the enforced one, refusing nothing; what it would have refused is counted.',
   fields: (t) => ({
     value: t.field({ type: LimitValueType, resolve: (shadow) => shadow.value }),
-    source: t.field({ type: LimitSourceEnum, description: 'The level whose shadow it is (TENANT_OVERRIDE or TIER).', resolve: (shadow) => shadow.source }),
+    source: t.field({ type: LimitSourceEnum, description: 'The level whose shadow it is (TENANT_OVERRIDE, TIER or PLATFORM_DEFAULT).', resolve: (shadow) => shadow.source }),
     mode: t.field({ type: LimitModeEnum, resolve: () => 'SHADOW' as const }),
   }),
 });

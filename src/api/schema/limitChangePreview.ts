@@ -1,7 +1,7 @@
 // limitChangePreview: what a limit change would have refused over a past range, replayed from the ledger
 // (src/limit-preview). Read-only; operators and auditors may ask.
-import { InvalidPreview, MAX_LISTED_TENANTS, MAX_PREVIEW_DAYS, MAX_PREVIEW_TENANTS, MAX_STEPS_PER_SECOND, previewLimitChange, RECORDED_LATE_SECONDS } from '../../limit-preview/index.ts';
-import type { LimitChangePreview, TenantLimitPreview, WorstMinute } from '../../limit-preview/index.ts';
+import { InvalidPreview, MAX_LISTED_TENANTS, MAX_PREVIEW_DAYS, MAX_PREVIEW_TENANTS, MAX_SERIES_POINTS, MAX_STEPS_PER_SECOND, previewLimitChange, RECORDED_LATE_SECONDS } from '../../limit-preview/index.ts';
+import type { LimitChangePreview, PreviewPoint, TenantLimitPreview, WorstMinute } from '../../limit-preview/index.ts';
 import { builder } from '../builder.ts';
 import { GraphQLError } from '../graphql.ts';
 import { badInput } from '../queryErrors.ts';
@@ -62,6 +62,21 @@ const TenantPreviewType = builder.objectRef<TenantLimitPreview>('TenantLimitPrev
   }),
 });
 
+const PreviewPointType = builder.objectRef<PreviewPoint>('LimitChangePreviewPoint').implement({
+  description: `One bucket of the range (whole minutes, at most ${MAX_SERIES_POINTS} buckets): recorded demand, and what each limit refused or would have refused in it.`,
+  fields: (t) => ({
+    start: t.field({ type: 'DateTime', resolve: (point) => point.start }),
+    seconds: t.exposeInt('seconds', { description: `The bucket length: 60 s, or as many minutes as keeping the range within ${MAX_SERIES_POINTS} points takes.` }),
+    demandUnits: t.exposeFloat('demandUnits', { description: 'Units every affected tenant offered in the bucket (admitted + shed + rejected), as recorded.' }),
+    peakUnitsPerSecond: t.exposeFloat('peakUnitsPerSecond', {
+      description: 'The most units one tenant offered in one second of the bucket (per allowance): what one limiter saw at its busiest, to compare with a limit per second.',
+    }),
+    refusedUnits: t.exposeFloat('refusedUnits', { description: 'Units the proposed limit would have refused in the bucket.' }),
+    currentRefusedUnits: t.exposeFloat('currentRefusedUnits', { description: 'Units the limit in force now would have refused in the bucket.' }),
+    recordedRefusedUnits: t.exposeFloat('recordedRefusedUnits', { description: 'Units the limits then in force did refuse in the bucket (shed + rejected), as recorded.' }),
+  }),
+});
+
 const LimitChangePreviewType = builder.objectRef<LimitChangePreview>('LimitChangePreview').implement({
   description: `What a limit change would have refused over a past range: every affected tenant's recorded per-second demand replayed through the proposed limit and through the limit in force now. ${REPLAY_LIMITS}`,
   fields: (t) => ({
@@ -71,6 +86,12 @@ const LimitChangePreviewType = builder.objectRef<LimitChangePreview>('LimitChang
     tenantsAffected: t.exposeInt('tenantsAffected', { description: 'Tenants with recorded demand whose effective limit the change moves; all are in total.' }),
     total: t.field({ type: PreviewTotalType, resolve: (preview) => preview.total }),
     tenants: t.field({ type: [TenantPreviewType], description: 'The first affected tenants, most refused units first.', resolve: (preview) => preview.tenants }),
+    proposedLimit: t.field({ type: LimitValueType, description: 'The value proposed at its level, as it would be stored.', resolve: (preview) => preview.proposedLimit }),
+    series: t.field({
+      type: [PreviewPointType],
+      description: `The range as a series for a chart, over every affected tenant: buckets of whole minutes, at most ${MAX_SERIES_POINTS}.`,
+      resolve: (preview) => preview.series,
+    }),
   }),
 });
 

@@ -15,7 +15,7 @@ import {
 import { formatPosition, PLATFORM_STREAM, type LimitApprovals } from '../../ledger/index.ts';
 import { applied, AppliedType } from './applyResult.ts';
 import { ConcurrentEdit, Forbidden, InvalidInput, InvalidLimit, UnknownTenant, UnknownTier } from './errorClasses.ts';
-import { DimensionEnum } from './enums.ts';
+import { DimensionEnum, LimitModeEnum } from './enums.ts';
 import { LimitValueType } from './limitValue.ts';
 import { EffectiveLimitType } from './effectiveLimit.ts';
 import { LimitChangeType } from './limitHistory.ts';
@@ -77,6 +77,9 @@ const LimitChangeRequestStateEnum = builder.enumType('LimitChangeRequestState', 
   values: ['PENDING_APPROVAL', 'SCHEDULED', 'APPLIED', 'REJECTED', 'WITHDRAWN', 'EXPIRED', 'FAILED'] as const,
 });
 
+/** A request to set a shadow limit (mode SHADOW) carries the level's whole value: the shadow is what it changes. */
+const modeOf = (request: LimitChangeRequestRecord): 'ENFORCE' | 'SHADOW' => ((request.planned.data as { mode?: string }).mode === 'SHADOW' ? 'SHADOW' : 'ENFORCE');
+
 const LimitChangeRequestType = builder.objectRef<LimitChangeRequestRecord>('LimitChangeRequest').implement({
   description: 'A limit change that did not apply at once: scheduled for later, or waiting for (or decided by) a second operator.',
   fields: (t) => ({
@@ -86,11 +89,20 @@ const LimitChangeRequestType = builder.objectRef<LimitChangeRequestRecord>('Limi
     tenantId: t.exposeID('tenantId', { nullable: true }),
     tierId: t.exposeID('tierId', { nullable: true }),
     dimension: t.field({ type: DimensionEnum, resolve: (request) => request.dimension }),
+    mode: t.field({
+      type: LimitModeEnum,
+      description: 'SHADOW: it sets a shadow limit (value and previous are shadow limits), which refuses nothing.',
+      resolve: (request) => modeOf(request),
+    }),
     value: t.field({
       type: LimitValueType,
       nullable: true,
       description: 'The limit it sets; null for a clear.',
-      resolve: (request) => ('value' in request.planned.data ? (request.planned.data.value as never) : null),
+      resolve: (request) => {
+        if (!('value' in request.planned.data)) return null;
+        const value = request.planned.data.value as { shadow?: unknown };
+        return (modeOf(request) === 'SHADOW' ? (value.shadow ?? null) : value) as never;
+      },
     }),
     previous: t.field({
       type: LimitValueType,
@@ -99,7 +111,8 @@ const LimitChangeRequestType = builder.objectRef<LimitChangeRequestRecord>('Limi
       resolve: (request) => {
         const previous = (request.planned.data as { previous?: unknown }).previous as { value?: unknown } | null | undefined;
         if (!previous) return null;
-        return (request.targetKind === 'tenant' ? previous.value : previous) as never;
+        const level = (request.targetKind === 'tenant' ? previous.value : previous) as { shadow?: unknown } | null | undefined;
+        return (modeOf(request) === 'SHADOW' ? (level?.shadow ?? null) : level) as never;
       },
     }),
     effectiveFrom: t.field({ type: 'DateTime', resolve: (request) => request.effectiveFrom }),

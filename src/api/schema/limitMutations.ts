@@ -26,13 +26,16 @@ const EFFECTIVE_FROM_DESCRIPTION =
   'records the change now (ScheduledLimitChange) and applies it at that instant in every replica.';
 
 const MODE_DESCRIPTION =
-  'ENFORCE (the default) sets the limit in force, keeping any shadow limit of this level; SHADOW sets a shadow limit beside it, decided but never refusing (token-bucket dimensions only), which promoteShadowLimit enforces.';
+  'ENFORCE (the default) sets the limit in force, keeping any shadow limit of this level; SHADOW sets a shadow limit beside it, decided but never refusing ' +
+  '(rate dimensions only: INGEST, EGRESS, AI_INFERENCE, PROVISIONING on readings and per-message charges alike, API_REQUESTS as EXACT_REJECT would decide), which promoteShadowLimit enforces.';
 
 const PromoteShadowLimitInput = builder.inputType('PromoteShadowLimitInput', {
-  description: "Makes a level's shadow limit its enforced limit: a tier's (tierId) or a tenant override's (tenantId; a reason is then required).",
+  description:
+    "Makes a level's shadow limit its enforced limit: a tier's (tierId), a tenant override's (tenantId; a reason is then required) or the platform default's (platform: true). Give exactly one.",
   fields: (t) => ({
     tierId: t.id(),
     tenantId: t.id(),
+    platform: t.boolean({ description: "true: the platform default's shadow limit." }),
     dimension: t.field({ type: DimensionEnum, required: true }),
     reason: t.string(),
   }),
@@ -53,6 +56,7 @@ const QuotaInput = builder.inputType('QuotaInput', {
 export const SetPlatformDefaultInput = builder.inputType('SetPlatformDefaultInput', {
   fields: (t) => ({
     dimension: t.field({ type: DimensionEnum, required: true }),
+    mode: t.field({ type: LimitModeEnum, description: MODE_DESCRIPTION }),
     ratePerSecond: t.int(),
     burst: t.int({ description: BURST_DESCRIPTION }),
     ceiling: t.int(),

@@ -22,6 +22,11 @@ export const TierType = builder.loadableObject('Tier', {
     id: t.exposeID('tierId'),
     name: t.exposeString('name'),
     limits: t.field({ type: [TierLimitType], description: 'The dimensions this tier sets; others fall through to the platform default.', resolve: (tier) => tier.limits }),
+    shadowLimits: t.field({
+      type: [TierLimitType],
+      description: 'The shadow limits set on this tier (mode SHADOW): decided beside the enforced ones for the tenants the tier governs, refusing nothing.',
+      resolve: (tier) => tier.shadowLimits,
+    }),
   }),
 });
 

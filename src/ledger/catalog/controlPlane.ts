@@ -23,10 +23,10 @@ export interface OverrideValue {
   expiresAt: string | null;
 }
 
-export interface PlatformDefaultSetData {
+export interface PlatformDefaultSetData extends LimitModeData {
   dimension: Dimension;
-  previous: LimitValue | null;
-  value: LimitValue;
+  previous: LevelValue | null;
+  value: LevelValue;
 }
 
 export interface BrandingDefaultSetData {
@@ -40,7 +40,7 @@ export interface TierDefinedData {
 }
 
 /**
- * How a tier limit or an override was set: SHADOW (decided beside the enforced limit, refusing nothing) rides in
+ * How a platform default, a tier limit or an override was set: SHADOW (decided beside the enforced limit, refusing nothing) rides in
  * the level's value as `shadow`, beside the enforced numbers it leaves as they were; `promoted` marks the
  * change that made a level's shadow its enforced limit (promoteShadowLimit). Absent: an enforced limit set.
  */

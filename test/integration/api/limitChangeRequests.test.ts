@@ -90,4 +90,26 @@ describe.skipIf(!postgresOnly)('two-person approval through GraphQL on PostgreSQ
       'InvalidInput',
     );
   });
+
+  it('asks a second operator for a platform default set in shadow, shows it as a shadow in the queue, and platformDefaults after approval', async () => {
+    const approvals = { tierChanges: true, platformChanges: true, overrideAboveTimes: 5, expirySeconds: 3600, reason: 'platform too' };
+    expect((await mutate(alice, 'setLimitApprovals', 'SetLimitApprovalsInput', approvals)).__typename).toBe('Applied');
+    const proposed = await mutate(alice, 'setPlatformDefault', 'SetPlatformDefaultInput', { dimension: 'EGRESS', ratePerSecond: 5, burst: 10, mode: 'SHADOW', reason: 'watch 5/s' });
+    expect(proposed.__typename).toBe('PendingApproval');
+    await api.projections.waitForCaughtUp();
+    const queue = await api.gql<{ limitChangeRequests: Array<{ changeId: string; mode: string; value: unknown; previous: unknown }> }>(
+      bob,
+      '{ limitChangeRequests(states: [PENDING_APPROVAL]) { changeId mode value { ratePerSecond burst } previous { ratePerSecond } } }',
+    );
+    expect(queue.data!.limitChangeRequests).toEqual([{ changeId: proposed.changeId, mode: 'SHADOW', value: { ratePerSecond: 5, burst: 10 }, previous: null }]);
+    expect((await mutate(bob, 'approveLimitChange', 'LimitChangeDecisionInput', { changeId: proposed.changeId, reason: 'fine' })).__typename).toBe('Applied');
+    await api.projections.waitForCaughtUp();
+    const defaults = await api.gql<{ platformDefaults: Array<{ dimension: string; value: unknown; shadow: unknown }> }>(bob, '{ platformDefaults { dimension value { ratePerSecond } shadow { ratePerSecond burst } } }');
+    expect(defaults.data!.platformDefaults.find((each) => each.dimension === 'EGRESS')).toEqual({ dimension: 'EGRESS', value: null, shadow: { ratePerSecond: 5, burst: 10 } });
+    const history = await api.gql<{ limitHistory: { edges: Array<{ node: { kind: string; mode: string; approval: { approvedBy: string } | null } }> } }>(
+      bob,
+      '{ limitHistory(dimension: EGRESS, first: 1) { edges { node { kind mode approval { approvedBy } } } } }',
+    );
+    expect(history.data!.limitHistory.edges[0]!.node).toEqual({ kind: 'PLATFORM_SHADOW_DEFAULT_SET', mode: 'SHADOW', approval: { approvedBy: 'bob@ops' } });
+  });
 });

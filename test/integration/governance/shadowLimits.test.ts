@@ -104,8 +104,8 @@ describe.skipIf(!postgresOnly)('shadow limits on PostgreSQL (DATABASE_URL)', () 
     expect(decisions.filter(Boolean).length).toBeLessThanOrEqual(11);
   });
 
-  it('refuses a shadow limit on a dimension without a bucket, as a typed error', async () => {
-    const result = await harness.controlPlane.setTierLimit(OPERATOR, { tierId: 'gold', dimension: 'API_REQUESTS', ratePerSecond: 5, mode: 'SHADOW' });
+  it('refuses a shadow limit on a count ceiling, as a typed error', async () => {
+    const result = await harness.controlPlane.setTierLimit(OPERATOR, { tierId: 'gold', dimension: 'UNDELIVERED_COMMANDS', ceiling: 5, mode: 'SHADOW' });
     expect(result).toMatchObject({ status: 'failed', error: { kind: 'InvalidInput', field: 'mode' } });
   });
 });

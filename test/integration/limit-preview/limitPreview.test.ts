@@ -63,6 +63,24 @@ describe.skipIf(!postgresOnly)('limit preview on PostgreSQL (DATABASE_URL)', () 
     expect(preview.total.demandUnits).toBe(1260);
   });
 
+  it('answers the range as a series for a chart: minute buckets whose sums are the totals', async () => {
+    const preview = await previewLimitChange(harness.db, { tierLimit: { tierId: 'gold', dimension: 'INGEST', ratePerSecond: 5, burst: 10 }, from, to });
+    expect(preview.proposedLimit).toEqual({ ratePerSecond: 5, burst: 10 });
+    // The range's 60 s lie in one or two minutes of the clock: a bucket each, starting at the minute.
+    const minutes = fromMs % 60_000 === 0 ? 1 : 2;
+    expect(preview.series.map((point) => point.seconds)).toEqual(Array(minutes).fill(60));
+    expect(preview.series[0]!.start).toEqual(new Date(fromMs - (fromMs % 60_000)));
+    const total = (field: 'demandUnits' | 'refusedUnits' | 'currentRefusedUnits' | 'recordedRefusedUnits') => preview.series.reduce((sum, point) => sum + point[field], 0);
+    expect([total('demandUnits'), total('refusedUnits'), total('currentRefusedUnits'), total('recordedRefusedUnits')]).toEqual([1260, preview.total.refusedUnits, 0, 0]);
+    expect(Math.max(...preview.series.map((point) => point.peakUnitsPerSecond))).toBe(20);
+    // A week is cut into at most 500 buckets of whole minutes (21 minutes each), the recorded minute in one of them.
+    const week = await previewLimitChange(harness.db, { tierLimit: { tierId: 'gold', dimension: 'INGEST', ratePerSecond: 5, burst: 10 }, from: new Date(to.getTime() - 7 * 86_400_000), to });
+    expect(week.series.length).toBeLessThanOrEqual(500);
+    expect(new Set(week.series.map((point) => point.seconds))).toEqual(new Set([21 * 60]));
+    expect(week.series.reduce((sum, point) => sum + point.demandUnits, 0)).toBe(1260);
+    expect(week.series.reduce((sum, point) => sum + point.refusedUnits, 0)).toBe(week.total.refusedUnits);
+  });
+
   it('an override of one tenant replays that tenant only; a limit no lower refuses nothing', async () => {
     const preview = await previewLimitChange(harness.db, { override: { tenantId: 'acme', dimension: 'INGEST', ratePerSecond: 50 }, from, to });
     expect(preview.tenants.map((tenant) => tenant.tenantId)).toEqual(['acme']);
