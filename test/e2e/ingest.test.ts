@@ -60,14 +60,22 @@ describeOnEachServiceMode('e2e_ingest', 'ingest front door in the service ($name
       timeoutMs: 10_000,
       description: "acme's override in the Governor",
     });
-    // The whole burst of 10 and 8 more at the same moment: one is admitted, the other told to retry. Sent
-    // together, so a slow machine cannot let the bucket refill between them.
+    // The whole burst of 10 and 8 more at the same moment: one is admitted, the other told to retry. Each is
+    // metered at its arrival, and 8 readings take 1.6 s to refill at 5/s: sent together and both answered within
+    // that, they arrived closer together than that, so both cannot fit. On a machine so busy that the exchange
+    // took longer, they may have arrived that far apart, and the bucket may rightly admit both.
+    const sentMs = performance.now();
     const [whole, more] = await Promise.all([post('/v1/ingest/acme', readings(10)), post('/v1/ingest/acme', readings(8))]);
-    expect([whole.status, more.status].sort()).toEqual([202, 429]);
-    const refused = whole.status === 429 ? whole : more;
-    const refusedUnits = whole.status === 429 ? 10 : 8;
-    expect(refused.headers.get('x-ratelimit-scope')).toBe('tenant');
-    expect(refused.headers.get('x-ratelimit-limit')).toBe('5');
+    const exchangeMs = performance.now() - sentMs;
+    const statuses = [whole.status, more.status].sort();
+    if (exchangeMs < 1_600) expect(statuses).toEqual([202, 429]);
+    else expect([[202, 429], [202, 202]], `${exchangeMs.toFixed(0)} ms`).toContainEqual(statuses);
+    const refused = whole.status === 429 ? whole : more.status === 429 ? more : undefined;
+    const refusedUnits = whole.status === 429 ? 10 : more.status === 429 ? 8 : 0;
+    if (refused) {
+      expect(refused.headers.get('x-ratelimit-scope')).toBe('tenant');
+      expect(refused.headers.get('x-ratelimit-limit')).toBe('5');
+    }
     // Over the burst: no wait would admit it, so 413 naming the burst and the size, and no Retry-After.
     const neverFits = await post('/v1/ingest/acme', readings(50));
     expect(neverFits.status).toBe(413);
