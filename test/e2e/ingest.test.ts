@@ -12,6 +12,7 @@ import type { Service } from '../../src/service.ts';
 import { OPERATOR } from '../support/controlPlaneHarness.ts';
 import { describeOnEachServiceMode, startServiceIn, type RunningService } from '../support/serviceModes.ts';
 import { serviceClient } from '../support/serviceClient.ts';
+import { VISIBLE_WITHIN_MS } from '../support/readLedger.ts';
 import { waitFor } from '../support/waitFor.ts';
 import { admissionSummaryReader } from '../../src/ledger/catalog/summaryRefs.ts';
 
@@ -21,6 +22,10 @@ describeOnEachServiceMode('e2e_ingest', 'ingest front door in the service ($name
   let service: Service;
   let baseUrl: string;
   let key: string;
+
+  // On a PostgreSQL shared with other suites their open transactions hold the projections' reads back
+  // (test/support/readLedger.ts): wait as long as a reader of the ledger does, not the 10 s default.
+  const caughtUp = () => service.projections.waitForCaughtUp({ timeoutMs: VISIBLE_WITHIN_MS });
 
   beforeAll(async () => {
     running = await startServiceIn(mode);
@@ -37,7 +42,7 @@ describeOnEachServiceMode('e2e_ingest', 'ingest front door in the service ($name
         reason: 'e2e: a small ceiling to hit',
       }),
     ).toMatchObject({ status: 'applied' });
-    await service.projections.waitForCaughtUp();
+    await caughtUp();
     const registered = await registerIngestCredential(service.db, { tenantId: 'acme', kind: 'tenant', subject: null });
     if (registered.status !== 'registered') throw new Error(registered.message);
     key = registered.key;
@@ -96,7 +101,7 @@ describeOnEachServiceMode('e2e_ingest', 'ingest front door in the service ($name
     expect(acme('HTTP', 'rejectedUnits')).toBe(refusedUnits + 50);
     expect(acme('INTEGRATIONS', 'shedUnits')).toBe(8);
 
-    await service.projections.waitForCaughtUp();
+    await caughtUp();
     const trend = await shedTrend(service.db, {
       tenantId: 'acme',
       dimension: 'INGEST',
@@ -112,7 +117,7 @@ describeOnEachServiceMode('e2e_ingest', 'ingest front door in the service ($name
   it('readings charged before a failed credential are unauthenticated, not admitted: ledger, shedTrend, GraphQL and /metrics', async () => {
     const from = new Date(Math.floor(Date.now() / 60_000) * 60_000);
     await service.governor.flush();
-    await service.projections.waitForCaughtUp();
+    await caughtUp();
     const trendOf = () => shedTrend(service.db, { tenantId: 'acme', dimension: 'INGEST', from, to: new Date(Date.now() + 60_000), bucket: 'MINUTE' });
     const sum = (points: Awaited<ReturnType<typeof trendOf>>, field: 'admitted' | 'unauthenticated' | 'unauthenticatedMessages') =>
       points.reduce((total, point) => total + point[field], 0);
@@ -133,7 +138,7 @@ describeOnEachServiceMode('e2e_ingest', 'ingest front door in the service ($name
       .reduce((total, entry) => total + ((entry.unauthenticatedUnits as number | undefined) ?? 0), 0);
     expect(unauthenticated).toBe(6);
 
-    await service.projections.waitForCaughtUp();
+    await caughtUp();
     const after = await trendOf();
     expect(sum(after, 'unauthenticated') - sum(before, 'unauthenticated')).toBe(6);
     expect(sum(after, 'unauthenticatedMessages') - sum(before, 'unauthenticatedMessages')).toBe(2);
