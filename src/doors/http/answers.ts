@@ -30,7 +30,7 @@ export function answer(
  * as answer writes it. Neither value needs escaping: a count, and a request ID (requestId.ts admits nothing
  * JSON escapes).
  */
-export function answerAccepted(res: ServerResponse, deps: FrontDoorDeps, request: FrontDoorRequest, tenantId: string, units: number): void {
+function answerAccepted(res: ServerResponse, deps: FrontDoorDeps, request: FrontDoorRequest, tenantId: string, units: number): void {
   sendJsonText(res, 202, `{"accepted":${units},"requestId":"${request.requestId}"}`, request.headers);
   logOutcome(deps, request, tenantId, 202);
 }
@@ -83,7 +83,7 @@ export function tenantVerdict(decision: Readonly<AdmitDecision>, charge: 'messag
  * The 429 verdict for a refusal by the period quota: X-RateLimit-Scope quota, Retry-After to the period's end,
  * RateLimit-Policy with the quota's units and the period's length as its window.
  */
-export function quotaVerdict(decision: Readonly<AdmitDecision>, charge: 'messages' | 'readings' | 'requests'): RateLimitVerdict {
+function quotaVerdict(decision: Readonly<AdmitDecision>, charge: 'messages' | 'readings' | 'requests'): RateLimitVerdict {
   return {
     scope: 'quota',
     policy: QUOTA_POLICIES[charge],
