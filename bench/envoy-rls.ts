@@ -24,7 +24,7 @@ import { waitFor } from '../test/support/waitFor.ts';
 import { answerCpuQueries, pinToCore, startBenchServer } from './support/benchServer.ts';
 import { generatorOf, grpcFrame, grpcLoad, H2LOAD_INSTALLED } from './support/load.ts';
 import { alternateRounds, leastOf, round2 } from './support/rounds.ts';
-import { operatorMutations } from './support/serviceAdmin.ts';
+import { operatorMutations } from '../test/support/operatorMutations.ts';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const ROUNDS = QUICK ? 2 : 3;

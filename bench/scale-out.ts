@@ -31,7 +31,7 @@ import { waitFor } from '../test/support/waitFor.ts';
 import { alternateRounds, round2 } from './support/rounds.ts';
 import { pinToCore } from './support/benchServer.ts';
 import { generatorOf, HTTP_GENERATOR, httpLoad, otherStatuses } from './support/load.ts';
-import { operatorMutations } from './support/serviceAdmin.ts';
+import { operatorMutations } from '../test/support/operatorMutations.ts';
 
 const QUICK = process.env.BENCH_QUICK === '1';
 const ROUNDS = QUICK ? 2 : 3;

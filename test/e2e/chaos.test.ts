@@ -18,12 +18,13 @@ import { migrate } from '../../src/db/migrate.ts';
 import { openDb } from '../../src/db/open.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import { registerIngestCredential } from '../../src/auth/ingestKeys.ts';
-import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
-import { commandsStream } from '../../src/ledger/catalog/commands.ts';
 import { openEventStore } from '../../src/ledger/openEventStore.ts';
-import { freePort, startPrivateNats, startPrivatePostgres, startPrivateRedis, type PrivatePostgres, type PrivateServer } from '../support/privateServers.ts';
-import { admissionEntriesOf, readWholeLedger } from '../support/readLedger.ts';
-import { spawnTs } from '../support/spawnTs.ts';
+import { startPrivateNats, startPrivatePostgres, startPrivateRedis, type PrivatePostgres, type PrivateServer } from '../support/privateServers.ts';
+import { readWholeLedger } from '../support/readLedger.ts';
+import type { CommandsTold } from '../support/commandClient.ts';
+import { expectCommandsAsTold, ledgerHttpIngest } from '../support/databaseFaultSuite.ts';
+import { operatorMutations } from '../support/operatorMutations.ts';
+import { serveTs, serviceProcessEnv, spawnTs } from '../support/spawnTs.ts';
 import { waitFor } from '../support/waitFor.ts';
 
 const JWT_SECRET = 'chaos-suite-secret-0123456789abcdef0123456789';
@@ -50,7 +51,7 @@ interface IngestTold {
 interface Told {
   ingest: IngestTold;
   limited: IngestTold;
-  commands: { accepted: string[]; refused: string[]; unsettled: string[]; retries: number };
+  commands: CommandsTold;
   problems: string[];
 }
 
@@ -69,18 +70,7 @@ describe.skipIf(missing.length > 0)('chaos: the service under traffic while its 
 
   it('stays up, is ready again within 10 s of each return, and the ledger agrees with what clients were told', async () => {
     dataDir = await mkdtemp(path.join(tmpdir(), 'gl-chaos-'));
-    const env = {
-      DATABASE_URL: postgres.url,
-      REDIS_URL: redisServer.url,
-      NATS_URL: natsServer.url,
-      EVENTSTORE_URL: '',
-      GOVERNANCE_DATA_DIR: dataDir,
-      GOVERNANCE_JWT_SECRET: JWT_SECRET,
-      HOST: '127.0.0.1',
-      PORT: String(await freePort()),
-      GOVERNANCE_GRPC_PORT: String(await freePort()),
-      LOG_LEVEL: 'info',
-    };
+    const env = await serviceProcessEnv({ DATABASE_URL: postgres.url, REDIS_URL: redisServer.url, NATS_URL: natsServer.url }, dataDir, JWT_SECRET);
     const settings = readSettings(env);
     const setupDb = await openDb(settings);
     await migrate(setupDb);
@@ -90,30 +80,12 @@ describe.skipIf(missing.length > 0)('chaos: the service under traffic while its 
     if (registered.status !== 'registered') throw new Error(registered.message);
     if (limitedKey.status !== 'registered') throw new Error(limitedKey.message);
 
-    const service = spawnTs(['src/cli.ts', 'serve'], env, 'pipe');
+    const service = await serveTs(env, 'pipe');
     children.push(service.child);
     const baseUrl = `http://127.0.0.1:${env.PORT}`;
-    await waitFor(() => service.output().includes('listening on') || service.child.exitCode !== null, {
-      timeoutMs: 150_000,
-      intervalMs: 100,
-      description: 'the service to listen',
-    });
-    expect(service.child.exitCode, service.output()).toBeNull();
 
     const token = await mintToken({ secret: JWT_SECRET, role: 'OPERATOR', sub: 'chaos-suite', ttl: '30m' });
-    const graphql = async (query: string, variables: Record<string, unknown>) => {
-      const response = await fetch(`${baseUrl}/graphql`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-        body: JSON.stringify({ query, variables }),
-      });
-      return (await response.json()) as { data?: Record<string, { __typename: string }> };
-    };
-    const mutate = async (field: string, input: Record<string, unknown>) => {
-      const type = `${field[0]!.toUpperCase()}${field.slice(1)}Input`;
-      const answer = await graphql(`mutation ($input: ${type}!) { ${field}(input: $input) { __typename } }`, { input });
-      expect(answer.data?.[field]?.__typename, JSON.stringify(answer)).toBe('Applied');
-    };
+    const mutate = await operatorMutations(baseUrl, JWT_SECRET, 'chaos-suite');
     await mutate('defineTier', { tierId: 'standard', name: 'Standard' });
     await mutate('registerTenant', { tenantId: 'acme', tierId: 'standard' });
     await mutate('setTenantOverride', { tenantId: 'acme', dimension: 'INGEST', ratePerSecond: 1_000_000, burst: 1_000_000, reason: 'chaos: no ingest refusals' });
@@ -181,7 +153,7 @@ describe.skipIf(missing.length > 0)('chaos: the service under traffic while its 
     service.child.kill('SIGTERM');
     expect(await service.exited, service.output()).toBe(0);
 
-    expect(told.problems).toEqual([]);
+    expect([...told.problems, ...told.commands.problems]).toEqual([]);
     expect(told.commands.unsettled).toEqual([]);
     expect(told.commands.accepted.length).toBeGreaterThan(0);
     expect(told.commands.refused.length).toBeGreaterThan(0);
@@ -193,25 +165,13 @@ describe.skipIf(missing.length > 0)('chaos: the service under traffic while its 
     const store = await openEventStore(db, undefined);
     try {
       const ledger = await readWholeLedger(store);
-      const httpIngest = (tenantId: string) =>
-        admissionEntriesOf(ledger.filter((event) => event.stream === ADMISSIONS_STREAM)).filter((entry) => entry.tenantId === tenantId && entry.dimension === 'INGEST' && entry.allowance === 'HTTP');
-      const sum = (entries: ReturnType<typeof httpIngest>, field: 'admittedUnits' | 'rejectedMessages') => entries.reduce((total, entry) => total + (entry[field] ?? 0), 0);
-      expect(sum(httpIngest('acme'), 'admittedUnits')).toBe(told.ingest.acceptedReadings);
+      expect(ledgerHttpIngest(ledger, 'acme')).toBe(told.ingest.acceptedReadings);
       // What was refused with 429 is not in the ledger as admitted: the admitted units are exactly those
       // answered 202, and each refused post is recorded as one rejected message (refused at the message charge
       // with 0 units, or at the readings charge with its readings: docs/governance-model.md).
-      const limited = httpIngest('limited');
-      expect(sum(limited, 'admittedUnits')).toBe(told.limited.acceptedReadings);
-      expect(sum(limited, 'rejectedMessages')).toBe(told.limited.statuses['429']);
-
-      const enqueued = ledger
-        .filter((event) => event.stream === commandsStream('acme') && event.type === 'CommandEnqueued')
-        .map((event) => (event.data as { commandId: string }).commandId);
-      const times = new Map<string, number>();
-      for (const id of enqueued) times.set(id, (times.get(id) ?? 0) + 1);
-      expect(told.commands.accepted.filter((id) => times.get(id) !== 1)).toEqual([]);
-      expect(told.commands.refused.filter((id) => times.has(id))).toEqual([]);
-      expect(enqueued.length).toBe(told.commands.accepted.length);
+      expect(ledgerHttpIngest(ledger, 'limited')).toBe(told.limited.acceptedReadings);
+      expect(ledgerHttpIngest(ledger, 'limited', 'rejectedMessages')).toBe(told.limited.statuses['429']);
+      expectCommandsAsTold(ledger, 'acme', 'chaos-', told.commands);
     } finally {
       await store.close();
       await db.close();

@@ -1,7 +1,10 @@
 // Steady client traffic for the chaos suite, from a process of its own: one loop posting ingest readings, one
-// posting them for a tenant with a low limit (so some are refused with 429), one enqueueing commands. It keeps what each client was told. An enqueue answered SERVICE_UNAVAILABLE (or not
-// answered) is retried with the same commandId until it gets an answer that settles it, as a client must.
+// posting them for a tenant with a low limit (so some are refused with 429), one enqueueing commands. It keeps
+// what each client was told. An enqueue answered SERVICE_UNAVAILABLE (or not answered) is retried with the same
+// commandId until it gets an answer that settles it, as a client must (../support/commandClient.ts).
 // Prints `progress <answers>` as it goes; on a line "stop" on stdin it finishes and prints one JSON line.
+import { commandsTold, enqueueCommandsUntil } from '../support/commandClient.ts';
+
 const BASE_URL = process.env.BASE_URL!;
 const INGEST_KEY = process.env.INGEST_KEY!;
 const TOKEN = process.env.TOKEN!;
@@ -12,7 +15,7 @@ const LIMITED_EVERY_MS = 20;
 const told = {
   ingest: { acceptedReadings: 0, unavailableReadings: 0, refusedReadings: 0, statuses: {} as Record<string, number> },
   limited: { acceptedReadings: 0, unavailableReadings: 0, refusedReadings: 0, statuses: {} as Record<string, number> },
-  commands: { accepted: [] as string[], refused: [] as string[], unsettled: [] as string[], retries: 0 },
+  commands: commandsTold(),
   problems: [] as string[],
 };
 let answers = 0;
@@ -47,44 +50,17 @@ async function ingestLoop(tenant: string, key: string, tally: typeof told.ingest
   }
 }
 
-type EnqueueAnswer = { data?: { enqueueCommand?: { __typename: string } }; errors?: Array<{ extensions?: { code?: string } }> };
-
-async function enqueueLoop(): Promise<void> {
-  for (let n = 0; !stopping; n++) {
-    const commandId = `chaos-${n}`;
-    const input = { tenantId: 'acme', commandId, deviceId: `pump-${n % 7}`, payload: { reboot: n } };
-    for (let attempt = 0; ; attempt++) {
-      let body: EnqueueAnswer | undefined;
-      try {
-        const response = await fetch(`${BASE_URL}/graphql`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${TOKEN}` },
-          body: JSON.stringify({ query: 'mutation ($input: EnqueueCommandInput!) { enqueueCommand(input: $input) { __typename } }', variables: { input } }),
-        });
-        body = (await response.json()) as EnqueueAnswer;
-        if (response.status >= 500 && response.status !== 503) told.problems.push(`enqueue: ${response.status} ${JSON.stringify(body)}`);
-      } catch {
-        body = undefined;
-      }
-      const outcome = body?.data?.enqueueCommand?.__typename;
-      if (outcome === 'CommandAccepted') told.commands.accepted.push(commandId);
-      else if (outcome === 'CommandRejected') told.commands.refused.push(commandId);
-      else if (body?.errors?.some((error) => error.extensions?.code !== 'SERVICE_UNAVAILABLE')) {
-        told.problems.push(`enqueue: ${JSON.stringify(body)}`);
-      } else {
-        // Unavailable or unanswered: its fate is unknown until a retry with the same id settles it.
-        told.commands.retries++;
-        if (attempt < 100 && !(stopping && attempt > 20)) {
-          await new Promise((resolve) => setTimeout(resolve, 100));
-          continue;
-        }
-        told.commands.unsettled.push(commandId);
-      }
-      answered();
-      break;
-    }
-  }
-}
+// Once told to stop, a command of unknown fate is retried a little longer only: the service is up again by then.
+const enqueueLoop = () =>
+  enqueueCommandsUntil(() => stopping, {
+    baseUrl: BASE_URL,
+    token: TOKEN,
+    prefix: 'chaos-',
+    told: told.commands,
+    maxRetries: 100,
+    giveUp: (attempt) => stopping && attempt > 20,
+    answered,
+  });
 
 const loops = [ingestLoop('acme', INGEST_KEY, told.ingest, 0), ingestLoop('limited', LIMITED_KEY, told.limited, LIMITED_EVERY_MS), enqueueLoop()];
 process.stdin.setEncoding('utf8');

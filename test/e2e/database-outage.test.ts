@@ -5,95 +5,39 @@
 // Governor admitted meanwhile reaches the ledger exactly once. The database runs durably (fsync on, as in
 // production) and crashes once under traffic (SIGKILL of its postmaster): after its recovery every decision and
 // every command the service acknowledged is in the ledger exactly once.
-import { mkdtemp, rm } from 'node:fs/promises';
-import type { Server } from 'node:http';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../../src/auth/token.ts';
-import { readSettings } from '../../src/config.ts';
 import type { Db } from '../../src/db/db.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
-import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
-import { commandsStream } from '../../src/ledger/catalog/commands.ts';
-import { registerIngestCredential } from '../../src/auth/ingestKeys.ts';
-import { createServer, listen } from '../../src/http-server/server.ts';
-import { startService, type Service } from '../../src/service.ts';
 import { OPERATOR } from '../support/controlPlaneHarness.ts';
+import { commandsTold, enqueueCommandsUntil } from '../support/commandClient.ts';
+import { expectCommandsAsTold, ledgerHttpIngest, startFaultSuiteService, type FaultSuiteService } from '../support/databaseFaultSuite.ts';
 import { startPrivatePostgres, type PrivatePostgres } from '../support/privateServers.ts';
 import { readWholeLedger } from '../support/readLedger.ts';
 import { waitFor } from '../support/waitFor.ts';
-import { admissionSummaryReader } from '../../src/ledger/catalog/summaryRefs.ts';
 
-const JWT_SECRET = 'database-outage-suite-secret-0123456789abcdef';
 // Durable, so that the crash below may lose only what was never acknowledged.
 const pg = await startPrivatePostgres({ durable: true });
 
 describe.skipIf(!pg)('the service while its PostgreSQL loses connections and goes away', () => {
   const postgres = pg as PrivatePostgres;
-  let dataDir: string;
-  let service: Service;
-  let server: Server;
+  let suite: FaultSuiteService;
+  let service: FaultSuiteService['service'];
   let baseUrl: string;
   let admin: Db;
-  let key: string;
-  let token: string;
-  /** Readings the ingest door answered 202 for, over the whole suite. */
-  let acceptedReadings = 0;
+  const ingest = () => suite.ingest();
+  const graphql = (query: string, variables?: Record<string, unknown>) => suite.graphql(query, variables);
 
   beforeAll(async () => {
-    dataDir = await mkdtemp(path.join(tmpdir(), 'gl-outage-'));
-    service = await startService(
-      readSettings({ DATABASE_URL: postgres.url, GOVERNANCE_DATA_DIR: dataDir, GOVERNANCE_JWT_SECRET: JWT_SECRET }),
-      pino({ level: 'silent' }),
-    );
-    server = createServer(service, service.routes);
-    baseUrl = `http://127.0.0.1:${(await listen(server, 0, '127.0.0.1')).port}`;
+    suite = await startFaultSuiteService('database-outage', postgres.url);
+    ({ service, baseUrl } = suite);
     admin = openPostgres({ connectionString: postgres.url, max: 1 });
-    expect(await service.controlPlane.defineTier(OPERATOR, { tierId: 'standard', name: 'Standard' })).toMatchObject({ status: 'applied' });
-    expect(await service.controlPlane.registerTenant(OPERATOR, { tenantId: 'acme', tierId: 'standard' })).toMatchObject({ status: 'applied' });
-    for (const dimension of ['INGEST', 'API_REQUESTS'] as const) {
-      const limit = dimension === 'INGEST' ? { ratePerSecond: 1_000_000, burst: 1_000_000 } : { ratePerSecond: 1_000_000 };
-      expect(
-        await service.controlPlane.setTenantOverride(OPERATOR, { tenantId: 'acme', dimension, ...limit, reason: 'outage suite: nothing refused by a limit' }),
-      ).toMatchObject({ status: 'applied' });
-    }
-    await service.projections.waitForCaughtUp();
-    const registered = await registerIngestCredential(service.db, { tenantId: 'acme', kind: 'tenant', subject: null });
-    if (registered.status !== 'registered') throw new Error(registered.message);
-    key = registered.key;
-    token = await mintToken({ secret: JWT_SECRET, role: 'OPERATOR', sub: 'outage-suite', ttl: '10m' });
-    // The first post teaches the Governor acme's ceilings and the front door the key.
-    expect((await ingest()).status).toBe(202);
-    await service.governor.loadsSettled();
   }, 180_000);
 
   afterAll(async () => {
-    server?.closeAllConnections();
-    await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
-    await service?.close();
+    await suite?.close();
     await admin?.close();
     await postgres.dispose();
-    if (dataDir) await rm(dataDir, { recursive: true, force: true });
   });
-
-  async function ingest(): Promise<Response> {
-    const response = await fetch(`${baseUrl}/v1/ingest/acme`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-device-key': key },
-      body: JSON.stringify({ readings: [{ deviceId: 'pump-1', measurements: { temperature: 21.5, pressure: 1.2 } }] }),
-    });
-    if (response.status === 202) acceptedReadings += 2;
-    return response;
-  }
-
-  const graphql = (query: string, variables?: Record<string, unknown>) =>
-    fetch(`${baseUrl}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-      body: JSON.stringify({ query, variables }),
-    });
 
   const listenPids = async () =>
     (await admin.query<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE query LIKE 'LISTEN%' AND pid <> pg_backend_pid()`)).rows.map(
@@ -206,57 +150,19 @@ describe.skipIf(!pg)('the service while its PostgreSQL loses connections and goe
     expect(Date.now() - started).toBeLessThan(5_000);
 
     await service.governor.flush();
-    const ledger = await readWholeLedger(service.store);
-    const admitted = ledger
-      .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
-      .flatMap(admissionSummaryReader())
-      .filter((entry) => entry.tenantId === 'acme' && entry.dimension === 'INGEST' && entry.allowance === 'HTTP')
-      .reduce((sum, entry) => sum + entry.admittedUnits, 0);
-    expect(admitted).toBe(acceptedReadings);
+    expect(ledgerHttpIngest(await readWholeLedger(service.store), 'acme')).toBe(suite.acceptedReadings);
   }, 120_000);
 
   it('a crash of PostgreSQL under traffic (SIGKILL of the postmaster) loses no acknowledged decision or command, and duplicates none', async () => {
-    const accepted: string[] = [];
-    const refused: string[] = [];
-    const unsettled: string[] = [];
+    const commands = commandsTold();
     const problems: string[] = [];
     let answers = 0;
     let stop = false;
-    let commandNumber = 0;
-    const loops = [
-      async () => {
-        while (!stop) {
-          const response = await ingest();
-          if (response.status !== 202 && !(response.status === 503 && response.headers.get('retry-after'))) problems.push(`ingest: ${response.status} ${await response.text()}`);
-          else await response.arrayBuffer();
-          answers++;
-        }
-      },
-      async () => {
-        while (!stop) {
-          const input = { tenantId: 'acme', commandId: `crash-${commandNumber++}`, deviceId: 'pump-1', payload: { reboot: true } };
-          // An enqueue answered SERVICE_UNAVAILABLE (or not at all) has an unknown fate until a retry with the same
-          // id settles it, as a client must retry.
-          for (let attempt = 0; ; attempt++) {
-            const body = await graphql('mutation ($input: EnqueueCommandInput!) { enqueueCommand(input: $input) { __typename } }', { input })
-              .then((response) => response.json() as Promise<{ data?: { enqueueCommand?: { __typename: string } }; errors?: Array<{ extensions?: { code?: string } }> }>)
-              .catch(() => undefined);
-            const outcome = body?.data?.enqueueCommand?.__typename;
-            if (outcome === 'CommandAccepted') accepted.push(input.commandId);
-            else if (outcome === 'CommandRejected') refused.push(input.commandId);
-            else if (body?.errors?.some((error) => error.extensions?.code !== 'SERVICE_UNAVAILABLE')) problems.push(`enqueue: ${JSON.stringify(body)}`);
-            else if (attempt < 200) {
-              await new Promise((resolve) => setTimeout(resolve, 100));
-              continue;
-            } else unsettled.push(input.commandId);
-            answers++;
-            break;
-          }
-        }
-      },
+    const running = [
+      suite.ingestUntil(() => stop, problems, () => answers++),
+      enqueueCommandsUntil(() => stop, { baseUrl, token: suite.token, prefix: 'crash-', told: commands, maxRetries: 200, answered: () => answers++ }),
     ];
-    const running = loops.map((loop) => loop());
-    await waitFor(() => answers >= 30 && accepted.length > 0, { timeoutMs: 60_000, description: 'traffic before the crash' });
+    await waitFor(() => answers >= 30 && commands.accepted.length > 0, { timeoutMs: 60_000, description: 'traffic before the crash' });
     await postgres.crash();
     const answeredAtCrash = answers;
     await postgres.start();
@@ -264,25 +170,12 @@ describe.skipIf(!pg)('the service while its PostgreSQL loses connections and goe
     await waitFor(() => answers >= answeredAtCrash + 30, { timeoutMs: 60_000, description: 'traffic after the crash' });
     stop = true;
     await Promise.all(running);
-    expect(problems).toEqual([]);
-    expect(unsettled).toEqual([]);
+    expect([...problems, ...commands.problems]).toEqual([]);
+    expect(commands.unsettled).toEqual([]);
 
     await service.governor.flush();
     const ledger = await readWholeLedger(service.store);
-    const admitted = ledger
-      .filter((event) => event.stream === ADMISSIONS_STREAM && event.type === 'AdmissionsRecorded')
-      .flatMap(admissionSummaryReader())
-      .filter((entry) => entry.tenantId === 'acme' && entry.dimension === 'INGEST' && entry.allowance === 'HTTP')
-      .reduce((sum, entry) => sum + entry.admittedUnits, 0);
-    expect(admitted).toBe(acceptedReadings);
-    const enqueued = ledger
-      .filter((event) => event.stream === commandsStream('acme') && event.type === 'CommandEnqueued')
-      .map((event) => (event.data as { commandId: string }).commandId)
-      .filter((id) => id.startsWith('crash-'));
-    const times = new Map<string, number>();
-    for (const id of enqueued) times.set(id, (times.get(id) ?? 0) + 1);
-    expect(accepted.filter((id) => times.get(id) !== 1)).toEqual([]);
-    expect(refused.filter((id) => times.has(id))).toEqual([]);
-    expect(enqueued.length).toBe(accepted.length);
+    expect(ledgerHttpIngest(ledger, 'acme')).toBe(suite.acceptedReadings);
+    expectCommandsAsTold(ledger, 'acme', 'crash-', commands);
   }, 240_000);
 });

@@ -12,6 +12,7 @@ import type { Service } from '../../src/service.ts';
 import { OPERATOR } from '../support/controlPlaneHarness.ts';
 import { describeOnEachServiceMode, startServiceIn, type RunningService } from '../support/serviceModes.ts';
 import { serviceClient } from '../support/serviceClient.ts';
+import { VISIBLE_WITHIN_MS } from '../support/readLedger.ts';
 import { waitFor } from '../support/waitFor.ts';
 import { admissionSummaryReader } from '../../src/ledger/catalog/summaryRefs.ts';
 
@@ -21,6 +22,10 @@ describeOnEachServiceMode('e2e_ingest', 'ingest front door in the service ($name
   let service: Service;
   let baseUrl: string;
   let key: string;
+
+  // On a PostgreSQL shared with other suites their open transactions hold the projections' reads back
+  // (test/support/readLedger.ts): wait as long as a reader of the ledger does, not the 10 s default.
+  const caughtUp = () => service.projections.waitForCaughtUp({ timeoutMs: VISIBLE_WITHIN_MS });
 
   beforeAll(async () => {
     running = await startServiceIn(mode);
@@ -37,7 +42,7 @@ describeOnEachServiceMode('e2e_ingest', 'ingest front door in the service ($name
         reason: 'e2e: a small ceiling to hit',
       }),
     ).toMatchObject({ status: 'applied' });
-    await service.projections.waitForCaughtUp();
+    await caughtUp();
     const registered = await registerIngestCredential(service.db, { tenantId: 'acme', kind: 'tenant', subject: null });
     if (registered.status !== 'registered') throw new Error(registered.message);
     key = registered.key;
@@ -60,14 +65,22 @@ describeOnEachServiceMode('e2e_ingest', 'ingest front door in the service ($name
       timeoutMs: 10_000,
       description: "acme's override in the Governor",
     });
-    // The whole burst of 10 and 8 more at the same moment: one is admitted, the other told to retry. Sent
-    // together, so a slow machine cannot let the bucket refill between them.
+    // The whole burst of 10 and 8 more at the same moment: one is admitted, the other told to retry. Each is
+    // metered at its arrival, and 8 readings take 1.6 s to refill at 5/s: sent together and both answered within
+    // that, they arrived closer together than that, so both cannot fit. On a machine so busy that the exchange
+    // took longer, they may have arrived that far apart, and the bucket may rightly admit both.
+    const sentMs = performance.now();
     const [whole, more] = await Promise.all([post('/v1/ingest/acme', readings(10)), post('/v1/ingest/acme', readings(8))]);
-    expect([whole.status, more.status].sort()).toEqual([202, 429]);
-    const refused = whole.status === 429 ? whole : more;
-    const refusedUnits = whole.status === 429 ? 10 : 8;
-    expect(refused.headers.get('x-ratelimit-scope')).toBe('tenant');
-    expect(refused.headers.get('x-ratelimit-limit')).toBe('5');
+    const exchangeMs = performance.now() - sentMs;
+    const statuses = [whole.status, more.status].sort();
+    if (exchangeMs < 1_600) expect(statuses).toEqual([202, 429]);
+    else expect([[202, 429], [202, 202]], `${exchangeMs.toFixed(0)} ms`).toContainEqual(statuses);
+    const refused = whole.status === 429 ? whole : more.status === 429 ? more : undefined;
+    const refusedUnits = whole.status === 429 ? 10 : more.status === 429 ? 8 : 0;
+    if (refused) {
+      expect(refused.headers.get('x-ratelimit-scope')).toBe('tenant');
+      expect(refused.headers.get('x-ratelimit-limit')).toBe('5');
+    }
     // Over the burst: no wait would admit it, so 413 naming the burst and the size, and no Retry-After.
     const neverFits = await post('/v1/ingest/acme', readings(50));
     expect(neverFits.status).toBe(413);
@@ -88,7 +101,7 @@ describeOnEachServiceMode('e2e_ingest', 'ingest front door in the service ($name
     expect(acme('HTTP', 'rejectedUnits')).toBe(refusedUnits + 50);
     expect(acme('INTEGRATIONS', 'shedUnits')).toBe(8);
 
-    await service.projections.waitForCaughtUp();
+    await caughtUp();
     const trend = await shedTrend(service.db, {
       tenantId: 'acme',
       dimension: 'INGEST',
@@ -104,7 +117,7 @@ describeOnEachServiceMode('e2e_ingest', 'ingest front door in the service ($name
   it('readings charged before a failed credential are unauthenticated, not admitted: ledger, shedTrend, GraphQL and /metrics', async () => {
     const from = new Date(Math.floor(Date.now() / 60_000) * 60_000);
     await service.governor.flush();
-    await service.projections.waitForCaughtUp();
+    await caughtUp();
     const trendOf = () => shedTrend(service.db, { tenantId: 'acme', dimension: 'INGEST', from, to: new Date(Date.now() + 60_000), bucket: 'MINUTE' });
     const sum = (points: Awaited<ReturnType<typeof trendOf>>, field: 'admitted' | 'unauthenticated' | 'unauthenticatedMessages') =>
       points.reduce((total, point) => total + point[field], 0);
@@ -125,7 +138,7 @@ describeOnEachServiceMode('e2e_ingest', 'ingest front door in the service ($name
       .reduce((total, entry) => total + ((entry.unauthenticatedUnits as number | undefined) ?? 0), 0);
     expect(unauthenticated).toBe(6);
 
-    await service.projections.waitForCaughtUp();
+    await caughtUp();
     const after = await trendOf();
     expect(sum(after, 'unauthenticated') - sum(before, 'unauthenticated')).toBe(6);
     expect(sum(after, 'unauthenticatedMessages') - sum(before, 'unauthenticatedMessages')).toBe(2);

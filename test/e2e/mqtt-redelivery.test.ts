@@ -17,7 +17,6 @@ import { randomBytes } from 'node:crypto';
 import mqtt, { type MqttClient } from 'mqtt';
 import { connect, JSONCodec, type NatsConnection } from 'nats';
 import { afterAll, describe, expect, it } from 'vitest';
-import { mintToken } from '../../src/auth/token.ts';
 import { readSettings } from '../../src/config.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openDb } from '../../src/db/open.ts';
@@ -27,8 +26,9 @@ import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import { openEventStore } from '../../src/ledger/openEventStore.ts';
 import { admissionEntriesOf } from '../support/readLedger.ts';
 import { serviceModes } from '../support/serviceModes.ts';
-import { freePort, startPrivateMosquitto, startPrivateNats, type PrivateServer } from '../support/privateServers.ts';
-import { spawnTs, type SpawnedTs } from '../support/spawnTs.ts';
+import { startPrivateMosquitto, startPrivateNats, type PrivateServer } from '../support/privateServers.ts';
+import { operatorMutations } from '../support/operatorMutations.ts';
+import { serveTs, serviceProcessEnv, type SpawnedTs } from '../support/spawnTs.ts';
 import { waitFor } from '../support/waitFor.ts';
 
 const JWT_SECRET = 'redelivery-suite-secret-0123456789abcdef0123456789';
@@ -65,19 +65,7 @@ describe.skipIf(missing.length > 0)('MQTT redelivery after the service is killed
   it('charges each redelivered message once and stores it once', async () => {
     dataDir = await mkdtemp(path.join(tmpdir(), 'gl-redelivery-'));
     await mode.prepare();
-    const env = {
-      ...mode.env,
-      NATS_URL: natsServer.url,
-      MQTT_URL: broker.url,
-      MQTT_CLIENT_ID: `gl-redelivery-${suffix}`,
-      EVENTSTORE_URL: '',
-      GOVERNANCE_DATA_DIR: dataDir,
-      GOVERNANCE_JWT_SECRET: JWT_SECRET,
-      HOST: '127.0.0.1',
-      PORT: String(await freePort()),
-      GOVERNANCE_GRPC_PORT: String(await freePort()),
-      LOG_LEVEL: 'info',
-    };
+    const env = await serviceProcessEnv({ ...mode.env, NATS_URL: natsServer.url, MQTT_URL: broker.url, MQTT_CLIENT_ID: `gl-redelivery-${suffix}` }, dataDir, JWT_SECRET);
     const settings = readSettings(env);
     const setupDb = await openDb(settings);
     await migrate(setupDb);
@@ -85,14 +73,8 @@ describe.skipIf(missing.length > 0)('MQTT redelivery after the service is killed
     const baseUrl = `http://127.0.0.1:${env.PORT}`;
 
     const start = async () => {
-      const service = spawnTs(['src/cli.ts', 'serve'], env);
+      const service = await serveTs(env);
       children.push(service.child);
-      await waitFor(() => service.output().includes('listening on') || service.child.exitCode !== null, {
-        timeoutMs: 150_000,
-        intervalMs: 100,
-        description: 'the service to listen',
-      });
-      expect(service.child.exitCode, service.output()).toBeNull();
       return service;
     };
     const kill = async (service: SpawnedTs) => {
@@ -101,17 +83,7 @@ describe.skipIf(missing.length > 0)('MQTT redelivery after the service is killed
     };
 
     let service = await start();
-    const token = await mintToken({ secret: JWT_SECRET, role: 'OPERATOR', sub: 'redelivery-suite', ttl: '30m' });
-    const mutate = async (field: string, input: Record<string, unknown>) => {
-      const type = `${field[0]!.toUpperCase()}${field.slice(1)}Input`;
-      const response = await fetch(`${baseUrl}/graphql`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-        body: JSON.stringify({ query: `mutation ($input: ${type}!) { ${field}(input: $input) { __typename } }`, variables: { input } }),
-      });
-      const answer = (await response.json()) as { data?: Record<string, { __typename: string }> };
-      expect(answer.data?.[field]?.__typename, JSON.stringify(answer)).toBe('Applied');
-    };
+    const mutate = await operatorMutations(baseUrl, JWT_SECRET, 'redelivery-suite');
     await mutate('defineTier', { tierId: 'standard', name: 'Standard' });
     await mutate('registerTenant', { tenantId: 'acme', tierId: 'standard' });
     await mutate('setTenantOverride', { tenantId: 'acme', dimension: 'INGEST', ratePerSecond: 10_000, burst: 10_000, reason: 'redelivery: no limit hits' });

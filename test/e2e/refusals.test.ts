@@ -1,5 +1,5 @@
-// Observable pressure, not silent loss: a tenant flooded only with refusals on the HTTP ingest door's
-// per-message charge (before the body is decoded, so they carry no units) is found wherever an operator looks:
+// Observable pressure, not silent loss: a tenant flooded with refusals, nearly all on the HTTP ingest door's
+// per-message charge (before the body is decoded, so they carry no units), is found wherever an operator looks:
 // /metrics, shedTrend, first in topShedders, the console's Trends chart (Chromium), the Grafana dashboard's
 // panel query and a firing alert (promtool, fed the counters the running service exported).
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -86,16 +86,36 @@ describe.skipIf(!hasPromtool || !CHROMIUM)('a flood refused only per message sho
     await running.service.governor.loadsSettled();
 
     // acme: one reading a request, 10 at a time, against 5/s with a burst of 10. The message charge and the
-    // readings charge draw on buckets of the same size, the message charge first, so every refusal is on the
-    // message charge, before decoding: 429s that carry no units.
+    // readings charge draw on buckets of the same numbers, the message charge first, so nearly every refusal is
+    // on the message charge, before decoding: 429s that carry no units. Not every one: both charges are metered
+    // at the request's arrival, but the readings charge is decided when its body is in, and fetch sends a body
+    // apart from its headers, so under load the readings bucket meets those instants in another order than the
+    // message bucket. A bucket adds nothing for an instant earlier than its last, so a full bucket loses the
+    // refill between the two (docs/governance-model.md, "A reading is one stored value"), and a request admitted
+    // on its message may then be refused on its readings, carrying its reading. The counts below are therefore
+    // taken from the answers, by the policy each 429 names.
     const statuses = new Map<number, number>();
+    const refusedOn = new Map<string, number>();
     for (let sent = 0; sent < FLOOD_REQUESTS; sent += 10) {
-      const answers = await Promise.all(Array.from({ length: 10 }, () => post('acme', 1).then((response) => response.status)));
-      for (const status of answers) statuses.set(status, (statuses.get(status) ?? 0) + 1);
+      const answers = await Promise.all(
+        Array.from({ length: 10 }, async () => {
+          const response = await post('acme', 1);
+          const body = (await response.json()) as { policy?: string };
+          return { status: response.status, policy: body.policy };
+        }),
+      );
+      for (const { status, policy } of answers) {
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
+        if (status === 429) refusedOn.set(String(policy), (refusedOn.get(String(policy)) ?? 0) + 1);
+      }
     }
     const refused = statuses.get(429) ?? 0;
-    console.log(`acme's flood: ${JSON.stringify(Object.fromEntries(statuses))}`);
-    expect(refused).toBeGreaterThan(FLOOD_REQUESTS / 2);
+    console.log(`acme's flood: ${JSON.stringify(Object.fromEntries(statuses))}, refused on ${JSON.stringify(Object.fromEntries(refusedOn))}`);
+    expect([...refusedOn.keys()].filter((policy) => policy !== 'tenant-messages' && policy !== 'tenant-readings')).toEqual([]);
+    const refusedOnMessages = refusedOn.get('tenant-messages') ?? 0;
+    // Each refusal on the readings charge carries its one reading.
+    const refusedUnits = refusedOn.get('tenant-readings') ?? 0;
+    expect(refusedOnMessages).toBeGreaterThan(FLOOD_REQUESTS / 2);
     expect((statuses.get(202) ?? 0) + refused).toBe(FLOOD_REQUESTS);
     // globex: 3 requests of 50 readings, more than its burst: 413, counted as rejected with their 150 units.
     for (let i = 0; i < 3; i++) expect((await post('globex', 50)).status).toBe(413);
@@ -103,19 +123,20 @@ describe.skipIf(!hasPromtool || !CHROMIUM)('a flood refused only per message sho
     await running.service.projections.waitForCaughtUp();
     const to = new Date(Math.ceil((Date.now() + 1) / 60_000) * 60_000);
 
-    // /metrics: the refused-messages counter names acme; the units counters have nothing refused of it.
+    // /metrics: the refused-messages counter names acme; the units counters only the readings refused of it.
     const exported = await (await fetch(`${running.baseUrl}/metrics`)).text();
     const counters = samplesOf(exported, ['_governance_refused_messages_total', '_governance_shed_units_total', '_governance_rejected_units_total']);
     const of = (suffix: string, tenant: string) => counters.filter((sample) => sample.name.endsWith(suffix) && sample.labels.tenant === tenant);
     expect(of('_refused_messages_total', 'acme')).toEqual([
       { name: expect.any(String), labels: { dimension: 'INGEST', allowance: 'HTTP', tenant: 'acme', outcome: 'rejected' }, value: refused },
     ]);
-    expect(of('_rejected_units_total', 'acme')).toEqual([]);
+    expect(of('_rejected_units_total', 'acme').map((sample) => sample.value)).toEqual(refusedUnits === 0 ? [] : [refusedUnits]);
     expect(of('_shed_units_total', 'acme')).toEqual([]);
     expect(of('_refused_messages_total', 'globex').map((sample) => sample.value)).toEqual([3]);
     expect(of('_rejected_units_total', 'globex').map((sample) => sample.value)).toEqual([150]);
 
-    // shedTrend: limited is the refusals; their units are 0. topShedders: acme first, globex first by units.
+    // shedTrend: limited is the refusals; their units are those refused on the readings charge. topShedders:
+    // acme first, globex first by units.
     type Point = { limited: number; limitedUnits: number };
     type Shedder = { tenantId: string; limited: number; limitedUnits: number };
     const trends = await api.as('AUDITOR')<{ shedTrend: Point[]; byMessages: Shedder[]; byUnits: Shedder[] }>(
@@ -126,9 +147,9 @@ describe.skipIf(!hasPromtool || !CHROMIUM)('a flood refused only per message sho
       { from: from.toISOString(), to: to.toISOString() },
     );
     expect(trends.shedTrend.reduce((sum, point) => sum + point.limited, 0)).toBe(refused);
-    expect(trends.shedTrend.reduce((sum, point) => sum + point.limitedUnits, 0)).toBe(0);
+    expect(trends.shedTrend.reduce((sum, point) => sum + point.limitedUnits, 0)).toBe(refusedUnits);
     expect(trends.byMessages).toEqual([
-      { tenantId: 'acme', limited: refused, limitedUnits: 0 },
+      { tenantId: 'acme', limited: refused, limitedUnits: refusedUnits },
       { tenantId: 'globex', limited: 3, limitedUnits: 150 },
     ]);
     expect(trends.byUnits.map((shedder) => shedder.tenantId)).toEqual(['globex', 'acme']);

@@ -11,6 +11,11 @@ export interface DelayingProxy {
   delayMs: number;
   /** Chunks handed on so far, both ways. */
   readonly chunks: number;
+  /**
+   * Called as each chunk is handed on, with how long it was held: the set delay, or more when this process was
+   * too busy to hand it on in time (a test on a shared machine tells such moments apart by it).
+   */
+  onHandOff?: (heldMs: number, atMs: number) => void;
   close(): Promise<void>;
 }
 
@@ -34,12 +39,15 @@ export async function startDelayingProxy(target: { host: string; port: number },
   const delayed = (from: net.Socket, to: net.Socket) => {
     let lastDueMs = 0;
     from.on('data', (chunk: Buffer) => {
-      const dueMs = Math.max(lastDueMs, Date.now() + proxy.delayMs);
+      const arrivedMs = Date.now();
+      const dueMs = Math.max(lastDueMs, arrivedMs + proxy.delayMs);
       lastDueMs = dueMs;
       setTimeout(() => {
         chunks++;
         if (!to.destroyed) to.write(chunk);
-      }, dueMs - Date.now());
+        const handedMs = Date.now();
+        proxy.onHandOff?.(handedMs - arrivedMs, handedMs);
+      }, dueMs - arrivedMs);
     });
     from.on('end', () => setTimeout(() => to.end(), Math.max(0, lastDueMs - Date.now())));
   };

@@ -1,7 +1,10 @@
 // A TypeScript entry point of this repository run as a child process (node --import tsx, from the repository's
 // root), for e2e suites that need a real process to kill or restart: its output is kept for failure messages.
+// The service itself is started so by serveTs.
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
+import { freePort } from './privateServers.ts';
+import { waitFor } from './waitFor.ts';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -21,4 +24,41 @@ export function spawnTs(args: string[], env: Record<string, string>, stdin: 'pip
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, output: () => output, exited };
+}
+
+/**
+ * The settings of the service as a process of its own, over `env`: listening on free ports of 127.0.0.1 (HTTP and
+ * gRPC), its data directory and JWT secret, no EventStoreDB, and logs at info (serveTs waits for "listening on").
+ */
+export async function serviceProcessEnv(env: Record<string, string>, dataDir: string, jwtSecret: string): Promise<Record<string, string>> {
+  return {
+    ...env,
+    EVENTSTORE_URL: '',
+    GOVERNANCE_DATA_DIR: dataDir,
+    GOVERNANCE_JWT_SECRET: jwtSecret,
+    HOST: '127.0.0.1',
+    PORT: String(await freePort()),
+    GOVERNANCE_GRPC_PORT: String(await freePort()),
+    LOG_LEVEL: 'info',
+  };
+}
+
+/**
+ * `governance serve` from the sources with `env` (serviceProcessEnv), once it listens. Fails with its output if
+ * it exits first, and ends it if it does not listen in time.
+ */
+export async function serveTs(env: Record<string, string>, stdin: 'pipe' | 'ignore' = 'ignore'): Promise<SpawnedTs> {
+  const service = spawnTs(['src/cli.ts', 'serve'], env, stdin);
+  try {
+    await waitFor(() => service.output().includes('listening on') || service.child.exitCode !== null, {
+      timeoutMs: 150_000,
+      intervalMs: 100,
+      description: 'the service to listen',
+    });
+  } catch (error) {
+    service.child.kill('SIGKILL');
+    throw error;
+  }
+  if (service.child.exitCode !== null) throw new Error(`the service exited with ${service.child.exitCode} before it listened:\n${service.output()}`);
+  return service;
 }

@@ -8,40 +8,57 @@
 // first.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { RequestTarget, RouteHandler } from '../../http-server/route.ts';
-import { addDecidedQuota, answer, enterTenantPath, type ClientResolver } from './frontDoor.ts';
+import { addTenantCors } from '../../http-server/rateLimitHeaders.ts';
+import { declaresTooLarge, readBodyCapped } from '../../http-server/readBody.ts';
+import { addDecidedQuota, answer, answerNeverFits, answerRateLimited, answerSinkOutcome, answerTooLarge, answerUnauthorized, edgeVerdict, tenantVerdict } from './answers.ts';
+import { frontDoorRequest, type ClientResolver } from './frontDoor.ts';
 import { DEFAULT_MAX_BODY_BYTES, type FrontDoorDeps } from './frontDoorDeps.ts';
-import { admitApiRequest, answerNeverFits, authorizedCredential, publishAccepted, readBodyWithinCap } from './ingestSteps.ts';
+import { namesInPath } from './tenantPath.ts';
 import { decodeUplinks } from './uplinks.ts';
-import { bodyCapOf, holdReadingsCharge } from '../pipeline/index.ts';
+import { bodyCapOf, chargeApiRequest, checkCredential, checkEdge, handToSink, holdReadingsCharge, type AcceptedBatch } from '../pipeline/index.ts';
 import { HeldCharge, type ChargeOutcome } from '../../governance/index.ts';
 
 export const INTEGRATIONS_PREFIX = '/v1/integrations/';
-const INTEGRATIONS_PATH = { prefix: INTEGRATIONS_PREFIX, count: 2, help: 'the path must be /v1/integrations/<tenant>/<integration> with valid names' };
+const INTEGRATIONS_PATH_HELP = 'the path must be /v1/integrations/<tenant>/<integration> with valid names';
 
 export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientResolver): RouteHandler {
   const maxBodyBytes = deps.maxBodyBytes ?? DEFAULT_MAX_BODY_BYTES;
   const now = deps.now ?? Date.now;
 
   return async (req: IncomingMessage, res: ServerResponse, target: RequestTarget) => {
-    const entered = enterTenantPath(req, res, target, deps, clients, now, INTEGRATIONS_PATH);
-    if (entered === null) return;
-    const { entry, names } = entered;
+    const entry = frontDoorRequest(req, clients, now);
     const { requestId, client, atMs } = entry;
+    // The edge per-IP limit, on the client address (trusted proxies' X-Forwarded-For believed).
+    const edge = checkEdge(deps, client.limitKey, atMs);
+    if (!edge.admitted) return answerRateLimited(res, deps, entry, undefined, edgeVerdict(edge));
+    // The tenant and the integration from the path; the answers may be read by a browser (CORS) from here on.
+    const names = namesInPath(target.pathname, INTEGRATIONS_PREFIX, 2);
+    if (names === null) return answer(res, deps, entry, undefined, 404, { error: INTEGRATIONS_PATH_HELP });
+    addTenantCors(entry.headers);
     const [tenantId, integration] = names as [string, string];
 
-    const checked = authorizedCredential(req, res, deps, entry, { route: 'integration', tenantId, integration });
-    const credential = checked instanceof Promise ? await checked : checked;
-    if (credential === null) return;
+    // The credential (X-Device-Key): a tenant key, or this integration's.
+    const key = req.headers['x-device-key'];
+    const checked = checkCredential(deps, typeof key === 'string' ? key : undefined, { route: 'integration', tenantId, integration });
+    const sender = checked instanceof Promise ? await checked : checked;
+    if (sender.status === 'unauthorized') return answerUnauthorized(res, deps, entry, tenantId, sender.message);
+    const credential = sender.credential;
 
-    const body = await readBodyWithinCap(req, res, deps, entry, tenantId, bodyCapOf(deps, maxBodyBytes));
-    if (body === null) return;
-    const decoded = decodeUplinks(body);
+    // The size cap: a declared length over it is refused before a byte is read, a chunked one as soon as it
+    // passes it. Then decode.
+    const capBytes = bodyCapOf(deps, maxBodyBytes);
+    const read = declaresTooLarge(req, capBytes) ? undefined : await readBodyCapped(req, capBytes);
+    if (read?.status !== 'read') return answerTooLarge(req, res, deps, entry, tenantId, capBytes);
+    const decoded = decodeUplinks(read.body);
     if (decoded.status === 'invalid') return answer(res, deps, entry, tenantId, 400, { error: decoded.message });
     const uplinks = decoded.uplinks.length;
 
-    if (!admitApiRequest(res, deps, entry, tenantId, credential)) return;
+    // API_REQUESTS, one per request, with the tenant's policy.
+    const request = chargeApiRequest(deps, { tenantId, atMs, clientKey: client.limitKey }, credential);
+    if (!request.admitted) return answerRateLimited(res, deps, entry, tenantId, tenantVerdict(request, 'requests'));
 
-    // Held until the sink took the uplinks: a 503 withdraws the charge uncounted (the retry is counted).
+    // The uplinks on INTEGRATIONS, held until the sink took them: a 503 withdraws the charge uncounted (the
+    // retry is counted).
     const charge = new HeldCharge();
     const decision = holdReadingsCharge(deps, { tenantId, allowance: 'INTEGRATIONS', atMs, clientKey: client.limitKey }, uplinks, charge);
     // More uplinks than the allowance ever holds would be dropped on every try: say so (413) instead.
@@ -52,9 +69,10 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
     addDecidedQuota(entry, decision, 'uplinks');
     if (!decision.admitted) return answer(res, deps, entry, tenantId, 202, { accepted: 0, dropped: uplinks });
 
+    // The sink: 202 when it took them, 413 or 400 when it refused them for their content, 503 when it failed.
     let outcome: ChargeOutcome = 'withdrawn';
     try {
-      outcome = await publishAccepted(res, deps, entry, {
+      const batch: AcceptedBatch = {
         tenantId,
         route: 'integration',
         integration,
@@ -63,7 +81,8 @@ export function createIntegrationsHandler(deps: FrontDoorDeps, clients: ClientRe
         receivedAtMs: atMs,
         units: uplinks,
         items: decoded.uplinks,
-      });
+      };
+      outcome = answerSinkOutcome(res, deps, entry, batch, await handToSink(deps, batch));
     } finally {
       charge.settle(outcome);
     }

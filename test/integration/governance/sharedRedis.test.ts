@@ -127,42 +127,93 @@ describe.skipIf(!redisUrl)('shared counters on Redis', () => {
     expect(admitted / allowed).toBeLessThanOrEqual(1.1);
   });
 
+  /** One whole second of slowReplies' run. */
+  interface MeasuredSecond {
+    /** Admitted / limit. */
+    ratio: number;
+    /**
+     * Redis answered within the set delay as far as the replicas could tell, all second: every chunk the proxy
+     * handed on was held at most LATE_MS past the delay, and no step of the loop came more than LATE_MS late.
+     */
+    onTime: boolean;
+    /** Admissions made alone at half the limit (the shared budget given up for a reply past the timeout). */
+    fallbackAdmissions: number;
+  }
+
+  /**
+   * How late a reply or a step may be before a second no longer counts as run at the set delay. A busy machine
+   * (other suites on both cores) holds this process's timers back: its replies then come later than the set
+   * delay, which is another row of docs/scaling.md's table, not a breach of this one's band.
+   */
+  const LATE_MS = 5;
+
   /**
    * Two replicas through a proxy that delays every byte `delayMs` each way, on the wall clock (what matters is
-   * what they admit while a reply is on its way): each offers 2,000 requests a second (2 x the limit together)
-   * in steps of 10 ms, without waiting for replies. Returns admitted / limit for each whole second.
+   * what they admit while a reply is on its way): each is offered 2,000 requests a second (2 x the limit
+   * together) in steps of about 10 ms, without waiting for replies. The demand follows the clock, not the
+   * steps: each step offers what the time since the step before calls for, so a step that comes late does
+   * not lower it. Runs whole seconds until `wanted` of them were on time (MeasuredSecond), or `wanted` x 6.
    */
-  async function slowRepliesRatios(delayMs: number, seconds: number): Promise<{ ratios: number[]; fallback: boolean }> {
+  async function slowReplies(delayMs: number, wanted: number): Promise<MeasuredSecond[]> {
     const proxy = await startDelayingProxy({ host: new URL(redisUrl!).hostname, port: Number(new URL(redisUrl!).port || 6379) }, 0);
     closers.push(() => proxy.close());
     const keyPrefix = prefix();
     const replicas = [await sharedGovernor(`redis://127.0.0.1:${proxy.port}`, keyPrefix), await sharedGovernor(`redis://127.0.0.1:${proxy.port}`, keyPrefix)];
+    const admittedBySecond = new Map<number, number>();
+    const fallbackBySecond = new Map<number, number>();
+    const lateSeconds = new Set<number>();
+    const secondOf = (ms: number) => Math.floor(ms / 1000);
     proxy.delayMs = delayMs;
-    const bySecond = new Map<number, number>();
-    const firstSecond = Math.floor(Date.now() / 1000) + 1;
+    proxy.onHandOff = (heldMs, atMs) => {
+      if (heldMs > delayMs + LATE_MS) lateSeconds.add(secondOf(atMs));
+    };
+    const fallbackAdmissions = () => replicas.reduce((sum, { governor }) => sum + governor.stats().sharedFallbackAdmissions, 0);
+    const firstSecond = secondOf(Date.now()) + 1;
     while (Date.now() < firstSecond * 1000) await new Promise((resolve) => setTimeout(resolve, 5));
-    while (Date.now() < (firstSecond + seconds) * 1000) {
+    const onTimeSeconds = () => Array.from({ length: secondOf(Date.now()) - firstSecond }, (_, i) => firstSecond + i).filter((second) => !lateSeconds.has(second)).length;
+    const lastSecond = firstSecond + wanted * 6;
+    let stepMs = Date.now();
+    let fallbackBefore = fallbackAdmissions();
+    while (Date.now() < lastSecond * 1000 && onTimeSeconds() < wanted) {
+      const now = Date.now();
+      // A step late past its 10 ms: the seconds it spans were not run at the set delay (the loop was held).
+      if (now - stepMs > 10 + LATE_MS) for (let second = secondOf(stepMs); second <= secondOf(now); second++) lateSeconds.add(second);
+      const offered = Math.round(2 * (now - stepMs));
+      stepMs = now;
       for (const { governor } of replicas) {
-        for (let i = 0; i < 20; i++) {
+        for (let i = 0; i < offered; i++) {
           const at = Date.now();
-          if (governor.admit(apiRequest(at)).admitted) bySecond.set(Math.floor(at / 1000), (bySecond.get(Math.floor(at / 1000)) ?? 0) + 1);
+          if (governor.admit(apiRequest(at)).admitted) admittedBySecond.set(secondOf(at), (admittedBySecond.get(secondOf(at)) ?? 0) + 1);
         }
       }
+      const fallbackNow = fallbackAdmissions();
+      if (fallbackNow > fallbackBefore) fallbackBySecond.set(secondOf(now), (fallbackBySecond.get(secondOf(now)) ?? 0) + fallbackNow - fallbackBefore);
+      fallbackBefore = fallbackNow;
       await new Promise((resolve) => setTimeout(resolve, 10));
     }
-    const ratios = Array.from({ length: seconds }, (_, i) => (bySecond.get(firstSecond + i) ?? 0) / LIMIT);
-    const fallback = replicas.some(({ governor }) => governor.stats().sharedFallbackAdmissions > 0);
-    console.log(`Redis replies ${delayMs} ms late each way: admitted / limit per second ${ratios.map((ratio) => ratio.toFixed(3)).join(' ')}${fallback ? ' (fell back)' : ''}`);
-    return { ratios, fallback };
+    // Every second before the current one is whole: nothing is admitted after the loop.
+    const seconds = Array.from({ length: secondOf(Date.now()) - firstSecond }, (_, i) => firstSecond + i);
+    const measured = seconds.map((second) => ({
+      ratio: (admittedBySecond.get(second) ?? 0) / LIMIT,
+      onTime: !lateSeconds.has(second),
+      fallbackAdmissions: fallbackBySecond.get(second) ?? 0,
+    }));
+    const shown = measured.map(({ ratio, onTime, fallbackAdmissions }) => `${ratio.toFixed(3)}${onTime ? '' : ' (late)'}${fallbackAdmissions > 0 ? ' (fell back)' : ''}`);
+    console.log(`Redis replies ${delayMs} ms late each way: admitted / limit per second ${shown.join(', ')}`);
+    return measured;
   }
 
-  it('holds [0.95, 1.10] x the limit with Redis 10 ms away each way (20 ms round trips)', { timeout: 60_000 }, async () => {
-    const { ratios, fallback } = await slowRepliesRatios(10, 5);
-    expect(fallback).toBe(false);
-    for (const ratio of ratios) {
+  it('holds [0.95, 1.10] x the limit with Redis 10 ms away each way (20 ms round trips)', { timeout: 60_000 }, async ({ skip }) => {
+    const measured = await slowReplies(10, 5);
+    // No second passes 1.10 x, however late the replies came.
+    for (const { ratio } of measured) expect(ratio).toBeLessThanOrEqual(1.1);
+    const onTime = measured.filter((second) => second.onTime);
+    // The band is the promise while Redis answers within about 10 ms each way: judged on the seconds that ran so.
+    for (const { ratio, fallbackAdmissions } of onTime) {
+      expect(fallbackAdmissions).toBe(0);
       expect(ratio).toBeGreaterThanOrEqual(0.95);
-      expect(ratio).toBeLessThanOrEqual(1.1);
     }
+    skip(onTime.length < 3, `only ${onTime.length} of ${measured.length} seconds had Redis within 10 ms on this busy machine: too few to judge the lower bound`);
   });
 
   it.each([50, 200])(
@@ -172,9 +223,11 @@ describe.skipIf(!redisUrl)('shared counters on Redis', () => {
       // 50 ms each way is within the 250 ms command timeout: the replicas wait for their reservations and
       // admit less than the limit (docs/scaling.md gives the figures). 200 ms each way passes it: each replica
       // falls back to half the limit alone, which together is the limit.
-      const { ratios, fallback } = await slowRepliesRatios(delayMs, 5);
-      expect(fallback).toBe(2 * delayMs > 250);
-      for (const ratio of ratios) expect(ratio).toBeLessThanOrEqual(1.1);
+      const measured = await slowReplies(delayMs, 5);
+      for (const { ratio } of measured) expect(ratio).toBeLessThanOrEqual(1.1);
+      const onTime = measured.filter((second) => second.onTime);
+      if (2 * delayMs > 250) expect(measured.some((second) => second.fallbackAdmissions > 0)).toBe(true);
+      else for (const second of onTime) expect(second.fallbackAdmissions).toBe(0);
     },
   );
 

@@ -194,6 +194,21 @@ describe('Governor: limits and behaviours', () => {
     expect(http).toMatchObject({ rejectedMessages: 3, rejectedUnits: 0, admittedUnits: 4, admittedMessages: 1 });
   });
 
+  it('meets readings charges out of arrival order with no refill for the earlier instant: a full bucket falls behind the message bucket', async () => {
+    // The HTTP door meters both charges at a request's arrival, but charges readings when the body is in: B,
+    // which arrived 100 ms after A, may be decoded first (docs/governance-model.md, "A reading is one stored value").
+    const { gov } = await loaded('acme', { INGEST: { tier: { ratePerSecond: 5, burst: 10 } } });
+    const at = (ms: number, charge?: 'message') => ({ tenant: 'acme', dimension: 'INGEST', allowance: 'HTTP', units: 1, at: clock + ms, charge }) as const;
+    expect([gov.admit(at(0, 'message')).admitted, gov.admit(at(100, 'message')).admitted]).toEqual([true, true]);
+    // The message bucket: 10, 9 at A; 9.5, 8.5 at B. The readings bucket: 10 (full), 9 at B; 8 at A, nothing added.
+    expect([gov.admit(at(100)).admitted, gov.admit(at(0)).admitted]).toEqual([true, true]);
+    expect(admitMany(gov, at(100, 'message'), 8)).toBe(8);
+    expect(admitMany(gov, at(100), 8)).toBe(8);
+    // 100 ms on: the message bucket holds 0.5 + 0.5, the readings bucket 0 + 0.5.
+    expect(gov.admit(at(200, 'message')).admitted).toBe(true);
+    expect(gov.admit(at(200))).toMatchObject({ admitted: false, neverFits: false });
+  });
+
   it('says when a request can never fit (larger than the burst) and tallies it as rejected, on either path', async () => {
     const { gov, recorder } = await loaded('acme', { INGEST: { tier: { ratePerSecond: 1000, burst: 2000 } }, API_REQUESTS: { override: { ratePerSecond: 100 } } });
     const http = (units: number) => gov.admit({ tenant: 'acme', dimension: 'INGEST', allowance: 'HTTP', units, at: clock });

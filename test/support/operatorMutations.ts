@@ -1,5 +1,6 @@
-// Operator calls on a running service for the benches that drive the compiled build (scale-out, envoy-rls):
-// a GraphQL mutation with an operator token, which must answer Applied.
+// Operator calls on a service running as a process of its own, as an operator's client makes them: a GraphQL
+// mutation with an OPERATOR token, which must answer Applied. For the suites that kill and restart the service
+// (chaos, MQTT redelivery) and the benches that drive the compiled build (scale-out, envoy-rls).
 import { mintToken } from '../../src/auth/token.ts';
 
 export type Mutate = (field: string, input: Record<string, unknown>) => Promise<void>;
