@@ -5,6 +5,7 @@
 // shadow would admit its own L and record nothing. With Redis at a closed port each replica meters the shadow
 // alone at half its limit, as it does the enforced one. Every budget runs the production command timeout.
 import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Governor, loadRedisSharedBudget } from '../../../src/governance/index.ts';
 import type { AdmitRequest } from '../../../src/governance/index.ts';
@@ -109,6 +110,10 @@ describe.skipIf(!redisUrl)('shadow limits counted across replicas on Redis', () 
     expect(counts.refused).toBe(0);
     // The shared shadow bucket admits its burst (L) plus its rate for the 4.99 s from the first charge to the last.
     const allowed = SHADOW + ((seconds * 1000 - 10) / 1000) * SHADOW;
+    // Its own key beside the enforced one's, under the tenant's hash tag (one Redis Cluster slot per tenant).
+    const redis = new Redis(redisUrl!);
+    closers.push(() => redis.quit());
+    expect(await redis.exists(`${keyPrefix}INGEST:LIVE:shadow-readings:{acme}`, `${keyPrefix}INGEST:LIVE:readings:{acme}`)).toBe(2);
     const wouldAdmit = seconds * 2 * SHADOW - counts.shadowLimited;
     expect(wouldAdmit / allowed).toBeGreaterThanOrEqual(0.95);
     expect(wouldAdmit / allowed).toBeLessThanOrEqual(1.1);
