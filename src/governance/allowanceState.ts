@@ -10,6 +10,7 @@ import { BURST, RATE_PER_SECOND, SHADOW, SHADOW_BURST, SHADOW_RATE_PER_SECOND, T
 import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import { FixedWindow } from './fixedWindow.ts';
 import type { ResolvedLimits } from './resolvedLimits.ts';
+import { fallbackBurst, fallbackRate } from './sharedCounting.ts';
 import type { SharedAllowance } from './sharedCounting.ts';
 import type { SlotSpec } from './slots.ts';
 import { takeTokens, TokenBucket } from './tokenBucket.ts';
@@ -142,6 +143,9 @@ export class AllowanceState {
   closed: Tally | null = null;
   sharedReadings: SharedAllowance | null = null;
   sharedMessages: SharedAllowance | null = null;
+  /** The shadow limit's shared counters (with Redis), made on its first shared charge. */
+  sharedShadowReadings: SharedAllowance | null = null;
+  sharedShadowMessages: SharedAllowance | null = null;
   /** Evicted (release): its cell belongs to another allowance now, and holds none of its counts. */
   private released = false;
 
@@ -215,13 +219,17 @@ export class AllowanceState {
    * Whether the shadow limit (a limit set with mode SHADOW, `shadowed`) would admit this charge, decided on its
    * own limiter with the shadow's numbers: the readings bucket in the cell, its message bucket, or its fixed
    * window (API_REQUESTS: as EXACT_REJECT decides, whatever the tenant's over-limit policy, as a preview
-   * replays it). Allocates only the first message bucket or window.
+   * replays it). Allocates only the first message bucket or window. `halved`: the shared budget is configured
+   * but unreachable, so the shadow is metered here at half its limit, as the enforced one is (sharedCounting.ts);
+   * while it is reachable the Governor decides the shadow from its shared counter instead.
    */
-  shadowAdmits(byMessage: boolean, units: number, at: number): boolean {
+  shadowAdmits(byMessage: boolean, units: number, at: number, halved: boolean): boolean {
     const values = this.numbers.values;
-    const rate = values[this.cell + SHADOW_RATE_PER_SECOND]!;
+    let rate = values[this.cell + SHADOW_RATE_PER_SECOND]!;
+    if (halved) rate = fallbackRate(this.slot.kind, rate);
     if (this.slot.kind === 'FIXED_WINDOW') return (this.shadowWindow ??= new FixedWindow()).takeExact(units, Math.floor(at / 1000), rate);
-    const burst = values[this.cell + SHADOW_BURST]!;
+    let burst = values[this.cell + SHADOW_BURST]!;
+    if (halved) burst = fallbackBurst(burst);
     if (byMessage) return (this.shadowMessageBucket ??= new TokenBucket()).take(units, at, rate, burst);
     return takeTokens(values, this.cell + SHADOW, units, at, rate, burst);
   }

@@ -4,7 +4,7 @@
 // decision from slices of the shared budget (Redis) reserved ahead of use, and Tallies hands per-second
 // counts to the Recorder on a timer. admit allocates only its result, decide and hold nothing (and, once per
 // new tenant or allowance, that state).
-import { BURST, RATE_PER_SECOND } from './allowanceNumbers.ts';
+import { BURST, RATE_PER_SECOND, SHADOW_BURST, SHADOW_RATE_PER_SECOND } from './allowanceNumbers.ts';
 import { OUTCOME_QUOTA, OUTCOME_SHADOW_LIMITED } from './allowanceState.ts';
 import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import { AllowanceState } from './allowanceState.ts';
@@ -529,7 +529,7 @@ export class Governor {
       // The shadow limit: decided on its own limiter, whatever the enforced limit decided (so it sees the
       // demand a replay of the ledger sees), never refusing; what it would have refused is counted beside the
       // decision (a message charge as a message, a readings charge as its units and one message).
-      if (allowance.shadowed && !allowance.shadowAdmits(byMessage, units, at)) {
+      if (allowance.shadowed && !this.shadowAdmits(allowance, byMessage, units, at, sharesCounter, sharedActive)) {
         this.tallies.count(allowance, at, units, byMessage, OUTCOME_SHADOW_LIMITED, -1);
       }
     }
@@ -546,6 +546,22 @@ export class Governor {
     out.source = state.source;
     out.quotaExceeded = quotaRefused;
     out.quotaPeriod = quotaRefused ? quotaMeter!.quota!.period : null;
+  }
+
+  /**
+   * Whether the shadow limit would admit this charge. With a shared budget it is counted across replicas as the
+   * enforced limit is (sharedCounting.ts): from its own shared counter while the budget is reachable (a count
+   * over its capacity refused first, never charged there), at half the shadow limit here alone while it is not
+   * (the enforced counter's probe finds the budget back for both), and alone at its limit while the tenant's
+   * ceilings are pending. Without one, each replica decides it alone (AllowanceState.shadowAdmits).
+   */
+  private shadowAdmits(allowance: AllowanceState, byMessage: boolean, units: number, at: number, sharesCounter: boolean, sharedActive: boolean): boolean {
+    if (!sharedActive) return allowance.shadowAdmits(byMessage, units, at, sharesCounter);
+    const values = this.numbers.values;
+    const rate = values[allowance.cell + SHADOW_RATE_PER_SECOND]!;
+    const burst = values[allowance.cell + SHADOW_BURST]!;
+    if (units > requestCapacity(allowance.slot.kind, false, rate, burst)) return false;
+    return this.shared!.shadowCounterOf(allowance, byMessage).take(units, at, rate, burst);
   }
 
   /**
@@ -625,6 +641,14 @@ export class Governor {
     if (units > capacity) return;
     const counter = shared.counterOf(allowance, byMessage);
     if (counter.plan(units, capacity, request.at, rate, burst)) this.planned.push(counter);
+    if (allowance.shadowed) {
+      // The shadow limit's counter is planned too, so it decides the batch as the enforced one does.
+      const shadowRate = numbers[allowance.cell + SHADOW_RATE_PER_SECOND]!;
+      const shadowBurst = numbers[allowance.cell + SHADOW_BURST]!;
+      const shadowCapacity = requestCapacity(slot.kind, false, shadowRate, shadowBurst);
+      const shadowCounter = shared.shadowCounterOf(allowance, byMessage);
+      if (units <= shadowCapacity && shadowCounter.plan(units, shadowCapacity, request.at, shadowRate, shadowBurst)) this.planned.push(shadowCounter);
+    }
   }
 
   /**

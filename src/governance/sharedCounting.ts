@@ -28,6 +28,9 @@
 // When a reservation fails the Governor falls back to local metering at half the limit (OpenRUM) and probes
 // Redis again every `retryMs`; the first answer returns it to shared counting.
 //
+// A shadow limit (mode SHADOW) is counted the same way, on counters of its own (`shadowCounterOf`): its decisions
+// refuse nothing, but what it would have refused is then what one limit shared by every replica would refuse.
+//
 // Two parts, as Relay's GlobalRateLimits and GlobalRateLimit: `SharedCounting`, one per Governor, holds the
 // port, knows whether the shared budget is reachable and counts reservations in flight; `SharedAllowance`,
 // one per (tenant, dimension, allowance, charge), holds its slice and decides from it.
@@ -69,6 +72,9 @@ export interface SharedCounters {
   readonly slot: SlotSpec;
   sharedReadings: SharedAllowance | null;
   sharedMessages: SharedAllowance | null;
+  /** The shadow limit's counters (mode SHADOW): keys of their own, counted as the enforced ones are. */
+  sharedShadowReadings: SharedAllowance | null;
+  sharedShadowMessages: SharedAllowance | null;
 }
 
 /** The smallest slice asked for: 1% of the limit, or the request itself when it is bigger. */
@@ -94,6 +100,18 @@ export class SharedCounting {
   counterOf(allowance: SharedCounters, byMessage: boolean): SharedAllowance {
     if (byMessage) return (allowance.sharedMessages ??= new SharedAllowance(sharedKey(allowance, 'messages'), allowance.slot.kind, this));
     return (allowance.sharedReadings ??= new SharedAllowance(sharedKey(allowance, 'readings'), allowance.slot.kind, this));
+  }
+
+  /**
+   * The shadow limit's counter (a limit set with mode SHADOW): the same slices, credit, bounds and fallback as
+   * the enforced counter's, on keys of its own beside the enforced ones (same tenant hash tag, same slot), so
+   * N replicas decide one shadow limit together instead of N times it.
+   */
+  shadowCounterOf(allowance: SharedCounters, byMessage: boolean): SharedAllowance {
+    if (byMessage) {
+      return (allowance.sharedShadowMessages ??= new SharedAllowance(sharedKey(allowance, 'shadow-messages'), allowance.slot.kind, this));
+    }
+    return (allowance.sharedShadowReadings ??= new SharedAllowance(sharedKey(allowance, 'shadow-readings'), allowance.slot.kind, this));
   }
 
   /**
@@ -308,7 +326,7 @@ export class SharedAllowance {
   }
 }
 
-function sharedKey(allowance: SharedCounters, charge: 'readings' | 'messages'): string {
+function sharedKey(allowance: SharedCounters, charge: 'readings' | 'messages' | 'shadow-readings' | 'shadow-messages'): string {
   // The tenant name goes last: the other parts contain no ':', so no two keys can collide. It is in braces, a
   // Redis Cluster hash tag: every key of one tenant hashes to one slot (only the part up to the first '}'
   // counts, which is the same for all of one tenant's keys whatever the name holds), so a tenant's counters
