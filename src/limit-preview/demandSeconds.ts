@@ -57,48 +57,78 @@ export function pushSecond(bytes: number[], offset: number, units: number, messa
 }
 
 /**
- * Adds the records of `bytes` into a minute's slots: `sums[offset * 4 + 0..3]` are units, messages, refused
- * units and refused messages, `present[offset]` set for each second recorded. Answers false (having added
- * what came before) at a record cut short or an offset past the minute: bytes this module did not write.
+ * Adds the records of `bytes[start, end)` into a minute's slots: `sums[offset * 4 + 0..3]` are units,
+ * messages, refused units and refused messages, `present[offset]` set for each second recorded. Answers
+ * false (having added what came before) at a record cut short or an offset past the minute: bytes this
+ * module did not write. Written without a closure or an object per record: a 7-day preview reads 6 M.
  */
-export function addMinute(bytes: Uint8Array, sums: Float64Array, present: Uint8Array): boolean {
-  let at = 0;
-  const length = bytes.length;
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  const read = (floats: boolean): number => {
-    if (floats) {
-      if (at + 8 > length) return Number.NaN;
-      const value = view.getFloat64(at, true);
-      at += 8;
-      return value;
-    }
-    let value = 0;
-    let scale = 1;
-    for (;;) {
-      if (at >= length || scale > 2 ** 56) return Number.NaN;
-      const byte = bytes[at++]!;
-      value += (byte & 127) * scale;
-      if (byte < 128) return value;
-      scale *= 128;
-    }
-  };
-  while (at < length) {
+export function addMinute(bytes: Uint8Array, start: number, end: number, sums: Float64Array, present: Uint8Array): boolean {
+  let at = start;
+  let view: DataView | undefined;
+  const values = [0, 0, 0, 0];
+  while (at < end) {
     const header = bytes[at++]!;
     const offset = header & OFFSET;
-    const floats = (header & FLOATS) !== 0;
-    const units = read(floats);
-    const messages = read(floats);
-    const refusedUnits = (header & REFUSED) !== 0 ? read(floats) : 0;
-    const refusedMessages = (header & REFUSED) !== 0 ? read(floats) : 0;
-    if (offset >= 60 || Number.isNaN(units + messages + refusedUnits + refusedMessages)) return false;
+    const count = (header & REFUSED) !== 0 ? 4 : 2;
+    if (offset >= 60) return false;
+    if ((header & FLOATS) !== 0) {
+      if (at + 8 * count > end) return false;
+      view ??= new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      for (let i = 0; i < count; i++, at += 8) values[i] = view.getFloat64(at, true);
+    } else {
+      for (let i = 0; i < count; i++) {
+        let value = 0;
+        let scale = 1;
+        for (;;) {
+          if (at >= end || scale > 2 ** 56) return false;
+          const byte = bytes[at++]!;
+          value += (byte & 127) * scale;
+          if (byte < 128) break;
+          scale *= 128;
+        }
+        values[i] = value;
+      }
+    }
+    if (count === 2) values[2] = values[3] = 0;
     const slot = offset * 4;
-    sums[slot] = sums[slot]! + units;
-    sums[slot + 1] = sums[slot + 1]! + messages;
-    sums[slot + 2] = sums[slot + 2]! + refusedUnits;
-    sums[slot + 3] = sums[slot + 3]! + refusedMessages;
+    for (let i = 0; i < 4; i++) sums[slot + i] = sums[slot + i]! + values[i]!;
     present[offset] = 1;
   }
   return true;
+}
+
+/**
+ * Reads the records of `bytes[start, end)` straight into `columns` (seconds, units, messages, refused units,
+ * refused messages) from row `length` on, and answers the new length; or -1, having written rows past
+ * `length` that the caller then overwrites, when the records are not what a minute read once holds: seconds in
+ * strictly rising order, whole counts (the caller then adds the minute up with addMinute).
+ */
+export function readMinuteInOrder(bytes: Uint8Array, start: number, end: number, minuteStart: number, columns: readonly Float64Array[], length: number): number {
+  const [seconds, units, messages, refusedUnits, refusedMessages] = columns as [Float64Array, Float64Array, Float64Array, Float64Array, Float64Array];
+  let at = start;
+  let previous = -1;
+  while (at < end) {
+    const header = bytes[at++]!;
+    const offset = header & OFFSET;
+    if (offset <= previous || offset >= 60 || (header & FLOATS) !== 0 || length >= seconds.length) return -1;
+    previous = offset;
+    const count = (header & REFUSED) !== 0 ? 4 : 2;
+    for (let i = 0; i < count; i++) {
+      let value = 0;
+      let scale = 1;
+      for (;;) {
+        if (at >= end || scale > 2 ** 56) return -1;
+        const byte = bytes[at++]!;
+        value += (byte & 127) * scale;
+        if (byte < 128) break;
+        scale *= 128;
+      }
+      (i === 0 ? units : i === 1 ? messages : i === 2 ? refusedUnits : refusedMessages)[length] = value;
+    }
+    if (count === 2) refusedUnits[length] = refusedMessages[length] = 0;
+    seconds[length++] = minuteStart + offset;
+  }
+  return length;
 }
 
 /** One minute's records of one (dimension, tenant, allowance), as they accumulate. */

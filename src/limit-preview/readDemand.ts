@@ -11,7 +11,7 @@
 import type { Queryable } from '../db/db.ts';
 import { ADMISSIONS_STREAM, lookUpSummaryEvent, SummaryKeySources } from '../ledger/index.ts';
 import type { Dimension } from '../governance/index.ts';
-import { addMinute, DemandMinutes } from './demandSeconds.ts';
+import { addMinute, DemandMinutes, readMinuteInOrder } from './demandSeconds.ts';
 import { addSummaryDemand } from './summaryDemand.ts';
 
 /** The projection that keeps gl_demand_seconds (projections/admissionDemand.ts). */
@@ -49,36 +49,44 @@ const RECORDED_EARLY_SECONDS = 300;
 const TAIL_PAGE_EVENTS = 256;
 
 // The checkpoint and the rows in one statement: one snapshot, in which the projection's transaction that
-// moved the checkpoint wrote exactly the rows of the events up to it.
+// moved the checkpoint wrote exactly the rows of the events up to it. A (tenant, allowance)'s minutes come as
+// one row, their bytes end to end: a thousand rows to parse for a tier of 1,000 tenants, not 100,000.
 const modelSql = (byTenant: boolean) => `
-SELECT NULL::text AS tenant_id, NULL::text AS allowance, NULL::float8 AS minute_start, NULL::bytea AS seconds,
+SELECT NULL::text AS tenant_id, NULL::text AS allowance, NULL::float8[] AS minutes, NULL::int[] AS lengths, NULL::bytea AS seconds,
        commit_position::text AS commit_position, prepare_position::text AS prepare_position
   FROM gl_checkpoints WHERE projection = '${DEMAND_PROJECTION}'
 UNION ALL
-SELECT tenant_id, allowance, minute_start::float8, seconds, NULL, NULL
+SELECT tenant_id, allowance, array_agg(minute_start::float8 ORDER BY minute_start), array_agg(length(seconds) ORDER BY minute_start),
+       string_agg(seconds, ''::bytea ORDER BY minute_start), NULL, NULL
   FROM gl_demand_seconds
- WHERE dimension = $1 AND minute_start >= $2 AND minute_start < $3${byTenant ? ' AND tenant_id = ANY($4::text[])' : ''}`;
+ WHERE dimension = $1 AND minute_start >= $2 AND minute_start < $3${byTenant ? ' AND tenant_id = ANY($4::text[])' : ''}
+ GROUP BY tenant_id, allowance`;
 
+// tx_id >= the checkpoint's, beside the row comparison: the planner estimates that one from the column's
+// statistics and reads each day's partition by its (type, tx_id, global_position) index; the row comparison
+// alone it took for a third of the ledger, and scanned every partition.
 const TAIL_SQL = `
 SELECT event_id::text AS id, data::text AS data, tx_id::text AS tx_id, global_position::text AS global_position
   FROM gl_events
  WHERE stream = '${ADMISSIONS_STREAM}' AND type = 'AdmissionsRecorded'
-   AND (tx_id, global_position) > ($1::xid8, $2::bigint) AND recorded_at >= $3
+   AND tx_id >= $1::xid8 AND (tx_id, global_position) > ($1::xid8, $2::bigint) AND recorded_at >= $3
  ORDER BY tx_id, global_position
  LIMIT ${TAIL_PAGE_EVENTS}`;
 
 interface ModelRow {
   tenant_id: string | null;
   allowance: string | null;
-  minute_start: number | null;
+  minutes: number[] | null;
+  lengths: number[] | null;
   seconds: Uint8Array | null;
   commit_position: string | null;
   prepare_position: string | null;
 }
 
-/** A minute's packed seconds of one (tenant, allowance). */
-interface MinuteBytes {
-  minuteStart: number;
+/** Minutes of packed seconds of one (tenant, allowance), in time order: minute i is bytes[ends[i - 1], ends[i]). */
+interface PackedMinutes {
+  minutes: number[];
+  ends: number[];
   bytes: Uint8Array;
 }
 
@@ -89,53 +97,48 @@ export async function readRecordedDemand(q: Queryable, query: DemandQuery): Prom
   if (query.tenantIds !== null) params.push(query.tenantIds);
   const { rows } = await q.query<ModelRow>(modelSql(query.tenantIds !== null), params);
 
-  const byKey = new Map<string, MinuteBytes[]>();
-  const add = (tenantId: string, allowance: string, minute: MinuteBytes) => {
-    const key = `${tenantId}\u0000${allowance}`;
-    const minutes = byKey.get(key);
-    if (minutes === undefined) byKey.set(key, [minute]);
-    else minutes.push(minute);
-  };
+  const byKey = new Map<string, PackedMinutes>();
   let after: [string, string] = ['0', '0'];
   for (const row of rows) {
     if (row.tenant_id === null) {
       if (row.commit_position !== null && row.prepare_position !== null) after = [row.commit_position, row.prepare_position];
       continue;
     }
-    add(row.tenant_id, row.allowance!, { minuteStart: row.minute_start!, bytes: row.seconds! });
+    const ends: number[] = [];
+    let end = 0;
+    for (const length of row.lengths!) ends.push((end += length));
+    byKey.set(`${row.tenant_id}\u0000${row.allowance!}`, { minutes: row.minutes!, ends, bytes: row.seconds! });
   }
 
+  // The seconds after the checkpoint, merged into their keys' minutes in time order (a minute may come from both).
   const tail = await readTail(q, query, after, fromSecond, toSecond);
-  for (const minute of tail.values()) add(minute.tenantId, minute.allowance, { minuteStart: minute.minuteStart, bytes: Uint8Array.from(minute.bytes) });
+  const tailByKey = new Map<string, { minuteStart: number; bytes: Uint8Array }[]>();
+  for (const minute of tail.values()) {
+    const key = `${minute.tenantId}\u0000${minute.allowance}`;
+    const list = tailByKey.get(key) ?? [];
+    list.push({ minuteStart: minute.minuteStart, bytes: Uint8Array.from(minute.bytes) });
+    tailByKey.set(key, list);
+  }
+  for (const [key, list] of tailByKey) {
+    const stored = byKey.get(key);
+    const all = list.map(({ minuteStart, bytes }) => ({ minuteStart, bytes }));
+    if (stored !== undefined) {
+      for (let i = 0; i < stored.minutes.length; i++) all.push({ minuteStart: stored.minutes[i]!, bytes: stored.bytes.subarray(i === 0 ? 0 : stored.ends[i - 1]!, stored.ends[i]!) });
+    }
+    all.sort((a, b) => a.minuteStart - b.minuteStart);
+    const bytes = new Uint8Array(all.reduce((sum, minute) => sum + minute.bytes.length, 0));
+    const ends: number[] = [];
+    let end = 0;
+    for (const minute of all) {
+      bytes.set(minute.bytes, end);
+      ends.push((end += minute.bytes.length));
+    }
+    byKey.set(key, { minutes: all.map((minute) => minute.minuteStart), ends, bytes });
+  }
 
   const demand: RecordedDemand = new Map();
-  const sums = new Float64Array(240);
-  const present = new Uint8Array(60);
-  for (const [key, minutes] of byKey) {
-    minutes.sort((a, b) => a.minuteStart - b.minuteStart);
-    // Columns sized for the most seconds the minutes can hold (a record is at least 3 bytes), then cut.
-    let most = 0;
-    for (const minute of minutes) most += Math.min(60, Math.floor(minute.bytes.length / 3));
-    const columns = Array.from({ length: 5 }, () => new Float64Array(most));
-    let length = 0;
-    for (let i = 0; i < minutes.length; i++) {
-      const { minuteStart } = minutes[i]!;
-      // A minute may come twice: its row, and seconds of it appended after the checkpoint.
-      addMinute(minutes[i]!.bytes, sums, present);
-      if (i + 1 < minutes.length && minutes[i + 1]!.minuteStart === minuteStart) continue;
-      for (let offset = 0; offset < 60; offset++) {
-        if (present[offset] === 0) continue;
-        const second = minuteStart + offset;
-        if (second < fromSecond || second >= toSecond || length >= most) continue;
-        columns[0]![length] = second;
-        for (let column = 1; column < 5; column++) columns[column]![length] = sums[offset * 4 + column - 1]!;
-        length++;
-      }
-      sums.fill(0);
-      present.fill(0);
-    }
-    const [seconds, units, messages, refusedUnits, refusedMessages] = columns.map((column) => column.subarray(0, length)) as [Float64Array, Float64Array, Float64Array, Float64Array, Float64Array];
-    const series: DemandSeries = { seconds, units, messages, refusedUnits, refusedMessages };
+  for (const [key, packed] of byKey) {
+    const series = unpack(packed, fromSecond, toSecond);
     if (series.seconds.length === 0) continue;
     const split = key.indexOf('\u0000');
     const tenantId = key.slice(0, split);
@@ -144,6 +147,59 @@ export async function readRecordedDemand(q: Queryable, query: DemandQuery): Prom
     byAllowance.set(key.slice(split + 1), series);
   }
   return demand;
+}
+
+const sums = new Float64Array(240);
+const present = new Uint8Array(60);
+
+/** A key's minutes as its series of seconds in [fromSecond, toSecond); a minute given twice in a row is one. */
+function unpack({ minutes, ends, bytes }: PackedMinutes, fromSecond: number, toSecond: number): DemandSeries {
+  // Columns sized for the most seconds the bytes can hold (a record is at least 3 bytes), then cut.
+  const most = Math.min(60 * minutes.length, Math.floor(bytes.length / 3));
+  const seconds = new Float64Array(most);
+  const units = new Float64Array(most);
+  const messages = new Float64Array(most);
+  const refusedUnits = new Float64Array(most);
+  const refusedMessages = new Float64Array(most);
+  const columns = [seconds, units, messages, refusedUnits, refusedMessages] as const;
+  let length = 0;
+  for (let i = 0; i < minutes.length; i++) {
+    const minuteStart = minutes[i]!;
+    const start = i === 0 ? 0 : ends[i - 1]!;
+    const twice = (i > 0 && minutes[i - 1] === minuteStart) || (i + 1 < minutes.length && minutes[i + 1] === minuteStart);
+    // Nearly every minute holds its seconds once each, in order, wholly in the range: read straight into the columns.
+    if (!twice && minuteStart >= fromSecond && minuteStart + 60 <= toSecond) {
+      const read = readMinuteInOrder(bytes, start, ends[i]!, minuteStart, columns, length);
+      if (read >= 0) {
+        length = read;
+        continue;
+      }
+    }
+    addMinute(bytes, start, ends[i]!, sums, present);
+    if (i + 1 < minutes.length && minutes[i + 1] === minuteStart) continue;
+    for (let offset = 0; offset < 60; offset++) {
+      if (present[offset] === 0) continue;
+      present[offset] = 0;
+      const second = minuteStart + offset;
+      const slot = offset * 4;
+      if (second >= fromSecond && second < toSecond && length < most) {
+        seconds[length] = second;
+        units[length] = sums[slot]!;
+        messages[length] = sums[slot + 1]!;
+        refusedUnits[length] = sums[slot + 2]!;
+        refusedMessages[length] = sums[slot + 3]!;
+        length++;
+      }
+      sums[slot] = sums[slot + 1] = sums[slot + 2] = sums[slot + 3] = 0;
+    }
+  }
+  return {
+    seconds: seconds.subarray(0, length),
+    units: units.subarray(0, length),
+    messages: messages.subarray(0, length),
+    refusedUnits: refusedUnits.subarray(0, length),
+    refusedMessages: refusedMessages.subarray(0, length),
+  };
 }
 
 /**

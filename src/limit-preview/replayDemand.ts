@@ -70,6 +70,46 @@ export function cannotRefuse(limit: ReplayLimit, peak: number): boolean {
   return peak <= limit.ratePerSecond * MARGIN && 2 * peak <= limit.burst * MARGIN;
 }
 
+/**
+ * A second's `steps` equal takes of `units` each, at `startMs + offsets[k]`, taken from `bucket` at once where
+ * the outcome has a closed form; answers how many were refused, or -1 where it has none (the caller takes them
+ * one by one). Most of a preview's time was these takes (a 7-day preview of 1,000 tenants: 120 M of them), and
+ * nearly every second falls in one of two cases:
+ *
+ * - a heavy second, whose takes each ask more than the bucket refills between two of them (rate x the widest
+ *   gap <= units) and whose bucket holds at least two takes: no take meets the cap (below it before the first,
+ *   the tokens only fall or stay under two takes), and take k is admitted while the number admitted before it
+ *   is below F(k) = floor((T0 + rate x offset(k)) / units), T0 the tokens at the first take. F(k) - k then
+ *   never rises with k, so of the second's takes min(steps, F(last)) are admitted, and the bucket is left with
+ *   T0 + rate x offset(last) - admitted x units;
+ * - a light second on a full bucket, whose takes each ask less than the bucket refills between two of them
+ *   (rate x the narrowest gap > units): every take is admitted and refilled to the cap before the next, which
+ *   leaves the bucket a take short of full.
+ *
+ * The closed form is the steps' arithmetic done once instead of step by step, so the two agree but for the last
+ * bits of the floating-point sums (a take exactly at the edge of the tokens may go either way).
+ */
+function takeSecondAtOnce(bucket: TokenBucket, steps: number, units: number, startMs: number, offsets: Int32Array, ratePerSecond: number, burst: number): number {
+  const lastMs = bucket.lastMs;
+  // Out-of-order instants are the library's business (tokensAt): only a second after the last take is taken at once.
+  if (!(startMs > lastMs) && !Number.isNaN(lastMs)) return -1;
+  const firstTokens = Number.isNaN(lastMs) ? burst : Math.min(burst, bucket.tokens + ((startMs - lastMs) * ratePerSecond) / 1000);
+  const lastOffsetMs = offsets[steps - 1]!;
+  if (ratePerSecond * Math.ceil(1000 / steps) <= units * 1000 * MARGIN && 2 * units <= burst) {
+    const reached = firstTokens + (ratePerSecond * lastOffsetMs) / 1000;
+    const admitted = Math.min(steps, Math.floor(reached / units));
+    bucket.tokens = reached - admitted * units;
+    bucket.lastMs = startMs + lastOffsetMs;
+    return steps - admitted;
+  }
+  if (firstTokens >= burst && units <= burst && ratePerSecond * Math.floor(1000 / steps) * MARGIN > units * 1000) {
+    bucket.tokens = burst - units;
+    bucket.lastMs = startMs + lastOffsetMs;
+    return 0;
+  }
+  return -1;
+}
+
 /** Replays one (tenant, allowance)'s seconds, in time order, through a fresh limiter into `tally`. */
 export function replaySeries(series: DemandSeries, limit: ReplayLimit, tally: RefusalTally): void {
   const { seconds, units, messages } = series;
@@ -90,7 +130,11 @@ export function replaySeries(series: DemandSeries, limit: ReplayLimit, tally: Re
     if (bucket !== null) {
       const startMs = second * 1000;
       const offsets = STEP_OFFSETS_MS[steps]!;
-      for (let step = 0; step < steps; step++) if (!bucket.take(unitsPerStep, startMs + offsets[step]!, ratePerSecond, burst)) refusedSteps++;
+      refusedSteps = takeSecondAtOnce(bucket, steps, unitsPerStep, startMs, offsets, ratePerSecond, burst);
+      if (refusedSteps < 0) {
+        refusedSteps = 0;
+        for (let step = 0; step < steps; step++) if (!bucket.take(unitsPerStep, startMs + offsets[step]!, ratePerSecond, burst)) refusedSteps++;
+      }
     } else {
       for (let step = 0; step < steps; step++) if (!window!.takeExact(unitsPerStep, second, ratePerSecond)) refusedSteps++;
     }

@@ -9,7 +9,7 @@ import { OPERATOR, openControlPlane, SETUP_TIMEOUT_MS, type ControlPlaneHarness 
 import { Governor } from '../../../src/governance/index.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
 import { createReadModelLimitSource, loadTenantGovernance } from '../../../src/control-plane/index.ts';
-import { InvalidPreview, previewLimitChange } from '../../../src/limit-preview/index.ts';
+import { demandRetentionDays, InvalidPreview, previewLimitChange, pruneDemand } from '../../../src/limit-preview/index.ts';
 import { spawnTs } from '../../support/spawnTs.ts';
 import { waitFor } from '../../support/waitFor.ts';
 import { startProjections } from '../../../src/ledger/projectionSet.ts';
@@ -123,6 +123,22 @@ describe.skipIf(!postgresOnly)('limit preview on PostgreSQL (DATABASE_URL)', () 
     expect(await demandRows(harness.db)).toEqual(live);
     expect(await previewLimitChange(harness.db, query)).toEqual(both);
   }, 120_000);
+
+  it('prunes demand older than its retention (the minute trends\', at least 31 days), and only that', async () => {
+    expect(demandRetentionDays(7)).toBe(31);
+    expect(demandRetentionDays(90)).toBe(90);
+    const nowSecond = Math.floor(Date.now() / 1000);
+    const old = nowSecond - 32 * 86_400;
+    await harness.db.query("INSERT INTO gl_demand_seconds VALUES ('API_REQUESTS', 'old', $1, '', '\\x000101'), ('API_REQUESTS', 'old', $2, '', '\\x000101')", [
+      old - (old % 60),
+      nowSecond - (nowSecond % 60) - 30 * 86_400,
+    ]);
+    const before = (await demandRows(harness.db)).length;
+    expect(await pruneDemand(harness.db, 31)).toBe(1);
+    const after = await demandRows(harness.db);
+    expect(after).toHaveLength(before - 1);
+    expect(after.filter((row) => row[1] === 'old')).toHaveLength(1);
+  });
 
   it('an override of one tenant replays that tenant only; a limit no lower refuses nothing', async () => {
     const preview = await previewLimitChange(harness.db, { override: { tenantId: 'acme', dimension: 'INGEST', ratePerSecond: 50 }, from, to });
