@@ -5,6 +5,7 @@ import { controlPlaneProjections } from './controlPlane.ts';
 import { commandBacklogProjection } from './commandBacklog.ts';
 import { commandListProjection } from './commandList.ts';
 import { admissionTrendsProjection } from './admissionTrends.ts';
+import { admissionDemandProjection } from './admissionDemand.ts';
 import { unresolvedAdmissionsProjection } from './unresolvedAdmissions.ts';
 import { inferenceSpendProjection } from './inferenceSpend.ts';
 import { webhookOutboxProjection } from '../src/webhooks/index.ts';
@@ -20,6 +21,7 @@ export function allProjections(dependencies: ProjectionDependencies = {}): Proje
     commandBacklogProjection,
     commandListProjection,
     admissionTrendsProjection,
+    admissionDemandProjection,
     unresolvedAdmissionsProjection,
     inferenceSpendProjection,
     webhookOutboxProjection,

@@ -3,13 +3,15 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { PostgresConnection, Projection, ProjectionSetOptions } from '../src/ledger/index.ts';
 import { packagePath } from '../src/packageRoot.ts';
 import { admissionTrendsProjection } from './admissionTrends.ts';
+import { admissionDemandProjection } from './admissionDemand.ts';
 
 /**
- * The admission trends: at tens of thousands of active tenants, parsing and merging their summaries was the work
- * that held the admitting thread's event loop longest (src/ledger/projectionWorker.ts says why a thread helps).
+ * The admission trends and the per-second demand: at tens of thousands of active tenants, parsing and merging
+ * their summaries was the work that held the admitting thread's event loop longest (src/ledger/projectionWorker.ts
+ * says why a thread helps).
  * Only projections without dependencies on the service's objects can run in a thread: it builds its own.
  */
-export const WORKER_PROJECTIONS: readonly Projection[] = [admissionTrendsProjection];
+export const WORKER_PROJECTIONS: readonly Projection[] = [admissionTrendsProjection, admissionDemandProjection];
 
 /** The thread's module: this folder's worker.ts from the sources, the bundle's projection-worker.js once built. */
 export function projectionWorkerEntry(): URL {

@@ -27,6 +27,7 @@ import { controlPlaneCeilings, createCommandBacklog, startCommandExpiry, type Co
 import { allProjections, projectionWorkers } from '../projections/index.ts';
 import { createDatabaseQuotaBudget, createQuotaNoticeWriter } from './quotas/index.ts';
 import { startWebhookDelivery } from './webhooks/index.ts';
+import { demandRetentionDays, startDemandPruning } from './limit-preview/index.ts';
 import {
   commandBacklogSource,
   countCommandRejections,
@@ -202,6 +203,12 @@ export async function startService(
   closers.push(() => inferenceSpend.close());
   const pruning = startTrendPruning(db, metricsSettings.retention, { onError: (error) => logger.warn({ err: error }, 'trend pruning failed') });
   closers.push(() => pruning.close());
+  // The limit preview's per-second demand: kept as long as the minute trends, and at least as far back as a
+  // preview reaches (src/limit-preview/README.md).
+  const demandPruning = startDemandPruning(db, demandRetentionDays(metricsSettings.retention.MINUTE), {
+    onError: (error) => logger.warn({ err: error }, 'demand pruning failed'),
+  });
+  closers.push(() => demandPruning.close());
   // The PostgreSQL ledger's admission summaries: partitions made ahead, days past the retention archived
   // (src/ledger/retention/README.md). EventStoreDB keeps its own streams.
   if (!settings.eventStoreUrl) {

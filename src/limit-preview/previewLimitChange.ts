@@ -9,7 +9,7 @@ import { DIMENSION_CATALOG, DIMENSIONS, resolveEffectiveLimits, validateLimitVal
 import type { Dimension, LimitSourceLevel, LimitValue, TenantGovernanceRecord } from '../governance/index.ts';
 import { readRecordedDemand } from './readDemand.ts';
 import { PreviewSeries, type PreviewPoint } from './previewSeries.ts';
-import { RefusalTally, replaySpans, type ReplayLimit } from './replayDemand.ts';
+import { cannotRefuse, peakUnits, RefusalTally, replaySeries, type ReplayLimit } from './replayDemand.ts';
 
 /** The range a preview may replay, at most: a month of summaries. */
 export const MAX_PREVIEW_DAYS = 31;
@@ -188,8 +188,6 @@ export async function previewLimitChange(q: Queryable, query: PreviewQuery): Pro
   if (demand.size > MAX_PREVIEW_TENANTS) throw tooMany();
   const { tenants: records, platformDefaults } = await loadTenantGovernance(q, [...demand.keys()], now);
   const proposedDefaults = target.level === 'platformDefault' ? { ...platformDefaults, [target.dimension]: target.value } : platformDefaults;
-  const fromSecond = Math.floor(from.getTime() / 1000);
-  const toSecond = Math.ceil(to.getTime() / 1000);
 
   const previews: TenantLimitPreview[] = [];
   const totalProposed = new RefusalTally();
@@ -208,19 +206,22 @@ export async function previewLimitChange(q: Queryable, query: PreviewQuery): Pro
     if (sameLimit(current.value, proposed.value)) continue;
     const proposedTally = new RefusalTally();
     const currentTally = new RefusalTally();
+    const proposedLimit = limitFor(target.dimension, proposed.value);
+    const currentLimit = limitFor(target.dimension, current.value);
     let tenantUnits = 0;
     let tenantMessages = 0;
     let tenantRefusedUnits = 0;
     let tenantRefusedMessages = 0;
-    for (const spans of byAllowance.values()) {
-      replaySpans(spans, limitFor(target.dimension, proposed.value), proposedTally, fromSecond, toSecond);
-      replaySpans(spans, limitFor(target.dimension, current.value), currentTally, fromSecond, toSecond);
-      series.addDemand(spans);
-      for (const span of spans) {
-        tenantUnits += span.units;
-        tenantMessages += span.messages;
-        tenantRefusedUnits += span.refusedUnits;
-        tenantRefusedMessages += span.refusedMessages;
+    for (const recorded of byAllowance.values()) {
+      const peak = peakUnits(recorded);
+      if (!cannotRefuse(proposedLimit, peak)) replaySeries(recorded, proposedLimit, proposedTally);
+      if (!cannotRefuse(currentLimit, peak)) replaySeries(recorded, currentLimit, currentTally);
+      series.addDemand(recorded);
+      for (let i = 0; i < recorded.seconds.length; i++) {
+        tenantUnits += recorded.units[i]!;
+        tenantMessages += recorded.messages[i]!;
+        tenantRefusedUnits += recorded.refusedUnits[i]!;
+        tenantRefusedMessages += recorded.refusedMessages[i]!;
       }
     }
     addInto(totalProposed, proposedTally);

@@ -2,7 +2,7 @@
 // minutes, the recorded demand of the affected tenants, the busiest second one limiter saw, and what the
 // proposed limit, the limit in force now and the limits then in force refused. At most MAX_SERIES_POINTS
 // buckets whatever the range: a bucket is as many minutes as that takes (7 days: 21 minutes).
-import type { DemandSpan } from './readDemand.ts';
+import type { DemandSeries } from './readDemand.ts';
 
 /** Points a series has at most: a month of minutes would be 44,640. */
 export const MAX_SERIES_POINTS = 500;
@@ -52,19 +52,17 @@ export class PreviewSeries {
     return Math.floor((second - this.startSecond) / this.bucketSeconds);
   }
 
-  /** One (tenant, allowance)'s spans, spread evenly over their seconds as the replay spreads them. */
-  addDemand(spans: readonly DemandSpan[]): void {
-    for (const span of spans) {
-      const seconds = Math.max(1, Math.floor(span.seconds));
-      const units = span.units / seconds;
-      const refused = span.refusedUnits / seconds;
-      for (let second = span.fromSecond; second < span.fromSecond + seconds; second++) {
-        if (second < this.fromSecond || second >= this.toSecond) continue;
-        const bucket = this.bucketOf(second);
-        this.demand[bucket]! += units;
-        this.recordedRefused[bucket]! += refused;
-        if (units > this.peak[bucket]!) this.peak[bucket] = units;
-      }
+  /** One (tenant, allowance)'s recorded seconds. */
+  addDemand(recorded: DemandSeries): void {
+    const { seconds, units, refusedUnits } = recorded;
+    for (let i = 0; i < seconds.length; i++) {
+      const second = seconds[i]!;
+      if (second < this.fromSecond || second >= this.toSecond) continue;
+      const bucket = this.bucketOf(second);
+      const secondUnits = units[i]!;
+      this.demand[bucket]! += secondUnits;
+      this.recordedRefused[bucket]! += refusedUnits[i]!;
+      if (secondUnits > this.peak[bucket]!) this.peak[bucket] = secondUnits;
     }
   }
 

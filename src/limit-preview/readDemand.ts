@@ -1,61 +1,33 @@
-// The recorded demand a preview replays: per (tenant, allowance) and second, the units and messages offered
-// (admitted + shed + rejected) and the part of them refused then, read from the ledger's AdmissionsRecorded
-// summaries of one dimension. The trend tables hold minutes, too coarse for a token bucket (a minute's demand
-// says nothing of how it was spread), so the summaries, which the Governor cuts per second, are the source.
+// The recorded demand a preview replays: per (tenant, allowance) of one dimension, the seconds with demand and
+// in each the units and messages offered (admitted + shed + rejected) and the part refused then. The trend
+// tables hold minutes, too coarse for a token bucket (a minute's demand says nothing of how it was spread), so
+// the source is the per-second summaries the Governor records.
 //
-// Summaries live in daily partitions of gl_events (migrations/0100_ledger_summary_partitions.sql) with no
-// index on recorded_at: each query reads one UTC day, so a day's partition is scanned once; the tables are
-// read here, and only the dimension and tenants asked about are kept. Events written before summaries were
-// tables (a list of objects) are not read. A summary the Recorder wrote as a reference to an earlier event's
-// keys (src/ledger/catalog/summaryRefs.ts) is expanded from that event: read earlier the same day (a day's
-// events are read in ledger order, and a reference never crosses a UTC midnight), else looked up by its id.
+// Read from the read model the admission-demand projection keeps of them (gl_demand_seconds, packed per
+// minute: demandSeconds.ts), up to its checkpoint; the summaries appended after the checkpoint (the projection
+// applies them every 2 s, and may be further behind after a restart or a rebuild) are read from the ledger and
+// taken the same way (summaryDemand.ts). The rows and the checkpoint come from one statement, so one snapshot:
+// every summary is read once, from one place or the other.
 import type { Queryable } from '../db/db.ts';
-import { ADMISSIONS_STREAM, isSummaryRefTable, lookUpSummaryEvent, SummaryKeySources } from '../ledger/index.ts';
+import { ADMISSIONS_STREAM, lookUpSummaryEvent, SummaryKeySources } from '../ledger/index.ts';
 import type { Dimension } from '../governance/index.ts';
+import { addMinute, DemandMinutes, readMinuteInOrder } from './demandSeconds.ts';
+import { addSummaryDemand } from './summaryDemand.ts';
 
-/** One recorded span (usually one second) of one (tenant, allowance). */
-export interface DemandSpan {
-  fromSecond: number;
-  seconds: number;
-  units: number;
-  messages: number;
-  refusedUnits: number;
-  refusedMessages: number;
+/** The projection that keeps gl_demand_seconds (projections/admissionDemand.ts). */
+export const DEMAND_PROJECTION = 'admission-demand';
+
+/** One (tenant, allowance)'s seconds with demand, in time order, as parallel columns. */
+export interface DemandSeries {
+  seconds: ArrayLike<number>;
+  units: ArrayLike<number>;
+  messages: ArrayLike<number>;
+  refusedUnits: ArrayLike<number>;
+  refusedMessages: ArrayLike<number>;
 }
 
-/** Recorded demand by tenant, then by allowance ('' for a dimension without allowances), spans in time order. */
-export type RecordedDemand = Map<string, Map<string, DemandSpan[]>>;
-
-/**
- * How long after its last second a summary may have been recorded and still be replayed. The Governor records
- * a second about a second later and a leasing client within a minute or two; a backlog drained hours later is
- * not read (the preview says so).
- */
-export const RECORDED_LATE_SECONDS = 300;
-
-/**
- * The longest summary replayed, spread evenly over its seconds: a Governor's summary covers its flush interval,
- * a leasing client's a minute; an hour covers a recorder outage's merged windows. A longer one is not read.
- */
-export const MAX_SPAN_SECONDS = 3600;
-
-const DAY_MS = 86_400_000;
-
-// One day's AdmissionsRecorded tables as text. Reading them is most of a preview's cost, and PostgreSQL's
-// own jsonb functions (an element per summary, a cast per field) were several times slower than handing the
-// text over and reading it here: a preview of 7 days at 6 M recorded tenant-seconds took 177 s that way.
-const DEMAND_SQL = `
-SELECT e.event_id::text AS id, (e.data->'fields')::text AS fields, (e.data->'rows')::text AS rows,
-       CASE WHEN e.data ? 'keysOf' THEN e.data::text END AS ref
-  FROM gl_events e
- WHERE e.stream = '${ADMISSIONS_STREAM}' AND e.type = 'AdmissionsRecorded'
-   AND e.recorded_at >= $1 AND e.recorded_at < $2
- ORDER BY e.tx_id, e.global_position`;
-
-const READ = ['tenantId', 'dimension', 'allowance', 'fromSecond', 'seconds', 'admittedUnits', 'admittedMessages', 'shedUnits', 'shedMessages', 'rejectedUnits', 'rejectedMessages'] as const;
-
-/** A count: a non-negative finite number, else 0 (a stored row that holds anything else counts nothing). */
-const count = (value: unknown) => (typeof value === 'number' && value > 0 && value < Infinity ? value : 0);
+/** Recorded demand by tenant, then by allowance ('' for a dimension without allowances). */
+export type RecordedDemand = Map<string, Map<string, DemandSeries>>;
 
 export interface DemandQuery {
   dimension: Dimension;
@@ -66,83 +38,190 @@ export interface DemandQuery {
   to: Date;
 }
 
-/** The demand of the range, one query per UTC day of recording (see the head of this file). */
+/**
+ * How long before the range a summary of it may have been recorded: a leasing client's or another process's
+ * clock may run ahead of the service's (`/v1/admissions` takes instants up to 60 s ahead). Bounds the read of
+ * the ledger's tail to the days of the range.
+ */
+const RECORDED_EARLY_SECONDS = 300;
+
+/** Events of the ledger's tail per statement. */
+const TAIL_PAGE_EVENTS = 256;
+
+// The checkpoint and the rows in one statement: one snapshot, in which the projection's transaction that
+// moved the checkpoint wrote exactly the rows of the events up to it. A (tenant, allowance)'s minutes come as
+// one row, their bytes end to end: a thousand rows to parse for a tier of 1,000 tenants, not 100,000.
+const modelSql = (byTenant: boolean) => `
+SELECT NULL::text AS tenant_id, NULL::text AS allowance, NULL::float8[] AS minutes, NULL::int[] AS lengths, NULL::bytea AS seconds,
+       commit_position::text AS commit_position, prepare_position::text AS prepare_position
+  FROM gl_checkpoints WHERE projection = '${DEMAND_PROJECTION}'
+UNION ALL
+SELECT tenant_id, allowance, array_agg(minute_start::float8 ORDER BY minute_start), array_agg(length(seconds) ORDER BY minute_start),
+       string_agg(seconds, ''::bytea ORDER BY minute_start), NULL, NULL
+  FROM gl_demand_seconds
+ WHERE dimension = $1 AND minute_start >= $2 AND minute_start < $3${byTenant ? ' AND tenant_id = ANY($4::text[])' : ''}
+ GROUP BY tenant_id, allowance`;
+
+// tx_id >= the checkpoint's, beside the row comparison: the planner estimates that one from the column's
+// statistics and reads each day's partition by its (type, tx_id, global_position) index; the row comparison
+// alone it took for a third of the ledger, and scanned every partition.
+const TAIL_SQL = `
+SELECT event_id::text AS id, data::text AS data, tx_id::text AS tx_id, global_position::text AS global_position
+  FROM gl_events
+ WHERE stream = '${ADMISSIONS_STREAM}' AND type = 'AdmissionsRecorded'
+   AND tx_id >= $1::xid8 AND (tx_id, global_position) > ($1::xid8, $2::bigint) AND recorded_at >= $3
+ ORDER BY tx_id, global_position
+ LIMIT ${TAIL_PAGE_EVENTS}`;
+
+interface ModelRow {
+  tenant_id: string | null;
+  allowance: string | null;
+  minutes: number[] | null;
+  lengths: number[] | null;
+  seconds: Uint8Array | null;
+  commit_position: string | null;
+  prepare_position: string | null;
+}
+
+/** Minutes of packed seconds of one (tenant, allowance), in time order: minute i is bytes[ends[i - 1], ends[i]). */
+interface PackedMinutes {
+  minutes: number[];
+  ends: number[];
+  bytes: Uint8Array;
+}
+
 export async function readRecordedDemand(q: Queryable, query: DemandQuery): Promise<RecordedDemand> {
-  const demand: RecordedDemand = new Map();
   const fromSecond = Math.floor(query.from.getTime() / 1000);
   const toSecond = Math.ceil(query.to.getTime() / 1000);
-  const recordedUntil = query.to.getTime() + RECORDED_LATE_SECONDS * 1000;
-  const tenants = query.tenantIds === null ? null : new Set(query.tenantIds);
-  const keySources = new SummaryKeySources();
-  const days: Array<[Date, Date]> = [];
-  for (let dayStart = Math.floor(query.from.getTime() / DAY_MS) * DAY_MS; dayStart < recordedUntil; dayStart += DAY_MS) {
-    days.push([new Date(Math.max(dayStart, query.from.getTime())), new Date(Math.min(dayStart + DAY_MS, recordedUntil))]);
-  }
-  // Two days at a time: the database reads one while this process parses the other (at most two days' text
-  // in memory, about 60 MB a day at 860,000 recorded tenant-seconds).
-  let next = 0;
-  const readDays = async () => {
-    while (next < days.length) {
-      const [windowFrom, windowTo] = days[next++]!;
-      const { rows } = await q.query<{ id: string; fields: string | null; rows: string | null; ref: string | null }>(DEMAND_SQL, [windowFrom, windowTo]);
-      for (const event of rows) {
-        if (event.ref === null) {
-          if (event.fields === null || event.rows === null) continue;
-          const table = { fields: JSON.parse(event.fields) as unknown, rows: JSON.parse(event.rows) as unknown };
-          keySources.remember(event.id, table);
-          addEvent(demand, table.fields, table.rows, query.dimension, tenants, fromSecond, toSecond);
-          continue;
-        }
-        const reference: unknown = JSON.parse(event.ref);
-        if (!isSummaryRefTable(reference)) continue;
-        const table = await keySources.tableOf(reference, (eventId) => lookUpSummaryEvent(q, eventId));
-        if (typeof table === 'string') continue;
-        addEvent(demand, table.fields, table.rows, query.dimension, tenants, fromSecond, toSecond);
-      }
+  const params: unknown[] = [query.dimension, fromSecond - (fromSecond % 60), toSecond];
+  if (query.tenantIds !== null) params.push(query.tenantIds);
+  const { rows } = await q.query<ModelRow>(modelSql(query.tenantIds !== null), params);
+
+  const byKey = new Map<string, PackedMinutes>();
+  let after: [string, string] = ['0', '0'];
+  for (const row of rows) {
+    if (row.tenant_id === null) {
+      if (row.commit_position !== null && row.prepare_position !== null) after = [row.commit_position, row.prepare_position];
+      continue;
     }
-  };
-  await Promise.all([readDays(), readDays()]);
-  // A summary recorded on the next day lands in a later query: order each key's spans once all are in.
-  for (const byAllowance of demand.values()) for (const spans of byAllowance.values()) spans.sort((a, b) => a.fromSecond - b.fromSecond);
+    const ends: number[] = [];
+    let end = 0;
+    for (const length of row.lengths!) ends.push((end += length));
+    byKey.set(`${row.tenant_id}\u0000${row.allowance!}`, { minutes: row.minutes!, ends, bytes: row.seconds! });
+  }
+
+  // The seconds after the checkpoint, merged into their keys' minutes in time order (a minute may come from both).
+  const tail = await readTail(q, query, after, fromSecond, toSecond);
+  const tailByKey = new Map<string, { minuteStart: number; bytes: Uint8Array }[]>();
+  for (const minute of tail.values()) {
+    const key = `${minute.tenantId}\u0000${minute.allowance}`;
+    const list = tailByKey.get(key) ?? [];
+    list.push({ minuteStart: minute.minuteStart, bytes: Uint8Array.from(minute.bytes) });
+    tailByKey.set(key, list);
+  }
+  for (const [key, list] of tailByKey) {
+    const stored = byKey.get(key);
+    const all = list.map(({ minuteStart, bytes }) => ({ minuteStart, bytes }));
+    if (stored !== undefined) {
+      for (let i = 0; i < stored.minutes.length; i++) all.push({ minuteStart: stored.minutes[i]!, bytes: stored.bytes.subarray(i === 0 ? 0 : stored.ends[i - 1]!, stored.ends[i]!) });
+    }
+    all.sort((a, b) => a.minuteStart - b.minuteStart);
+    const bytes = new Uint8Array(all.reduce((sum, minute) => sum + minute.bytes.length, 0));
+    const ends: number[] = [];
+    let end = 0;
+    for (const minute of all) {
+      bytes.set(minute.bytes, end);
+      ends.push((end += minute.bytes.length));
+    }
+    byKey.set(key, { minutes: all.map((minute) => minute.minuteStart), ends, bytes });
+  }
+
+  const demand: RecordedDemand = new Map();
+  for (const [key, packed] of byKey) {
+    const series = unpack(packed, fromSecond, toSecond);
+    if (series.seconds.length === 0) continue;
+    const split = key.indexOf('\u0000');
+    const tenantId = key.slice(0, split);
+    let byAllowance = demand.get(tenantId);
+    if (byAllowance === undefined) demand.set(tenantId, (byAllowance = new Map()));
+    byAllowance.set(key.slice(split + 1), series);
+  }
   return demand;
 }
 
-/** Adds one event's summaries of the dimension (and tenants) asked about; anything malformed is passed over. */
-function addEvent(
-  demand: RecordedDemand,
-  fields: unknown,
-  rows: unknown,
-  dimension: string,
-  tenants: ReadonlySet<string> | null,
-  fromSecond: number,
-  toSecond: number,
-): void {
-  if (!Array.isArray(fields) || !Array.isArray(rows)) return;
-  const [tenantAt, dimensionAt, allowanceAt, fromAt, secondsAt, admittedUnitsAt, admittedMessagesAt, shedUnitsAt, shedMessagesAt, rejectedUnitsAt, rejectedMessagesAt] =
-    READ.map((field) => fields.indexOf(field));
-  if (tenantAt! < 0 || dimensionAt! < 0 || fromAt! < 0) return;
-  for (const row of rows) {
-    if (!Array.isArray(row) || row[dimensionAt!] !== dimension) continue;
-    const tenantId = row[tenantAt!];
-    const spanFrom = row[fromAt!];
-    const seconds = secondsAt! < 0 ? 1 : Math.max(1, count(row[secondsAt!]));
-    if (typeof tenantId !== 'string' || (tenants !== null && !tenants.has(tenantId))) continue;
-    if (typeof spanFrom !== 'number' || !(spanFrom >= fromSecond && spanFrom < toSecond) || seconds > MAX_SPAN_SECONDS) continue;
-    const at = (column: number) => (column < 0 ? 0 : count(row[column]));
-    const shedUnits = at(shedUnitsAt!) + at(rejectedUnitsAt!);
-    const shedMessages = at(shedMessagesAt!) + at(rejectedMessagesAt!);
-    const allowance = allowanceAt! >= 0 && typeof row[allowanceAt!] === 'string' ? (row[allowanceAt!] as string) : '';
-    let byAllowance = demand.get(tenantId);
-    if (byAllowance === undefined) demand.set(tenantId, (byAllowance = new Map()));
-    let spans = byAllowance.get(allowance);
-    if (spans === undefined) byAllowance.set(allowance, (spans = []));
-    spans.push({
-      fromSecond: spanFrom,
-      seconds: Math.floor(seconds),
-      units: at(admittedUnitsAt!) + shedUnits,
-      messages: at(admittedMessagesAt!) + shedMessages,
-      refusedUnits: shedUnits,
-      refusedMessages: shedMessages,
-    });
+const sums = new Float64Array(240);
+const present = new Uint8Array(60);
+
+/** A key's minutes as its series of seconds in [fromSecond, toSecond); a minute given twice in a row is one. */
+function unpack({ minutes, ends, bytes }: PackedMinutes, fromSecond: number, toSecond: number): DemandSeries {
+  // Columns sized for the most seconds the bytes can hold (a record is at least 3 bytes), then cut.
+  const most = Math.min(60 * minutes.length, Math.floor(bytes.length / 3));
+  const seconds = new Float64Array(most);
+  const units = new Float64Array(most);
+  const messages = new Float64Array(most);
+  const refusedUnits = new Float64Array(most);
+  const refusedMessages = new Float64Array(most);
+  const columns = [seconds, units, messages, refusedUnits, refusedMessages] as const;
+  let length = 0;
+  for (let i = 0; i < minutes.length; i++) {
+    const minuteStart = minutes[i]!;
+    const start = i === 0 ? 0 : ends[i - 1]!;
+    const twice = (i > 0 && minutes[i - 1] === minuteStart) || (i + 1 < minutes.length && minutes[i + 1] === minuteStart);
+    // Nearly every minute holds its seconds once each, in order, wholly in the range: read straight into the columns.
+    if (!twice && minuteStart >= fromSecond && minuteStart + 60 <= toSecond) {
+      const read = readMinuteInOrder(bytes, start, ends[i]!, minuteStart, columns, length);
+      if (read >= 0) {
+        length = read;
+        continue;
+      }
+    }
+    addMinute(bytes, start, ends[i]!, sums, present);
+    if (i + 1 < minutes.length && minutes[i + 1] === minuteStart) continue;
+    for (let offset = 0; offset < 60; offset++) {
+      if (present[offset] === 0) continue;
+      present[offset] = 0;
+      const second = minuteStart + offset;
+      const slot = offset * 4;
+      if (second >= fromSecond && second < toSecond && length < most) {
+        seconds[length] = second;
+        units[length] = sums[slot]!;
+        messages[length] = sums[slot + 1]!;
+        refusedUnits[length] = sums[slot + 2]!;
+        refusedMessages[length] = sums[slot + 3]!;
+        length++;
+      }
+      sums[slot] = sums[slot + 1] = sums[slot + 2] = sums[slot + 3] = 0;
+    }
+  }
+  return {
+    seconds: seconds.subarray(0, length),
+    units: units.subarray(0, length),
+    messages: messages.subarray(0, length),
+    refusedUnits: refusedUnits.subarray(0, length),
+    refusedMessages: refusedMessages.subarray(0, length),
+  };
+}
+
+/**
+ * The demand of the summaries after the projection's checkpoint, from the ledger: its AdmissionsRecorded
+ * events in ledger order, references expanded from the sources read before them or looked up by id.
+ */
+async function readTail(q: Queryable, query: DemandQuery, after: [string, string], fromSecond: number, toSecond: number): Promise<DemandMinutes> {
+  const minutes = new DemandMinutes();
+  const filter = { dimension: (dimension: string) => dimension === query.dimension, tenants: query.tenantIds === null ? null : new Set(query.tenantIds), fromSecond, toSecond };
+  const keySources = new SummaryKeySources();
+  const recordedFrom = new Date((fromSecond - RECORDED_EARLY_SECONDS) * 1000);
+  for (;;) {
+    const { rows } = await q.query<{ id: string; data: string; tx_id: string; global_position: string }>(TAIL_SQL, [after[0], after[1], recordedFrom]);
+    for (const event of rows) {
+      const stored: unknown = JSON.parse(event.data);
+      keySources.remember(event.id, stored);
+      const table = await keySources.tableOf(stored, (eventId) => lookUpSummaryEvent(q, eventId));
+      // A reference whose source the ledger no longer holds: the projection sets it aside, and so does this.
+      if (typeof table !== 'string') addSummaryDemand(minutes, table as Parameters<typeof addSummaryDemand>[1], filter);
+    }
+    if (rows.length < TAIL_PAGE_EVENTS) return minutes;
+    const last = rows[rows.length - 1]!;
+    after = [last.tx_id, last.global_position];
   }
 }

@@ -1,6 +1,6 @@
 // limitChangePreview: what a limit change would have refused over a past range, replayed from the ledger
 // (src/limit-preview). Read-only; operators and auditors may ask.
-import { InvalidPreview, MAX_LISTED_TENANTS, MAX_PREVIEW_DAYS, MAX_PREVIEW_TENANTS, MAX_SERIES_POINTS, MAX_STEPS_PER_SECOND, previewLimitChange, RECORDED_LATE_SECONDS } from '../../limit-preview/index.ts';
+import { InvalidPreview, MAX_LISTED_TENANTS, MAX_PREVIEW_DAYS, MAX_PREVIEW_TENANTS, MAX_SERIES_POINTS, MAX_SPAN_SECONDS, MAX_STEPS_PER_SECOND, previewLimitChange } from '../../limit-preview/index.ts';
 import type { LimitChangePreview, PreviewPoint, TenantLimitPreview, WorstMinute } from '../../limit-preview/index.ts';
 import { builder } from '../builder.ts';
 import { GraphQLError } from '../graphql.ts';
@@ -13,7 +13,10 @@ const REPLAY_LIMITS =
   'A replay of what was recorded, not a forecast: refused traffic that was retried was recorded, and is replayed, once per attempt (counted again); ' +
   'traffic that was never sent because of a refusal (a client that backed off, a device that gave up) is unknown to the ledger and missing here. ' +
   `Each second is replayed as its messages, equal in size and evenly spaced (at most ${MAX_STEPS_PER_SECOND} steps a second), so a burst at the start of a second is refused a little less than a real limiter would; ` +
-  `summaries recorded more than ${RECORDED_LATE_SECONDS} s after their second (a backlog drained later) are not read.`;
+  `each tenant and allowance is replayed through one limiter, as if one replica metered it (shared counting across replicas is not modelled); ` +
+  `a summary covering more than ${MAX_SPAN_SECONDS} s is not replayed, and one covering several seconds is spread evenly over them; ` +
+  'each limiter starts full at the range\'s start; summaries the demand projection set aside (its quarantine) are not replayed, ' +
+  `nor demand older than its retention (the minute trends' retention, and at least ${MAX_PREVIEW_DAYS} days).`;
 
 const WorstMinuteType = builder.objectRef<WorstMinute>('PreviewWorstMinute').implement({
   description: 'The minute in which the most units would have been refused.',

@@ -1,13 +1,39 @@
 // The limit preview on PostgreSQL: a tenant sent a recorded pattern through the Governor and the ledger
-// Recorder is previewed against a lower limit, and the refused units match a count worked by hand.
+// Recorder is previewed against a lower limit, and the refused units match a count worked by hand. The first
+// half of the pattern is in the admission-demand read model, the second only in the ledger after the
+// projection's checkpoint, so the answers read both; the same answer comes from the ledger alone and from a
+// rebuilt read model.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { postgresOnly } from '../../support/databases.ts';
 import { OPERATOR, openControlPlane, SETUP_TIMEOUT_MS, type ControlPlaneHarness } from '../../support/controlPlaneHarness.ts';
 import { Governor } from '../../../src/governance/index.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
 import { createReadModelLimitSource, loadTenantGovernance } from '../../../src/control-plane/index.ts';
-import { InvalidPreview, previewLimitChange } from '../../../src/limit-preview/index.ts';
+import { demandRetentionDays, InvalidPreview, previewLimitChange, pruneDemand } from '../../../src/limit-preview/index.ts';
 import { spawnTs } from '../../support/spawnTs.ts';
+import { waitFor } from '../../support/waitFor.ts';
+import { startProjections } from '../../../src/ledger/projectionSet.ts';
+import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
+import type { Db } from '../../../src/db/db.ts';
+import { admissionDemandProjection } from '../../../projections/admissionDemand.ts';
+
+/** The demand projection's checkpoint is at or past every event committed before this call. */
+async function demandPastHead(db: Db): Promise<boolean> {
+  const { rows } = await db.query<{ behind: boolean }>(
+    `SELECT coalesce((SELECT (tx_id, global_position) > (c.commit_position::text::xid8, c.prepare_position)
+                        FROM gl_events ORDER BY tx_id DESC, global_position DESC LIMIT 1), false) AS behind
+       FROM gl_checkpoints c WHERE c.projection = 'admission-demand' AND c.commit_position IS NOT NULL`,
+  );
+  return rows.length === 1 && !rows[0]!.behind;
+}
+
+/** The read model's rows, in key order, as hex. */
+async function demandRows(db: Db): Promise<string[][]> {
+  const { rows } = await db.query<{ row: string[] }>(
+    "SELECT ARRAY[dimension, tenant_id, minute_start::text, allowance, encode(seconds, 'hex')] AS row FROM gl_demand_seconds ORDER BY dimension, tenant_id, minute_start, allowance",
+  );
+  return rows.map((row) => row.row);
+}
 
 describe.skipIf(!postgresOnly)('limit preview on PostgreSQL (DATABASE_URL)', () => {
   let harness: ControlPlaneHarness;
@@ -28,15 +54,26 @@ describe.skipIf(!postgresOnly)('limit preview on PostgreSQL (DATABASE_URL)', () 
     governor = new Governor({ limitSource: createReadModelLimitSource(harness.db), recorder: createLedgerRecorder(harness.store, { referenceKeys: true }) });
     const { tenants, platformDefaults } = await loadTenantGovernance(harness.db, ['acme', 'quiet'], new Date());
     governor.learnLimits(tenants.values(), platformDefaults);
-    // 20 readings a second for 60 s, one a message every 50 ms; 'quiet' sends 1 a second.
-    for (let second = 0; second < 60; second++) {
-      for (let i = 0; i < 20; i++) {
-        const decision = governor.admit({ tenant: 'acme', dimension: 'INGEST', allowance: 'LIVE', units: 1, at: fromMs + second * 1000 + i * 50 });
-        expect(decision.admitted).toBe(true);
+    // 20 readings a second for 60 s, one a message every 50 ms; 'quiet' sends 1 a second. The first 30 s are
+    // applied by the demand projection, which then stops: the last 30 s stay after its checkpoint.
+    const send = async (fromSecond: number, toSecond: number) => {
+      for (let second = fromSecond; second < toSecond; second++) {
+        for (let i = 0; i < 20; i++) {
+          const decision = governor.admit({ tenant: 'acme', dimension: 'INGEST', allowance: 'LIVE', units: 1, at: fromMs + second * 1000 + i * 50 });
+          expect(decision.admitted).toBe(true);
+        }
+        governor.admit({ tenant: 'quiet', dimension: 'INGEST', allowance: 'LIVE', units: 1, at: fromMs + second * 1000 });
       }
-      governor.admit({ tenant: 'quiet', dimension: 'INGEST', allowance: 'LIVE', units: 1, at: fromMs + second * 1000 });
+      await governor.flush();
+    };
+    await send(0, 30);
+    const demand = await startProjections(harness.db, harness.store, [admissionDemandProjection], { retryDelayMs: 50 });
+    try {
+      await waitFor(() => demandPastHead(harness.db), { timeoutMs: 30_000, description: 'the demand projection past the first 30 s' });
+    } finally {
+      await demand.close();
     }
-    await governor.flush();
+    await send(30, 60);
   }, SETUP_TIMEOUT_MS);
   afterAll(async () => {
     await governor?.close();
@@ -79,6 +116,46 @@ describe.skipIf(!postgresOnly)('limit preview on PostgreSQL (DATABASE_URL)', () 
     expect(new Set(week.series.map((point) => point.seconds))).toEqual(new Set([21 * 60]));
     expect(week.series.reduce((sum, point) => sum + point.demandUnits, 0)).toBe(1260);
     expect(week.series.reduce((sum, point) => sum + point.refusedUnits, 0)).toBe(week.total.refusedUnits);
+  });
+
+  it('answers the same from the read model and the ledger after its checkpoint, from the ledger alone, and from a rebuilt read model, which equals the live one', async () => {
+    const query = { tierLimit: { tierId: 'gold', dimension: 'INGEST', ratePerSecond: 5, burst: 10 }, from, to };
+    expect((await demandRows(harness.db)).length).toBeGreaterThan(0);
+    const both = await previewLimitChange(harness.db, query);
+    expect(both.total.demandUnits).toBe(1260);
+
+    const demand = await startProjections(harness.db, harness.store, [admissionDemandProjection], { retryDelayMs: 50 });
+    try {
+      await waitFor(() => demandPastHead(harness.db), { timeoutMs: 30_000, description: 'the demand projection past the last 30 s' });
+    } finally {
+      await demand.close();
+    }
+    const live = await demandRows(harness.db);
+    expect(await previewLimitChange(harness.db, query)).toEqual(both);
+
+    // The read model emptied and its checkpoint at the start: everything is read from the ledger.
+    await harness.db.exec("DELETE FROM gl_demand_seconds; UPDATE gl_checkpoints SET commit_position = NULL, prepare_position = NULL WHERE projection = 'admission-demand'");
+    expect(await previewLimitChange(harness.db, query)).toEqual(both);
+
+    await rebuildProjection(harness.db, harness.store, admissionDemandProjection);
+    expect(await demandRows(harness.db)).toEqual(live);
+    expect(await previewLimitChange(harness.db, query)).toEqual(both);
+  }, 120_000);
+
+  it('prunes demand older than its retention (the minute trends\', at least 31 days), and only that', async () => {
+    expect(demandRetentionDays(7)).toBe(31);
+    expect(demandRetentionDays(90)).toBe(90);
+    const nowSecond = Math.floor(Date.now() / 1000);
+    const old = nowSecond - 32 * 86_400;
+    await harness.db.query("INSERT INTO gl_demand_seconds VALUES ('API_REQUESTS', 'old', $1, '', '\\x000101'), ('API_REQUESTS', 'old', $2, '', '\\x000101')", [
+      old - (old % 60),
+      nowSecond - (nowSecond % 60) - 30 * 86_400,
+    ]);
+    const before = (await demandRows(harness.db)).length;
+    expect(await pruneDemand(harness.db, 31)).toBe(1);
+    const after = await demandRows(harness.db);
+    expect(after).toHaveLength(before - 1);
+    expect(after.filter((row) => row[1] === 'old')).toHaveLength(1);
   });
 
   it('an override of one tenant replays that tenant only; a limit no lower refuses nothing', async () => {

@@ -1,0 +1,65 @@
+// Read model: the per-second demand of every tenant, rate dimension and allowance (units and messages offered,
+// admitted + shed + rejected, and the part refused then), packed per minute in gl_demand_seconds: what the
+// limit preview replays (src/limit-preview/README.md). The trends keep minutes, and a minute's total says
+// nothing of how it was spread within it, which is all a token bucket cares about.
+//
+// It reads every AdmissionsRecorded summary, as the admission trends do, and runs beside them in a worker
+// thread of its own on PostgreSQL (workerProjections.ts), paced the same way: a page's seconds are appended
+// to each minute's row in one statement, so a row is written once per page whatever the number of seconds
+// merged into it. A reference whose source the ledger no longer holds is refused (the quarantine), as the
+// trends refuse it; a malformed summary is passed over (summaryDemand.ts).
+import { setImmediate as yieldTurn } from 'node:timers/promises';
+import type { Tx } from '../src/db/db.ts';
+import type { AdmissionsRecordedData, Projection, RecordedEvent, Refusal } from '../src/ledger/index.ts';
+import { eventData, lookUpSummaryEvent, SummaryKeySources } from '../src/ledger/index.ts';
+import { addSummaryDemand, appendDemandMinutes, DEMAND_PROJECTION, DemandMinutes, EVERY_REPLAYED_SUMMARY } from '../src/limit-preview/index.ts';
+
+/** Events per page, as the admission trends take them (admissionTrends.ts says why). */
+const PAGE_EVENTS = 256;
+
+/** Live summaries are applied every 2 s, as the trends are: a row is written once per page. */
+const LIVE_PACE_MS = 2_000;
+
+/** Bytes of seconds collected before they are written: a page of long spans stays bounded in memory. */
+const FLUSH_BYTES = 16 * 1024 * 1024;
+
+export const admissionDemandProjection: Projection = {
+  name: DEMAND_PROJECTION,
+  version: 1,
+  eventTypes: ['AdmissionsRecorded'],
+  tables: ['gl_demand_seconds'],
+  pageSize: PAGE_EVENTS,
+  livePaceMs: LIVE_PACE_MS,
+  readsDataAsJson: true,
+  apply: async (event: RecordedEvent, tx: Tx) => {
+    const refusals = await applyDemand([event], tx);
+    return refusals.length > 0 ? { refused: refusals[0]!.reason } : undefined;
+  },
+  applyPage: (events: readonly RecordedEvent[], tx: Tx) => applyDemand(events, tx),
+};
+
+/** The key sources read so far (src/ledger/catalog/summaryRefs.ts), as the trend projection keeps them. */
+const keySources = new SummaryKeySources();
+
+async function applyDemand(events: readonly RecordedEvent[], tx: Tx): Promise<Refusal[]> {
+  const refusals: Refusal[] = [];
+  let minutes = new DemandMinutes();
+  for (const event of events) {
+    const stored = eventData(event) as AdmissionsRecordedData;
+    keySources.remember(event.id, stored);
+    const table = await keySources.tableOf(stored, (eventId) => lookUpSummaryEvent(tx, eventId));
+    if (typeof table === 'string') {
+      refusals.push({ event, reason: table });
+      continue;
+    }
+    addSummaryDemand(minutes, table, EVERY_REPLAYED_SUMMARY);
+    if (minutes.bytes >= FLUSH_BYTES) {
+      await appendDemandMinutes(tx, minutes);
+      minutes = new DemandMinutes();
+    }
+    // One event's summaries at a time: the thread (or the service's own, on PGlite) turns between them.
+    await yieldTurn();
+  }
+  await appendDemandMinutes(tx, minutes);
+  return refusals;
+}

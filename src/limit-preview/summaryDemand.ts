@@ -1,0 +1,80 @@
+// What one AdmissionsRecorded event says of demand: its summaries (a table, or a reference expanded to one by
+// the caller) as seconds of DemandMinutes. The projection (projections/admissionDemand.ts) adds every rate
+// dimension's summaries; a preview reading the ledger's tail (readDemand.ts) only those of its dimension,
+// tenants and range. Both read the same way, so the tail reads as the read model would once applied.
+import { ADMISSION_FIELDS, entriesOf, summaryTable, type AdmissionsRecordedData, type SummaryTable } from '../ledger/index.ts';
+import { DIMENSION_CATALOG, DIMENSIONS, type AdmissionSummary } from '../governance/index.ts';
+import type { DemandMinutes, SecondCounts } from './demandSeconds.ts';
+
+/**
+ * The longest summary kept, spread evenly over its seconds: a Governor's summary covers its flush interval,
+ * a leasing client's a minute; an hour covers a recorder outage's merged windows. A longer one is not kept
+ * (the preview says so): spread over its seconds it would say little of any one of them.
+ */
+export const MAX_SPAN_SECONDS = 3600;
+
+/** The last second a summary may start at and be kept: the end of the year 9999, as the trends bound it. */
+const LAST_SECOND = 253_402_300_799;
+
+export interface SummaryFilter {
+  /** Whether summaries of this dimension are kept. */
+  dimension: (dimension: string) => boolean;
+  /** Only these tenants; null: every one. */
+  tenants: ReadonlySet<string> | null;
+  /** Only seconds in [fromSecond, toSecond). */
+  fromSecond: number;
+  toSecond: number;
+}
+
+/** The dimensions a preview replays, whose demand the read model keeps: the rates (not the count ceilings). */
+export const REPLAYED_DIMENSIONS: ReadonlySet<string> = new Set(DIMENSIONS.filter((dimension) => DIMENSION_CATALOG[dimension].kind !== 'COUNT_CEILING'));
+
+/** What the projection keeps: every replayed dimension's seconds, of every tenant. */
+export const EVERY_REPLAYED_SUMMARY: SummaryFilter = {
+  dimension: (dimension) => REPLAYED_DIMENSIONS.has(dimension),
+  tenants: null,
+  fromSecond: 0,
+  toSecond: Number.POSITIVE_INFINITY,
+};
+
+const READ = ['tenantId', 'dimension', 'allowance', 'fromSecond', 'seconds', 'admittedUnits', 'admittedMessages', 'shedUnits', 'shedMessages', 'rejectedUnits', 'rejectedMessages'] as const;
+
+/** A count: a non-negative finite number, else 0 (a stored row that holds anything else counts nothing). */
+const count = (value: unknown) => (typeof value === 'number' && value > 0 && value < Infinity ? value : 0);
+
+const counts: SecondCounts = { units: 0, messages: 0, refusedUnits: 0, refusedMessages: 0 };
+
+/**
+ * Adds the demand of an event's data (a table or the list shape of older events; a reference must be
+ * expanded first) to `minutes`: per summary, units and messages offered (admitted + shed + rejected) and
+ * the part refused then (shed + rejected). A malformed summary (no tenant, a start that is no whole second
+ * within 1970..9999, a span over MAX_SPAN_SECONDS) is passed over.
+ */
+export function addSummaryDemand(minutes: DemandMinutes, data: AdmissionsRecordedData | SummaryTable<AdmissionSummary>, filter: SummaryFilter): void {
+  if (data === null || typeof data !== 'object' || 'keysOf' in data) return;
+  const table = 'entries' in data ? summaryTable(ADMISSION_FIELDS, entriesOf(data)) : data;
+  const { fields, rows } = table;
+  if (!Array.isArray(fields) || !Array.isArray(rows)) return;
+  const [tenantAt, dimensionAt, allowanceAt, fromAt, secondsAt, admittedUnitsAt, admittedMessagesAt, shedUnitsAt, shedMessagesAt, rejectedUnitsAt, rejectedMessagesAt] =
+    READ.map((field) => (fields as readonly string[]).indexOf(field)) as number[] as [number, number, number, number, number, number, number, number, number, number, number];
+  if (tenantAt < 0 || dimensionAt < 0 || fromAt < 0) return;
+  for (const row of rows) {
+    if (!Array.isArray(row)) continue;
+    const dimension = row[dimensionAt];
+    const tenantId = row[tenantAt];
+    const fromSecond = row[fromAt];
+    if (typeof dimension !== 'string' || !filter.dimension(dimension)) continue;
+    if (typeof tenantId !== 'string' || (filter.tenants !== null && !filter.tenants.has(tenantId))) continue;
+    if (!Number.isSafeInteger(fromSecond) || (fromSecond as number) < 0 || (fromSecond as number) > LAST_SECOND) continue;
+    const seconds = secondsAt < 0 ? 1 : Math.max(1, Math.floor(count(row[secondsAt])));
+    if (seconds > MAX_SPAN_SECONDS) continue;
+    if ((fromSecond as number) + seconds <= filter.fromSecond || (fromSecond as number) >= filter.toSecond) continue;
+    const at = (column: number) => (column < 0 ? 0 : count(row[column]));
+    counts.refusedUnits = at(shedUnitsAt) + at(rejectedUnitsAt);
+    counts.refusedMessages = at(shedMessagesAt) + at(rejectedMessagesAt);
+    counts.units = at(admittedUnitsAt) + counts.refusedUnits;
+    counts.messages = at(admittedMessagesAt) + counts.refusedMessages;
+    const allowance = allowanceAt >= 0 && typeof row[allowanceAt] === 'string' ? (row[allowanceAt] as string) : '';
+    minutes.addSpan(dimension, tenantId, allowance, fromSecond as number, seconds, counts, filter.fromSecond, filter.toSecond);
+  }
+}
