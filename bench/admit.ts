@@ -16,6 +16,7 @@
 // BENCH_CALLS (default 10,000,000 per round), BENCH_ROUNDS (default 3); BENCH_QUICK=1: 2 rounds of 2,000,000.
 // Last line: JSON {bench, ours, baseline, ratio, unit, baselineIs, generator, ...}.
 import { fork } from 'node:child_process';
+import { constants as perfConstants, PerformanceObserver } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { RateLimiterMemory } from 'rate-limiter-flexible';
 import { Governor } from '../src/governance/index.ts';
@@ -41,6 +42,12 @@ interface VariantResult extends Rate {
   variant: Variant;
   admitted: number;
   summaries: number;
+  /**
+   * Young-generation collections while measuring: a few per million calls when nothing is allocated per call
+   * (bare about 2; with a Recorder up to about 5, its summaries), 13 or more when V8 left part of admit's fast
+   * path out of the loop and allocated each request and decision (src/governance/README.md, "Hot path").
+   */
+  scavenges: number;
 }
 
 async function measureAll(): Promise<void> {
@@ -56,7 +63,10 @@ async function measureAll(): Promise<void> {
       });
       await new Promise((resolve) => child.once('exit', resolve));
       samples[variant].push(result);
-      console.log(`round ${round + 1} ${variant}: ${Math.round(result.perCpuSecond).toLocaleString('en-US')} per CPU-second`);
+      console.log(
+        `round ${round + 1} ${variant}: ${Math.round(result.perCpuSecond).toLocaleString('en-US')} per CPU-second` +
+          (variant === 'baseline' ? '' : `, ${result.scavenges} scavenges`),
+      );
     }
   }
   const best = (variant: Variant) => samples[variant].reduce((a, b) => (b.perCpuSecond > a.perCpuSecond ? b : a));
@@ -81,6 +91,8 @@ async function measureAll(): Promise<void> {
     baselineWall: Math.round(baseline.perWallSecond),
     ratioWall: round2(recorded.perWallSecond / baseline.perWallSecond),
     perRound: Object.fromEntries(VARIANTS.map((variant) => [variant, samples[variant].map((each) => Math.round(each.perCpuSecond))])),
+    // Per round and variant (the baseline's are not counted): see VariantResult.scavenges.
+    scavengesPerRound: Object.fromEntries(VARIANTS.filter((variant) => variant !== 'baseline').map((variant) => [variant, samples[variant].map((each) => each.scavenges)])),
     recordedSummaries: recorded.summaries,
     tenants: TENANTS,
     calls: CALLS,
@@ -180,11 +192,28 @@ async function measureGovernor(variant: Exclude<Variant, 'baseline'>): Promise<V
   };
   await run(1_000_000); // JIT warm-up
   const summariesBefore = recorder?.summaries ?? 0;
+  const scavenges = countScavenges();
   const started = start();
   const admitted = await run(CALLS);
   const rate = rateOf(CALLS, started);
   await governor.close();
-  return { variant, ...rate, admitted, summaries: (recorder?.summaries ?? 0) - summariesBefore };
+  return { variant, ...rate, admitted, summaries: (recorder?.summaries ?? 0) - summariesBefore, scavenges: await scavenges.stop() };
+}
+
+/** Counts minor GCs from now until stop() (their entries arrive in a later turn of the event loop). */
+function countScavenges(): { stop(): Promise<number> } {
+  let count = 0;
+  const observer = new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) if ((entry as unknown as { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MINOR) count++;
+  });
+  observer.observe({ entryTypes: ['gc'] });
+  return {
+    async stop() {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      observer.disconnect();
+      return count;
+    },
+  };
 }
 
 async function measureBaseline(): Promise<VariantResult> {
@@ -200,7 +229,7 @@ async function measureBaseline(): Promise<VariantResult> {
   await run(200_000);
   const started = start();
   await run(calls);
-  return { variant: 'baseline', ...rateOf(calls, started), admitted: 0, summaries: 0 };
+  return { variant: 'baseline', ...rateOf(calls, started), admitted: 0, summaries: 0, scavenges: 0 };
 }
 
 // Last, so every constant above is initialised before a variant runs.

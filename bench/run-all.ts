@@ -2,17 +2,22 @@
 // prints each one's last JSON line, then all of them as one JSON array. `npm run bench -- admit trends` runs
 // some; `npm run bench -- --quick` runs each in its quick mode (BENCH_QUICK=1: fewer and shorter rounds, to
 // prove the set runs and for a first re-measure). Each result gets the seconds the bench took and the
-// machine's load average when it started (`loadAverage`): figures taken under load are not quiet-machine
-// figures. A bench that fails or prints no JSON line is reported as such and the rest still run.
+// machine's 1-minute load average when it started and when it ended (`loadAverage`, `loadAverageEnd`), and
+// `host`: "quiet" when both were under the machine's cores, else "loaded". A figure taken on a loaded host is
+// not a quiet-machine figure and RESULTS.md labels it so. A bench that fails or prints no JSON line is
+// reported as such and the rest still run. `--out FILE` also writes the results there (JSON array).
 import { spawn } from 'node:child_process';
-import { readdirSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { availableParallelism, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 
 const benchDir = fileURLToPath(new URL('.', import.meta.url));
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
-const wanted = args.filter((arg) => !arg.startsWith('--'));
+const outIndex = args.indexOf('--out');
+const outFile = outIndex >= 0 ? args[outIndex + 1] : undefined;
+const wanted = args.filter((arg, index) => !arg.startsWith('--') && (outIndex < 0 || index !== outIndex + 1));
+const cores = availableParallelism();
 const names = readdirSync(benchDir)
   .filter((file) => file.endsWith('.ts') && file !== 'run-all.ts')
   .map((file) => file.replace(/\.ts$/, ''))
@@ -48,7 +53,14 @@ for (const name of names) {
   const loadAverage = round2(loadavg()[0]!);
   const started = performance.now();
   const result = await run(name);
-  results.push({ ...result, seconds: round2((performance.now() - started) / 1000), loadAverage });
+  const loadAverageEnd = round2(loadavg()[0]!);
+  const host = loadAverage < cores && loadAverageEnd < cores ? 'quiet' : 'loaded';
+  results.push({ ...result, seconds: round2((performance.now() - started) / 1000), loadAverage, loadAverageEnd, cores, host });
 }
 console.log(`\n${names.length} benches in ${Math.round((performance.now() - startedAll) / 1000)} s${quick ? ' (quick)' : ''}`);
+for (const result of results as Record<string, unknown>[]) {
+  const figure = 'error' in result ? `error: ${String(result.error)}` : `ratio ${String(result.ratio)} (${String(result.ours)} against ${String(result.baseline)} ${String(result.unit)})`;
+  console.log(`${String(result.bench)}: ${figure}; load ${String(result.loadAverage)}-${String(result.loadAverageEnd)} on ${cores} cores, ${String(result.host)} host`);
+}
 console.log(JSON.stringify(results));
+if (outFile !== undefined) writeFileSync(outFile, `${JSON.stringify(results, null, 2)}\n`);

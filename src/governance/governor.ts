@@ -350,32 +350,53 @@ export class Governor {
     };
   }
 
-  /** A readings charge on the token bucket of the state's last allowance (into `decided`). */
+  /**
+   * A readings charge on the token bucket of the state's last allowance (into `decided`). Kept small, and its
+   * rare cases out of line (refuseFast, tallyFastAdmission), so that V8 inlines the whole of it, with the bucket
+   * arithmetic, into admit's caller: past V8's inlining budget the request and the decision objects are
+   * allocated on every call (src/governance/README.md, "Hot path").
+   */
   private admitFast(state: TenantMeter, units: number, at: number): void {
     const numbers = this.numbers.values;
     const cell = state.cell;
     const rate = numbers[cell + RATE_PER_SECOND]!;
     const burst = numbers[cell + BURST]!;
-    const admitted = takeTokens(numbers, cell, units, at, rate, burst);
-    const neverFits = !admitted && units > burst;
-    // A vouched state's slot is the one used last.
-    const refusal = admitted ? null : SLOTS[this.lastSlotIndex]!.overLimit;
-    if (this.counting) {
-      // A held charge (hold) is tallied when the caller settles it; a vouched state's tenant is known (cause -1).
-      if (admitted && this.holding) {
-        this.heldAllowance = state.lastAllowance;
-        this.heldCause = -1;
-      } else if (!admitted || !AllowanceState.cellTally(numbers, cell, at, units)) {
-        // An admission in the allowance's open second is counted in the cell (cellTally); the rest here.
-        this.tallies.count(state.lastAllowance!, at, units, false, refusal === null ? 0 : neverFits ? REJECTED : refusedCode(refusal), -1);
-      }
+    if (!takeTokens(numbers, cell, units, at, rate, burst)) {
+      this.refuseFast(state, units, at, rate, burst);
+      return;
     }
+    // Tallied for the ledger in the allowance's cell when the admission lies in its open second (cellTally: a
+    // compare and two adds on the cache line the decision just read); otherwise out of line.
+    if (this.counting && (this.holding || !AllowanceState.cellTally(numbers, cell, at, units))) this.tallyFastAdmission(state, units, at);
     const out = this.decided;
-    out.admitted = admitted;
-    out.behaviour = refusal ?? 'ADMIT';
+    out.admitted = true;
+    out.behaviour = 'ADMIT';
     out.limit = rate;
     out.remaining = remainingTokens(numbers, cell);
-    out.retryAfterSeconds = admitted ? 0 : tokensRetryAfterSeconds(numbers, cell, units, rate, burst);
+    out.retryAfterSeconds = 0;
+    out.burst = burst;
+    out.neverFits = false;
+    out.scope = 'tenant';
+    out.source = state.source;
+    out.quotaExceeded = false;
+    out.quotaPeriod = null;
+  }
+
+  /**
+   * admitFast's refusal, tallied and decided. A vouched state's tenant is known (cause -1) and its slot is the
+   * one used last.
+   */
+  private refuseFast(state: TenantMeter, units: number, at: number, rate: number, burst: number): void {
+    const numbers = this.numbers.values;
+    const behaviour = SLOTS[this.lastSlotIndex]!.overLimit;
+    const neverFits = units > burst;
+    if (this.counting) this.tallies.count(state.lastAllowance!, at, units, false, neverFits ? REJECTED : refusedCode(behaviour), -1);
+    const out = this.decided;
+    out.admitted = false;
+    out.behaviour = behaviour;
+    out.limit = rate;
+    out.remaining = remainingTokens(numbers, state.cell);
+    out.retryAfterSeconds = tokensRetryAfterSeconds(numbers, state.cell, units, rate, burst);
     out.burst = burst;
     out.neverFits = neverFits;
     out.scope = 'tenant';
@@ -384,7 +405,19 @@ export class Governor {
     out.quotaPeriod = null;
   }
 
-  /** Every case (into `decided`): validation, new names, unknown ceilings, message charges, fixed windows, shared counters. */
+  /** admitFast's admission that its cell cannot tally: a held charge (tallied when settled), or another second's. */
+  private tallyFastAdmission(state: TenantMeter, units: number, at: number): void {
+    if (this.holding) {
+      this.heldAllowance = state.lastAllowance;
+      this.heldCause = -1;
+    } else this.tallies.count(state.lastAllowance!, at, units, false, 0, -1);
+  }
+
+  /**
+   * Every case (into `decided`): validation, new names, unknown ceilings, message charges, fixed windows, shared
+   * counters. Takes the request's fields, not the request: an object passed to a call V8 does not inline
+   * escapes, and the caller's request literal would be allocated on every admit.
+   */
   private admitFully(
     tenant: string,
     dimension: Dimension,

@@ -241,12 +241,17 @@ export class AdmissionBatch {
   admissions: AdmissionSummary[] = [];
   readonly unresolved = new Map<string, UnresolvedAdmissionSummary>();
   /**
-   * The admissions' summaries by window, then by their allowance's key (AllowanceState.tallyKey, a string made
-   * once per allowance, whose hash V8 keeps): no key is built per summary.
+   * Each key's entry of its latest window, by the allowance's key (AllowanceState.tallyKey, a string made once
+   * per allowance, whose hash V8 keeps): no key is built per summary, and the common add (a key's one window in
+   * a batch) is one lookup and one insertion. An entry's window is its fromSecond's (an entry only widens within
+   * its window).
    */
-  private readonly admissionsByWindow = new Map<number, Map<string, AdmissionSummary>>();
-  /** Each key's entry of its latest window (by the key without the window). */
   private readonly latestAdmission = new Map<string, AdmissionSummary>();
+  /**
+   * Entries of a key's earlier windows, by the key and the window: made when a key's traffic reaches a second
+   * window within one batch (a slow Recorder, BACKLOG send times), so the common add never builds this key.
+   */
+  private earlierAdmissions: Map<string, AdmissionSummary> | null = null;
   private readonly latestUnresolved = new Map<string, UnresolvedAdmissionSummary>();
   /** Tallies added to an entry of another window because the batch was full. */
   clamped = 0;
@@ -263,7 +268,7 @@ export class AdmissionBatch {
   /** Drops entries a Recorder stored before it failed (RecordedInPart), so the next try does not count them twice. */
   forget(admissions: ReadonlySet<AdmissionSummary>, unresolved: ReadonlySet<UnresolvedAdmissionSummary>): void {
     this.admissions = this.admissions.filter((entry) => !admissions.has(entry));
-    for (const byKey of this.admissionsByWindow.values()) for (const [key, entry] of byKey) if (admissions.has(entry)) byKey.delete(key);
+    if (this.earlierAdmissions !== null) for (const [key, entry] of this.earlierAdmissions) if (admissions.has(entry)) this.earlierAdmissions.delete(key);
     for (const [key, entry] of this.unresolved) if (unresolved.has(entry)) this.unresolved.delete(key);
     for (const [key, entry] of this.latestAdmission) if (admissions.has(entry)) this.latestAdmission.delete(key);
     for (const [key, entry] of this.latestUnresolved) if (unresolved.has(entry)) this.latestUnresolved.delete(key);
@@ -273,17 +278,16 @@ export class AdmissionBatch {
   add(allowance: AllowanceState, tally: Tally): void {
     const { tenantId, slot, tallyKey } = allowance;
     const window = Math.floor(tally.fromSecond / this.windowSeconds);
-    let byKey = this.admissionsByWindow.get(window);
-    if (byKey === undefined) {
-      byKey = new Map<string, AdmissionSummary>();
-      this.admissionsByWindow.set(window, byKey);
+    const latest = this.latestAdmission.get(tallyKey);
+    let entry: AdmissionSummary | undefined;
+    if (latest !== undefined) {
+      entry = Math.floor(latest.fromSecond / this.windowSeconds) === window ? latest : this.earlierAdmissions?.get(`${tallyKey}\u0000${window}`);
     }
-    let entry = byKey.get(tallyKey);
     let clamp = false;
-    if (entry === undefined && this.admissions.length + this.unresolved.size >= this.maxSummaries) {
-      entry = this.latestAdmission.get(tallyKey);
-      clamp = entry !== undefined;
-      if (clamp) this.clamped++;
+    if (entry === undefined && latest !== undefined && this.admissions.length + this.unresolved.size >= this.maxSummaries) {
+      entry = latest;
+      clamp = true;
+      this.clamped++;
     }
     if (entry === undefined) {
       entry = {
@@ -300,16 +304,22 @@ export class AdmissionBatch {
         rejectedMessages: tally.rejectedMessages,
         unauthenticatedUnits: tally.unauthenticatedUnits,
         unauthenticatedMessages: tally.unauthenticatedMessages,
-        ...(tally.shadowLimitedUnits > 0 || tally.shadowLimitedMessages > 0
-          ? { shadowLimitedUnits: tally.shadowLimitedUnits, shadowLimitedMessages: tally.shadowLimitedMessages }
-          : {}),
-        ...(tally.quotaRejectedUnits + tally.quotaRejectedMessages > 0
-          ? { quotaRejectedUnits: tally.quotaRejectedUnits, quotaRejectedMessages: tally.quotaRejectedMessages }
-          : {}),
         hitSeconds: Math.min(tally.hitSeconds, tally.toSecond - tally.fromSecond + 1),
       };
+      // The rare counts only where there are any (a literal of one shape for the rest: no spread per summary).
+      if (tally.shadowLimitedUnits > 0 || tally.shadowLimitedMessages > 0) {
+        entry.shadowLimitedUnits = tally.shadowLimitedUnits;
+        entry.shadowLimitedMessages = tally.shadowLimitedMessages;
+      }
+      if (tally.quotaRejectedUnits + tally.quotaRejectedMessages > 0) {
+        entry.quotaRejectedUnits = tally.quotaRejectedUnits;
+        entry.quotaRejectedMessages = tally.quotaRejectedMessages;
+      }
       this.admissions.push(entry);
-      byKey.set(tallyKey, entry);
+      if (latest !== undefined) {
+        // The key's entry so far stays findable by its window.
+        (this.earlierAdmissions ??= new Map()).set(`${tallyKey}\u0000${Math.floor(latest.fromSecond / this.windowSeconds)}`, latest);
+      }
       this.latestAdmission.set(tallyKey, entry);
     } else {
       if (!clamp) widen(entry, tally.fromSecond, tally.toSecond);
