@@ -196,7 +196,8 @@ export async function previewLimitChange(q: Queryable, query: PreviewQuery): Pro
   let demandMessages = 0;
   let recordedRefusedUnits = 0;
   let recordedRefusedMessages = 0;
-  const series = new PreviewSeries(fromSecond, toSecond);
+  // The seconds readRecordedDemand reads: [floor(from), ceil(to)).
+  const series = new PreviewSeries(Math.floor(from.getTime() / 1000), Math.ceil(to.getTime() / 1000));
   for (const [tenantId, byAllowance] of demand) {
     const record = records.get(tenantId);
     // Demand of a name the control plane does not know (an unconfirmed HTTP name): no level of it can change.
