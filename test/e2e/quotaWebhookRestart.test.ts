@@ -6,7 +6,8 @@
 // - readings one at a time: exactly 10 are admitted (202); the next is refused 429 with X-RateLimit-Scope: quota
 //   and Retry-After to the period's reset (UTC midnight), the count in the database is 10, and the ledger's
 //   summaries say 10 admitted;
-// - the 50, 80 and 100 % notices are in the ledger, and while the first delivery is held open the service is
+// - the 50, 80 and 100 % notices are in the ledger and pushed to the quotaThresholdCrossed subscription (SSE,
+//   the tenant's own viewer token), and while the first delivery is held open the service is
 //   SIGKILLed, then started again on the same schema. After the restart the quota is still spent (a reading is
 //   refused as above, never admitted on credit), and every notice is answered 2xx exactly once per delivery id,
 //   each signed with HMAC-SHA256 over "<t>.<body>" (checked here with node:crypto), the held one redelivered
@@ -172,6 +173,40 @@ describe.skipIf(missing.length > 0)('a daily quota and its webhook notices acros
     throw new Error('still told to wait after 30 tries');
   }
 
+  /** Opens the quotaThresholdCrossed subscription over SSE and collects what it pushes. */
+  async function subscribeToNotices(): Promise<{ notices: Array<{ tenantId: string; thresholdPercent: number; limit: number }>; close(): Promise<void> }> {
+    const viewer = await mintToken({ secret: JWT_SECRET, role: 'TENANT_VIEWER', tenant: 'acme', sub: 'viewer-acme', ttl: '1h' });
+    const response = await fetch(`${replica.baseUrl}/graphql`, {
+      method: 'POST',
+      headers: { accept: 'text/event-stream', 'content-type': 'application/json', authorization: `Bearer ${viewer}` },
+      body: JSON.stringify({ query: 'subscription { quotaThresholdCrossed(tenantId: "acme") { tenantId thresholdPercent limit } }' }),
+    });
+    expect(response.headers.get('content-type')).toContain('text/event-stream');
+    const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+    const notices: Array<{ tenantId: string; thresholdPercent: number; limit: number }> = [];
+    const reading = (async () => {
+      let buffer = '';
+      for (;;) {
+        const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
+        if (done) return;
+        buffer += value;
+        for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+          const data = /^data: (.*)$/m.exec(buffer.slice(0, end))?.[1];
+          buffer = buffer.slice(end + 2);
+          const notice = data ? (JSON.parse(data) as { data?: { quotaThresholdCrossed?: (typeof notices)[number] } }).data?.quotaThresholdCrossed : undefined;
+          if (notice) notices.push(notice);
+        }
+      }
+    })();
+    return {
+      notices,
+      async close() {
+        await reader.cancel();
+        await reading;
+      },
+    };
+  }
+
   function expectQuotaRefusal(response: Response, sentAt: number): void {
     expect(response.status).toBe(429);
     expect(response.headers.get('x-ratelimit-scope')).toBe('quota');
@@ -200,6 +235,9 @@ describe.skipIf(missing.length > 0)('a daily quota and its webhook notices acros
       },
       { timeoutMs: 30_000, intervalMs: 100, description: 'the quota in force' },
     );
+
+    // The tenant's own view: the notices pushed over the quotaThresholdCrossed subscription (SSE).
+    const pushed = await subscribeToNotices();
 
     // Readings sent with a wrong key are refused (401) and spend none of the quota.
     for (let i = 0; i < 3; i++) {
@@ -235,6 +273,10 @@ describe.skipIf(missing.length > 0)('a daily quota and its webhook notices acros
       },
       { timeoutMs: 30_000, description: 'the admissions and the refusal in the ledger' },
     );
+    await waitFor(() => pushed.notices.length === 3, { timeoutMs: 30_000, description: 'three notices pushed to the subscription' });
+    expect(pushed.notices.map((notice) => notice.thresholdPercent).sort((a, b) => a - b)).toEqual([50, 80, 100]);
+    expect(pushed.notices.every((notice) => notice.tenantId === 'acme' && notice.limit === QUOTA)).toBe(true);
+    await pushed.close();
     const heldDelivery = deliveries[0]!;
     replica.child.kill('SIGKILL');
     expect(await replica.exited()).toMatchObject({ signal: 'SIGKILL' });
