@@ -120,7 +120,12 @@ export class QuotaSharing {
       .finally(() => {
         onSettled();
         this.inFlight--;
-        this.onSettled?.();
+        // In a promise's reaction: a fault here must not become an unhandled rejection that ends the process.
+        try {
+          this.onSettled?.();
+        } catch (error) {
+          this.onError(error);
+        }
         if (this.inFlight === 0) for (const resolve of this.waiters.splice(0)) resolve();
       });
   }
