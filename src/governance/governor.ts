@@ -14,6 +14,7 @@ import { DecidedCharge, type HeldCharge, type HeldTally } from './heldCharge.ts'
 import { fallbackBurst, fallbackRate, SharedCounting } from './sharedCounting.ts';
 import type { SharedAllowance, SharedBudget } from './sharedCounting.ts';
 import { DEFAULT_QUOTA_THRESHOLDS, QUOTA_ADMITTED, QUOTA_SPENT, QuotaSharing } from './quotaMeter.ts';
+import { setsAnyQuota } from './quotaValue.ts';
 import type { QuotaBudget, QuotaMeter, QuotaThresholdCrossing } from './quotaMeter.ts';
 import type { QuotaPeriod } from './types.ts';
 import { SLOT_COUNT, slotIndexOf, SLOTS, type SlotSpec } from './slots.ts';
@@ -196,6 +197,9 @@ function requestCapacity(kind: SlotSpec['kind'], downsample: boolean, rate: numb
   return kind === 'FIXED_WINDOW' ? (downsample ? 2 * rate : rate) : burst;
 }
 
+/** Reservations at most under way to give tenants' quotas their first slice (Governor.warmQuotas). */
+const QUOTA_WARM_UPS_IN_FLIGHT = 16;
+
 export class Governor {
   private readonly names: TenantNames;
   private readonly cache: LimitCache;
@@ -237,11 +241,16 @@ export class Governor {
     quotaPeriod: null,
   };
   private readonly quotaSharing: QuotaSharing;
+  /** Tenants whose quotas get a first slice before their first request (warmQuotas), from quotaWarmUpsHead on. */
+  private readonly quotaWarmUps: TenantMeter[] = [];
+  private quotaWarmUpsHead = 0;
   private readonly numbers: AllowanceNumbers;
   /** Set while chargeUntilSettled decides: an admitted charge is held (in `heldAllowance`, `heldCause`), not tallied. */
   private holding = false;
   private heldAllowance: AllowanceState | null = null;
   private heldCause = -1;
+  /** The quota a held admission took its units from (given back unless it is settled as admitted). */
+  private heldQuota: QuotaMeter | null = null;
   /** Shared counters a batch has planned requests on, until reservePlanned. */
   private readonly planned: SharedAllowance[] = [];
   private readonly tallyHeld: HeldTally = (allowance, at, units, outcome, cause) => this.tallies.count(allowance, at, units, false, outcome, cause);
@@ -263,7 +272,10 @@ export class Governor {
       retryMs,
       batchSize: options.loadBatchSize ?? 500,
       maxConcurrentLoads: 4,
-      onKnown: (state) => this.names.confirm(state.name),
+      onKnown: (state) => {
+        this.names.confirm(state.name);
+        this.warmQuotas(state);
+      },
       onPlatformChanged: () => this.newFastEpoch(),
       onError: (error) => onError(error, 'load'),
     });
@@ -277,6 +289,7 @@ export class Governor {
       options.quotaThresholds ?? DEFAULT_QUOTA_THRESHOLDS,
       options.onQuotaThreshold ?? null,
     );
+    this.quotaSharing.onSettled = () => this.pumpQuotaWarmUps();
     this.cache.loadPlatformDefaults();
     this.counting = options.recorder !== undefined;
     this.tallies = new Tallies({
@@ -547,6 +560,7 @@ export class Governor {
     if (quotaMeter !== null && !quotaRefused) {
       if (admitted) quotaMeter.admitted();
       else quotaMeter.giveBack(units);
+      if (admitted && this.holding) this.heldQuota = quotaMeter;
     }
     if (admitted && sharesCounter && !sharedActive) shared.fallbackAdmissions++;
     const neverFits = !admitted && overCapacity;
@@ -610,6 +624,7 @@ export class Governor {
     this.decideHeld(request);
     const charge = new DecidedCharge(this.copyOfDecided());
     charge.hold(this.takeHeldAllowance(), this.heldCause, request.at, request.units, this.tallyHeld);
+    charge.holdQuota(this.takeHeldQuota());
     return charge;
   }
 
@@ -620,6 +635,7 @@ export class Governor {
   hold(request: AdmitRequest, charge: HeldCharge): Readonly<AdmitDecision> {
     this.decideHeld(request);
     charge.hold(this.takeHeldAllowance(), this.heldCause, request.at, request.units, this.tallyHeld);
+    charge.holdQuota(this.takeHeldQuota());
     return this.decided;
   }
 
@@ -628,6 +644,7 @@ export class Governor {
     if (request.charge === 'message') throw new InvalidAdmission('only a readings charge is held until settled');
     this.holding = true;
     this.heldAllowance = null;
+    this.heldQuota = null;
     try {
       this.decideInto(request);
     } finally {
@@ -639,6 +656,12 @@ export class Governor {
     const allowance = this.heldAllowance;
     this.heldAllowance = null;
     return allowance;
+  }
+
+  private takeHeldQuota(): QuotaMeter | null {
+    const quota = this.heldQuota;
+    this.heldQuota = null;
+    return quota;
   }
 
   /**
@@ -806,6 +829,38 @@ export class Governor {
     return this.cache.settled();
   }
 
+  /**
+   * A tenant's ceilings became known (at start, on its first request, on a change): with a shared quota count,
+   * each of its quotas asks for a first slice now, so its first request is not refused to wait for one
+   * (quotaMeter.ts admits nothing on credit). At most QUOTA_WARM_UPS_IN_FLIGHT reservations are under way for
+   * this; the rest wait their turn, so thousands of tenants learned at start do not crowd the budget's pool.
+   */
+  private warmQuotas(state: TenantMeter): void {
+    if (!this.quotaSharing.shared || state.record === null || !setsAnyQuota(state.record, this.cache.platformDefaults)) return;
+    this.quotaWarmUps.push(state);
+    this.pumpQuotaWarmUps();
+  }
+
+  private pumpQuotaWarmUps(): void {
+    const queue = this.quotaWarmUps;
+    const sharing = this.quotaSharing;
+    if (this.quotaWarmUpsHead === queue.length) return;
+    const at = this.now();
+    while (this.quotaWarmUpsHead < queue.length && sharing.pending < QUOTA_WARM_UPS_IN_FLIGHT) {
+      const state = queue[this.quotaWarmUpsHead++]!;
+      if (state.status !== STATUS_KNOWN) continue;
+      const quotas = this.limitsOf(state).quota;
+      for (let index = 0; index < quotas.length; index++) {
+        const quota = quotas[index];
+        if (quota !== null && quota !== undefined) state.quotaMeter(index, quota, sharing).warmUp(at);
+      }
+    }
+    if (this.quotaWarmUpsHead === queue.length) {
+      queue.length = 0;
+      this.quotaWarmUpsHead = 0;
+    }
+  }
+
   /** Resolves when no shared-budget reservation (rate or quota) is on its way to or from Redis. */
   async reservationsSettled(): Promise<void> {
     await Promise.all([this.shared?.settled(), this.quotaSharing.settled()]);
@@ -818,6 +873,9 @@ export class Governor {
 
   /** Stops the timer and flushes; rejects if the Recorder could not take the last batch. */
   close(): Promise<void> {
+    // Quotas not warmed yet stay cold: nothing more is reserved for a Governor that is done.
+    this.quotaWarmUps.length = 0;
+    this.quotaWarmUpsHead = 0;
     return this.tallies.close();
   }
 

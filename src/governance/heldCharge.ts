@@ -2,6 +2,7 @@
 // (Governor.hold, Governor.chargeUntilSettled): the HTTP ingest door charges readings before it checks the
 // credential and before the sink takes them (docs/governance-model.md, the order of a door's checks), and only then knows whether they were taken.
 import type { AllowanceState } from './allowanceState.ts';
+import type { QuotaMeter } from './quotaMeter.ts';
 import { OUTCOME_ADMITTED, OUTCOME_REJECTED, OUTCOME_UNAUTHENTICATED } from './allowanceState.ts';
 
 /**
@@ -11,6 +12,8 @@ import { OUTCOME_ADMITTED, OUTCOME_REJECTED, OUTCOME_UNAUTHENTICATED } from './a
  *   serialisable; HTTP 413/400, a broker message acknowledged and skipped): counted as rejected, never admitted.
  * - withdrawn: not taken for a reason of the service's or of another limit (HTTP 503, a 429 on API_REQUESTS):
  *   not counted; the client's retry is.
+ * Whatever is not admitted gives the units it took of a period quota back: a quota counts only what was taken,
+ * so neither a client's retries nor requests with a wrong key spend a tenant's day.
  */
 export type ChargeOutcome = 'admitted' | 'unauthenticated' | 'rejected' | 'withdrawn';
 
@@ -29,6 +32,10 @@ export class HeldCharge {
   private at = 0;
   private units = 0;
   private tally: HeldTally | null = null;
+  // The period quota the units were taken from, where, and in which period (QuotaMeter.giveBackTaken).
+  private quota: QuotaMeter | null = null;
+  private quotaFrom = 0;
+  private quotaPeriodStartMs = 0;
 
   /** Called by the Governor with what settle will tally; `allowance` null when there is nothing to settle. */
   hold(allowance: AllowanceState | null, cause: number, at: number, units: number, tally: HeldTally): void {
@@ -39,8 +46,21 @@ export class HeldCharge {
     this.tally = tally;
   }
 
+  /** Called by the Governor after hold: the quota an admitted charge took its units from, or null. */
+  holdQuota(quota: QuotaMeter | null): void {
+    this.quota = quota;
+    if (quota === null) return;
+    this.quotaFrom = quota.lastTake;
+    this.quotaPeriodStartMs = quota.startMs;
+  }
+
   /** Tallies the admitted charge as `outcome`. Only the first call counts; a refused charge has nothing to settle. */
   settle(outcome: ChargeOutcome): void {
+    const quota = this.quota;
+    if (quota !== null) {
+      this.quota = null;
+      if (outcome !== 'admitted') quota.giveBackTaken(this.units, this.quotaFrom, this.quotaPeriodStartMs);
+    }
     const allowance = this.allowance;
     if (allowance === null) return;
     this.allowance = null;
@@ -51,7 +71,7 @@ export class HeldCharge {
   }
 
   get settled(): boolean {
-    return this.allowance === null;
+    return this.allowance === null && this.quota === null;
   }
 }
 

@@ -7,13 +7,17 @@
 // src/quotas, one row per tenant, dimension and period): the same slices, the same bounds.
 //
 // Accuracy, per (tenant, dimension, period), with N replicas sharing Redis (or the database), S = ceil(limit / 100):
-// - over: admitted <= limit + N x S. Only a replica's first admissions of a period, before its first answer
-//   arrives, are taken on credit (at most S); the credit is debited in Redis with the next reservation and
-//   counted there even past the limit, so the count stays true. After an answer a replica admits only from
-//   what Redis granted it, and Redis never grants past the limit.
+// - over: never. A replica admits only units the shared count granted it, and the count never grants past the
+//   limit. A replica that has no answer yet for the period (just started, a new period, a quota just set) admits
+//   nothing on credit: it asks, and refuses meanwhile as QUOTA_WAITING (Retry-After 1 s). Credit before the
+//   first answer let one replica admit 14 readings of a daily quota of 10 (a restart, or a first message of
+//   several readings, each admitted on credit past a spent quota). So that the wait is rare, the Governor asks
+//   as soon as it learns a tenant's quota (at start, on a change), and a replica asks for the next period's
+//   first slice in the last minute of the current one.
 // - under: a replica may refuse while others still hold units they were granted. What one holds is at most
 //   one slice: S while much is left, shrinking to ceil(left / 16) (1 unit at the end) as the quota runs out,
-//   so near the limit the others hold at most a few units each.
+//   so near the limit the others hold at most a few units each. What a replica held when it died is lost to
+//   the period (at most a slice per replica and crash).
 // - Redis unreachable: each replica admits from what it holds, then alone up to half of what was left at its
 //   last answer (as rates fall back to half the limit), so two replicas stay within the quota.
 // Counted alone (neither Redis nor a quotaBudget) a replica is exact, and counts only its own admissions.
@@ -30,8 +34,6 @@ export interface QuotaReserveRequest {
   /** The count may expire a day after the period ends. */
   periodEndMs: number;
   wantUnits: number;
-  /** Units admitted on credit before the first answer: counted, even past the limit. */
-  debtUnits: number;
   /** The parts of `key`, for a budget that stores them apart (the database's, src/quotas). */
   tenantId: string;
   dimension: Dimension;
@@ -64,6 +66,9 @@ export interface QuotaThresholdCrossing {
   used: number;
 }
 
+/** How long before its period ends a meter in use asks for the next period's first slice. */
+export const NEXT_PERIOD_AHEAD_MS = 60_000;
+
 /** One per Governor: the quota budget, whether it is reachable, and reservations in flight. */
 export class QuotaSharing {
   available = true;
@@ -71,6 +76,8 @@ export class QuotaSharing {
   private inFlight = 0;
   private probeAtMs = 0;
   private readonly waiters: (() => void)[] = [];
+  /** Called whenever a reservation settles (the Governor starts queued warm-ups then). */
+  onSettled: (() => void) | null = null;
 
   constructor(
     private readonly budget: QuotaBudget | null,
@@ -81,6 +88,11 @@ export class QuotaSharing {
 
   get shared(): boolean {
     return this.budget !== null;
+  }
+
+  /** Reservations on their way to or from the budget. */
+  get pending(): number {
+    return this.inFlight;
   }
 
   /** Whether a reservation may be sent at admission time `at`: always while Redis answers, else once a second. */
@@ -107,7 +119,14 @@ export class QuotaSharing {
       )
       .finally(() => {
         onSettled();
-        if (--this.inFlight === 0) for (const resolve of this.waiters.splice(0)) resolve();
+        this.inFlight--;
+        // In a promise's reaction: a fault here must not become an unhandled rejection that ends the process.
+        try {
+          this.onSettled?.();
+        } catch (error) {
+          this.onError(error);
+        }
+        if (this.inFlight === 0) for (const resolve of this.waiters.splice(0)) resolve();
       });
   }
 
@@ -120,7 +139,7 @@ export class QuotaSharing {
 export const QUOTA_ADMITTED = 0;
 /** Refused: the period's quota is spent (Retry-After: the period's end). */
 export const QUOTA_SPENT = 1;
-/** Refused: this replica's slice ran out and its next one is on its way (Retry-After: 1 s). */
+/** Refused: this replica holds too little of the quota and its next slice is on its way (Retry-After: 1 s). */
 export const QUOTA_WAITING = 2;
 
 export class QuotaMeter {
@@ -129,16 +148,20 @@ export class QuotaMeter {
   endMs = Number.NEGATIVE_INFINITY;
   /** Counted alone: units admitted this period. */
   private used = 0;
-  // Shared: the slice held, credit taken before the first answer, what Redis had left at the last answer.
+  // Shared: the slice held, whether an answer for this period arrived, what Redis had left at the last answer.
   private granted = 0;
-  private debt = 0;
   private warm = false;
   private inFlight = false;
   private left = 0;
   private fallbackUsed = 0;
+  // Shared: the next period's first slice, asked for in the last minute of this one (NaN: not asked).
+  private nextStartMs = Number.NaN;
+  private nextAnswered = false;
+  private nextGranted = 0;
+  private nextLeft = 0;
   /** Index into the thresholds of the next one to notice this period. */
   private nextThreshold = 0;
-  /** Where the last admitted take came from (giveBack returns it there): 0 counted alone, 1 slice, 2 credit, 3 fallback. */
+  /** Where the last admitted take came from (giveBack returns it there): 0 counted alone, 1 slice, 3 fallback. */
   private lastTakeFrom = 0;
 
   constructor(
@@ -154,11 +177,22 @@ export class QuotaMeter {
     if (previous === null || previous.period !== quota.period || previous.timeZone !== quota.timeZone || previous.resetDay !== quota.resetDay) {
       this.startMs = Number.POSITIVE_INFINITY;
       this.endMs = Number.NEGATIVE_INFINITY;
+      this.nextStartMs = Number.NaN;
     } else if (previous.limit !== quota.limit) {
       this.left += quota.limit - previous.limit;
       if (this.left < 0) this.left = 0;
       this.nextThreshold = 0;
     }
+  }
+
+  /**
+   * Shared: asks for a first slice now if this period has none yet, so the first request finds one (the
+   * Governor calls it when it learns the tenant's quota).
+   */
+  warmUp(at: number): void {
+    if (!this.sharing.shared) return;
+    if (!(at >= this.startMs && at < this.endMs)) this.enterPeriod(at);
+    if (!this.warm && !this.inFlight && this.sharing.mayAsk(at)) this.ask(this.slice(1));
   }
 
   /** QUOTA_ADMITTED when `units` fit what is left of the period at `at` (they are then taken), else why not. */
@@ -172,27 +206,26 @@ export class QuotaMeter {
       this.lastTakeFrom = 0;
       return QUOTA_ADMITTED;
     }
+    // Only what the shared count granted is admitted: nothing on credit, so never past the limit.
     let outcome = QUOTA_ADMITTED;
     const slice = this.slice(units);
     if (this.granted >= units) {
       this.granted -= units;
       this.lastTakeFrom = 1;
-    } else if (!this.warm && this.debt + units <= slice) {
-      this.debt += units;
-      this.lastTakeFrom = 2;
     } else if (!sharing.available) {
       if (this.fallbackUsed + units > this.left / 2) outcome = QUOTA_SPENT;
       else {
         this.fallbackUsed += units;
         this.lastTakeFrom = 3;
       }
-    } else outcome = this.warm && this.left <= 0 ? QUOTA_SPENT : QUOTA_WAITING;
+    } else outcome = this.warm && this.left + this.granted < units ? QUOTA_SPENT : QUOTA_WAITING;
     // Top up once what is held falls below half a slice (or below this request), unless Redis said the period is
     // spent; while Redis is unreachable, at most one probe a second.
     const low = this.granted < units || 2 * this.granted < slice;
     if (low && !this.inFlight && !(this.warm && this.left <= 0 && sharing.available) && sharing.mayAsk(at)) {
       this.ask(slice - this.granted);
     }
+    if (at >= this.endMs - NEXT_PERIOD_AHEAD_MS && this.nextStartMs !== this.endMs && sharing.available) this.askNext();
     return outcome;
   }
 
@@ -201,15 +234,25 @@ export class QuotaMeter {
    * Counted alone, the thresholds are noticed here, once the admission is final.
    */
   giveBack(units: number): void {
-    if (this.lastTakeFrom === 0) this.used -= units;
-    else if (this.lastTakeFrom === 1) this.granted += units;
-    else if (this.lastTakeFrom === 2) this.debt -= units;
+    this.giveBackTaken(units, this.lastTakeFrom, this.startMs);
+  }
+
+  /** Where the last admitted take came from, for giveBackTaken later (a held charge settled as not admitted). */
+  get lastTake(): number {
+    return this.lastTakeFrom;
+  }
+
+  /** Units taken `from` where lastTake said, in the period starting at `periodStartMs`, go back (none once it passed). */
+  giveBackTaken(units: number, from: number, periodStartMs: number): void {
+    if (periodStartMs !== this.startMs) return;
+    if (from === 0) this.used -= units;
+    else if (from === 1) this.granted += units;
     else this.fallbackUsed -= units;
   }
 
-  /** After an admission: counted alone, notices the thresholds it reached. */
+  /** After an admission: notices the thresholds it reached. */
   admitted(): void {
-    if (!this.sharing.shared) this.noticeUsed(this.used);
+    this.noticeUsed(this.sharing.shared ? this.quota!.limit - this.left - this.granted + this.fallbackUsed : this.used);
   }
 
   /** Units still left for this replica to admit (for answers' `remaining`). */
@@ -235,44 +278,72 @@ export class QuotaMeter {
     this.startMs = span.startMs;
     this.endMs = span.endMs;
     this.used = 0;
-    this.granted = 0;
-    this.debt = 0;
-    this.warm = false;
-    this.left = this.quota!.limit;
     this.fallbackUsed = 0;
     this.nextThreshold = 0;
+    // The slice asked for ahead, when it is this period's and has arrived; else nothing is known of it yet.
+    const ahead = this.nextAnswered && this.nextStartMs === span.startMs;
+    this.granted = ahead ? this.nextGranted : 0;
+    this.left = ahead ? this.nextLeft : this.quota!.limit;
+    this.warm = ahead;
+    this.nextAnswered = false;
+    if (this.nextStartMs !== span.startMs) this.nextStartMs = Number.NaN;
+    if (ahead) this.noticeUsed(this.quota!.limit - this.left - this.granted);
+  }
+
+  private request(startMs: number, endMs: number, wantUnits: number): QuotaReserveRequest {
+    return {
+      key: `quota:${this.dimension}:${this.tenantId}:${startMs}`,
+      limit: this.quota!.limit,
+      periodEndMs: endMs,
+      wantUnits,
+      tenantId: this.tenantId,
+      dimension: this.dimension,
+      periodStartMs: startMs,
+    };
   }
 
   private ask(wantUnits: number): void {
-    const quota = this.quota!;
     const startMs = this.startMs;
-    const debtUnits = this.debt;
     this.inFlight = true;
     this.sharing.reserve(
-      {
-        key: `quota:${this.dimension}:${this.tenantId}:${startMs}`,
-        limit: quota.limit,
-        periodEndMs: this.endMs,
-        wantUnits,
-        debtUnits,
-        tenantId: this.tenantId,
-        dimension: this.dimension,
-        periodStartMs: startMs,
-      },
+      this.request(startMs, this.endMs, wantUnits),
       (grant) => {
         // An answer for a period that has passed is of no use.
-        if (this.startMs !== startMs) return;
-        this.debt -= debtUnits;
-        this.warm = true;
-        this.granted += grant.granted;
-        this.left = grant.left;
-        this.fallbackUsed = 0;
-        this.noticeUsed(this.quota!.limit - grant.left);
+        if (this.startMs === startMs) this.answered(grant);
       },
       () => {
         this.inFlight = false;
       },
     );
+  }
+
+  /** The next period's first slice, asked for before it begins so its first requests need not wait. */
+  private askNext(): void {
+    const next = quotaPeriodAt(this.quota!, this.endMs);
+    const startMs = next.startMs;
+    this.nextStartMs = startMs;
+    this.nextAnswered = false;
+    this.sharing.reserve(
+      this.request(startMs, next.endMs, Math.ceil(this.quota!.limit / 100)),
+      (grant) => {
+        if (this.startMs === startMs) this.answered(grant);
+        else if (this.nextStartMs === startMs) {
+          this.nextAnswered = true;
+          this.nextGranted = grant.granted;
+          this.nextLeft = grant.left;
+        }
+      },
+      () => {},
+    );
+  }
+
+  /** An answer for the current period: what it granted is held, and what it left is known. */
+  private answered(grant: QuotaGrant): void {
+    this.warm = true;
+    this.granted += grant.granted;
+    this.left = grant.left;
+    this.fallbackUsed = 0;
+    this.noticeUsed(this.quota!.limit - grant.left - this.granted);
   }
 
   /** Notices each threshold `used` has reached for the first time this period. */

@@ -14,16 +14,14 @@ const KEEP_AFTER_END_MS = 86_400_000;
 /** How often, at most, a reservation also deletes ended periods' rows. */
 const SWEEP_EVERY_MS = 3_600_000;
 
-// Debt (units admitted on credit) is counted even past the limit, so the count stays the truth; the grant is at
-// most what the limit leaves after it. In DO UPDATE every expression reads the row as it was (q.used).
+// The grant is at most what the limit leaves (want is at most the limit); in DO UPDATE every expression reads the row as it was (q.used).
 const RESERVE_SQL = `
 INSERT INTO gl_quota_usage AS q (tenant_id, dimension, period_start, period_end, used, last_grant)
 VALUES ($1, $2, to_timestamp($3::double precision / 1000), to_timestamp($4::double precision / 1000),
-        $6::bigint + LEAST($7::bigint, GREATEST(0, $5::bigint - $6::bigint)),
-        LEAST($7::bigint, GREATEST(0, $5::bigint - $6::bigint)))
+        $6::bigint, $6::bigint)
 ON CONFLICT (tenant_id, dimension, period_start) DO UPDATE SET
-  used = q.used + $6::bigint + LEAST($7::bigint, GREATEST(0, $5::bigint - q.used - $6::bigint)),
-  last_grant = LEAST($7::bigint, GREATEST(0, $5::bigint - q.used - $6::bigint)),
+  used = q.used + LEAST($6::bigint, GREATEST(0, $5::bigint - q.used)),
+  last_grant = LEAST($6::bigint, GREATEST(0, $5::bigint - q.used)),
   period_end = EXCLUDED.period_end
 RETURNING used::text AS used, last_grant::text AS granted`;
 
@@ -47,9 +45,8 @@ export function createDatabaseQuotaBudget(db: Db, options: DatabaseQuotaBudgetOp
       if (!Number.isSafeInteger(limit) || limit <= 0 || !Number.isFinite(periodStartMs) || !Number.isFinite(periodEndMs) || periodEndMs <= periodStartMs) {
         throw new InvalidQuotaReservation('reserve quota: limit must be a positive integer and the period a finite span');
       }
-      // As the Redis script: want and debt count at most one limit, and never less than nothing.
+      // As the Redis script: want counts at most one limit, and never less than nothing.
       const want = clampUnits(request.wantUnits, limit);
-      const debt = clampUnits(request.debtUnits, limit);
       const at = now();
       if (at >= sweepAtMs) {
         sweepAtMs = at + SWEEP_EVERY_MS;
@@ -61,7 +58,6 @@ export function createDatabaseQuotaBudget(db: Db, options: DatabaseQuotaBudgetOp
         periodStartMs,
         periodEndMs,
         limit,
-        debt,
         want,
       ]);
       const row = rows[0]!;

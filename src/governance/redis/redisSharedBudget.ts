@@ -36,7 +36,7 @@ export interface RedisSharedBudget extends SharedBudget {
 interface ReserveCommands {
   glReserveTokens(key: string, rate: number, burst: number, atMs: number, want: number, debt: number): Promise<number>;
   glReserveWindow(key: string, limit: number, want: number, debt: number): Promise<number>;
-  glReserveQuota(key: string, limit: number, want: number, debt: number, endMs: number): Promise<[number, number]>;
+  glReserveQuota(key: string, limit: number, want: number, endMs: number): Promise<[number, number]>;
 }
 
 /** How often a cluster client reads the slot map even when no reply told it of a move. */
@@ -91,7 +91,6 @@ export function createRedisSharedBudget(options: RedisSharedBudgetOptions): Redi
         keyPrefix + request.key,
         request.limit,
         request.wantUnits,
-        request.debtUnits,
         request.periodEndMs,
       );
       return { granted: Number(granted), left: Number(left) };

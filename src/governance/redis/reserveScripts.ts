@@ -63,24 +63,21 @@ return grant
 `;
 
 /**
- * KEYS[1] the count of one quota period; ARGV limit, want, debt, the period's end (ms). Debt (units a replica
- * admitted on credit) is counted even past the limit, so the count stays the truth; grants never pass it.
+ * KEYS[1] the count of one quota period; ARGV limit, want, the period's end (ms). Grants never pass the limit,
+ * and a replica admits only what it was granted (quotaMeter.ts), so the count is exact.
  * Returns { granted, left }. The count expires a day after its period ends.
  */
 export const RESERVE_QUOTA = `
 local limit = tonumber(ARGV[1])
 local want = tonumber(ARGV[2])
-local debt = tonumber(ARGV[3])
-local endMs = tonumber(ARGV[4])
-if not (limit and want and debt and endMs) or limit ~= limit or want ~= want or debt ~= debt or endMs ~= endMs
+local endMs = tonumber(ARGV[3])
+if not (limit and want and endMs) or limit ~= limit or want ~= want or endMs ~= endMs
   or limit <= 0 or limit == math.huge or endMs == math.huge or endMs == -math.huge then
-  return redis.error_reply('ERR reserve quota: limit must be positive and finite, want, debt and end numbers')
+  return redis.error_reply('ERR reserve quota: limit must be positive and finite, want and end numbers')
 end
 want = math.max(0, math.min(want, limit))
-debt = math.max(0, math.min(debt, limit))
 local used = tonumber(redis.call('GET', KEYS[1]) or '0')
 if used == nil or used ~= used then used = 0 end
-used = used + debt
 local grant = math.max(0, math.min(want, limit - used))
 used = used + grant
 local nowMs = tonumber(redis.call('TIME')[1]) * 1000

@@ -1,5 +1,5 @@
 // Quotas through the API: a quota set on an override (alone, its rate falling through), a bad one refused with
-// the field at fault, webhooks registered by operators only and listed without their secrets, and usage.
+// the field at fault, quotas on a tier limit and a platform default reached through the cascade (0: none here), webhooks registered by operators only and listed without their secrets, and usage.
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { describeOnEachStorage } from '../../support/databases.ts';
 import { openApiHarness, type ApiHarness } from './apiHarness.ts';
@@ -47,6 +47,36 @@ describeOnEachStorage('GraphQL quotas and webhooks on $name', (target) => {
     expect(status.data).toEqual({ quotas: [{ dimension: 'INGEST', source: 'TENANT_OVERRIDE', used: 0, quota: { period: 'MONTH', limit: 1_000_000 } }], quotaNotices: [] });
     // The override sets no rate: INGEST's rate still comes from below.
     expect(read.data!.tenant.effectiveLimits.find((limit) => limit.dimension === 'INGEST')!.source).toBe('SHIPPED_DEFAULT');
+  });
+
+  it('takes a quota on a tier limit and a platform default: each tenant gets the first level that sets one', async () => {
+    const run = async (mutation: string) => {
+      const response = await api.gql<Record<string, Payload>>(operator, `mutation { ${mutation} ${PAYLOAD} }`);
+      expect(response.errors).toBeUndefined();
+      return Object.values(response.data!)[0]!;
+    };
+    expect(await run('defineTier(input: { tierId: "metered", name: "Metered" })')).toMatchObject({ __typename: 'Applied' });
+    expect(await run('registerTenant(input: { tenantId: "tiered", tierId: "metered" })')).toMatchObject({ __typename: 'Applied' });
+    expect(await run('registerTenant(input: { tenantId: "plain" })')).toMatchObject({ __typename: 'Applied' });
+    expect(await run('setTierLimit(input: { tierId: "metered", dimension: EGRESS, reason: "plan", quota: { period: MONTH, limit: 5000, resetDay: 3 } })')).toMatchObject({
+      __typename: 'Applied',
+    });
+    expect(await run('setPlatformDefault(input: { dimension: EGRESS, reason: "plan", quota: { period: DAY, limit: 200 } })')).toMatchObject({ __typename: 'Applied' });
+    // A limit of 0 is no quota at that level: it falls through to the platform default.
+    expect(await run('setTenantOverride(input: { tenantId: "plain", dimension: EGRESS, reason: "none of its own", ratePerSecond: 10, quota: { period: DAY, limit: 0 } })')).toMatchObject({
+      __typename: 'Applied',
+    });
+    await api.projections.waitForCaughtUp();
+    const quotas = async (tenantId: string) => {
+      const response = await api.gql<{ quotas: Array<{ dimension: string; source: string; quota: { period: string; limit: number; resetDay: number } }> }>(
+        operator,
+        `{ quotas(tenantId: "${tenantId}") { dimension source quota { period limit resetDay } } }`,
+      );
+      expect(response.errors).toBeUndefined();
+      return response.data!.quotas.filter((each) => each.dimension === 'EGRESS');
+    };
+    expect(await quotas('tiered')).toEqual([{ dimension: 'EGRESS', source: 'TIER', quota: { period: 'MONTH', limit: 5000, resetDay: 3 } }]);
+    expect(await quotas('plain')).toEqual([{ dimension: 'EGRESS', source: 'PLATFORM_DEFAULT', quota: { period: 'DAY', limit: 200, resetDay: 1 } }]);
   });
 
   it('registers webhooks for operators only, lists them without secrets, and answers usage', async () => {

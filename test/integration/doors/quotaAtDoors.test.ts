@@ -1,11 +1,22 @@
 // A period-quota refusal answered at the doors other than HTTP ingest (issue 33, item 1): the admission API
 // answers over-limit with quotaExceeded and a retry to the period's reset, Envoy RLS answers OVER_LIMIT in the
-// quota's unit (DAY) with the duration to the reset, and the MQTT live door counts the over-quota readings as
-// rejected (of which quota-rejected) in the ledger's summaries.
+// quota's unit (DAY) with the duration to the reset, and the MQTT live, Sparkplug B and LwM2M doors count the
+// over-quota readings as rejected (of which quota-rejected) in the ledger's summaries, never shed; LwM2M answers
+// them 4.29 with Max-Age to the reset.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
 import mqtt from 'mqtt';
 import { pino } from 'pino';
+import sparkplug from 'sparkplug-payload';
+import { readSettings } from '../../../src/config.ts';
+import { findIngestCredential, registerIngestCredential } from '../../../src/auth/ingestKeys.ts';
+import { startLwm2mDoor, type Lwm2mDoor } from '../../../src/doors/lwm2m/startLwm2mDoor.ts';
+import { startMqttConsumer, type MqttConsumer } from '../../../src/doors/pipeline/brokerConsumer.ts';
+import { cachedCredentialLookup } from '../../../src/doors/pipeline/credentialCache.ts';
+import { createEdgeLimit } from '../../../src/doors/pipeline/edgeLimit.ts';
+import { createSparkplugHandler } from '../../../src/doors/sparkplug/sparkplugDoor.ts';
+import { sparkplugSubscriptions } from '../../../src/doors/sparkplug/topics.ts';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createAdmissionRoutes } from '../../../src/doors/admissions/admissionRoutes.ts';
 import { DEFAULT_DESCRIPTOR_MAPPING } from '../../../src/doors/envoy-rls/descriptorMapping.ts';
@@ -24,7 +35,8 @@ import { RlsClient } from '../../support/rlsClient.ts';
 import { waitFor } from '../../support/waitFor.ts';
 import { CollectingRecorder, MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
 import { TableLimitSource } from './http/frontDoorHarness.ts';
-import { startDoor, type DoorUnderTest } from './mqtt/mqttHarness.ts';
+import { knowCeilings, startDoor, type DoorUnderTest } from './mqtt/mqttHarness.ts';
+import { runClient } from './lwm2m/coapClient.ts';
 
 const brokerReachable = await mosquittoReachable('the MQTT part of the quota-at-the-doors suite');
 
@@ -50,6 +62,28 @@ async function governorWithQuota(at: number) {
 
 /** Seconds from `at` to the next UTC midnight. */
 const toMidnight = (at: number) => (Math.ceil(at / DAY_MS) * DAY_MS - at) / 1000;
+
+/** A daily INGEST quota of 5 readings (UTC) and a rate that never binds. */
+const QUOTA_OF_FIVE = { INGEST: { override: { ratePerSecond: 1000, burst: 1000, quota: { period: 'DAY', limit: 5, timeZone: 'UTC' } } } };
+
+type LedgerTotals = { admittedUnits: number; rejectedUnits: number; quotaRejectedUnits: number; shedUnits: number };
+
+/** The ledger's summaries of a tenant on one allowance, summed, once they count `units` readings decided. */
+async function ledgerTotals(store: EventStore, tenantId: string, allowance: string, units: number): Promise<LedgerTotals> {
+  const totals: LedgerTotals = { admittedUnits: 0, rejectedUnits: 0, quotaRejectedUnits: 0, shedUnits: 0 };
+  await waitFor(
+    async () => {
+      const entries = (await store.readStream(ADMISSIONS_STREAM)).flatMap(admissionSummaryReader()).filter((entry) => entry.tenantId === tenantId && entry.allowance === allowance);
+      totals.admittedUnits = entries.reduce((sum, entry) => sum + entry.admittedUnits, 0);
+      totals.rejectedUnits = entries.reduce((sum, entry) => sum + entry.rejectedUnits, 0);
+      totals.quotaRejectedUnits = entries.reduce((sum, entry) => sum + (entry.quotaRejectedUnits ?? 0), 0);
+      totals.shedUnits = entries.reduce((sum, entry) => sum + entry.shedUnits, 0);
+      return totals.admittedUnits + totals.rejectedUnits + totals.shedUnits >= units;
+    },
+    { timeoutMs: 15_000, description: `the ${allowance} readings of ${tenantId} in the ledger` },
+  );
+  return totals;
+}
 
 describe('the admission API', () => {
   it('past a daily quota of 5, answers admitted false with quotaExceeded, period DAY and a retry to midnight', async () => {
@@ -170,21 +204,116 @@ describe.skipIf(!brokerReachable)('the MQTT live door', () => {
     expect(door.recorder.sum('metered', 'LIVE', 'rejectedMessages')).toBe(2);
     expect(door.recorder.sum('metered', 'LIVE', 'shedUnits')).toBe(0);
 
-    const totals = { admittedUnits: 0, rejectedUnits: 0, quotaRejectedUnits: 0, shedUnits: 0 };
-    await waitFor(
-      async () => {
-        const entries = (await store.readStream(ADMISSIONS_STREAM))
-          .flatMap(admissionSummaryReader())
-          .filter((entry) => entry.tenantId === 'metered' && entry.allowance === 'LIVE');
-        totals.admittedUnits = entries.reduce((sum, entry) => sum + entry.admittedUnits, 0);
-        totals.rejectedUnits = entries.reduce((sum, entry) => sum + entry.rejectedUnits, 0);
-        totals.quotaRejectedUnits = entries.reduce((sum, entry) => sum + (entry.quotaRejectedUnits ?? 0), 0);
-        totals.shedUnits = entries.reduce((sum, entry) => sum + entry.shedUnits, 0);
-        return totals.admittedUnits === 4 && totals.rejectedUnits === 4;
-      },
-      { timeoutMs: 15_000, description: 'the readings in the ledger' },
-    );
+    const totals = await ledgerTotals(store, 'metered', 'LIVE', 8);
     expect(totals).toEqual({ admittedUnits: 4, rejectedUnits: 4, quotaRejectedUnits: 4, shedUnits: 0 });
     expect(door.dropped.size).toBe(0);
+  });
+});
+
+describe.skipIf(!brokerReachable)('the Sparkplug B door', () => {
+  const codec = sparkplug.get('spBv1.0')!;
+  const group = `gl-quota-${randomBytes(4).toString('hex')}`;
+  let testDb: TestDb;
+  let store: EventStore;
+  let sink: CountingSink;
+  let governor: Governor;
+  let consumer: MqttConsumer;
+  let publisher: mqtt.MqttClient;
+
+  beforeAll(async () => {
+    testDb = await (postgresOnly ?? storageTargets[0]!).open();
+    store = createPostgresEventStore(testDb.db);
+    sink = createCountingSink();
+    const limits = new TableLimitSource().tenant('plant', QUOTA_OF_FIVE);
+    governor = new Governor({ limitSource: limits, recorder: createLedgerRecorder(store) });
+    await knowCeilings(governor, ['plant']);
+    consumer = startMqttConsumer({
+      url: mqttUrl,
+      clientId: `gl-quota-sparkplug-${randomBytes(4).toString('hex')}`,
+      subscriptions: sparkplugSubscriptions(`gl-quota-${randomBytes(4).toString('hex')}`),
+      sessionExpirySeconds: 60,
+      logger: pino({ level: 'silent' }),
+      handle: createSparkplugHandler({ parts: { governor, sink }, logger: pino({ level: 'silent' }), groupTenants: new Map([[group, 'plant']]), maxPayloadBytes: 1024 * 1024 }),
+    });
+    expect(await consumer.ready(10_000)).toBe(true);
+    publisher = await mqtt.connectAsync(mqttUrl, { clientId: `gl-quota-edge-${randomBytes(4).toString('hex')}`, protocolVersion: 5, reconnectPeriod: 0 });
+  }, 60_000);
+
+  afterAll(async () => {
+    await publisher?.endAsync();
+    await consumer?.close();
+    await governor?.close();
+    await sink?.close();
+    await store?.close();
+    await testDb?.dispose();
+  });
+
+  it('past a daily quota of 5 readings, the over-quota metrics are rejected (for the quota) in the ledger, not shed', async () => {
+    // Four NDATA messages of two metrics: two fit the quota (4 of 5), the other two do not.
+    const payload = () => Buffer.from(codec.encodePayload({ timestamp: Date.now(), seq: 0, metrics: [{ name: 'a', type: 'Double', value: 1.5 }, { name: 'b', type: 'Int32', value: 2 }] as never }));
+    for (let i = 0; i < 4; i++) await publisher.publishAsync(`spBv1.0/${group}/NDATA/edge-1`, payload(), { qos: 1 });
+    await waitFor(() => consumer.stats().acknowledged === 4, { timeoutMs: 20_000, description: 'every message acknowledged' });
+    expect(sink.unitsByTenant.get('plant')).toBe(4);
+    await governor.flush();
+    const totals = await ledgerTotals(store, 'plant', 'SPARKPLUG', 8);
+    expect(totals).toEqual({ admittedUnits: 4, rejectedUnits: 4, quotaRejectedUnits: 4, shedUnits: 0 });
+  });
+});
+
+describe('the LwM2M door', () => {
+  let testDb: TestDb;
+  let store: EventStore;
+  let sink: CountingSink;
+  let governor: Governor;
+  let door: Lwm2mDoor;
+  let key: string;
+
+  beforeAll(async () => {
+    testDb = await (postgresOnly ?? storageTargets[0]!).open();
+    store = createPostgresEventStore(testDb.db);
+    sink = createCountingSink();
+    const registered = await registerIngestCredential(testDb.db, { tenantId: 'utility', kind: 'device', subject: 'meter-1' });
+    if (registered.status !== 'registered') throw new Error(registered.message);
+    key = registered.key;
+    governor = new Governor({ limitSource: new TableLimitSource().tenant('utility', QUOTA_OF_FIVE), recorder: createLedgerRecorder(store) });
+    await knowCeilings(governor, ['utility']);
+    door = await startLwm2mDoor({
+      port: 0,
+      host: '127.0.0.1',
+      parts: {
+        governor,
+        sink,
+        edgeLimit: createEdgeLimit({ ratePerSecond: 1000 }),
+        findCredential: cachedCredentialLookup((each) => findIngestCredential(testDb.db, each)),
+      },
+      logger: pino({ level: 'silent' }),
+      maxPayloadBytes: 64 * 1024,
+      uploadLimits: readSettings({}).lwm2mUploads,
+    });
+  }, 180_000);
+
+  afterAll(async () => {
+    await door?.close();
+    await governor?.close();
+    await sink?.close();
+    await store?.close();
+    await testDb?.dispose();
+  });
+
+  it('past a daily quota of 5 readings, answers 4.29 with Max-Age to midnight and records them rejected for the quota', async () => {
+    const twoReadings = JSON.stringify([{ bn: '/3303/0/', n: '5700', v: 21.5 }, { n: '5701', v: 1 }]);
+    const send = { method: 'POST', pathname: '/dp', contentFormat: 'application/senml+json', payload: twoReadings };
+    const before = Date.now();
+    const answers = await runClient(door.port, [{ method: 'POST', pathname: '/rd', query: `ep=meter-1&lt=60&lwm2m=1.1&k=${key}` }, send, send, send, send]);
+    const after = Date.now();
+    expect(answers.map((each) => each.code)).toEqual(['2.01', '2.04', '2.04', '4.29', '4.29']);
+    for (const refused of answers.slice(3)) {
+      expect(refused.maxAge as number).toBeGreaterThanOrEqual(Math.floor(toMidnight(after)));
+      expect(refused.maxAge as number).toBeLessThanOrEqual(Math.ceil(toMidnight(before)) + 1);
+    }
+    expect(sink.unitsByTenant.get('utility')).toBe(4);
+    await governor.flush();
+    const totals = await ledgerTotals(store, 'utility', 'LWM2M', 8);
+    expect(totals).toEqual({ admittedUnits: 4, rejectedUnits: 4, quotaRejectedUnits: 4, shedUnits: 0 });
   });
 });

@@ -26,6 +26,8 @@ async function replica(keyPrefix: string, crossings: QuotaThresholdCrossing[]) {
   const governor = new Governor({ limitSource: source, sharedBudget: budget, onQuotaThreshold: (crossing) => crossings.push(crossing) });
   closers.push(() => budget.close(), () => governor.close());
   governor.learnLimits(source.records.values(), {});
+  // It asked for its first slice when it learned the quota, as the service does at start.
+  await governor.reservationsSettled();
   return governor;
 }
 
