@@ -93,7 +93,7 @@ describeOnEachStorage('quota notices to webhooks on $name', (target) => {
 
     // The first deliverer's POSTs are held unanswered, then it is stopped, as a killed process would leave them.
     holding = [];
-    await projections.waitForCaughtUp();
+    await projections.waitForCaughtUp({ timeoutMs: 60_000 });
     const clock = { ms: Date.now() };
     // Its database calls fail from the kill on: nothing it learns afterwards is recorded, as with a dead process.
     let killed = false;
@@ -110,7 +110,7 @@ describeOnEachStorage('quota notices to webhooks on $name', (target) => {
     // Restart the projection too: its checkpoint is in the database, nothing is queued twice.
     await projections.close();
     projections = await startProjections(testDb.db, store, [webhookOutboxProjection]);
-    await projections.waitForCaughtUp();
+    await projections.waitForCaughtUp({ timeoutMs: 60_000 });
 
     // Once the lease of the stopped deliverer lapses, another delivers each notice.
     clock.ms += 60_000 + 5_001;
@@ -152,7 +152,7 @@ describeOnEachStorage('quota notices to webhooks on $name', (target) => {
       }
       await writer.close();
       const projections = await startProjections(testDb.db, store, [webhookOutboxProjection]);
-      await projections.waitForCaughtUp();
+      await projections.waitForCaughtUp({ timeoutMs: 60_000 });
       await projections.close();
       const clock = { ms: Date.now() };
       const delivery = startWebhookDelivery({ db: testDb.db, now: () => clock.ms, pollMs: 20, timeoutMs: 2000 });
@@ -174,7 +174,7 @@ describeOnEachStorage('quota notices to webhooks on $name', (target) => {
       late.notice({ tenantId: 'initech', dimension: 'INGEST', thresholdPercent: 100, period: 'DAY', periodStartMs: at - 1000, periodEndMs: at + 86_400_000, limit: 10, used: 10 });
       await late.close();
       const again = await startProjections(testDb.db, store, [webhookOutboxProjection]);
-      await again.waitForCaughtUp();
+      await again.waitForCaughtUp({ timeoutMs: 60_000 });
       await again.close();
       clock.ms += 25 * 3600 * 1000;
       const lateDelivery = startWebhookDelivery({ db: testDb.db, now: () => clock.ms, pollMs: 20, timeoutMs: 2000 });
