@@ -387,12 +387,17 @@ async function serveBaseline(tenants: number): Promise<void> {
       }
     };
     let timer: NodeJS.Timeout | undefined;
-    const tick = () => (timer = setTimeout(() => void flush().finally(tick), 1000 - (Date.now() % 1000) + 20));
+    let stopped = false;
+    // A flush under way when the run finishes schedules no other (the pool is closed after it).
+    const tick = () => {
+      if (!stopped) timer = setTimeout(() => void flush().finally(tick), 1000 - (Date.now() % 1000) + 20);
+    };
     tick();
     const port = (server.address() as { port: number }).port;
     await serveMeasured(db, tenants, 'bl\\_summaries', false, { port, token: SECRET, ingestKeys }, stats, {
       lagSeconds: async () => Math.max(0, Date.now() / 1000 - trendSecond - 1),
       finish: async () => {
+        stopped = true;
         clearTimeout(timer);
         while (flushing) await new Promise((resolve) => setTimeout(resolve, 10));
         server.closeAllConnections();
