@@ -1,43 +1,57 @@
-// Real-time capacity through the door: N active tenants, each admitted and shed every second, the traffic sent
-// over HTTP to the admission API (POST /v1/admissions, 100 items a request: per tenant 3 units then 10 against
-// a ceiling of 5 a second) by a load process of its own, pinned with taskset to core 1 (a paced Node client:
-// wrk cannot send a fixed number of requests a second), for BENCH_SCALE_SECONDS (default 20) at each N of
-// BENCH_SCALE_TENANTS (default 10000,20000,50000), each server on a fresh schema, in a process of its own.
+// Real-time capacity through the doors: N active tenants, each admitted and shed every second, the traffic sent
+// over HTTP by wrk in a process of its own, pinned with taskset to core 1, paced by a Lua schedule
+// (bench/support/load.ts, pacedHttpLoad): every second, spread over its first 800 ms,
+//   - 2% of the tenants (BENCH_SCALE_INGEST_SHARE) through the HTTP ingest door: two requests each, POST
+//     /v1/ingest/<tenant> with the tenant's ingest key (X-Device-Key) and a client address of its own
+//     (X-Forwarded-For from a trusted proxy), 3 readings each against an INGEST ceiling of 5 a second (202, then 429);
+//   - the rest through the admission API: POST /v1/admissions, 100 items a request (per tenant 3 units then 10
+//     against an API_REQUESTS ceiling of 5 a second),
+// for BENCH_SCALE_SECONDS (default 180) at each N of BENCH_SCALE_TENANTS (default 10000,20000,50000,100000,200000),
+// each server on a fresh schema, in a process of its own. `--quick` (or BENCH_QUICK=1): 2,000 and 10,000
+// tenants for 8 s each, no start-time figure: proves the bench runs.
 //
-// ours:     the admission routes -> Governor -> ledger Recorder (summary references) -> PostgreSQL ledger ->
-//           admission-trends projection in its worker thread, /readyz with the projections' readiness check at
-//           the run's own 5 s bound, as the service assembles them.
-// baseline: the bare minimum doing the same durable work: node:http reading the same batches, a fixed window per
-//           tenant in a Map, and each second the closed second's summaries appended with one unnest INSERT to a
-//           plain table and the trend minute rows upserted by a hand-written statement; /readyz 200 while the
-//           trend rows are at most 5 s behind.
+// ours:     the HTTP ingest door (startDoorParts + startIngest as the service builds them: edge limit, key look-up
+//           cached, counting sink) and the admission routes -> Governor -> ledger Recorder (summary references) ->
+//           PostgreSQL ledger -> admission-trends projection in its worker thread, /readyz with the projections'
+//           readiness check at the run's own 5 s bound.
+// baseline: the bare minimum doing the same durable work: node:http reading the same requests (the ingest key
+//           looked up in a Map), a fixed window per tenant and dimension in a Map, and each second the closed
+//           second's summaries appended with one unnest INSERT to a plain table and the trend minute rows upserted
+//           by a hand-written statement; /readyz 200 while the trend rows are at most 5 s behind.
 // The two alternate: at each N the one that ran second runs first at the next.
 //
 // Per N and side: flush p50/p99 (ours: the Recorder's record(); baseline: its INSERT and upsert), the longest
 // event-loop stall (monitorEventLoopDelay), windows merged (a summary spanning more than a second), /readyz asked
-// over HTTP every second (answers other than 200), the trend lag at the end, summaries per second (active
-// tenants seen), the server's and PostgreSQL's cores, ledgerGbPerDay (bytes on disk, table + indexes + TOAST,
-// of the ledger's summary partitions grown over the measured window, per summary, at N summaries a second for a
-// day, plus what the warm-up wrote (our hour's key sources) 24 times), and catchUpTimesRealTime (the run's summaries replayed into emptied trend
-// tables, in multiples of N a second). Held: no window merged, flush p99 < 500 ms, no stall > 50 ms, /readyz 200
-// throughout, lag <= 5 s, and at least 95% of N summaries a second.
+// over HTTP every second (answers other than 200), the trend lag at the end, summaries per second (one per
+// admission API tenant, two per ingest tenant: INGEST and API_REQUESTS), the server's and PostgreSQL's cores,
+// the generator's answers by status and its late requests, ledgerGbPerDay (bytes on disk, table + indexes +
+// TOAST, of the ledger's summary partitions grown over the measured window, per summary, at the full traffic's
+// summaries a second for a day, plus what the warm-up wrote (our hour's key sources) 24 times), and
+// catchUpTimesRealTime (the run's summaries replayed into emptied trend tables, in seconds of the full traffic
+// per second). Held: no window merged, flush p99 < 500 ms, no stall > 50 ms, /readyz 200 throughout, lag <= 5 s,
+// every answer 200 / 202 / 429, and at least 95% of the traffic's summaries a second. Sizes go up; past a size
+// neither side held, the larger ones are not run (`notRun`), except in quick mode.
 //
-// Last line: JSON, `ours` and `baseline` the largest N held, with the host's start-time figure (bench/start-time.ts:
-// the compiled service's start on PostgreSQL, when `dist/` is built) so readers can tell hosts apart.
+// Last line: JSON, `ours` and `baseline` the largest N held, ours' ledgerGbPerDay and catchUpTimesRealTime at
+// each N, and the host's start-time figure (bench/start-time.ts: the compiled service's start on PostgreSQL,
+// when `dist/` is built) so readers can tell hosts apart.
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer as createBareServer, request as httpRequest, Agent } from 'node:http';
-import { readdirSync, readFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createServer as createBareServer, request as httpRequest } from 'node:http';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { admissionTrendsProjection } from '../projections/admissionTrends.ts';
 import { projectionWorkers } from '../projections/workerProjections.ts';
+import { registerIngestCredential } from '../src/auth/ingestKeys.ts';
 import { mintToken } from '../src/auth/token.ts';
 import { createTokenVerifier } from '../src/auth/verifyToken.ts';
+import { readSettings } from '../src/config.ts';
 import type { Db } from '../src/db/db.ts';
-import { createAdmissionRoutes } from '../src/doors/admissions/admissionRoutes.ts';
-import { createServiceCallers } from '../src/doors/admissions/serviceCallers.ts';
+import { createAdmissionRoutes, createServiceCallers, startDoorParts, startIngest } from '../src/doors/index.ts';
 import { Governor } from '../src/governance/index.ts';
 import type { AdmissionSummary, LimitSource, Recorder, TenantGovernanceRecord, UnresolvedAdmissionSummary } from '../src/governance/index.ts';
 import { createServer, listen } from '../src/http-server/server.ts';
@@ -46,23 +60,32 @@ import { projectionReadiness } from '../src/ledger/projectionReadiness.ts';
 import { startProjections } from '../src/ledger/projectionSet.ts';
 import { rebuildProjection } from '../src/ledger/rebuild.ts';
 import { processCpuMicros } from '../test/support/replicas.ts';
-import { pinToCore } from './support/benchServer.ts';
 import { withBenchLedger, withBenchSchema } from './support/benchSchema.ts';
+import { pacedHttpLoad, type PacedRequest } from './support/load.ts';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const SECONDS = Number(process.env.BENCH_SCALE_SECONDS ?? 20);
-const SIZES = (process.env.BENCH_SCALE_TENANTS ?? '10000,20000,50000').split(',').map(Number);
+const QUICK = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
+const SECONDS = Number(process.env.BENCH_SCALE_SECONDS ?? (QUICK ? 8 : 180));
+const SIZES = (process.env.BENCH_SCALE_TENANTS ?? (QUICK ? '2000,10000' : '10000,20000,50000,100000,200000')).split(',').map(Number);
+/** The share of the tenants whose traffic comes through the HTTP ingest door (the rest through the admission API). */
+const INGEST_SHARE = Number(process.env.BENCH_SCALE_INGEST_SHARE ?? 0.02);
 /** BENCH_SCALE_SIDES=ours runs one side (when profiling); BENCH_SCALE_PROFILE=DIR writes the servers' V8 CPU profiles there. */
 const SIDES = (process.env.BENCH_SCALE_SIDES ?? 'ours,baseline').split(',') as Side[];
 const PROFILE_DIR = process.env.BENCH_SCALE_PROFILE;
-/** Seconds of traffic before the measured window: the Governor learns the ceilings, the hour's key sources are written. */
+/** Seconds of traffic before the measured window: the Governor learns the ceilings, keys are cached, the hour's key sources are written. */
 const WARM_SECONDS = 4;
 const MAX_LAG_SECONDS = 5;
 const MAX_FLUSH_P99_MS = 500;
 const MAX_STALL_MS = 50;
 const ITEMS_PER_REQUEST = 100;
+const CONNECTIONS = 128;
+/** Each second's requests go out over its first SPREAD_MS, from OFFSET_MS after the whole second. */
+const SPREAD_MS = 800;
+const OFFSET_MS = 50;
 const SECRET = 'bench-secret-0123456789abcdef0123456789';
 const CEILING = { ratePerSecond: 5, burst: 5 };
+/** An ingest request: 3 readings (3 units), twice a second against the INGEST ceiling of 5: admitted, then shed. */
+const INGEST_BODY = JSON.stringify({ readings: [0, 1, 2].map((i) => ({ deviceId: 'meter-1', measurements: { [`m${i}`]: i } })) });
 type Side = 'ours' | 'baseline';
 
 interface ServerReport {
@@ -84,12 +107,18 @@ interface ServerReport {
 interface RunResult extends ServerReport {
   side: Side;
   tenants: number;
+  ingestTenants: number;
   held: boolean;
   readySamples: number;
   readyFailures: number;
   postgresCores: number;
+  /** Answers by HTTP status, from the generator (200: admission API; 202 / 429: ingest door). */
+  statuses: Record<string, number>;
   loadErrors: number;
-  loadBehindSeconds: number;
+  /** Requests the generator sent more than a second after their place in the schedule. */
+  loadLateRequests: number;
+  generatorCores: number;
+  loadAverage: number;
 }
 
 const round = (value: number) => Math.round(value * 10) / 10;
@@ -101,6 +130,9 @@ function percentile(samples: readonly number[], p: number): number {
 }
 
 const tenantName = (i: number) => `tenant-${i}`;
+const ingestTenantsOf = (tenants: number) => Math.round(tenants * INGEST_SHARE);
+/** Summaries the traffic makes a second: one per admission API tenant, two per ingest tenant (INGEST, API_REQUESTS). */
+const summariesOf = (tenants: number) => tenants + ingestTenantsOf(tenants);
 
 /** Bytes on disk (table, indexes, TOAST) of the tables whose names match `like`, in the current schema. */
 async function tableBytes(db: Db, like: string): Promise<number> {
@@ -153,13 +185,24 @@ interface Stats {
   measuring: boolean;
 }
 
+/** What a server announces: its port, the admission API's bearer token, and the ingest tenants' keys in order. */
+interface Announced {
+  port: number;
+  token: string;
+  ingestKeys: string[];
+}
+
 function limitSourceFor(): LimitSource {
-  const record = (tenantId: string): TenantGovernanceRecord => ({ tenantId, tierId: 'standard', levels: { API_REQUESTS: { override: CEILING } } });
+  const record = (tenantId: string): TenantGovernanceRecord => ({
+    tenantId,
+    tierId: 'standard',
+    levels: { API_REQUESTS: { override: CEILING }, INGEST: { override: CEILING } },
+  });
   return { loadTenants: async (ids) => new Map(ids.map((id) => [id, record(id)])), loadPlatformDefaults: async () => ({}) };
 }
 
 async function serveOurs(tenants: number): Promise<void> {
-  await withBenchLedger(url, 6, async (db, store, schema) => {
+  await withBenchLedger(url, 10, async (db, store, schema) => {
     const stats: Stats = { flushMs: [], merged: 0, summaries: 0, measuring: false };
     let allSummaries = 0;
     const ledger = createLedgerRecorder(store, { referenceKeys: true });
@@ -182,28 +225,50 @@ async function serveOurs(tenants: number): Promise<void> {
       workers: projectionWorkers({ connectionString: url, schema }),
       onError: (error) => console.error('projection:', error),
     });
-    const routes = createAdmissionRoutes({
-      governor,
-      inferenceSpend: { record: () => ({ status: 'recorded' }) },
-      callers: createServiceCallers(createTokenVerifier({ secret: SECRET })),
-    });
-    const logger = pino({ level: 'warn' });
+    // The ingest door as the service builds it, behind a trusted proxy (the load's X-Forwarded-For is each
+    // tenant's own client address, so the edge per-IP limit meters clients, not the generator).
+    const logger = pino({ level: 'error' });
+    const settings = readSettings({ TRUSTED_PROXY_CIDRS: '127.0.0.1/32' });
+    const door = await startDoorParts({ settings, db, governor, logger });
+    const ingestKeys = await registerKeys(db, ingestTenantsOf(tenants));
+    const routes = [
+      ...startIngest({ settings, logger, door }).routes,
+      ...createAdmissionRoutes({
+        governor,
+        inferenceSpend: { record: () => ({ status: 'recorded' }) },
+        callers: createServiceCallers(createTokenVerifier({ secret: SECRET })),
+      }),
+    ];
     const readiness = [projectionReadiness(() => projections.lag(), MAX_LAG_SECONDS)];
     const server = createServer({ logger, readiness }, routes);
     const { port } = await listen(server, 0, '127.0.0.1');
     const token = await mintToken({ secret: SECRET, role: 'SERVICE', ttl: 3600 });
-    await serveMeasured(db, tenants, 'gl\\_events\\_summaries%', true, { port, token }, stats, async () => {
-      const lag = (await projections.lag())[0]!;
-      await governor.close().catch(() => {});
-      await projections.close();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-      const started = performance.now();
-      await rebuildProjection(db, store, admissionTrendsProjection);
-      const catchUp = allSummaries / ((performance.now() - started) / 1000) / tenants;
-      return { lagAtEndSeconds: lag.secondsBehind, catchUpTimesRealTime: catchUp };
+    await serveMeasured(db, tenants, 'gl\\_events\\_summaries%', true, { port, token, ingestKeys }, stats, {
+      lagSeconds: async () => (await projections.lag())[0]!.secondsBehind,
+      finish: async () => {
+        await governor.close().catch(() => {});
+        await projections.close();
+        await door.close();
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+        const started = performance.now();
+        await rebuildProjection(db, store, admissionTrendsProjection);
+        return allSummaries / summariesOf(tenants) / ((performance.now() - started) / 1000);
+      },
     });
   });
+}
+
+/** A tenant key for each of the first `count` tenants, registered as an operator would (only its hash is stored). */
+async function registerKeys(db: Db, count: number): Promise<string[]> {
+  const keys: string[] = new Array<string>(count);
+  const register = async (i: number) => {
+    const registered = await registerIngestCredential(db, { tenantId: tenantName(i), kind: 'tenant', subject: null });
+    if (registered.status !== 'registered') throw new Error(registered.message);
+    keys[i] = registered.key;
+  };
+  for (let from = 0; from < count; from += 100) await Promise.all(Array.from({ length: Math.min(100, count - from) }, (_, j) => register(from + j)));
+  return keys;
 }
 
 async function serveBaseline(tenants: number): Promise<void> {
@@ -214,29 +279,32 @@ async function serveBaseline(tenants: number): Promise<void> {
       CREATE TABLE bl_trend_minute (tenant_id text NOT NULL, dimension text NOT NULL, bucket_start bigint NOT NULL, admitted_units bigint NOT NULL,
         admitted_messages bigint NOT NULL, shed_units bigint NOT NULL, shed_messages bigint NOT NULL, PRIMARY KEY (tenant_id, dimension, bucket_start))`);
     const stats: Stats = { flushMs: [], merged: 0, summaries: 0, measuring: false };
-    // Per tenant: the second its window counts, the units used in it, and that second's tallies.
-    const windows = new Map<string, { second: number; used: number; counts: number[] }>();
-    let closed: { tenant: string; second: number; counts: number[] }[] = [];
+    // Per tenant and dimension: the second its window counts, the units used in it, and that second's tallies.
+    type Window = { tenant: string; dimension: string; second: number; used: number; counts: number[] };
+    const windows = new Map<string, Window>();
+    let closed: { tenant: string; dimension: string; second: number; counts: number[] }[] = [];
     let trendSecond = Math.floor(Date.now() / 1000);
-    const decisions = (items: { tenantId: string; units: number }[]) => {
-      const second = Math.floor(Date.now() / 1000);
-      return items.map(({ tenantId, units }) => {
-        let window = windows.get(tenantId);
-        if (window === undefined) windows.set(tenantId, (window = { second, used: 0, counts: [0, 0, 0, 0, 0] }));
-        if (window.second !== second) {
-          closed.push({ tenant: tenantId, second: window.second, counts: window.counts });
-          window.second = second;
-          window.used = 0;
-          window.counts = [0, 0, 0, 0, 0];
-        }
-        const admitted = window.used + units <= CEILING.burst;
-        if (admitted) window.used += units;
-        window.counts[admitted ? 0 : 2]! += units;
-        window.counts[admitted ? 1 : 3]! += 1;
-        if (!admitted) window.counts[4] = 1;
-        return { admitted, behaviour: admitted ? 'ADMIT' : 'SHED', limit: CEILING.burst, remaining: CEILING.burst - window.used, retryAfterSeconds: admitted ? 0 : 1 };
-      });
+    const decide = (tenant: string, dimension: string, units: number, second: number): boolean => {
+      const id = `${tenant}\u0000${dimension}`;
+      let window = windows.get(id);
+      if (window === undefined) windows.set(id, (window = { tenant, dimension, second, used: 0, counts: [0, 0, 0, 0, 0] }));
+      if (window.second !== second) {
+        if (window.counts[1]! + window.counts[3]! > 0) closed.push({ tenant, dimension, second: window.second, counts: window.counts });
+        window.second = second;
+        window.used = 0;
+        window.counts = [0, 0, 0, 0, 0];
+      }
+      const admitted = window.used + units <= CEILING.burst;
+      if (admitted) window.used += units;
+      window.counts[admitted ? 0 : 2]! += units;
+      window.counts[admitted ? 1 : 3]! += 1;
+      if (!admitted) window.counts[4] = 1;
+      return admitted;
     };
+    // The ingest keys: a Map from key to tenant (the bare minimum of a key check).
+    const ingestKeys = Array.from({ length: ingestTenantsOf(tenants) }, () => randomBytes(32).toString('base64url'));
+    const keyTenants = new Map(ingestKeys.map((key, i) => [key, tenantName(i)]));
+    const INGEST_PATH = '/v1/ingest/';
     const server = createBareServer((req, res) => {
       if (req.url === '/readyz') {
         const ok = Math.floor(Date.now() / 1000) - trendSecond <= MAX_LAG_SECONDS;
@@ -246,23 +314,40 @@ async function serveBaseline(tenants: number): Promise<void> {
       const chunks: Buffer[] = [];
       req.on('data', (chunk: Buffer) => chunks.push(chunk));
       req.on('end', () => {
-        if (req.headers.authorization !== `Bearer ${SECRET}`) return res.writeHead(401).end();
-        const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { items: { tenantId: string; units: number }[] };
-        const text = JSON.stringify({ decisions: decisions(parsed.items) });
-        res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }).end(text);
+        const second = Math.floor(Date.now() / 1000);
+        const send = (status: number, body: unknown) => {
+          const text = JSON.stringify(body);
+          res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }).end(text);
+        };
+        if (req.url?.startsWith(INGEST_PATH)) {
+          const tenant = req.url.slice(INGEST_PATH.length);
+          const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { readings: unknown[] };
+          if (keyTenants.get(String(req.headers['x-device-key'])) !== tenant) return send(401, { error: 'unknown key' });
+          // As our door: the readings first, API_REQUESTS for a request whose readings were admitted.
+          if (!decide(tenant, 'INGEST', parsed.readings.length, second)) return send(429, { error: 'rate limited' });
+          decide(tenant, 'API_REQUESTS', 1, second);
+          return send(202, { accepted: parsed.readings.length });
+        }
+        if (req.headers.authorization !== `Bearer ${SECRET}`) return send(401, { error: 'unauthenticated' });
+        const parsed = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { items: { tenantId: string; dimension: string; units: number }[] };
+        const decisions = parsed.items.map(({ tenantId, dimension, units }) => {
+          const admitted = decide(tenantId, dimension, units, second);
+          return { admitted, behaviour: admitted ? 'ADMIT' : 'SHED', limit: CEILING.burst, retryAfterSeconds: admitted ? 0 : 1 };
+        });
+        send(200, { decisions });
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    // Each second: the tenants' closed seconds, one INSERT and one upsert (a tenant seen only in an earlier
+    // Each second: the windows' closed seconds, one INSERT and one upsert (a window seen only in an earlier
     // second is closed here too, so its summary is never later than a second).
     let flushing = false;
     const flush = async () => {
       if (flushing) return;
       flushing = true;
       const now = Math.floor(Date.now() / 1000);
-      for (const [tenant, window] of windows) {
+      for (const window of windows.values()) {
         if (window.second < now && window.counts[1]! + window.counts[3]! > 0) {
-          closed.push({ tenant, second: window.second, counts: window.counts });
+          closed.push({ tenant: window.tenant, dimension: window.dimension, second: window.second, counts: window.counts });
           window.counts = [0, 0, 0, 0, 0];
         }
       }
@@ -271,18 +356,25 @@ async function serveBaseline(tenants: number): Promise<void> {
       const started = performance.now();
       try {
         if (batch.length > 0) {
-          const columns = [batch.map((s) => s.tenant), batch.map((s) => s.second), ...[0, 1, 2, 3, 4].map((c) => batch.map((s) => s.counts[c]))];
+          const columns = [
+            batch.map((s) => s.tenant),
+            batch.map((s) => s.dimension),
+            batch.map((s) => s.second),
+            ...[0, 1, 2, 3, 4].map((c) => batch.map((s) => s.counts[c])),
+          ];
           await db.query(
-            `INSERT INTO bl_summaries SELECT t, 'API_REQUESTS', NULL, s, 1, au, am, su, sm, h FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::int[]) AS u(t, s, au, am, su, sm, h)`,
+            `INSERT INTO bl_summaries SELECT t, d, NULL, s, 1, au, am, su, sm, h
+               FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[], $8::int[]) AS u(t, d, s, au, am, su, sm, h)`,
             columns,
           );
           await db.query(
-            `INSERT INTO bl_trend_minute SELECT t, 'API_REQUESTS', m, sum(au), sum(am), sum(su), sum(sm) FROM unnest($1::text[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[]) AS u(t, s, au, am, su, sm)
-               CROSS JOIN LATERAL (SELECT (s / 60) * 60 AS m) AS b GROUP BY t, m
+            `INSERT INTO bl_trend_minute SELECT t, d, m, sum(au), sum(am), sum(su), sum(sm)
+               FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $7::bigint[]) AS u(t, d, s, au, am, su, sm)
+               CROSS JOIN LATERAL (SELECT (s / 60) * 60 AS m) AS b GROUP BY t, d, m
              ON CONFLICT (tenant_id, dimension, bucket_start) DO UPDATE SET admitted_units = bl_trend_minute.admitted_units + excluded.admitted_units,
                admitted_messages = bl_trend_minute.admitted_messages + excluded.admitted_messages, shed_units = bl_trend_minute.shed_units + excluded.shed_units,
                shed_messages = bl_trend_minute.shed_messages + excluded.shed_messages`,
-            columns.slice(0, 6),
+            columns.slice(0, 7),
           );
         }
         trendSecond = now;
@@ -295,22 +387,31 @@ async function serveBaseline(tenants: number): Promise<void> {
       }
     };
     let timer: NodeJS.Timeout | undefined;
-    const tick = () => (timer = setTimeout(() => void flush().finally(tick), 1000 - (Date.now() % 1000) + 20));
+    let stopped = false;
+    // A flush under way when the run finishes schedules no other (the pool is closed after it).
+    const tick = () => {
+      if (!stopped) timer = setTimeout(() => void flush().finally(tick), 1000 - (Date.now() % 1000) + 20);
+    };
     tick();
     const port = (server.address() as { port: number }).port;
-    await serveMeasured(db, tenants, 'bl\\_summaries', false, { port, token: SECRET }, stats, async () => {
-      clearTimeout(timer);
-      while (flushing) await new Promise((resolve) => setTimeout(resolve, 10));
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-      return { lagAtEndSeconds: Math.max(0, Date.now() / 1000 - trendSecond - 1), catchUpTimesRealTime: null };
+    await serveMeasured(db, tenants, 'bl\\_summaries', false, { port, token: SECRET, ingestKeys }, stats, {
+      lagSeconds: async () => Math.max(0, Date.now() / 1000 - trendSecond - 1),
+      finish: async () => {
+        stopped = true;
+        clearTimeout(timer);
+        while (flushing) await new Promise((resolve) => setTimeout(resolve, 10));
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+        return null;
+      },
     });
   });
 }
 
 /**
- * Announces the port, then on 'start' measures until 'stop': the event loop, the server's CPU, the ledger's
- * growth; answers the report and returns.
+ * Announces the port, then measures from 'start' to 'stop': the event loop, the server's CPU, the ledger's
+ * growth, the trend lag; on 'finish' closes the server (`finish`: the catch-up figure, when there is one) and
+ * answers the report.
  */
 async function serveMeasured(
   db: Db,
@@ -318,35 +419,42 @@ async function serveMeasured(
   ledgerTables: string,
   /** Whether what the warm-up wrote is written again every hour (our key sources). */
   hourly: boolean,
-  ports: { port: number; token: string },
+  announced: Announced,
   stats: Stats,
-  finish: () => Promise<{ lagAtEndSeconds: number; catchUpTimesRealTime: number | null }>,
+  end: { lagSeconds: () => Promise<number>; finish: () => Promise<number | null> },
 ): Promise<void> {
   const bytesAtStart = await tableBytes(db, ledgerTables);
-  process.send!(ports);
-  const loop = monitorEventLoopDelay({ resolution: 10 });
-  let startedAt = 0;
-  let cpuBefore = process.cpuUsage();
-  let bytesBefore = 0;
-  await new Promise<void>((resolve) => {
-    process.on('message', (message) => {
-      if (message !== 'start') return resolve();
-      void tableBytes(db, ledgerTables).then((bytes) => {
-        bytesBefore = bytes;
-        startedAt = Date.now();
-        cpuBefore = process.cpuUsage();
-        loop.enable();
-        stats.measuring = true;
-      });
-    });
+  const messages: string[] = [];
+  let wake = () => {};
+  process.on('message', (message) => {
+    messages.push(String(message));
+    wake();
   });
+  const next = async (expected: string) => {
+    while (messages[0] !== expected) {
+      if (messages.length > 0) messages.shift();
+      else await new Promise<void>((resolve) => (wake = resolve));
+    }
+    messages.shift();
+  };
+  process.send!(announced);
+  const loop = monitorEventLoopDelay({ resolution: 10 });
+  await next('start');
+  const bytesBefore = await tableBytes(db, ledgerTables);
+  const startedAt = Date.now();
+  const cpuBefore = process.cpuUsage();
+  loop.enable();
+  stats.measuring = true;
+  await next('stop');
   const elapsedSeconds = (Date.now() - startedAt) / 1000;
   stats.measuring = false;
   loop.disable();
   const cpu = process.cpuUsage(cpuBefore);
+  const lagAtEndSeconds = await end.lagSeconds();
   const grown = (await tableBytes(db, ledgerTables)) - bytesBefore;
   const hourlyBytes = hourly ? bytesBefore - bytesAtStart : 0;
-  const { lagAtEndSeconds, catchUpTimesRealTime } = await finish();
+  await next('finish');
+  const catchUpTimesRealTime = await end.finish();
   const report: ServerReport = {
     flushes: stats.flushMs.length,
     flushP50Ms: round(percentile(stats.flushMs, 0.5)),
@@ -356,70 +464,14 @@ async function serveMeasured(
     lagAtEndSeconds: round(lagAtEndSeconds),
     summariesPerSecond: Math.round(stats.summaries / elapsedSeconds),
     serverCores: round((cpu.user + cpu.system) / 1e6 / elapsedSeconds),
-    // Per summary recorded in the window, at N summaries a second (a loaded host may carry fewer than N a
-    // second: the figure stays the one for N), plus the warm-up's bytes every hour.
+    // Per summary recorded in the window, at the traffic's summaries a second (a loaded host may carry fewer:
+    // the figure stays the one for N), plus the warm-up's bytes every hour.
     ledgerBytesPerSummary: stats.summaries > 0 ? Math.round((grown / stats.summaries) * 1000) / 1000 : 0,
-    ledgerGbPerDay: round(((stats.summaries > 0 ? (grown / stats.summaries) * tenants : grown / elapsedSeconds) * 86_400 + hourlyBytes * 24) / 1e9),
+    ledgerGbPerDay: round(((stats.summaries > 0 ? (grown / stats.summaries) * summariesOf(tenants) : grown / elapsedSeconds) * 86_400 + hourlyBytes * 24) / 1e9),
     hourlyBytes,
     catchUpTimesRealTime: catchUpTimesRealTime === null ? null : round(catchUpTimesRealTime),
   };
   process.send!(report);
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// The load process (`scale.ts load <port> <token> <tenants> <seconds>`): every second, each tenant's two items
-// in requests of 100 items spread over the first 800 ms, on 16 kept-alive connections. It reports the answers
-// that were not 200 and the seconds it had not finished when the next began.
-
-async function load(port: number, token: string, tenants: number, seconds: number): Promise<void> {
-  const bodies: string[] = [];
-  for (let first = 0; first < tenants; first += ITEMS_PER_REQUEST / 2) {
-    const items = [];
-    for (let i = first; i < Math.min(tenants, first + ITEMS_PER_REQUEST / 2); i++) {
-      items.push({ tenantId: tenantName(i), dimension: 'API_REQUESTS', units: 3 }, { tenantId: tenantName(i), dimension: 'API_REQUESTS', units: 10 });
-    }
-    bodies.push(JSON.stringify({ items }));
-  }
-  const agent = new Agent({ keepAlive: true, maxSockets: 16 });
-  let errors = 0;
-  let firstError = '';
-  let behind = 0;
-  let pending = 0;
-  const send = (body: string) => {
-    pending++;
-    const req = httpRequest(
-      { port, host: '127.0.0.1', path: '/v1/admissions', method: 'POST', agent, headers: { 'content-type': 'application/json', authorization: `Bearer ${token}`, 'content-length': Buffer.byteLength(body) } },
-      (res) => {
-        if (res.statusCode !== 200) {
-          errors++;
-          if (firstError === '') res.on('data', (chunk: Buffer) => (firstError ||= `${res.statusCode}: ${chunk.toString('utf8').slice(0, 200)}`));
-        }
-        res.resume();
-        res.on('end', () => pending--);
-      },
-    );
-    req.on('error', (error) => {
-      errors++;
-      firstError ||= error.message;
-      pending--;
-    });
-    req.end(body);
-  };
-  process.send!({ ready: true });
-  const SLICES = 40;
-  for (let second = 0; second < seconds; second++) {
-    await new Promise((resolve) => setTimeout(resolve, 1000 - (Date.now() % 1000) + 50));
-    if (pending > 0) behind++;
-    for (let slice = 0; slice < SLICES; slice++) {
-      const from = Math.floor((bodies.length * slice) / SLICES);
-      const to = Math.floor((bodies.length * (slice + 1)) / SLICES);
-      for (let b = from; b < to; b++) send(bodies[b]!);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
-  while (pending > 0) await new Promise((resolve) => setTimeout(resolve, 50));
-  process.send!({ errors, behind, firstError });
-  agent.destroy();
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -446,51 +498,95 @@ async function readyzStatus(port: number): Promise<number> {
   });
 }
 
-async function run(side: Side, tenants: number): Promise<RunResult> {
+/**
+ * Each second's requests: the ingest tenants' two each (their own key and client address) spread evenly among
+ * the admission API's batches of 100 items (50 tenants, 3 units then 10 each).
+ */
+function secondOfRequests(tenants: number, { token, ingestKeys }: Announced): PacedRequest[] {
+  const batches: PacedRequest[] = [];
+  for (let first = ingestKeys.length; first < tenants; first += ITEMS_PER_REQUEST / 2) {
+    const items = [];
+    for (let i = first; i < Math.min(tenants, first + ITEMS_PER_REQUEST / 2); i++) {
+      items.push({ tenantId: tenantName(i), dimension: 'API_REQUESTS', units: 3 }, { tenantId: tenantName(i), dimension: 'API_REQUESTS', units: 10 });
+    }
+    batches.push({ method: 'POST', path: '/v1/admissions', headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` }, body: JSON.stringify({ items }) });
+  }
+  const ingest: PacedRequest[] = [];
+  ingestKeys.forEach((key, i) => {
+    const headers = { 'Content-Type': 'application/json', 'X-Device-Key': key, 'X-Forwarded-For': `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}` };
+    const request: PacedRequest = { method: 'POST', path: `/v1/ingest/${tenantName(i)}`, headers, body: INGEST_BODY };
+    ingest.push(request, request);
+  });
+  // Merged in proportion, so both doors' requests are spread over the whole second.
+  const all: PacedRequest[] = [];
+  let b = 0;
+  let n = 0;
+  while (b < batches.length || n < ingest.length) {
+    if (n >= ingest.length || (b < batches.length && b / batches.length <= n / ingest.length)) all.push(batches[b++]!);
+    else all.push(ingest[n++]!);
+  }
+  return all;
+}
+
+async function run(side: Side, tenants: number): Promise<{ result: RunResult; generatorPinned: boolean }> {
   const execArgv = PROFILE_DIR ? [...process.execArgv, '--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : process.execArgv;
   const server = fork(self, ['serve', side, String(tenants)], { execArgv, stdio: 'inherit' });
-  const { port, token } = await nextMessage<{ port: number; token: string }>(server);
-  const loader = fork(self, ['load', String(port), token, String(tenants), String(WARM_SECONDS + SECONDS)], { execArgv: process.execArgv, stdio: 'inherit' });
-  const pinned = pinToCore(loader.pid!, 1);
-  if (!pinned) console.error('the load process is not pinned (taskset missing, one core, or BENCH_PIN=0)');
-  await nextMessage(loader);
-  const loadDone = nextMessage<{ errors: number; behind: number; firstError: string }>(loader);
-  await new Promise((resolve) => setTimeout(resolve, WARM_SECONDS * 1000));
+  const announced = await nextMessage<Announced>(server);
+  const scripts = mkdtempSync(join(tmpdir(), 'bench-scale-'));
+  // wrk starts its schedule at the next whole second and runs a second longer than the traffic measured.
+  const loadDone = pacedHttpLoad({
+    url: `http://127.0.0.1:${announced.port}`,
+    requests: secondOfRequests(tenants, announced),
+    spreadMs: SPREAD_MS,
+    offsetMs: OFFSET_MS,
+    connections: CONNECTIONS,
+    seconds: WARM_SECONDS + SECONDS + 2,
+    script: join(scripts, 'scale.lua'),
+    core: 1,
+  });
+  loadDone.catch(() => {});
+  await new Promise((resolve) => setTimeout(resolve, (WARM_SECONDS + 1) * 1000));
   server.send('start');
   const postgresBefore = postgresCpuMicros();
   const startedAt = Date.now();
-  let readySamples = 0;
-  let readyFailures = 0;
-  while (Date.now() - startedAt < SECONDS * 1000) {
-    await new Promise((resolve) => setTimeout(resolve, 1000));
-    readySamples++;
-    if ((await readyzStatus(port)) !== 200) readyFailures++;
+  // /readyz asked once a second on the run's clock (an answer that is slow does not delay the next question).
+  const answers: Promise<number>[] = [];
+  for (let second = 1; second <= SECONDS; second++) {
+    await new Promise((resolve) => setTimeout(resolve, startedAt + second * 1000 - Date.now()));
+    answers.push(readyzStatus(announced.port));
   }
   const postgresCores = (postgresCpuMicros() - postgresBefore) / 1e6 / ((Date.now() - startedAt) / 1000);
-  const loadReport = await loadDone;
-  const reportDone = nextMessage<ServerReport>(server);
   server.send('stop');
-  if (loadReport.firstError) console.error(`load: ${loadReport.errors} answers not 200, the first: ${loadReport.firstError}`);
+  const statuses = await Promise.all(answers);
+  const readySamples = statuses.length;
+  const readyFailures = statuses.filter((status) => status !== 200).length;
+  const load = await loadDone;
+  rmSync(scripts, { recursive: true, force: true });
+  const reportDone = nextMessage<ServerReport>(server);
+  server.send('finish');
   const report = await reportDone;
   // Each child ends on its own once disconnected (a profiled server writes its profile then); killed after 10 s.
-  await Promise.all(
-    [server, loader].map(async (child) => {
-      if (child.connected) child.disconnect();
-      if (child.exitCode !== null) return;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      if ((await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve('late'), 10_000))])) === 'late') child.kill();
-    }),
-  );
+  if (server.connected) server.disconnect();
+  if (server.exitCode === null) {
+    const exited = new Promise((resolve) => server.once('exit', resolve));
+    if ((await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve('late'), 10_000))])) === 'late') server.kill();
+  }
+  const unexpected = Object.entries(load.statuses).filter(([status]) => !['200', '202', '429'].includes(status));
+  if (unexpected.length > 0 || load.errors > 0) console.error(`load: ${load.errors} socket errors, unexpected answers ${JSON.stringify(Object.fromEntries(unexpected))}`);
   const result: RunResult = {
     side,
     tenants,
+    ingestTenants: announced.ingestKeys.length,
     held: false,
     ...report,
     readySamples,
     readyFailures,
     postgresCores: round(postgresCores),
-    loadErrors: loadReport.errors,
-    loadBehindSeconds: loadReport.behind,
+    statuses: load.statuses,
+    loadErrors: load.errors + unexpected.reduce((sum, [, count]) => sum + count, 0),
+    loadLateRequests: load.late,
+    generatorCores: Math.round((load.generatorCpuMicros / 1e6 / (WARM_SECONDS + SECONDS + 2)) * 100) / 100,
+    loadAverage: round(loadavg()[0]!),
   };
   result.held =
     result.mergedWindows === 0 &&
@@ -499,13 +595,13 @@ async function run(side: Side, tenants: number): Promise<RunResult> {
     result.readyFailures === 0 &&
     result.lagAtEndSeconds <= MAX_LAG_SECONDS &&
     result.loadErrors === 0 &&
-    result.summariesPerSecond >= tenants * 0.95;
-  return result;
+    result.summariesPerSecond >= summariesOf(tenants) * 0.95;
+  return { result, generatorPinned: load.pinned };
 }
 
 /** The host's start-time figure: the compiled service's start on PostgreSQL (median of 3), or null without dist/. */
 function startTimeFigure(): unknown {
-  if (process.env.BENCH_SCALE_START_TIME === '0') return null;
+  if (QUICK || process.env.BENCH_SCALE_START_TIME === '0') return null;
   const started = spawnSync(process.execPath, [...process.execArgv, fileURLToPath(new URL('./start-time.ts', import.meta.url))], {
     env: { ...process.env, BENCH_START_RUNS: '3' },
     encoding: 'utf8',
@@ -520,12 +616,20 @@ function startTimeFigure(): unknown {
 }
 
 async function measure(): Promise<void> {
-  const load = loadavg()[0]!;
+  const loadAtStart = loadavg()[0]!;
   const results: RunResult[] = [];
+  const notRun: number[] = [];
+  let pinned = true;
   let order: Side[] = SIDES;
   for (const tenants of SIZES) {
+    // Sizes go up: past one that neither side held, a larger one is not run (it would take long to say no).
+    if (!QUICK && results.length > 0 && !results.some((each) => each.held && each.tenants === results.at(-1)!.tenants)) {
+      notRun.push(tenants);
+      continue;
+    }
     for (const side of order) {
-      const result = await run(side, tenants);
+      const { result, generatorPinned } = await run(side, tenants);
+      pinned &&= generatorPinned;
       console.log(JSON.stringify(result));
       results.push(result);
     }
@@ -535,22 +639,8 @@ async function measure(): Promise<void> {
   const perTenants = (side: Side) =>
     results
       .filter((each) => each.side === side)
-      .map(({ tenants, held, flushP50Ms, flushP99Ms, eventLoopMaxStallMs, mergedWindows, readyFailures, lagAtEndSeconds, summariesPerSecond, serverCores, postgresCores, ledgerBytesPerSummary, ledgerGbPerDay, catchUpTimesRealTime }) => ({
-        tenants,
-        held,
-        flushP50Ms,
-        flushP99Ms,
-        eventLoopMaxStallMs,
-        mergedWindows,
-        readyFailures,
-        lagAtEndSeconds,
-        summariesPerSecond,
-        serverCores,
-        postgresCores,
-        ledgerBytesPerSummary,
-        ledgerGbPerDay,
-        catchUpTimesRealTime,
-      }));
+      .map(({ side: _side, statuses: _statuses, hourlyBytes: _hourly, ledgerBytesPerSummary: _bytes, flushes: _flushes, readySamples: _samples, ...each }) => each);
+  const ofOurs = (pick: (each: RunResult) => number | null) => Object.fromEntries(results.filter((each) => each.side === 'ours').map((each) => [each.tenants, pick(each)]));
   const ours = largestHeld('ours');
   const baseline = largestHeld('baseline');
   console.log(
@@ -559,19 +649,25 @@ async function measure(): Promise<void> {
       ours,
       baseline,
       ratio: baseline > 0 ? round(ours / baseline) : null,
-      unit: `largest N of ${SIZES.join('/')} active tenants held for ${SECONDS} s (no window merged, flush p99 < ${MAX_FLUSH_P99_MS} ms, no stall > ${MAX_STALL_MS} ms, /readyz 200 throughout, trend lag <= ${MAX_LAG_SECONDS} s)`,
-      baselineIs: 'bare minimum doing the same durable work: node:http + a fixed window per tenant in a Map + each second one unnest INSERT of the summaries and one upsert of the trend minute rows',
-      generator: 'a paced Node HTTP client in a process of its own, pinned with taskset to core 1, 16 kept-alive connections, 100 items a request',
+      unit: `largest N of ${SIZES.join('/')} active tenants held for ${SECONDS} s (no window merged, flush p99 < ${MAX_FLUSH_P99_MS} ms, no stall > ${MAX_STALL_MS} ms, /readyz 200 throughout, trend lag <= ${MAX_LAG_SECONDS} s, every answer 200/202/429, >= 95% of the summaries a second)`,
+      baselineIs:
+        'a bare minimum doing the same durable work: node:http reading the same requests (ingest keys in a Map), a fixed window per tenant and dimension in a Map, each second one unnest INSERT of the summaries and one upsert of the trend minute rows',
+      generator: `wrk (1 thread, ${CONNECTIONS} connections, paced by a Lua schedule: every second ${INGEST_SHARE * 100}% of the tenants 2 HTTP ingest requests each, the rest in admission API batches of ${ITEMS_PER_REQUEST} items) in a process of its own, ${pinned ? 'pinned to core 1 with taskset (the servers and PostgreSQL unpinned)' : 'unpinned'}`,
+      ledgerGbPerDay: ofOurs((each) => each.ledgerGbPerDay),
+      catchUpTimesRealTime: ofOurs((each) => each.catchUpTimesRealTime),
       perTenants: perTenants('ours'),
       baselinePerTenants: perTenants('baseline'),
+      notRun,
       startTime: startTimeFigure(),
-      loadAverageAtStart: round(load),
+      loadAverageAtStart: round(loadAtStart),
+      loadAverageAtEnd: round(loadavg()[0]!),
       seconds: SECONDS,
+      ingestShare: INGEST_SHARE,
+      quick: QUICK,
     }),
   );
 }
 
 const [mode, ...args] = process.argv.slice(2);
 if (mode === 'serve') await (args[0] === 'ours' ? serveOurs(Number(args[1])) : serveBaseline(Number(args[1])));
-else if (mode === 'load') await load(Number(args[0]), args[1]!, Number(args[2]), Number(args[3]));
 else await measure();

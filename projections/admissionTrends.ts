@@ -37,6 +37,15 @@ import {
 const PAGE_EVENTS = 256;
 
 /**
+ * Catching up (a restart after an outage, a rebuild), a page reads on while its events are small: at 50,000
+ * active tenants a page of summary references is about 20 s of traffic per read, and each page writes every
+ * tenant's minute row (and, once a minute is past, its hour and day rows) again. Sixteen reads are up to five
+ * minutes of that traffic in one page, each minute row written about once; the page stops at 8 MiB of event
+ * text, so tables of the older shape (up to 512 KiB each) still go one read a page.
+ */
+const CATCH_UP = { reads: 16, bytes: 8 * 1024 * 1024 };
+
+/**
  * Live summaries are applied every 2 s: a page writes each tenant's minute once whatever the number of
  * seconds merged into it, so at 50,000 active tenants this halves the trend writes against a page a second.
  */
@@ -51,6 +60,7 @@ export const admissionTrendsProjection: Projection = {
   eventTypes: ['AdmissionsRecorded'],
   tables: familyTables(ADMISSION_TRENDS),
   pageSize: PAGE_EVENTS,
+  catchUp: CATCH_UP,
   livePaceMs: LIVE_PACE_MS,
   // Each event parsed when its turn comes (see addAdmissions), not a page of them at once.
   readsDataAsJson: true,

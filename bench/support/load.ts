@@ -7,6 +7,7 @@ import { execFile, spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import autocannon from 'autocannon';
+import { pinToCore } from './benchServer.ts';
 
 /** wrk when it is installed and not overruled by BENCH_LOAD=autocannon. */
 export const HTTP_GENERATOR: 'wrk' | 'autocannon' =
@@ -137,6 +138,152 @@ async function loadWithWrk(load: HttpLoad): Promise<LoadResult> {
     generatorCpuMicros,
     p50Ms: summary.p50Us / 1000,
     p99Ms: summary.p99Us / 1000,
+  };
+}
+
+/** One request of a paced load: sent as it is, every second. */
+export interface PacedRequest {
+  method: 'GET' | 'POST';
+  path: string;
+  /** Header names and values: ASCII, no tab or line break. */
+  headers: Record<string, string>;
+  /** JSON text (no tab or line break outside its strings, as JSON.stringify writes it). */
+  body?: string;
+}
+
+export interface PacedHttpLoad {
+  /** http://host:port (each request names its own path). */
+  url: string;
+  /** Sent every second, in this order, spread evenly over the first `spreadMs` of the second. */
+  requests: readonly PacedRequest[];
+  spreadMs: number;
+  /** Where in the second the first request goes (ms after the whole second). */
+  offsetMs: number;
+  connections: number;
+  seconds: number;
+  /** Where the script and the requests file for this load are written. */
+  script: string;
+  /** Pin wrk to this core with taskset (pinToCore), when there is one to pin to. */
+  core?: number;
+}
+
+export interface PacedLoadResult extends LoadResult {
+  /** Requests sent more than a second after their place in the schedule (the server, or the generator, behind). */
+  late: number;
+  maxLateMs: number;
+  /** Whether wrk ran pinned to `core`. */
+  pinned: boolean;
+}
+
+/**
+ * A fixed set of requests every second, from wrk (one thread, `connections` kept-alive connections), paced
+ * by its Lua `delay()`: the k-th request is due at its place in its second (whole wall-clock seconds, from
+ * the next one after wrk starts) and waits until then; one due earlier than its connection was free goes at
+ * once and, past a second late, is counted `late`. wrk alone sends as fast as answers come back: a rate per
+ * tenant needs the schedule. The requests are read from a file beside the script (one a line, fields
+ * tab-separated), formatted once, and sent as they are.
+ */
+export async function pacedHttpLoad(load: PacedHttpLoad): Promise<PacedLoadResult> {
+  if (HTTP_GENERATOR !== 'wrk') throw new Error('a paced load needs wrk (apt-get install wrk)');
+  const requestsFile = `${load.script}.requests`;
+  writeFileSync(
+    requestsFile,
+    load.requests
+      .map(({ method, path, headers, body }) => [method, path, body ?? '', ...Object.entries(headers).flat()].join('\t'))
+      .join('\n') + '\n',
+  );
+  writeFileSync(
+    load.script,
+    [
+      'local ffi = require("ffi")',
+      'ffi.cdef[[ typedef struct { long tv_sec; long tv_nsec; } paced_timespec; int clock_gettime(int, paced_timespec *); ]]',
+      'local now_ts = ffi.new("paced_timespec")',
+      'local function now_ms() ffi.C.clock_gettime(0, now_ts); return tonumber(now_ts.tv_sec) * 1000 + tonumber(now_ts.tv_nsec) / 1e6 end',
+      'local requests = {}',
+      'local due = 0',
+      'local sent = 0',
+      'local first_second = 0',
+      'late = 0',
+      'max_late = 0',
+      'counts = {}',
+      'function init(args)',
+      `  for line in io.lines(${JSON.stringify(requestsFile)}) do`,
+      '    local fields = {}',
+      '    for field in string.gmatch(line, "([^\t]*)\t?") do table.insert(fields, field) end',
+      '    local headers = {}',
+      '    for i = 4, #fields - 1, 2 do if fields[i] ~= "" then headers[fields[i]] = fields[i + 1] end end',
+      '    local body = fields[3] ~= "" and fields[3] or nil',
+      '    table.insert(requests, wrk.format(fields[1], fields[2], headers, body))',
+      '  end',
+      '  first_second = math.floor(now_ms() / 1000) + 1',
+      'end',
+      `local spread = ${Number(load.spreadMs)}`,
+      `local offset = ${Number(load.offsetMs)}`,
+      'function delay()',
+      '  local n = #requests',
+      '  local k = due',
+      '  due = due + 1',
+      '  local at = (first_second + math.floor(k / n)) * 1000 + offset + (k % n) * spread / n',
+      '  local wait = at - now_ms()',
+      '  if wait < -1000 then late = late + 1 end',
+      '  if -wait > max_late then max_late = -wait end',
+      '  return wait > 0 and math.floor(wait) or 0',
+      'end',
+      'function request()',
+      '  local r = requests[(sent % #requests) + 1]',
+      '  sent = sent + 1',
+      '  return r',
+      'end',
+      'function response(status) counts[status] = (counts[status] or 0) + 1 end',
+      'local threads = {}',
+      'function setup(thread) table.insert(threads, thread) end',
+      'function done(summary, latency)',
+      '  local e = summary.errors',
+      '  local total = {}',
+      '  local all_late, all_max = 0, 0',
+      '  for _, thread in ipairs(threads) do',
+      '    for status, n in pairs(thread:get("counts")) do total[status] = (total[status] or 0) + n end',
+      '    all_late = all_late + thread:get("late")',
+      '    all_max = math.max(all_max, thread:get("max_late"))',
+      '  end',
+      '  local parts = {}',
+      '  for status, n in pairs(total) do table.insert(parts, string.format(\'"%d":%d\', status, n)) end',
+      '  io.write(string.format(\'{"requests":%d,"durationUs":%d,"errors":%d,"p50Us":%d,"p99Us":%d,"late":%d,"maxLateMs":%d,"statuses":{%s}}\\n\', summary.requests, summary.duration, e.connect + e.read + e.write + e.timeout, latency:percentile(50), latency:percentile(99), all_late, all_max, table.concat(parts, ",")))',
+      'end',
+    ].join('\n'),
+  );
+  const args = ['-t1', `-c${load.connections}`, `-d${Math.max(1, Math.round(load.seconds))}s`, '--timeout', '10s', '-s', load.script, load.url];
+  const cpuBefore = exitedChildrenCpuMicros();
+  const child = execFile('wrk', args, { maxBuffer: 16 * 1024 * 1024 });
+  const pinned = load.core !== undefined && child.pid !== undefined && pinToCore(child.pid, load.core);
+  const stdout = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`wrk exited with ${code}: ${out.slice(-500)}`))));
+  });
+  const generatorCpuMicros = exitedChildrenCpuMicros() - cpuBefore;
+  const summary = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
+    requests: number;
+    durationUs: number;
+    errors: number;
+    p50Us: number;
+    p99Us: number;
+    late: number;
+    maxLateMs: number;
+    statuses: Record<string, number>;
+  };
+  return {
+    requests: summary.requests,
+    requestsPerSecond: summary.requests / (summary.durationUs / 1e6),
+    errors: summary.errors,
+    statuses: summary.statuses,
+    generatorCpuMicros,
+    p50Ms: summary.p50Us / 1000,
+    p99Ms: summary.p99Us / 1000,
+    late: summary.late,
+    maxLateMs: summary.maxLateMs,
+    pinned,
   };
 }
 

@@ -11,7 +11,7 @@
 // the transaction that moves the checkpoint past it. A fault of the database is thrown as before: the runner
 // tries again later, and nothing is set aside for it.
 import type { Db, Tx } from '../db/db.ts';
-import { sameCheckpoint, type EventStore, type RecordedEvent } from './eventStore.ts';
+import { sameCheckpoint, type Checkpoint, type EventStore, type RecordedEvent } from './eventStore.ts';
 import type { Projection, Refusal } from './projection.ts';
 import { loadCheckpoint, storeCheckpoint, type StoredCheckpoint } from './checkpoints.ts';
 import { eventRef, faultReason, isTransientFault, quarantineEvents, type EventRef } from './quarantine.ts';
@@ -62,13 +62,9 @@ export async function projectNextPage(
   options: PageOptions = {},
 ): Promise<PageOutcome> {
   const maxCount = Math.min(pageSize, projection.pageSize ?? pageSize);
-  const { events, through } = await store.readAllPage(checkpoint.position, maxCount, {
-    types: projection.eventTypes,
-    dataAsJson: projection.readsDataAsJson,
-  });
+  const { events, through, short } = await readPage(store, projection, checkpoint, maxCount);
   if (events.length === 0 && sameCheckpoint(through, checkpoint.position)) return { status: 'caught-up', checkpoint };
   const next: StoredCheckpoint = { ...checkpoint, position: through };
-  const short = events.length < maxCount;
   if (options.alone && events.length > 0) return projectAlone(db, projection, checkpoint, events, short, options);
   let quarantined: readonly Refusal[];
   try {
@@ -84,6 +80,43 @@ export async function projectNextPage(
   const applied = quarantined.length === 0 ? events : events.filter((event) => !quarantined.some((refusal) => refusal.event === event));
   if (applied.length > 0) projection.afterCommit?.(applied);
   return { status: 'applied', applied, quarantined, short, checkpoint: next };
+}
+
+/**
+ * The next page: one read of `maxCount` events; for a projection with `catchUpReads` (Projection), further reads
+ * while each came full and the events read so far, as JSON text, hold fewer than `catchUpBytes`. Only events
+ * read as text count (their size is known without serializing them); others end the page at one read.
+ * `short`: the last read found fewer events than it asked for (it reached the head as it then stood).
+ */
+async function readPage(
+  store: EventStore,
+  projection: Projection,
+  checkpoint: StoredCheckpoint,
+  maxCount: number,
+): Promise<{ events: RecordedEvent[]; through: Checkpoint; short: boolean }> {
+  const options = { types: projection.eventTypes, dataAsJson: projection.readsDataAsJson };
+  let { events, through } = await store.readAllPage(checkpoint.position, maxCount, options);
+  let last = events.length;
+  const { reads = 1, bytes: maxBytes = 0 } = projection.catchUp ?? {};
+  let bytes = textBytes(events);
+  for (let read = 1; read < reads && last === maxCount && bytes < maxBytes; read++) {
+    const more = await store.readAllPage(through, maxCount, options);
+    events = events.concat(more.events);
+    through = more.through;
+    last = more.events.length;
+    bytes += textBytes(more.events);
+  }
+  return { events, through, short: last < maxCount };
+}
+
+/** The events' data as JSON text, in bytes (UTF-16 code units), or Infinity when one of them was not read as text. */
+function textBytes(events: readonly RecordedEvent[]): number {
+  let bytes = 0;
+  for (const event of events) {
+    if (event.dataJson === undefined) return Infinity;
+    bytes += event.dataJson.length;
+  }
+  return bytes;
 }
 
 /**

@@ -30,6 +30,14 @@ export interface Projection {
    */
   pageSize?: number;
   /**
+   * A page of at most `reads` reads of `pageSize` events, read on while each came full and the events read so
+   * far, as JSON text (readsDataAsJson), hold fewer than `bytes`: for a projection of sums catching up over
+   * small events (summary references), which writes each row once per page whatever the number of events
+   * merged into it, so a page of minutes of traffic writes a tenant's minute row once instead of once per
+   * few seconds. Live pages (one short read) are unchanged.
+   */
+  catchUp?: { reads: number; bytes: number };
+  /**
    * Live events are applied at most this often (ms): events that arrive meanwhile wait and go in one page.
    * For a projection of sums, where a page costs one write per row whatever the number of events merged
    * into it: at 50,000 active tenants, a write per row per second was more than the database could do.

@@ -18,6 +18,8 @@ import {
 import { holdOlderTransaction } from '../../support/olderTransaction.ts';
 import { StorageUnavailable } from '../../../src/db/storageUnavailable.ts';
 import { listQuarantine } from '../../../src/ledger/quarantine.ts';
+import { eventData } from '../../../src/ledger/eventStore.ts';
+import type { Projection } from '../../../src/ledger/projection.ts';
 
 const suite = (target: LedgerTarget) => {
   const ledger = useFileLedger(target);
@@ -225,6 +227,41 @@ const suite = (target: LedgerTarget) => {
       const more = await appendCounterEvents(ledger.store, scope, 3, { offset: 100 });
       await runner.waitForCaughtUp({ timeoutMs: 10_000 });
       expect((await countApplications(ledger.db, scope)).applications).toBe(before + more);
+    } finally {
+      await runner.stop();
+    }
+  });
+
+  it('catching up with catchUp, reads on into one page while the events read as text are small, and stops at its bytes', async () => {
+    const counted = await appendCounterEvents(ledger.store, scope, 1_000);
+    const pages: number[] = [];
+    const merging = (catchUp: { reads: number; bytes: number }): Projection => {
+      const base = counterProjection(scope, { onCommit: (events) => pages.push(events) });
+      return { ...base, readsDataAsJson: true, catchUp, apply: (event, tx) => base.apply({ ...event, data: eventData(event) }, tx) };
+    };
+    // Reads of 100 events of its type, four to a page: pages of 400 but the last.
+    let runner = await startProjectionRunner(ledger.db, ledger.store, merging({ reads: 4, bytes: 1_000_000 }), { pageSize: 100 });
+    try {
+      await runner.waitForCaughtUp();
+      expect(await countApplications(ledger.db, scope)).toEqual({ applications: counted, distinctEvents: counted });
+      expect(counted).toBe(750);
+      expect(pages).toEqual([400, 350]);
+      // Live: a short read ends the page.
+      pages.length = 0;
+      const more = await appendCounterEvents(ledger.store, scope, 8, { offset: 1_000 });
+      await runner.waitForCaughtUp();
+      expect(pages.reduce((sum, events) => sum + events, 0)).toBe(more);
+    } finally {
+      await runner.stop();
+    }
+    // Bytes below one read's text: one read a page, as without catchUp.
+    await ledger.db.exec(`TRUNCATE ${scope.counters}, ${scope.applications}; DELETE FROM gl_checkpoints WHERE projection = '${scope.name}'`);
+    pages.length = 0;
+    runner = await startProjectionRunner(ledger.db, ledger.store, merging({ reads: 4, bytes: 100 }), { pageSize: 100 });
+    try {
+      await runner.waitForCaughtUp();
+      expect(Math.max(...pages)).toBe(100);
+      expect((await countApplications(ledger.db, scope)).applications).toBe(pages.reduce((sum, events) => sum + events, 0));
     } finally {
       await runner.stop();
     }

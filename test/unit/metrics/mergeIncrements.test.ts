@@ -22,6 +22,21 @@ describe('mergeIncrements', () => {
     ]);
   });
 
+  it('merges a tenant with more rows than it looks through one by one (the rest found by their whole id) as any other', () => {
+    // 40 minutes of one tenant, each added three times, interleaved with another tenant: 40 rows of 3 each.
+    const increments = [];
+    for (let round = 0; round < 3; round++) {
+      for (let minute = 0; minute < 40; minute++) {
+        increments.push({ keys: keys('busy'), minuteStart: minute * 60, counts: { admitted_units: 1 } });
+        increments.push({ keys: keys('quiet'), minuteStart: 0, counts: { shed_units: 1 } });
+      }
+    }
+    const merged = mergeIncrements(ADMISSION_TRENDS, increments);
+    expect(merged).toHaveLength(41);
+    expect(merged.filter((row) => row[0] === 'busy').map((row) => [row[3], row[4]])).toEqual(Array.from({ length: 40 }, (_, minute) => [minute * 60, 3]));
+    expect(merged.find((row) => row[0] === 'quiet')?.[6]).toBe(120);
+  });
+
   it('does not take keys that differ only in where a value ends for the same key', () => {
     const merged = mergeIncrements(ADMISSION_TRENDS, [
       { keys: { tenant_id: 'ab', dimension: 'c', allowance: '' }, minuteStart: 0, counts: { hits: 1 } },
