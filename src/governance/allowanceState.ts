@@ -114,6 +114,15 @@ export class AllowanceState {
    */
   shadowMessageBucket: TokenBucket | null = null;
   shadowWindow: FixedWindow | null = null;
+  /**
+   * Message charges the enforced limit admitted but the shadow would have refused, at `shadowRefusedMessageAt`
+   * (their arrival time, which a door charges the readings with too), whose readings charge has not come yet.
+   * Under the shadow's numbers the enforced path would have refused the message, so its readings would never
+   * have been charged: each such readings charge skips the shadow (Governor.admitFully). Only the latest
+   * arrival time is kept, so a message whose readings never came (undecodable) cannot skip a later request's.
+   */
+  shadowRefusedMessages = 0;
+  shadowRefusedMessageAt = Number.NaN;
 
   /** Listed among the allowances with counts to flush. */
   dirty = false;

@@ -575,10 +575,11 @@ export class Governor {
       else this.tallies.count(allowance, at, units, byMessage, refused, cause);
       // The shadow limit: decided on its own limiter, whatever the enforced limit decided (so it sees the
       // demand a replay of the ledger sees), never refusing; what it would have refused is counted beside the
-      // decision (a message charge as a message, a readings charge as its units and one message).
-      if (allowance.shadowed && !this.shadowAdmits(allowance, byMessage, units, at, sharesCounter, sharedActive)) {
-        this.tallies.count(allowance, at, units, byMessage, OUTCOME_SHADOW_LIMITED, -1);
-      }
+      // decision (a message charge as a message, a readings charge as its units and one message). In the
+      // enforced path's order: a message the shadow would refuse is a request refused there, so its readings
+      // charge (the same allowance and arrival time, after the enforced limit admitted the message) is neither
+      // charged to the shadow nor counted again.
+      if (allowance.shadowed) this.decideShadow(allowance, byMessage, admitted, units, at, sharesCounter, sharedActive);
     }
     this.vouch(state, known && !allowance.shadowed && !limits.hasQuota);
     const out = this.decided;
@@ -593,6 +594,24 @@ export class Governor {
     out.source = state.source;
     out.quotaExceeded = quotaRefused;
     out.quotaPeriod = quotaRefused ? quotaMeter!.quota!.period : null;
+  }
+
+  /** The shadow limit's decision on one charge, counted beside the enforced one (see admitFully). Allocates nothing. */
+  private decideShadow(allowance: AllowanceState, byMessage: boolean, admitted: boolean, units: number, at: number, sharesCounter: boolean, sharedActive: boolean): void {
+    if (!byMessage && allowance.shadowRefusedMessages > 0 && at === allowance.shadowRefusedMessageAt) {
+      allowance.shadowRefusedMessages--;
+      return;
+    }
+    if (this.shadowAdmits(allowance, byMessage, units, at, sharesCounter, sharedActive)) return;
+    this.tallies.count(allowance, at, units, byMessage, OUTCOME_SHADOW_LIMITED, -1);
+    // A message the enforced limit refused gets no readings charge: nothing to skip.
+    if (byMessage && admitted) {
+      if (at === allowance.shadowRefusedMessageAt) allowance.shadowRefusedMessages++;
+      else {
+        allowance.shadowRefusedMessageAt = at;
+        allowance.shadowRefusedMessages = 1;
+      }
+    }
   }
 
   /**

@@ -89,6 +89,44 @@ describe('Governor: shadow limits on every kind of charge', () => {
     expect(shadowed(recorder, 'INGEST')).toEqual({ units: 0, messages: refused, refused: 0 });
   });
 
+  it('charges a request whose message the shadow would refuse nothing more: its readings skip the shadow, its message counts once', async () => {
+    // As a door charges: one message, then its readings, at the same arrival time; 20 requests a second for
+    // 10 s, the enforced limit far above, the shadow 5/s burst 10 on both its buckets.
+    const source = new MemoryLimitSource().tenant('acme', { INGEST: { tier: { ratePerSecond: 1000, burst: 2000 }, override: { shadow: { ratePerSecond: 5, burst: 10 } } } });
+    const { gov, recorder } = await loaded(source);
+    let refused = 0;
+    for (let i = 0; i < 200; i++) {
+      const at = T0 + i * 50;
+      if (!gov.admit({ tenant: 'acme', dimension: 'INGEST', allowance: 'HTTP', charge: 'message', units: 1, at }).admitted) refused++;
+      if (!gov.admit({ tenant: 'acme', dimension: 'INGEST', allowance: 'HTTP', units: 1, at }).admitted) refused++;
+    }
+    await gov.flush();
+    expect(refused).toBe(0);
+    // By hand: the shadow's message bucket holds 10 and refills 0.25 a request, so it admits 13 in the first
+    // 650 ms (10 + 12 x 0.25 = 13) and then one request in four of the other 187 (46): 59 admitted and 141
+    // refused. The enforced path with the shadow's numbers would charge readings for those 59 only, on a
+    // bucket of the same numbers that admits each of them as the message bucket did: no units refused.
+    expect(bucketRefuses(5, 10)).toBe(141);
+    expect(shadowed(recorder, 'INGEST')).toEqual({ units: 0, messages: 141, refused: 0 });
+  });
+
+  it('still decides the readings of a request whose message the shadow admitted', async () => {
+    // Two requests a second for 10 s, each one message and 3 units of readings, on a shadow of 5/s burst 10.
+    // By hand: the message bucket admits all 20 (it gains 2.5 a request). The readings bucket holds 10 and
+    // gains 2.5 between requests: the first k fit while 3k <= 10 + 2.5(k - 1), so 15 fit and leave it empty;
+    // the 16th finds 2.5 < 3 (refused, spends nothing), then 5, 4.5, 4 and 3.5 admit the last four. So the
+    // shadow refuses one readings charge: 3 units, 1 message.
+    const source = new MemoryLimitSource().tenant('acme', { INGEST: { tier: { ratePerSecond: 1000, burst: 2000 }, override: { shadow: { ratePerSecond: 5, burst: 10 } } } });
+    const { gov, recorder } = await loaded(source);
+    for (let i = 0; i < 20; i++) {
+      const at = T0 + i * 500;
+      gov.admit({ tenant: 'acme', dimension: 'INGEST', allowance: 'HTTP', charge: 'message', units: 1, at });
+      gov.admit({ tenant: 'acme', dimension: 'INGEST', allowance: 'HTTP', units: 3, at });
+    }
+    await gov.flush();
+    expect(shadowed(recorder, 'INGEST')).toEqual({ units: 3, messages: 1, refused: 0 });
+  });
+
   it('decides API_REQUESTS on a fixed window of its own, as EXACT_REJECT would, even for a tenant that downsamples', async () => {
     const source = new MemoryLimitSource().tenant(
       'acme',
