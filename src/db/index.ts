@@ -5,3 +5,4 @@ export * from './open.ts';
 export * from './migrate.ts';
 export * from './openStorage.ts';
 export * from './storageUnavailable.ts';
+export * from './periodicPrune.ts';

@@ -2,6 +2,7 @@
 // the service runs it beside them (startDemandPruning), with the minute trends' retention, but never less
 // than a preview can reach back (MAX_PREVIEW_DAYS): what a preview of the longest range reads is kept.
 import type { Queryable } from '../db/db.ts';
+import { startPeriodicPrune, type Pruning } from '../db/periodicPrune.ts';
 import { MAX_PREVIEW_DAYS } from './previewLimitChange.ts';
 
 /** Rows deleted per statement: well under a second of work on a loaded server. */
@@ -23,28 +24,9 @@ export async function pruneDemand(q: Queryable, retentionDays: number, now: Date
   }
 }
 
-export interface DemandPruning {
-  close(): Promise<void>;
-}
+export type DemandPruning = Pruning;
 
 /** Prunes now and then every `intervalMs`; a failed run is reported and retried at the next tick. */
 export function startDemandPruning(q: Queryable, retentionDays: number, options: { intervalMs?: number; onError: (error: unknown) => void }): DemandPruning {
-  let running: Promise<unknown> | undefined;
-  const run = () => {
-    if (running) return;
-    running = pruneDemand(q, retentionDays)
-      .catch(options.onError)
-      .finally(() => {
-        running = undefined;
-      });
-  };
-  run();
-  const timer = setInterval(run, options.intervalMs ?? 10 * 60_000);
-  timer.unref();
-  return {
-    async close() {
-      clearInterval(timer);
-      await running;
-    },
-  };
+  return startPeriodicPrune(() => pruneDemand(q, retentionDays), options);
 }

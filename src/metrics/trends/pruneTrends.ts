@@ -1,6 +1,7 @@
 // Deletes trend rows older than their bucket size's retention, from every trend family. The service runs
 // it periodically (startTrendPruning); each run only removes what aged out since the last one.
 import type { Queryable } from '../../db/db.ts';
+import { startPeriodicPrune, type Pruning } from '../../db/periodicPrune.ts';
 import { BUCKET_SECONDS, bucketTable, floorTo, TREND_BUCKETS } from './buckets.ts';
 import type { TrendRetentionDays } from './retention.ts';
 import { rolledThrough, ROLLUP_FAMILIES } from './rollupFamily.ts';
@@ -34,9 +35,7 @@ export async function pruneTrends(q: Queryable, retention: TrendRetentionDays, n
   return deleted;
 }
 
-export interface TrendPruning {
-  close(): Promise<void>;
-}
+export type TrendPruning = Pruning;
 
 /** Prunes now and then every `intervalMs`; a failed run is reported and retried at the next tick. */
 export function startTrendPruning(
@@ -44,23 +43,5 @@ export function startTrendPruning(
   retention: TrendRetentionDays,
   options: { intervalMs?: number; onError: (error: unknown) => void },
 ): TrendPruning {
-  let running: Promise<unknown> | undefined;
-  const run = () => {
-    // A slow run (a large first prune) is not overlapped by the next tick.
-    if (running) return;
-    running = pruneTrends(q, retention)
-      .catch(options.onError)
-      .finally(() => {
-        running = undefined;
-      });
-  };
-  run();
-  const timer = setInterval(run, options.intervalMs ?? 10 * 60_000);
-  timer.unref();
-  return {
-    async close() {
-      clearInterval(timer);
-      await running;
-    },
-  };
+  return startPeriodicPrune(() => pruneTrends(q, retention), options);
 }
