@@ -132,8 +132,9 @@ describe.skipIf(!redisUrl)('shared counters on Redis', () => {
     /** Admitted / limit. */
     ratio: number;
     /**
-     * Redis answered within the set delay as far as the replicas could tell, all second: every chunk the proxy
-     * handed on was held at most LATE_MS past the delay, and no step of the loop came more than LATE_MS late.
+     * Redis answered within the set delay as far as the replicas could tell: the chunks the proxy handed on in
+     * the second were held at most LATE_MS past the delay at the median, and no step of the loop came more
+     * than LATE_MS late.
      */
     onTime: boolean;
     /** Admissions made alone at half the limit (the shared budget given up for a reply past the timeout). */
@@ -163,14 +164,24 @@ describe.skipIf(!redisUrl)('shared counters on Redis', () => {
     const fallbackBySecond = new Map<number, number>();
     const lateSeconds = new Set<number>();
     const secondOf = (ms: number) => Math.floor(ms / 1000);
+    // How long each chunk handed on in a second was held: one chunk held back by a busy machine's timers does
+    // not make a second late, the replies the replicas saw at the median do.
+    const heldBySecond = new Map<number, number[]>();
+    const repliesLate = (second: number) => {
+      const held = (heldBySecond.get(second) ?? []).sort((a, b) => a - b);
+      return held.length > 0 && held[Math.floor(held.length / 2)]! > delayMs + LATE_MS;
+    };
     proxy.delayMs = delayMs;
     proxy.onHandOff = (heldMs, atMs) => {
-      if (heldMs > delayMs + LATE_MS) lateSeconds.add(secondOf(atMs));
+      const second = secondOf(atMs);
+      const held = heldBySecond.get(second);
+      if (held) held.push(heldMs);
+      else heldBySecond.set(second, [heldMs]);
     };
     const fallbackAdmissions = () => replicas.reduce((sum, { governor }) => sum + governor.stats().sharedFallbackAdmissions, 0);
     const firstSecond = secondOf(Date.now()) + 1;
     while (Date.now() < firstSecond * 1000) await new Promise((resolve) => setTimeout(resolve, 5));
-    const onTimeSeconds = () => Array.from({ length: secondOf(Date.now()) - firstSecond }, (_, i) => firstSecond + i).filter((second) => !lateSeconds.has(second)).length;
+    const onTimeSeconds = () => Array.from({ length: secondOf(Date.now()) - firstSecond }, (_, i) => firstSecond + i).filter((second) => !lateSeconds.has(second) && !repliesLate(second)).length;
     const lastSecond = firstSecond + wanted * 6;
     let stepMs = Date.now();
     let fallbackBefore = fallbackAdmissions();
@@ -195,7 +206,7 @@ describe.skipIf(!redisUrl)('shared counters on Redis', () => {
     const seconds = Array.from({ length: secondOf(Date.now()) - firstSecond }, (_, i) => firstSecond + i);
     const measured = seconds.map((second) => ({
       ratio: (admittedBySecond.get(second) ?? 0) / LIMIT,
-      onTime: !lateSeconds.has(second),
+      onTime: !lateSeconds.has(second) && !repliesLate(second),
       fallbackAdmissions: fallbackBySecond.get(second) ?? 0,
     }));
     const shown = measured.map(({ ratio, onTime, fallbackAdmissions }) => `${ratio.toFixed(3)}${onTime ? '' : ' (late)'}${fallbackAdmissions > 0 ? ' (fell back)' : ''}`);
