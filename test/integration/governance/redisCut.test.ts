@@ -55,22 +55,28 @@ describe.skipIf(!redis)('one replica cut off from Redis (network namespace, link
         restoredAt = Date.now();
         void redis!.namespace.heal(0);
       }
-      for (const { governor } of replicas) {
+      for (const replica of replicas) {
+        const { governor } = replica;
         for (let i = 0; i < PER_STEP; i++) {
           try {
             const at = Date.now();
-            offeredBySecond.set(Math.floor(at / 1000), (offeredBySecond.get(Math.floor(at / 1000)) ?? 0) + 1);
-            if (governor.admit(apiRequest(at)).admitted) admittedBySecond.set(Math.floor(at / 1000), (admittedBySecond.get(Math.floor(at / 1000)) ?? 0) + 1);
+            const atSecond = Math.floor(at / 1000);
+            offeredBySecond.set(atSecond, (offeredBySecond.get(atSecond) ?? 0) + 1);
+            if (governor.admit(apiRequest(at)).admitted) admittedBySecond.set(atSecond, (admittedBySecond.get(atSecond) ?? 0) + 1);
+            // A fallback admission counts in the second of its own instant, the fallback window it was decided
+            // in: a step that straddles a second would otherwise put two windows' admissions in one.
+            const fallbacks = governor.stats().sharedFallbackAdmissions;
+            if (fallbacks !== replica.lastFallback) {
+              replica.fallbackBySecond.set(atSecond, (replica.fallbackBySecond.get(atSecond) ?? 0) + fallbacks - replica.lastFallback);
+              replica.lastFallback = fallbacks;
+            }
           } catch {
             callerErrors++;
           }
         }
       }
       for (const replica of replicas) {
-        const stats = replica.governor.stats();
-        if (stats.sharedFallbackActive) replica.everFellBack = true;
-        replica.fallbackBySecond.set(second, (replica.fallbackBySecond.get(second) ?? 0) + stats.sharedFallbackAdmissions - replica.lastFallback);
-        replica.lastFallback = stats.sharedFallbackAdmissions;
+        if (replica.governor.stats().sharedFallbackActive) replica.everFellBack = true;
       }
       if (restoredAt > 0 && sharedAgainAt === 0 && !cutOff.governor.stats().sharedFallbackActive) sharedAgainAt = Date.now();
       // Two whole seconds of real traffic after the return, then the accuracy is measured window by window.
