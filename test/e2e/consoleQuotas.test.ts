@@ -3,35 +3,23 @@
 // and the tenant page shows the quota as a bar whose value and maximum are the quota's used and limit, and
 // lists the notices recorded for both thresholds. axe-core checks the page; a screenshot goes to
 // test-artifacts/console/.
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { Browser, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registerIngestCredential } from '../../src/auth/ingestKeys.ts';
 import { loadOrCreateJwtSecret } from '../../src/auth/jwtSecret.ts';
 import { mintToken } from '../../src/auth/token.ts';
 import { packagePath } from '../../src/packageRoot.ts';
-import { CHROMIUM, ensureConsoleBuilt, launchChromium, signIn } from '../support/consoleBrowser.ts';
+import { axeViolations, CHROMIUM, ensureConsoleBuilt, launchChromium, signIn } from '../support/consoleBrowser.ts';
 import { startServiceIn, type RunningService } from '../support/serviceModes.ts';
 import { waitFor } from '../support/waitFor.ts';
 
 if (!CHROMIUM) console.warn('no Chromium found (Debian package `chromium`): the console quota suite is skipped');
 
 const ARTIFACTS = packagePath('test-artifacts', 'console');
-const AXE = packagePath('node_modules', 'axe-core', 'axe.min.js');
 const LIMIT = 20;
 const READINGS = 17; // 85 %: past the 50 % and 80 % thresholds, short of 100 %
-
-async function axeViolations(page: Page): Promise<string[]> {
-  await page.addScriptTag({ content: await readFile(AXE, 'utf8') });
-  const result = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run(context: Document, options: object): Promise<{ violations: Array<{ id: string; impact: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
-    return axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] } });
-  });
-  return result.violations
-    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
-    .map((violation) => `${violation.impact} ${violation.id}: ${violation.nodes.map((node) => node.target.join(' ')).join(', ')}`);
-}
 
 interface QuotaState {
   quotas: Array<{ dimension: string; used: number; quota: { period: string; limit: number } }>;
