@@ -97,10 +97,14 @@ describe.each(storageTargets)('limits in force before first contact on $name', (
   it('knows a tenant registered before start from its first request', () => {
     expect(following!.preload.tenants).toBe(1);
     expect(following!.listening).toBe(true);
+    // A change announced while the preload ran is read again after it (by design; whether one is heard depends
+    // on when the set-up's announcements reach the listener), so a read may already be queued. What this proves:
+    // the first request meets the tenant's own ceiling, and the admits start no read of their own.
+    const loadsBefore = governor.stats().pendingLoads;
     const first = governor.admit({ tenant: 'early', dimension: 'PROVISIONING', units: 20, at: Date.now() });
     expect(first).toMatchObject({ admitted: false, neverFits: true, burst: 10, source: 'TENANT_OVERRIDE' });
     expect(governor.admit({ tenant: 'early', dimension: 'PROVISIONING', units: 10, at: Date.now() }).admitted).toBe(true);
-    expect(governor.stats().pendingLoads).toBe(0);
+    expect(governor.stats().pendingLoads).toBe(loadsBefore);
   });
 
   it('has a tenant registered and limited by another process in force within 1 s, on first contact', { timeout: 2 * COMMITTED_WITHIN_MS }, async () => {
