@@ -111,7 +111,20 @@ const firstContactSuite = (redis: string | undefined) => () => {
   it('holds a limit set while the other process runs, on its first request 1 s later', async () => {
     const b = replicas[1]!;
     await limitTenant(a, 'late-acme');
-    await new Promise((resolve) => setTimeout(resolve, PROPAGATION_MS));
+    // The promise runs from the change's commit (docs/governance-model.md, "When a limit takes effect"), which
+    // the projection makes after the command returns: under load its lag alone can pass 1 s, and it is bounded
+    // apart (/readyz). So the second counts from the moment this test first reads the last change in the read
+    // model, that is, at most one poll and one query after its commit.
+    let committedMs = 0;
+    await waitFor(
+      async () => {
+        const { rows } = await testDb.db.query(`SELECT 1 FROM gl_tenant_overrides WHERE tenant_id = 'late-acme' AND dimension = 'INGEST'`);
+        committedMs = performance.now();
+        return rows.length === 1;
+      },
+      { timeoutMs: 40_000, intervalMs: 10, description: 'the INGEST override of late-acme committed by the projection' },
+    );
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, committedMs + PROPAGATION_MS - performance.now())));
     const first = await firstContact(b, 'late-acme');
     expect(first.admitted).toBe(10);
     expect([...first.sources]).toEqual(['TENANT_OVERRIDE']);

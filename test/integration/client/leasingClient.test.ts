@@ -10,10 +10,17 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startDelayingProxy, type DelayingProxy } from '../../support/delayingProxy.ts';
 
 const LIMIT = 300;
+/**
+ * A window in which a caller went this long without a turn (the machine ran something else) did not offer the
+ * limit throughout: its admissions say nothing about what late answers cost, and the lower bound skips it.
+ */
+const STARVED_GAP_MS = 50;
 const here = (file: string) => fileURLToPath(new URL(file, import.meta.url));
 
 interface WorkerResult {
   perSecond: Record<string, number>;
+  /** Per second, the longest time between two of the caller's turns (ms). */
+  longestGapMs: Record<string, number>;
   exceptions: number;
   stats: { fallbackActive: boolean; fallbackAdmittedUnits: number; failedExchanges: number };
   startedAtMs: number;
@@ -135,7 +142,12 @@ describe('leasing client across processes', () => {
       // the delay is asked for again in time, so every window still gets its limit. At 600 ms an answer can come
       // after its window ended and that window gets less (measured: up to 3 windows of 12 with nothing;
       // packages/client/README.md): that case is held to the upper bound above, the promise for slow replies.
-      if (delayMs <= 100) for (const ratio of ratios) expect(ratio).toBeGreaterThanOrEqual(0.95);
+      // Judged on the windows in which every caller kept asking (no gap of STARVED_GAP_MS between its turns).
+      if (delayMs <= 100) {
+        const offered = windows.filter((second) => results.every((result) => (result.longestGapMs[second] ?? 0) < STARVED_GAP_MS));
+        console.log(`leasing through a ${delayMs} ms-each-way delay: lower bound judged on ${offered.length} of ${windows.length} windows (the rest had a caller not run for ${STARVED_GAP_MS} ms or more)`);
+        for (const second of offered) expect(total[second]! / LIMIT, `window ${second}`).toBeGreaterThanOrEqual(0.95);
+      }
       const recorded = await server.totals();
       expect(recorded.admitted).toBe(Object.values(total).reduce((sum, count) => sum + count, 0));
     },
