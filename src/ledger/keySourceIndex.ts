@@ -20,11 +20,6 @@ export function keyEpoch(nowMs: number): number | null {
   return Math.floor(nowMs / HOUR_MS);
 }
 
-/** A summary's key, as the index holds it (NUL never occurs in stored JSON, so it cannot occur in a key). */
-export function summaryKey(summary: AdmissionSummary): string {
-  return `${summary.tenantId}\u0000${summary.dimension}\u0000${summary.allowance === null ? '\u0001' : summary.allowance}`;
-}
-
 /** Whether a summary's counts can be written as a reference's columns: integers only. */
 export function hasIntegerCounts(summary: AdmissionSummary): boolean {
   for (const field of COUNT_FIELDS) {
@@ -34,13 +29,35 @@ export function hasIntegerCounts(summary: AdmissionSummary): boolean {
   return true;
 }
 
+/**
+ * Whether a summary can be written as a reference at all: its counts are integers, and it has none of the
+ * shadow or quota counts (a reference carries ADMISSION_FIELDS' counts only, so such a summary is listed in
+ * full: the table admissionFieldsFor would give it is not ADMISSION_FIELDS').
+ */
+export function isReferable(summary: AdmissionSummary): boolean {
+  if ((summary.shadowLimitedUnits ?? 0) > 0 || (summary.shadowLimitedMessages ?? 0) > 0) return false;
+  if ((summary.quotaRejectedUnits ?? 0) > 0 || (summary.quotaRejectedMessages ?? 0) > 0) return false;
+  return hasIntegerCounts(summary);
+}
+
 export interface KeyPlace {
   eventId: string;
   row: number;
 }
 
+/** A key of a tenant's, with where it is listed. */
+interface ListedKey extends KeyPlace {
+  readonly dimension: AdmissionSummary['dimension'];
+  readonly allowance: AdmissionSummary['allowance'];
+}
+
 export class KeySourceIndex {
-  private places = new Map<string, KeyPlace>();
+  /**
+   * Each tenant's keys, by its tenant ID: a tenant has one key or a few (a dimension and allowance each), found
+   * by comparing them, so a look-up builds no key string (the Recorder looks up every summary of every batch).
+   */
+  private places = new Map<string, ListedKey[]>();
+  private keys = 0;
   epoch: number | null = null;
 
   /** Starts the index over when the hour changed (or a midnight is near); answers the epoch in force. */
@@ -48,18 +65,39 @@ export class KeySourceIndex {
     const epoch = keyEpoch(nowMs);
     if (epoch !== this.epoch) {
       this.places = new Map();
+      this.keys = 0;
       this.epoch = epoch;
     }
     return epoch;
   }
 
   find(summary: AdmissionSummary): KeyPlace | undefined {
-    return this.epoch === null ? undefined : this.places.get(summaryKey(summary));
+    if (this.epoch === null) return undefined;
+    const listed = this.places.get(summary.tenantId);
+    return listed === undefined ? undefined : keyIn(listed, summary);
   }
 
   /** Registers the rows of a stored table event, planned in `epoch` (ignored when the hour changed since). */
   register(epoch: number | null, eventId: string, entries: readonly AdmissionSummary[]): void {
-    if (epoch === null || epoch !== this.epoch || this.places.size + entries.length > MAX_KEYS) return;
-    entries.forEach((entry, row) => this.places.set(summaryKey(entry), { eventId, row }));
+    if (epoch === null || epoch !== this.epoch || this.keys + entries.length > MAX_KEYS) return;
+    for (let row = 0; row < entries.length; row++) {
+      const entry = entries[row]!;
+      const listed = this.places.get(entry.tenantId);
+      const known = listed === undefined ? undefined : keyIn(listed, entry);
+      if (known !== undefined) {
+        known.eventId = eventId;
+        known.row = row;
+        continue;
+      }
+      const key: ListedKey = { dimension: entry.dimension, allowance: entry.allowance, eventId, row };
+      if (listed === undefined) this.places.set(entry.tenantId, [key]);
+      else listed.push(key);
+      this.keys++;
+    }
   }
+}
+
+function keyIn(listed: readonly ListedKey[], summary: AdmissionSummary): ListedKey | undefined {
+  for (const key of listed) if (key.dimension === summary.dimension && key.allowance === summary.allowance) return key;
+  return undefined;
 }
