@@ -4,7 +4,6 @@
 // nothing within five minutes of a UTC midnight, so a reference and its source lie in the same day
 // partition (and the same archive file) unless the database's clock is five minutes off the Recorder's.
 import type { AdmissionSummary } from '../governance/index.ts';
-import { COUNT_FIELDS } from './catalog/summaryRefs.ts';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
@@ -20,13 +19,30 @@ export function keyEpoch(nowMs: number): number | null {
   return Math.floor(nowMs / HOUR_MS);
 }
 
-/** Whether a summary's counts can be written as a reference's columns: integers only. */
+/**
+ * Whether a summary's counts can be written as a reference's columns: integers only. Every count field of
+ * COUNT_FIELDS is read by name (test/unit/ledger/keySourceIndex.test.ts checks that each is): read through a
+ * list of names, each read was a keyed look-up, and the Recorder checks every summary of every batch.
+ */
 export function hasIntegerCounts(summary: AdmissionSummary): boolean {
-  for (const field of COUNT_FIELDS) {
-    const value = summary[field] ?? 0;
-    if (typeof value !== 'number' || !Number.isSafeInteger(value)) return false;
-  }
-  return true;
+  return (
+    isCount(summary.fromSecond) &&
+    isCount(summary.seconds) &&
+    isCount(summary.admittedUnits) &&
+    isCount(summary.admittedMessages) &&
+    isCount(summary.shedUnits) &&
+    isCount(summary.shedMessages) &&
+    isCount(summary.rejectedUnits) &&
+    isCount(summary.rejectedMessages) &&
+    isCount(summary.unauthenticatedUnits) &&
+    isCount(summary.unauthenticatedMessages) &&
+    isCount(summary.hitSeconds)
+  );
+}
+
+/** An absent count (written as 0) or a safe integer. */
+function isCount(value: unknown): boolean {
+  return value === undefined || value === null || Number.isSafeInteger(value);
 }
 
 /**
@@ -45,18 +61,20 @@ export interface KeyPlace {
   row: number;
 }
 
-/** A key of a tenant's, with where it is listed. */
+/** A key of a tenant's, with where it is listed; the tenant's next key, if it has more than one. */
 interface ListedKey extends KeyPlace {
   readonly dimension: AdmissionSummary['dimension'];
   readonly allowance: AdmissionSummary['allowance'];
+  next: ListedKey | null;
 }
 
 export class KeySourceIndex {
   /**
-   * Each tenant's keys, by its tenant ID: a tenant has one key or a few (a dimension and allowance each), found
-   * by comparing them, so a look-up builds no key string (the Recorder looks up every summary of every batch).
+   * Each tenant's keys, by its tenant ID: a tenant has one key or a few (a dimension and allowance each, in a
+   * list from its first), found by comparing them, so a look-up builds no key string (the Recorder looks up
+   * every summary of every batch).
    */
-  private places = new Map<string, ListedKey[]>();
+  private places = new Map<string, ListedKey>();
   private keys = 0;
   epoch: number | null = null;
 
@@ -73,8 +91,7 @@ export class KeySourceIndex {
 
   find(summary: AdmissionSummary): KeyPlace | undefined {
     if (this.epoch === null) return undefined;
-    const listed = this.places.get(summary.tenantId);
-    return listed === undefined ? undefined : keyIn(listed, summary);
+    return keyIn(this.places.get(summary.tenantId), summary);
   }
 
   /** Registers the rows of a stored table event, planned in `epoch` (ignored when the hour changed since). */
@@ -82,22 +99,21 @@ export class KeySourceIndex {
     if (epoch === null || epoch !== this.epoch || this.keys + entries.length > MAX_KEYS) return;
     for (let row = 0; row < entries.length; row++) {
       const entry = entries[row]!;
-      const listed = this.places.get(entry.tenantId);
-      const known = listed === undefined ? undefined : keyIn(listed, entry);
+      const first = this.places.get(entry.tenantId);
+      const known = keyIn(first, entry);
       if (known !== undefined) {
         known.eventId = eventId;
         known.row = row;
         continue;
       }
-      const key: ListedKey = { dimension: entry.dimension, allowance: entry.allowance, eventId, row };
-      if (listed === undefined) this.places.set(entry.tenantId, [key]);
-      else listed.push(key);
+      // A new key goes first in its tenant's list.
+      this.places.set(entry.tenantId, { dimension: entry.dimension, allowance: entry.allowance, eventId, row, next: first ?? null });
       this.keys++;
     }
   }
 }
 
-function keyIn(listed: readonly ListedKey[], summary: AdmissionSummary): ListedKey | undefined {
-  for (const key of listed) if (key.dimension === summary.dimension && key.allowance === summary.allowance) return key;
+function keyIn(first: ListedKey | undefined, summary: AdmissionSummary): ListedKey | undefined {
+  for (let key: ListedKey | null | undefined = first; key; key = key.next) if (key.dimension === summary.dimension && key.allowance === summary.allowance) return key;
   return undefined;
 }
