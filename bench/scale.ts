@@ -24,7 +24,8 @@
 // event-loop stall (monitorEventLoopDelay), windows merged (a summary spanning more than a second), /readyz asked
 // over HTTP every second (answers other than 200), the trend lag at the end, summaries per second (one per
 // admission API tenant, two per ingest tenant: INGEST and API_REQUESTS), the server's and PostgreSQL's cores,
-// the generator's answers by status and its late requests, ledgerGbPerDay (bytes on disk, table + indexes +
+// the server's main thread's cores and CPU-µs per HTTP request, the generator's answers by status and its late
+// requests, ledgerGbPerDay (bytes on disk, table + indexes +
 // TOAST, of the ledger's summary partitions grown over the measured window, per summary, at the full traffic's
 // summaries a second for a day, plus what the warm-up wrote (our hour's key sources) 24 times), and
 // catchUpTimesRealTime (the run's summaries replayed into emptied trend tables, in seconds of the full traffic
