@@ -40,7 +40,7 @@ interface Answer {
 
 export function createAdmissionRoutes(deps: AdmissionRoutesDeps): Route[] {
   const now = deps.now ?? Date.now;
-  // Filled per item and handed to admit; the Governor copies what it keeps, so one object serves every item.
+  // Filled per item and handed to the Governor, which copies what it keeps, so one object serves every item.
   const request: AdmitRequest = { tenant: '', dimension: 'EGRESS', allowance: null, units: 0, at: 0, callerKey: undefined, charge: 'readings' };
 
   // The decisions' texts, made once per distinct decision (decisionText.ts).
