@@ -24,7 +24,8 @@
 // event-loop stall (monitorEventLoopDelay), windows merged (a summary spanning more than a second), /readyz asked
 // over HTTP every second (answers other than 200), the trend lag at the end, summaries per second (one per
 // admission API tenant, two per ingest tenant: INGEST and API_REQUESTS), the server's and PostgreSQL's cores,
-// the generator's answers by status and its late requests, ledgerGbPerDay (bytes on disk, table + indexes +
+// the server's main thread's cores and CPU-µs per HTTP request, the generator's answers by status and its late
+// requests, ledgerGbPerDay (bytes on disk, table + indexes +
 // TOAST, of the ledger's summary partitions grown over the measured window, per summary, at the full traffic's
 // summaries a second for a day, plus what the warm-up wrote (our hour's key sources) 24 times), and
 // catchUpTimesRealTime (the run's summaries replayed into emptied trend tables, in seconds of the full traffic
@@ -97,6 +98,10 @@ interface ServerReport {
   lagAtEndSeconds: number;
   summariesPerSecond: number;
   serverCores: number;
+  /** The main thread's cores (it admits and answers; the projection has a worker thread of its own). */
+  mainThreadCores: number;
+  /** The main thread's CPU time per HTTP request answered, in µs: less disturbed by a loaded host than the rates. */
+  mainThreadCpuMicrosPerRequest: number;
   ledgerBytesPerSummary: number;
   ledgerGbPerDay: number;
   /** Bytes the warm-up's first seconds wrote (the hour's key sources, on our side), counted 24 times a day. */
@@ -175,6 +180,17 @@ function postgresCpuMicros(): number {
   return total;
 }
 
+/** User + system CPU of this process's main thread (its task's times in /proc, ticks of 1/100 s), in µs. */
+function mainThreadCpuMicros(): number {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / 100;
+  } catch {
+    return 0;
+  }
+}
+
 // ---------------------------------------------------------------------------------------------------------
 // The servers (a child process each: `scale.ts serve <side> <tenants>`).
 
@@ -182,6 +198,8 @@ interface Stats {
   flushMs: number[];
   merged: number;
   summaries: number;
+  /** HTTP requests the server was asked while measuring (/readyz among them). */
+  requests: number;
   measuring: boolean;
 }
 
@@ -203,7 +221,7 @@ function limitSourceFor(): LimitSource {
 
 async function serveOurs(tenants: number): Promise<void> {
   await withBenchLedger(url, 10, async (db, store, schema) => {
-    const stats: Stats = { flushMs: [], merged: 0, summaries: 0, measuring: false };
+    const stats: Stats = { flushMs: [], merged: 0, summaries: 0, requests: 0, measuring: false };
     let allSummaries = 0;
     const ledger = createLedgerRecorder(store, { referenceKeys: true });
     const timed: Recorder = {
@@ -241,6 +259,7 @@ async function serveOurs(tenants: number): Promise<void> {
     ];
     const readiness = [projectionReadiness(() => projections.lag(), MAX_LAG_SECONDS)];
     const server = createServer({ logger, readiness }, routes);
+    server.on('request', () => void (stats.measuring && stats.requests++));
     const { port } = await listen(server, 0, '127.0.0.1');
     const token = await mintToken({ secret: SECRET, role: 'SERVICE', ttl: 3600 });
     await serveMeasured(db, tenants, 'gl\\_events\\_summaries%', true, { port, token, ingestKeys }, stats, {
@@ -278,7 +297,7 @@ async function serveBaseline(tenants: number): Promise<void> {
         admitted_units bigint NOT NULL, admitted_messages bigint NOT NULL, shed_units bigint NOT NULL, shed_messages bigint NOT NULL, hit_seconds int NOT NULL);
       CREATE TABLE bl_trend_minute (tenant_id text NOT NULL, dimension text NOT NULL, bucket_start bigint NOT NULL, admitted_units bigint NOT NULL,
         admitted_messages bigint NOT NULL, shed_units bigint NOT NULL, shed_messages bigint NOT NULL, PRIMARY KEY (tenant_id, dimension, bucket_start))`);
-    const stats: Stats = { flushMs: [], merged: 0, summaries: 0, measuring: false };
+    const stats: Stats = { flushMs: [], merged: 0, summaries: 0, requests: 0, measuring: false };
     // Per tenant and dimension: the second its window counts, the units used in it, and that second's tallies.
     type Window = { tenant: string; dimension: string; second: number; used: number; counts: number[] };
     const windows = new Map<string, Window>();
@@ -386,6 +405,7 @@ async function serveBaseline(tenants: number): Promise<void> {
         flushing = false;
       }
     };
+    server.on('request', () => void (stats.measuring && stats.requests++));
     let timer: NodeJS.Timeout | undefined;
     let stopped = false;
     // A flush under way when the run finishes schedules no other (the pool is closed after it).
@@ -443,6 +463,7 @@ async function serveMeasured(
   const bytesBefore = await tableBytes(db, ledgerTables);
   const startedAt = Date.now();
   const cpuBefore = process.cpuUsage();
+  const mainBefore = mainThreadCpuMicros();
   loop.enable();
   stats.measuring = true;
   await next('stop');
@@ -450,6 +471,7 @@ async function serveMeasured(
   stats.measuring = false;
   loop.disable();
   const cpu = process.cpuUsage(cpuBefore);
+  const mainCpu = mainThreadCpuMicros() - mainBefore;
   const lagAtEndSeconds = await end.lagSeconds();
   const grown = (await tableBytes(db, ledgerTables)) - bytesBefore;
   const hourlyBytes = hourly ? bytesBefore - bytesAtStart : 0;
@@ -464,6 +486,8 @@ async function serveMeasured(
     lagAtEndSeconds: round(lagAtEndSeconds),
     summariesPerSecond: Math.round(stats.summaries / elapsedSeconds),
     serverCores: round((cpu.user + cpu.system) / 1e6 / elapsedSeconds),
+    mainThreadCores: Math.round((mainCpu / 1e6 / elapsedSeconds) * 100) / 100,
+    mainThreadCpuMicrosPerRequest: stats.requests > 0 ? round(mainCpu / stats.requests) : 0,
     // Per summary recorded in the window, at the traffic's summaries a second (a loaded host may carry fewer:
     // the figure stays the one for N), plus the warm-up's bytes every hour.
     ledgerBytesPerSummary: stats.summaries > 0 ? Math.round((grown / stats.summaries) * 1000) / 1000 : 0,

@@ -684,6 +684,15 @@ export class Governor {
   }
 
   /**
+   * Whether plan() can note anything now: there is a shared budget and it is reachable. A batch caller that
+   * reads its items to plan them may skip that pass when this is false (plan would return at once for each).
+   */
+  get plansShared(): boolean {
+    const shared = this.shared;
+    return shared !== null && shared.available;
+  }
+
+  /**
    * For a caller that decides a batch and can wait first (the admission API): notes what this request will ask
    * of its shared counter, so that `reservePlanned` can reserve the batch's demand before it is decided. Does
    * nothing without a reachable shared budget, for a name whose ceilings this Governor does not know yet (its

@@ -18,11 +18,11 @@
 // offered as the same events it was first planned as, even if the hour turned meanwhile.
 import { createHash, randomUUID } from 'node:crypto';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
-import { ADMISSION_FIELDS, admissionFieldsFor, ADMISSIONS_STREAM, summaryRow, UNRESOLVED_FIELDS } from './catalog/admissions.ts';
+import { admissionFieldsFor, ADMISSIONS_STREAM, summaryRow, UNRESOLVED_FIELDS } from './catalog/admissions.ts';
 import type { AdmissionsRecordedData, SummaryRefTable, SummaryTable, UnresolvedAdmissionsRecordedData } from './catalog/admissions.ts';
 import { COUNT_FIELDS, positionsCode, runLengthCode } from './catalog/summaryRefs.ts';
 import { eventBytes, MAX_APPEND_BYTES, splitBySize, startsNewGroup } from './appendSize.ts';
-import { hasIntegerCounts, KeySourceIndex, type KeyPlace } from './keySourceIndex.ts';
+import { isReferable, KeySourceIndex, type KeyPlace } from './keySourceIndex.ts';
 import { WrongExpectedRevision, type EventStore, type ExpectedRevision, type NewEvent } from './eventStore.ts';
 import { RecordedInPart } from '../governance/index.ts';
 import type { AdmissionSummary, Recorder, UnresolvedAdmissionSummary } from '../governance/index.ts';
@@ -138,7 +138,8 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
       const remembered = batchId !== undefined ? plans.get(batchId) : undefined;
       const plan = remembered ?? (await planEvents(admissions, unresolved, batchId));
       const { events, eventSizes, eventEntries } = plan;
-      const stored = { admissions: new Set<AdmissionSummary>(), unresolved: new Set<UnresolvedAdmissionSummary>() };
+      // The events stored so far, by place: their summaries are named (RecordedInPart) only if a later append fails.
+      const storedPlaces: number[] = [];
       const places = events.map((_, place) => place);
       for (const append of splitBySize(places, (place) => eventSizes[place]!, maxAppendBytes)) {
         // Each append serializes its events (prepareBatch): one turn of the loop per append, not per batch.
@@ -146,19 +147,23 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
         try {
           await appendAtRevision(append.map((place) => events[place]!));
         } catch (error) {
-          if (keyIndex !== null && batchId !== undefined && stored.admissions.size + stored.unresolved.size === 0) {
+          if (keyIndex !== null && batchId !== undefined && storedPlaces.length === 0) {
             plans.delete(batchId);
             plans.set(batchId, plan);
             if (plans.size > MAX_REMEMBERED_ATTEMPTS) plans.delete(plans.keys().next().value!);
           }
-          if (stored.admissions.size + stored.unresolved.size === 0) throw error;
+          if (storedPlaces.length === 0) throw error;
+          const stored = { admissions: new Set<AdmissionSummary>(), unresolved: new Set<UnresolvedAdmissionSummary>() };
+          for (const place of storedPlaces) {
+            if (events[place]!.type === 'AdmissionsRecorded') for (const entry of eventEntries[place] as AdmissionSummary[]) stored.admissions.add(entry);
+            else for (const entry of eventEntries[place] as UnresolvedAdmissionSummary[]) stored.unresolved.add(entry);
+          }
           throw new RecordedInPart(stored.admissions, stored.unresolved, error);
         }
         for (const place of append) {
           const source = plan.sources[place];
           if (keyIndex !== null && source !== null && source !== undefined) keyIndex.register(plan.epoch, events[place]!.id!, source);
-          if (events[place]!.type === 'AdmissionsRecorded') for (const entry of eventEntries[place] as AdmissionSummary[]) stored.admissions.add(entry);
-          else for (const entry of eventEntries[place] as UnresolvedAdmissionSummary[]) stored.unresolved.add(entry);
+          storedPlaces.push(place);
         }
       }
       if (batchId !== undefined) plans.delete(batchId);
@@ -241,8 +246,8 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
       if (index > 0 && index % (SLICE_ENTRIES * 10) === 0) await yieldTurn();
       const entry = unnamed[index]!;
       const place: KeyPlace | undefined = keyIndex?.find(entry);
-      // A summary with shadow counts is listed in full: references carry ADMISSION_FIELDS' counts only.
-      if (place === undefined || !hasIntegerCounts(entry) || admissionFieldsFor([entry]) !== ADMISSION_FIELDS) {
+      // A summary with shadow or quota counts is listed in full: references carry ADMISSION_FIELDS' counts only.
+      if (place === undefined || !isReferable(entry)) {
         listed.push(entry);
         continue;
       }

@@ -14,8 +14,9 @@ import type { AdmitRequest, Governor } from '../../governance/index.ts';
 import type { InferenceSpendMeter } from '../../metrics/index.ts';
 import type { Route, RouteHandler } from '../../http-server/route.ts';
 import { declaresTooLarge, readBodyCapped } from '../../http-server/readBody.ts';
-import { sendJson } from '../../http-server/respond.ts';
+import { sendJson, sendJsonString, sendJsonText } from '../../http-server/respond.ts';
 import { readAdmissionItem, type ItemError } from './admissionItem.ts';
+import { DecisionTexts } from './decisionText.ts';
 import type { CallerCheck, ServiceCallers } from './serviceCallers.ts';
 
 export const ADMISSIONS_PATH = '/v1/admissions';
@@ -31,54 +32,72 @@ export interface AdmissionRoutesDeps {
   now?: () => number;
 }
 
-type ItemResult = Record<string, unknown>;
+/** A batch's whole answer as JSON text; `ascii` when its length is its byte length. */
+interface Answer {
+  text: string;
+  ascii: boolean;
+}
 
 export function createAdmissionRoutes(deps: AdmissionRoutesDeps): Route[] {
   const now = deps.now ?? Date.now;
-  // Filled per item and handed to admit; the Governor copies what it keeps, so one object serves every item.
+  // Filled per item and handed to the Governor, which copies what it keeps, so one object serves every item.
   const request: AdmitRequest = { tenant: '', dimension: 'EGRESS', allowance: null, units: 0, at: 0, callerKey: undefined, charge: 'readings' };
 
-  const admitAll = (items: unknown[]): ItemResult[] | Promise<ItemResult[]> => {
+  // The decisions' texts, made once per distinct decision (decisionText.ts).
+  const texts = new DecisionTexts();
+
+  const admitAll = (items: unknown[]): Answer | Promise<Answer> => {
     const nowMs = now();
     // With a shared budget (REDIS_URL) the batch's demand is reserved first, so the batch is admitted as far as
     // the shared tokens allow, not as far as the slice this replica happens to hold (one round trip to Redis,
-    // only when what is held falls short). Items are read twice: cheaper than keeping a copy of each.
-    for (const item of items) if (readAdmissionItem(item, nowMs, request) === null) deps.governor.plan(request);
-    const reserving = deps.governor.reservePlanned();
-    return reserving === null ? decideAll(items, nowMs) : reserving.then(() => decideAll(items, nowMs));
+    // only when what is held falls short). Items are read twice: cheaper than keeping a copy of each. Without
+    // one (or while it is unreachable) there is nothing to plan, and the items are read once.
+    if (deps.governor.plansShared) {
+      for (const item of items) if (readAdmissionItem(item, nowMs, request) === null) deps.governor.plan(request);
+      const reserving = deps.governor.reservePlanned();
+      if (reserving !== null) return reserving.then(() => decideAll(items, nowMs));
+    }
+    return decideAll(items, nowMs);
   };
 
-  const decideAll = (items: unknown[], nowMs: number): ItemResult[] => {
-    const decisions: ItemResult[] = new Array(items.length);
+  // The answer is written as JSON.stringify would write {decisions: [admit's decision or {error}, ...]}, each
+  // decision's text taken from `texts` (Governor.decide: no decision object per item, no object to stringify).
+  const decideAll = (items: unknown[], nowMs: number): Answer => {
+    const parts = new Array<string>(items.length);
+    let ascii = true;
     for (let i = 0; i < items.length; i++) {
       const error = readAdmissionItem(items[i], nowMs, request);
       if (error !== null) {
-        decisions[i] = { error };
+        parts[i] = JSON.stringify({ error });
+        ascii = false;
         continue;
       }
       try {
-        decisions[i] = deps.governor.admit(request) as unknown as ItemResult;
+        const decision = texts.textOf(deps.governor.decide(request));
+        parts[i] = decision.text;
+        if (!decision.ascii) ascii = false;
       } catch (fault) {
         // readAdmissionItem checks what admit checks; should they ever disagree the item still gets an answer.
         if (!(fault instanceof InvalidAdmission)) throw fault;
-        decisions[i] = { error: { field: '', reason: fault.message } };
+        parts[i] = JSON.stringify({ error: { field: '', reason: fault.message } });
+        ascii = false;
       }
     }
-    return decisions;
+    return { text: `{"decisions":[${parts.join(',')}]}`, ascii };
   };
 
-  const recordAll = (items: unknown[]): ItemResult[] =>
-    items.map((raw) => {
-      const error = readUsageItem(raw);
-      if (error !== null) return { error };
-      const { tenantId, inputTokens, outputTokens } = raw as { tenantId: string; inputTokens: number; outputTokens: number };
-      const outcome = deps.inferenceSpend.record(tenantId, inputTokens, outputTokens);
-      return outcome.status === 'recorded' ? { recorded: true } : { error: { field: outcome.field, reason: outcome.message } };
-    });
+  const recordAll = (items: unknown[]): Answer => ({ text: JSON.stringify({ results: items.map(recordOne) }), ascii: false });
+  const recordOne = (raw: unknown): Record<string, unknown> => {
+    const error = readUsageItem(raw);
+    if (error !== null) return { error };
+    const { tenantId, inputTokens, outputTokens } = raw as { tenantId: string; inputTokens: number; outputTokens: number };
+    const outcome = deps.inferenceSpend.record(tenantId, inputTokens, outputTokens);
+    return outcome.status === 'recorded' ? { recorded: true } : { error: { field: outcome.field, reason: outcome.message } };
+  };
 
   return [
-    { path: ADMISSIONS_PATH, handle: batchRoute(deps, 'decisions', (body) => itemsOf(body, false), admitAll) },
-    { path: INFERENCE_USAGE_PATH, handle: batchRoute(deps, 'results', (body) => itemsOf(body, true), recordAll) },
+    { path: ADMISSIONS_PATH, handle: batchRoute(deps, (body) => itemsOf(body, false), admitAll) },
+    { path: INFERENCE_USAGE_PATH, handle: batchRoute(deps, (body) => itemsOf(body, true), recordAll) },
   ];
 }
 
@@ -93,12 +112,7 @@ function itemsOf(body: unknown, singleAllowed: boolean): unknown[] | string {
   return items;
 }
 
-function batchRoute(
-  deps: AdmissionRoutesDeps,
-  answerField: string,
-  read: (body: unknown) => unknown[] | string,
-  decide: (items: unknown[]) => ItemResult[] | Promise<ItemResult[]>,
-): RouteHandler {
+function batchRoute(deps: AdmissionRoutesDeps, read: (body: unknown) => unknown[] | string, decide: (items: unknown[]) => Answer | Promise<Answer>): RouteHandler {
   return async (req: IncomingMessage, res: ServerResponse) => {
     if (req.method !== 'POST') {
       req.resume();
@@ -124,7 +138,9 @@ function batchRoute(
       return;
     }
     const decided = decide(items);
-    sendJson(res, 200, { [answerField]: decided instanceof Promise ? await decided : decided }, []);
+    const answer = decided instanceof Promise ? await decided : decided;
+    if (answer.ascii) sendJsonText(res, 200, answer.text, []);
+    else sendJsonString(res, 200, answer.text, []);
   };
 }
 

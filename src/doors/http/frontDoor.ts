@@ -31,14 +31,28 @@ export interface ClientResolver {
 /**
  * Resolves client addresses, remembering a connection's own address: on a keep-alive connection every
  * request without X-Forwarded-For has the same client, so it is parsed once per connection, not per request.
+ * Behind a trusted proxy each X-Forwarded-For value resolved lately is remembered too, with the proxy's address
+ * it was resolved for (the client follows from the two and the trusted proxies, which do not change): a proxy
+ * forwards the same few clients again and again, and walking the chain parsed and formatted every address on it.
  */
 export function createClientResolver(deps: Pick<FrontDoorDeps, 'trustedProxies'>): ClientResolver {
   const byConnection = new WeakMap<Socket, ClientIp>();
+  let byForwardedFor = new Map<string, { peer: string | undefined; client: ClientIp }>();
   return {
     of(req) {
       const forwardedFor = req.headers['x-forwarded-for'];
       if (forwardedFor !== undefined && !deps.trustedProxies.empty) {
-        return resolveClientIp(req.socket.remoteAddress, forwardedFor, deps.trustedProxies);
+        const peer = req.socket.remoteAddress;
+        if (typeof forwardedFor !== 'string' || forwardedFor.length > MAX_REMEMBERED_FORWARDED_FOR_LENGTH) {
+          return resolveClientIp(peer, forwardedFor, deps.trustedProxies);
+        }
+        const known = byForwardedFor.get(forwardedFor);
+        if (known !== undefined && known.peer === peer) return known.client;
+        const client = resolveClientIp(peer, forwardedFor, deps.trustedProxies);
+        // Bounded, since the header is the sender's to choose: past the bound the map starts again.
+        if (byForwardedFor.size >= MAX_REMEMBERED_FORWARDED_FOR) byForwardedFor = new Map();
+        byForwardedFor.set(forwardedFor, { peer, client });
+        return client;
       }
       let client = byConnection.get(req.socket);
       if (client === undefined) {
@@ -49,3 +63,7 @@ export function createClientResolver(deps: Pick<FrontDoorDeps, 'trustedProxies'>
     },
   };
 }
+
+/** X-Forwarded-For values remembered at most, each at most this long (a chain of a few addresses). */
+const MAX_REMEMBERED_FORWARDED_FOR = 4096;
+const MAX_REMEMBERED_FORWARDED_FOR_LENGTH = 128;

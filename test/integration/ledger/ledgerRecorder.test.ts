@@ -5,7 +5,7 @@ import { eventBytes } from '../../../src/ledger/appendSize.ts';
 import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
 import { ADMISSION_FIELDS, entriesOf, type AdmissionsRecordedData, type UnresolvedAdmissionsRecordedData } from '../../../src/ledger/catalog/admissions.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
-import { Governor, type AdmissionSummary } from '../../../src/governance/index.ts';
+import { Governor, RecordedInPart, type AdmissionSummary } from '../../../src/governance/index.ts';
 import { MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
 import { admissionSummaryReader } from '../../../src/ledger/catalog/summaryRefs.ts';
@@ -218,5 +218,34 @@ describeOnEachStorage('ledger recorder on $name', (target) => {
     expect(limited.appends.length).toBeGreaterThan(1);
     for (const append of limited.appends) expect(append.reduce((sum, event) => sum + eventBytes(event), 0)).toBeLessThanOrEqual(1_500);
     expect(stored.flatMap(admissionSummaryReader())).toEqual(entries);
+  });
+  it('names the summaries of the appends stored before one failed (RecordedInPart), and only those', async () => {
+    const entries = Array.from({ length: 60 }, (_, i) => summary({ tenantId: `part-${i}`, admittedUnits: i, admittedMessages: 1 }));
+    const unresolved = [{ tenantId: 'part-ghost', dimension: 'INGEST' as const, cause: 'unknown-tenant' as const, fromSecond: T0 / 1000, seconds: 1, units: 2, messages: 1 }];
+    let appends = 0;
+    const storedEvents: NewEvent[] = [];
+    const failing: Pick<EventStore, 'append' | 'appendLimitBytes'> = {
+      appendLimitBytes: 1_500,
+      append: async (stream, events, options) => {
+        if (++appends === 3) throw new Error('connection lost');
+        const result = await store.append(stream, events, options);
+        storedEvents.push(...events);
+        return result;
+      },
+    };
+    const recorder = createLedgerRecorder(failing, { maxEntriesPerEvent: 10 });
+    const failure = await recorder.record(entries, unresolved).then(
+      () => null,
+      (error: unknown) => error,
+    );
+    expect(failure).toBeInstanceOf(RecordedInPart);
+    const { admissions, unresolved: unresolvedStored } = failure as RecordedInPart;
+    // The appends before the failure (each its own revision: a first refused at 'no_stream' is tried again).
+    const storedTenants = storedEvents.flatMap((event) => entriesOf(event.data as AdmissionsRecordedData).map((entry) => entry.tenantId));
+    expect(storedTenants.length).toBeGreaterThan(0);
+    expect(storedTenants.length).toBeLessThan(entries.length);
+    expect([...admissions].map((entry) => entry.tenantId)).toEqual(storedTenants);
+    for (const entry of admissions) expect(entries).toContain(entry);
+    expect(unresolvedStored.size).toBe(0);
   });
 });
