@@ -1,7 +1,8 @@
 // One allowance of one tenant: the limits it meters at, its message bucket, fixed window and shared counters,
 // and its counts: the current second's in its own fields, earlier seconds not yet recorded in a Tally. The
 // current second's admitted readings charges with known ceilings, the common case by far, may also be counted
-// in its cell by admit's fast path (`cellTally`): a compare and two adds on numbers the decision just read,
+// in its cell by admit's fast path (Governor.decideInto, while the cell's TALLY_SECOND is `at`'s second: the
+// same Math.floor(at / 1000) as Tallies.count's): a compare and two adds on numbers the decision just read,
 // folded into the fields below before anything reads or closes them. Its
 // readings bucket, rate and burst live in one cell of AllowanceNumbers; TenantMeter copies what a decision
 // reads for the allowance last used, so a token-bucket admit need not touch this object at all (with
@@ -118,7 +119,7 @@ export class AllowanceState {
    * Message charges the enforced limit admitted but the shadow would have refused, at `shadowRefusedMessageAt`
    * (their arrival time, which a door charges the readings with too), whose readings charge has not come yet.
    * Under the shadow's numbers the enforced path would have refused the message, so its readings would never
-   * have been charged: each such readings charge skips the shadow (Governor.admitFully). Only the latest
+   * have been charged: each such readings charge skips the shadow (Governor.decideInto). Only the latest
    * arrival time is kept, so a message whose readings never came (undecodable) cannot skip a later request's.
    */
   shadowRefusedMessages = 0;
@@ -160,6 +161,9 @@ export class AllowanceState {
 
   /** Its key in a batch of summaries (tenant and slot; AdmissionBatch), made once. */
   readonly tallyKey: string;
+  /** The batch (AdmissionBatch's serial) that holds its entry of its latest window, and that entry's place there. */
+  batchSerial = 0;
+  batchEntry = 0;
 
   constructor(
     readonly tenantId: string,
@@ -183,21 +187,25 @@ export class AllowanceState {
   }
 
   /**
-   * admit's fast path: counts an admitted readings charge of `units` at `at` (known ceilings, not held) in the
-   * cell when the open second is `at`'s and was opened by count(); false when it is not (count() then). The
-   * caller has the cell's numbers at hand: the Governor inlines this as a compare and two adds.
+   * Lets admit's fast path count the admissions of `second` in the cell before any count() opens it (Tallies
+   * collect: the second after the one it just closed, where an active allowance's traffic goes on). The open
+   * second is `second`, with no decisions yet; the allowance stays listed as dirty, so collect folds what the
+   * cell counted, or disarms the cell when nothing came. False when evicted.
    */
-  static cellTally(values: Float64Array, cell: number, at: number, units: number): boolean {
-    // False for a NaN second (nothing may be tallied in the cell) and for an `at` in another second: the same
-    // arithmetic as Tallies.count's, so a count lands in the same second whichever path takes it.
-    if (Math.floor(at / 1000) !== values[cell + TALLY_SECOND]) return false;
-    values[cell + TALLY_MESSAGES]!++;
-    values[cell + TALLY_UNITS]! += units;
+  armCell(second: number): boolean {
+    if (this.released) return false;
+    this.openSecond = second;
+    this.numbers.values[this.cell + TALLY_SECOND] = second;
     return true;
   }
 
+  /** Nothing more may be counted in the cell (its allowance is no longer listed as dirty). */
+  disarmCell(): void {
+    if (!this.released) this.numbers.values[this.cell + TALLY_SECOND] = Number.NaN;
+  }
+
   /** Moves the cell's counts into the open second's fields (the cell's second is always the open one). */
-  private foldCellTally(): void {
+  foldCellTally(): void {
     if (this.released) return;
     const values = this.numbers.values;
     const messages = values[this.cell + TALLY_MESSAGES]!;

@@ -4,10 +4,10 @@
 // decision from slices of the shared budget (Redis) reserved ahead of use, and Tallies hands per-second
 // counts to the Recorder on a timer. admit allocates only its result, decide and hold nothing (and, once per
 // new tenant or allowance, that state).
-import { BURST, RATE_PER_SECOND, SHADOW_BURST, SHADOW_RATE_PER_SECOND } from './allowanceNumbers.ts';
+import { BURST, RATE_PER_SECOND, SHADOW_BURST, SHADOW_RATE_PER_SECOND, TALLY_MESSAGES, TALLY_SECOND, TALLY_UNITS } from './allowanceNumbers.ts';
 import { OUTCOME_QUOTA, OUTCOME_SHADOW_LIMITED } from './allowanceState.ts';
 import type { AllowanceNumbers } from './allowanceNumbers.ts';
-import { AllowanceState } from './allowanceState.ts';
+import type { AllowanceState } from './allowanceState.ts';
 import { stableCallerFraction } from './callerHash.ts';
 import { LimitCache } from './limitCache.ts';
 import { DecidedCharge, type HeldCharge, type HeldTally } from './heldCharge.ts';
@@ -22,7 +22,7 @@ import { Tallies } from './tallies.ts';
 import { TenantNames } from './tenantNames.ts';
 import { STATUS_KNOWN, STATUS_PENDING } from './tenantMeter.ts';
 import type { TenantMeter } from './tenantMeter.ts';
-import { remainingTokens, takeTokens, TokenBucket, tokensRetryAfterSeconds } from './tokenBucket.ts';
+import { LAST_MS, remainingTokens, takeTokens, TOKENS, TokenBucket, tokensRetryAfterSeconds } from './tokenBucket.ts';
 import type {
   Allowance,
   Dimension,
@@ -176,6 +176,10 @@ export class InvalidAdmission extends Error {
   override readonly name = 'InvalidAdmission';
 }
 
+/** Where takeRequestNumbers puts a request's numbers for decideInto (Governor.requestNumbers). */
+const REQUEST_AT = 0;
+const REQUEST_UNITS = 1;
+
 /** How long after its last use the overflow allowance still counts as in use. */
 const OVERFLOW_IN_USE_MS = 60_000;
 const TRUSTED_SWEEP_PROBES = 64;
@@ -224,6 +228,13 @@ export class Governor {
   private readonly fastPathAllowed: boolean;
   /** TenantNames' map, looked up directly by admit. */
   private readonly states: Map<string, TenantMeter>;
+  /**
+   * Whether `decided` holds the fields every fast-path admission shares (admitted, ADMIT, no retry, ...), so
+   * that the fast path writes only its limit, remaining, burst and source. Every other decision clears it.
+   */
+  private decidedFastAdmission = false;
+  /** The numbers of the request being decided (takeRequestNumbers), unboxed. */
+  private readonly requestNumbers = new Float64Array(2);
   /** The decision being made; admit copies it into the object it returns. */
   private readonly decided: AdmitDecision = {
     admitted: false,
@@ -306,8 +317,22 @@ export class Governor {
   }
 
   admit(request: AdmitRequest): AdmitDecision {
-    this.decideInto(request);
+    // The request's fields are read here, its numbers kept unboxed: decideInto is never inlined (see there), so
+    // admit stays small with all it inlines, and V8 inlines it into its caller: a caller that reads the decision
+    // without keeping it allocates neither the request nor the decision (copyOfDecided, inlined here).
+    this.takeRequestNumbers(request);
+    this.decideInto(request.tenant, request.dimension, request.allowance, request.charge, request.callerKey, request.untrustedName);
     return this.copyOfDecided();
+  }
+
+  /**
+   * The request's numbers into `requestNumbers`, where decideInto reads them: passed as arguments to a call V8
+   * does not inline, a number that is not a small integer (every `at`) would be boxed, one allocation a call.
+   */
+  private takeRequestNumbers(request: AdmitRequest): void {
+    const numbers = this.requestNumbers;
+    numbers[REQUEST_AT] = request.at;
+    numbers[REQUEST_UNITS] = request.units;
   }
 
   /**
@@ -316,131 +341,80 @@ export class Governor {
    * call allocates nothing.
    */
   decide(request: AdmitRequest): Readonly<AdmitDecision> {
-    this.decideInto(request);
+    this.takeRequestNumbers(request);
+    this.decideInto(request.tenant, request.dimension, request.allowance, request.charge, request.callerKey, request.untrustedName);
     return this.decided;
   }
 
-  /** Decides into `decided`, on the fast path when it can. */
-  private decideInto(request: AdmitRequest): void {
-    if (++this.admitsSinceClockRead >= this.clockReadEveryAdmits) this.readClock();
-    const units = request.units;
-    const at = request.at;
-    // The fast path: a readings charge on a token bucket, same (dimension, allowance) as the call before, for a
-    // tenant whose state vouches (fastKey) that nothing else needs doing. admit and decide are kept small so V8
-    // inlines them into the caller; both paths fill `decided`, and admit's one allocation site (copyOfDecided)
-    // copies it, so a caller of admit that reads the decision without keeping it lets V8 drop the request and
-    // decision objects altogether.
-    // (`x - x === 0` is false for NaN and the infinities.)
-    const state =
-      request.dimension === this.lastDimension && request.allowance === this.lastAllowance && request.charge !== 'message'
-        ? this.states.get(request.tenant)
-        : undefined;
-    if (state !== undefined && state.fastKey === this.fastKey && units >= 0 && units - units === 0 && at - at === 0) {
-      this.admitFast(state, units, at);
-    } else {
-      this.admitFully(request.tenant, request.dimension, request.allowance, units, at, request.callerKey, request.charge, request.untrustedName === true);
-    }
-  }
-
   /**
-   * The decision just made, as an object of the caller's. The one place a decision is allocated: inlined into
-   * admit, a caller that only reads the decision lets V8 drop the allocation.
+   * Decides into `decided` (the request's units and at in `requestNumbers`), on the fast path when it can: a
+   * readings charge on a token bucket, same (dimension, allowance) as the call before, for a tenant whose state
+   * vouches (fastKey) that nothing else needs doing; then every other case (validation, new names, unknown
+   * ceilings, message charges, fixed windows, shared counters). One method, over V8's limit for a function it
+   * inlines (460 bytes of bytecode), on purpose: V8 never inlines it, so admit, which calls it with the request's
+   * other fields (strings, never a number V8 would box), inlines into its caller whatever the fast path's size
+   * (src/governance/README.md, "Hot path").
    */
-  private copyOfDecided(): AdmitDecision {
-    const out = this.decided;
-    return {
-      admitted: out.admitted,
-      behaviour: out.behaviour,
-      limit: out.limit,
-      remaining: out.remaining,
-      retryAfterSeconds: out.retryAfterSeconds,
-      burst: out.burst,
-      neverFits: out.neverFits,
-      scope: out.scope,
-      source: out.source,
-      quotaExceeded: out.quotaExceeded,
-      quotaPeriod: out.quotaPeriod,
-    };
-  }
-
-  /**
-   * A readings charge on the token bucket of the state's last allowance (into `decided`). Kept small, and its
-   * rare cases out of line (refuseFast, tallyFastAdmission), so that V8 inlines the whole of it, with the bucket
-   * arithmetic, into admit's caller: past V8's inlining budget the request and the decision objects are
-   * allocated on every call (src/governance/README.md, "Hot path").
-   */
-  private admitFast(state: TenantMeter, units: number, at: number): void {
-    const numbers = this.numbers.values;
-    const cell = state.cell;
-    const rate = numbers[cell + RATE_PER_SECOND]!;
-    const burst = numbers[cell + BURST]!;
-    if (!takeTokens(numbers, cell, units, at, rate, burst)) {
-      this.refuseFast(state, units, at, rate, burst);
-      return;
-    }
-    // Tallied for the ledger in the allowance's cell when the admission lies in its open second (cellTally: a
-    // compare and two adds on the cache line the decision just read); otherwise out of line.
-    if (this.counting && (this.holding || !AllowanceState.cellTally(numbers, cell, at, units))) this.tallyFastAdmission(state, units, at);
-    const out = this.decided;
-    out.admitted = true;
-    out.behaviour = 'ADMIT';
-    out.limit = rate;
-    out.remaining = remainingTokens(numbers, cell);
-    out.retryAfterSeconds = 0;
-    out.burst = burst;
-    out.neverFits = false;
-    out.scope = 'tenant';
-    out.source = state.source;
-    out.quotaExceeded = false;
-    out.quotaPeriod = null;
-  }
-
-  /**
-   * admitFast's refusal, tallied and decided. A vouched state's tenant is known (cause -1) and its slot is the
-   * one used last.
-   */
-  private refuseFast(state: TenantMeter, units: number, at: number, rate: number, burst: number): void {
-    const numbers = this.numbers.values;
-    const behaviour = SLOTS[this.lastSlotIndex]!.overLimit;
-    const neverFits = units > burst;
-    if (this.counting) this.tallies.count(state.lastAllowance!, at, units, false, neverFits ? REJECTED : refusedCode(behaviour), -1);
-    const out = this.decided;
-    out.admitted = false;
-    out.behaviour = behaviour;
-    out.limit = rate;
-    out.remaining = remainingTokens(numbers, state.cell);
-    out.retryAfterSeconds = tokensRetryAfterSeconds(numbers, state.cell, units, rate, burst);
-    out.burst = burst;
-    out.neverFits = neverFits;
-    out.scope = 'tenant';
-    out.source = state.source;
-    out.quotaExceeded = false;
-    out.quotaPeriod = null;
-  }
-
-  /** admitFast's admission that its cell cannot tally: a held charge (tallied when settled), or another second's. */
-  private tallyFastAdmission(state: TenantMeter, units: number, at: number): void {
-    if (this.holding) {
-      this.heldAllowance = state.lastAllowance;
-      this.heldCause = -1;
-    } else this.tallies.count(state.lastAllowance!, at, units, false, 0, -1);
-  }
-
-  /**
-   * Every case (into `decided`): validation, new names, unknown ceilings, message charges, fixed windows, shared
-   * counters. Takes the request's fields, not the request: an object passed to a call V8 does not inline
-   * escapes, and the caller's request literal would be allocated on every admit.
-   */
-  private admitFully(
+  private decideInto(
     tenant: string,
     dimension: Dimension,
     allowanceName: Allowance | null | undefined,
-    units: number,
-    at: number,
-    callerKey: string | undefined,
     charge: AdmitRequest['charge'],
-    untrustedName: boolean,
+    callerKey: string | undefined,
+    untrustedName: boolean | undefined,
   ): void {
+    const requestNumbers = this.requestNumbers;
+    const units = requestNumbers[REQUEST_UNITS]!;
+    const at = requestNumbers[REQUEST_AT]!;
+    if (++this.admitsSinceClockRead >= this.clockReadEveryAdmits) this.readClock();
+    // (`x - x === 0` is false for NaN and the infinities.)
+    const vouched = dimension === this.lastDimension && allowanceName === this.lastAllowance && charge !== 'message' ? this.states.get(tenant) : undefined;
+    if (vouched !== undefined && vouched.fastKey === this.fastKey && units >= 0 && units - units === 0 && at - at === 0) {
+      // The fast path: a readings charge on the token bucket of the state's last allowance. It makes no call that
+      // takes a number: a number passed to a call V8 leaves out of line is boxed, an allocation a call, and which
+      // calls V8 inlines into this method depends on the feedback of the moment (in the bench, the full path's
+      // calls came first and used up the budget). So takeTokens (tokenBucket.ts) and the cell's tally are written
+      // out here (fastPath.test.ts holds them to the full path's decisions and counts), and a refusal and an
+      // admission the cell cannot tally go out of line reading their numbers from requestNumbers.
+      const numbers = this.numbers.values;
+      const cell = vouched.cell;
+      const rate = numbers[cell + RATE_PER_SECOND]!;
+      const burst = numbers[cell + BURST]!;
+      const lastMs = numbers[cell + LAST_MS]!;
+      // tokensAt: a bucket not started (NaN) starts full; time never goes back (laterMs).
+      let tokens = numbers[cell + TOKENS]!;
+      if (lastMs !== lastMs) tokens = burst;
+      else {
+        if (at > lastMs) tokens += ((at - lastMs) * rate) / 1000;
+        if (!(tokens < burst)) tokens = burst;
+      }
+      numbers[cell + LAST_MS] = at <= lastMs ? lastMs : at;
+      if (!(tokens >= units)) {
+        numbers[cell + TOKENS] = tokens;
+        this.refuseFast(vouched);
+        return;
+      }
+      tokens -= units;
+      numbers[cell + TOKENS] = tokens;
+      if (this.counting) {
+        // Tallied for the ledger in the allowance's cell when the admission lies in the second the cell counts
+        // (AllowanceState's TALLY_SECOND: its open second, or the one a flush armed): a compare and two adds on
+        // the cache line the decision just read. Otherwise (a held charge, another second) out of line.
+        if (!this.holding && Math.floor(at / 1000) === numbers[cell + TALLY_SECOND]) {
+          numbers[cell + TALLY_MESSAGES]!++;
+          numbers[cell + TALLY_UNITS]! += units;
+        } else this.tallyFastAdmission(vouched);
+      }
+      // The fields every fast admission shares are written once, after another kind of decision.
+      if (!this.decidedFastAdmission) this.decideFastAdmission();
+      const out = this.decided;
+      out.limit = rate;
+      out.remaining = tokens > 0 ? Math.floor(tokens) : 0;
+      out.burst = burst;
+      out.source = vouched.source;
+      return;
+    }
+    // The full path.
     // Callers repeat the same (dimension, allowance) pair in runs: two pointer checks instead of a scan.
     let slotIndex = this.lastSlotIndex;
     if (dimension !== this.lastDimension || allowanceName !== this.lastAllowance) {
@@ -582,6 +556,7 @@ export class Governor {
       if (allowance.shadowed) this.decideShadow(allowance, byMessage, admitted, units, at, sharesCounter, sharedActive);
     }
     this.vouch(state, known && !allowance.shadowed && !limits.hasQuota);
+    this.decidedFastAdmission = false;
     const out = this.decided;
     out.admitted = admitted;
     out.behaviour = admitted ? 'ADMIT' : quotaRefused ? 'REJECT' : behaviour;
@@ -596,7 +571,77 @@ export class Governor {
     out.quotaPeriod = quotaRefused ? quotaMeter!.quota!.period : null;
   }
 
-  /** The shadow limit's decision on one charge, counted beside the enforced one (see admitFully). Allocates nothing. */
+  /**
+   * The decision just made, as an object of the caller's. The one place a decision is allocated: inlined into
+   * admit, a caller that only reads the decision lets V8 drop the allocation.
+   */
+  private copyOfDecided(): AdmitDecision {
+    const out = this.decided;
+    return {
+      admitted: out.admitted,
+      behaviour: out.behaviour,
+      limit: out.limit,
+      remaining: out.remaining,
+      retryAfterSeconds: out.retryAfterSeconds,
+      burst: out.burst,
+      neverFits: out.neverFits,
+      scope: out.scope,
+      source: out.source,
+      quotaExceeded: out.quotaExceeded,
+      quotaPeriod: out.quotaPeriod,
+    };
+  }
+
+  /** The fields of `decided` that every fast-path admission shares. */
+  private decideFastAdmission(): void {
+    const out = this.decided;
+    out.admitted = true;
+    out.behaviour = 'ADMIT';
+    out.retryAfterSeconds = 0;
+    out.neverFits = false;
+    out.scope = 'tenant';
+    out.quotaExceeded = false;
+    out.quotaPeriod = null;
+    this.decidedFastAdmission = true;
+  }
+
+  /**
+   * The fast path's refusal, tallied and decided (its numbers read from requestNumbers and the cell). A vouched state's tenant is known (cause -1) and its slot is the
+   * one used last.
+   */
+  private refuseFast(state: TenantMeter): void {
+    const units = this.requestNumbers[REQUEST_UNITS]!;
+    const at = this.requestNumbers[REQUEST_AT]!;
+    const numbers = this.numbers.values;
+    const rate = numbers[state.cell + RATE_PER_SECOND]!;
+    const burst = numbers[state.cell + BURST]!;
+    const behaviour = SLOTS[this.lastSlotIndex]!.overLimit;
+    const neverFits = units > burst;
+    if (this.counting) this.tallies.count(state.lastAllowance!, at, units, false, neverFits ? REJECTED : refusedCode(behaviour), -1);
+    this.decidedFastAdmission = false;
+    const out = this.decided;
+    out.admitted = false;
+    out.behaviour = behaviour;
+    out.limit = rate;
+    out.remaining = remainingTokens(numbers, state.cell);
+    out.retryAfterSeconds = tokensRetryAfterSeconds(numbers, state.cell, units, rate, burst);
+    out.burst = burst;
+    out.neverFits = neverFits;
+    out.scope = 'tenant';
+    out.source = state.source;
+    out.quotaExceeded = false;
+    out.quotaPeriod = null;
+  }
+
+  /** The fast path's admission that its cell cannot tally: a held charge (tallied when settled), or another second's. */
+  private tallyFastAdmission(state: TenantMeter): void {
+    if (this.holding) {
+      this.heldAllowance = state.lastAllowance;
+      this.heldCause = -1;
+    } else this.tallies.count(state.lastAllowance!, this.requestNumbers[REQUEST_AT]!, this.requestNumbers[REQUEST_UNITS]!, false, 0, -1);
+  }
+
+  /** The shadow limit's decision on one charge, counted beside the enforced one (see decideInto). Allocates nothing. */
   private decideShadow(allowance: AllowanceState, byMessage: boolean, admitted: boolean, units: number, at: number, sharesCounter: boolean, sharedActive: boolean): void {
     if (!byMessage && allowance.shadowRefusedMessages > 0 && at === allowance.shadowRefusedMessageAt) {
       allowance.shadowRefusedMessages--;
@@ -664,8 +709,9 @@ export class Governor {
     this.holding = true;
     this.heldAllowance = null;
     this.heldQuota = null;
+    this.takeRequestNumbers(request);
     try {
-      this.decideInto(request);
+      this.decideInto(request.tenant, request.dimension, request.allowance, request.charge, request.callerKey, request.untrustedName);
     } finally {
       this.holding = false;
     }
@@ -696,7 +742,7 @@ export class Governor {
    * For a caller that decides a batch and can wait first (the admission API): notes what this request will ask
    * of its shared counter, so that `reservePlanned` can reserve the batch's demand before it is decided. Does
    * nothing without a reachable shared budget, for a name whose ceilings this Governor does not know yet (its
-   * first admissions are metered here alone, see admitFully; a tenant loaded at start or announced since is
+   * first admissions are metered here alone, see decideInto; a tenant loaded at start or announced since is
    * known, and planned on its first batch), under STABLE_DOWNSAMPLE (callers hashed
    * out never reach the shared budget), for a request that is invalid or never fits. Decides and counts nothing.
    */

@@ -217,17 +217,36 @@ export class Tallies {
     for (let index = 0; index < dirty.length; index++) {
       if (index > 0 && index % COLLECT_SLICE === 0) await yieldTurn();
       const allowance = dirty[index]!;
-      if (includeCurrentSecond || allowance.openSecond < nowSecond) allowance.closeOpenSecond();
+      // The cell's counts first: an armed cell (below) may hold counts of an open second with no decision yet.
+      allowance.foldCellTally();
+      let armed = false;
+      if (allowance.openDecisions > 0 && (includeCurrentSecond || allowance.openSecond < nowSecond)) {
+        const next = allowance.openSecond + 1;
+        allowance.closeOpenSecond();
+        // An allowance active in the second just closed is likely active in the next one: its cell is armed
+        // for it, so admit's fast path counts that second's admissions from the first one on, without
+        // opening the second out of line (count()).
+        if (next >= nowSecond) {
+          armed = allowance.armCell(next);
+          allowance.tallyWindow = Math.floor(next / this.windowSeconds);
+        }
+      }
       const closed = allowance.closed;
       if (closed !== null && closed.decisions > 0) {
         this.batch.add(allowance, closed);
         closed.clear();
       }
-      if (allowance.openDecisions > 0) this.dirty.push(allowance);
-      else allowance.dirty = false;
+      if (allowance.openDecisions > 0 || armed) this.dirty.push(allowance);
+      else {
+        allowance.dirty = false;
+        allowance.disarmCell();
+      }
     }
   }
 }
+
+/** Numbers the batches (AdmissionBatch.serial). */
+let batchSerials = 0;
 
 /**
  * The closed tallies of one delivery. Entries are keyed by (tenant, dimension, allowance, window) or (tenant,
@@ -241,12 +260,11 @@ export class AdmissionBatch {
   admissions: AdmissionSummary[] = [];
   readonly unresolved = new Map<string, UnresolvedAdmissionSummary>();
   /**
-   * Each key's entry of its latest window, by the allowance's key (AllowanceState.tallyKey, a string made once
-   * per allowance, whose hash V8 keeps): no key is built per summary, and the common add (a key's one window in
-   * a batch) is one lookup and one insertion. An entry's window is its fromSecond's (an entry only widens within
-   * its window).
+   * Which batch this is, for the allowances: each knows the batch and the place in `admissions` of its entry of
+   * its latest window (AllowanceState.batchSerial, batchEntry), so the common add (an allowance's one window in
+   * a batch) looks nothing up. An entry's window is its fromSecond's (an entry only widens within its window).
    */
-  private readonly latestAdmission = new Map<string, AdmissionSummary>();
+  private serial = ++batchSerials;
   /**
    * Entries of a key's earlier windows, by the key and the window: made when a key's traffic reaches a second
    * window within one batch (a slow Recorder, BACKLOG send times), so the common add never builds this key.
@@ -268,9 +286,11 @@ export class AdmissionBatch {
   /** Drops entries a Recorder stored before it failed (RecordedInPart), so the next try does not count them twice. */
   forget(admissions: ReadonlySet<AdmissionSummary>, unresolved: ReadonlySet<UnresolvedAdmissionSummary>): void {
     this.admissions = this.admissions.filter((entry) => !admissions.has(entry));
+    // The places the allowances know are void now. A batch offered to a Recorder is never added to again (Tallies
+    // fills a new one), so none needs finding after this.
+    this.serial = ++batchSerials;
     if (this.earlierAdmissions !== null) for (const [key, entry] of this.earlierAdmissions) if (admissions.has(entry)) this.earlierAdmissions.delete(key);
     for (const [key, entry] of this.unresolved) if (unresolved.has(entry)) this.unresolved.delete(key);
-    for (const [key, entry] of this.latestAdmission) if (admissions.has(entry)) this.latestAdmission.delete(key);
     for (const [key, entry] of this.latestUnresolved) if (unresolved.has(entry)) this.latestUnresolved.delete(key);
   }
 
@@ -278,7 +298,7 @@ export class AdmissionBatch {
   add(allowance: AllowanceState, tally: Tally): void {
     const { tenantId, slot, tallyKey } = allowance;
     const window = Math.floor(tally.fromSecond / this.windowSeconds);
-    const latest = this.latestAdmission.get(tallyKey);
+    const latest = allowance.batchSerial === this.serial ? this.admissions[allowance.batchEntry] : undefined;
     let entry: AdmissionSummary | undefined;
     if (latest !== undefined) {
       entry = Math.floor(latest.fromSecond / this.windowSeconds) === window ? latest : this.earlierAdmissions?.get(`${tallyKey}\u0000${window}`);
@@ -320,7 +340,8 @@ export class AdmissionBatch {
         // The key's entry so far stays findable by its window.
         (this.earlierAdmissions ??= new Map()).set(`${tallyKey}\u0000${Math.floor(latest.fromSecond / this.windowSeconds)}`, latest);
       }
-      this.latestAdmission.set(tallyKey, entry);
+      allowance.batchSerial = this.serial;
+      allowance.batchEntry = this.admissions.length - 1;
     } else {
       if (!clamp) widen(entry, tally.fromSecond, tally.toSecond);
       entry.admittedUnits += tally.admittedUnits;

@@ -1,0 +1,100 @@
+// Run by recordedAdmit.allocation.test.ts as a process of its own, as bench/admit.ts runs the Governor (node
+// --import tsx: vitest's module transform would change the code V8 compiles, and with it what it inlines).
+// The Governor as the service runs it, with a Recorder, its tallies flushed once per second of traffic; a loop
+// that reads each decision's `admitted`, as an enforcement point does. For each phase, the young-generation
+// collections (scavenges) while it ran: an admit that allocates its request or decision (about 100 bytes a
+// call) makes dozens in a phase, one that allocates nothing per call none or one or two (the summaries the flushes
+// hand over, a few kB a second of traffic). Prints one JSON line.
+import { constants as perfConstants, PerformanceObserver } from 'node:perf_hooks';
+import { Governor } from '../../../src/governance/index.ts';
+import type { AdmissionSummary, LimitSource, Recorder, TenantGovernanceRecord } from '../../../src/governance/index.ts';
+
+const TENANTS = 100;
+/** Calls per ms of traffic: one per tenant, so a tenant at the shipped INGEST rate (1,000/s) is always admitted. */
+const CALLS_PER_MS = TENANTS;
+const CALLS_PER_SECOND = CALLS_PER_MS * 1000;
+const PHASE_CALLS = Number(process.argv[2] ?? 3_000_000);
+const admittedNames = Array.from({ length: TENANTS }, (_, i) => `admitted-${i}`);
+// At 10 readings a second each, 99 of 100 of their calls are refused (shed): the refusal's path.
+const refusedNames = Array.from({ length: TENANTS }, (_, i) => `refused-${i}`);
+
+const limitSource: LimitSource = {
+  async loadTenants(ids) {
+    return new Map<string, TenantGovernanceRecord>(
+      ids.map((id) => [id, { tenantId: id, tierId: 'standard', levels: id.startsWith('refused-') ? { INGEST: { tier: { ratePerSecond: 10, burst: 10 } } } : {} }]),
+    );
+  },
+  async loadPlatformDefaults() {
+    return {};
+  },
+};
+
+class SummingRecorder implements Recorder {
+  admittedUnits = 0;
+  shedUnits = 0;
+  async record(admissions: readonly AdmissionSummary[]): Promise<void> {
+    for (const each of admissions) {
+      this.admittedUnits += each.admittedUnits;
+      this.shedUnits += each.shedUnits;
+    }
+  }
+}
+
+function admitSecond(governor: Governor, names: readonly string[], from: number, to: number, firstAt: number): number {
+  let at = firstAt;
+  let admitted = 0;
+  for (let i = from; i < to; i++) {
+    if (i % CALLS_PER_MS === 0) at++;
+    if (governor.admit({ tenant: names[i % TENANTS]!, dimension: 'INGEST', allowance: 'LIVE', units: 1, at }).admitted) admitted++;
+  }
+  return admitted;
+}
+
+const T0 = Math.floor(Date.now() / 1000) * 1000 - 1;
+const recorder = new SummingRecorder();
+const governor = new Governor({ limitSource, recorder });
+for (const tenant of [...admittedNames, ...refusedNames]) governor.admit({ tenant, dimension: 'INGEST', allowance: 'LIVE', units: 0, at: T0 });
+await governor.loadsSettled();
+
+let calls = 0;
+async function run(names: readonly string[], count: number): Promise<number> {
+  let admitted = 0;
+  for (let done = 0; done < count; done += CALLS_PER_SECOND) {
+    const inThisSecond = Math.min(CALLS_PER_SECOND, count - done);
+    admitted += admitSecond(governor, names, calls, calls + inThisSecond, T0 + Math.floor(calls / CALLS_PER_MS));
+    calls += inThisSecond;
+    await governor.flush();
+  }
+  return admitted;
+}
+
+let scavenges = 0;
+const observer = new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) if ((entry as unknown as { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MINOR) scavenges++;
+});
+observer.observe({ entryTypes: ['gc'] });
+/** Scavenges while `work` ran (their entries arrive in a later turn of the event loop). */
+async function scavengesDuring(work: () => Promise<number>): Promise<{ scavenges: number; admitted: number }> {
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  const before = scavenges;
+  const admitted = await work();
+  await new Promise((resolve) => setTimeout(resolve, 20));
+  return { scavenges: scavenges - before, admitted };
+}
+
+// Warm-up: both paths, until V8 has optimised the loop (the refusals' too).
+await run(admittedNames, 1_000_000);
+await run(refusedNames, 1_000_000);
+await run(admittedNames, 1_000_000);
+const unitsBefore = recorder.admittedUnits;
+const admittedPhase = await scavengesDuring(() => run(admittedNames, PHASE_CALLS));
+await governor.flush();
+const recordedAdmitted = recorder.admittedUnits - unitsBefore;
+await run(refusedNames, 1_000_000);
+const shedBefore = recorder.shedUnits;
+const refusedPhase = await scavengesDuring(() => run(refusedNames, PHASE_CALLS));
+await governor.flush();
+const recordedShed = recorder.shedUnits - shedBefore;
+observer.disconnect();
+await governor.close();
+console.log(JSON.stringify({ calls: PHASE_CALLS, admittedPhase, recordedAdmitted, refusedPhase, recordedShed }));
