@@ -1,13 +1,13 @@
 // The ledger's Merkle tree on PGlite and PostgreSQL: kept as events are appended, proofs that verify, signed
 // checkpoints, an export verified offline, and tampering as a superuser would do it (the append-only trigger
 // out of the way) caught and named by verify.
-import { execFile } from 'node:child_process';
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
+import { runCli } from '../../support/spawnTs.ts';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
 import { waitFor } from '../../support/waitFor.ts';
 import type { Db } from '../../../src/db/db.ts';
@@ -49,15 +49,8 @@ import {
 } from '../../../src/ledger/verifiable/index.ts';
 
 const ORIGIN = 'governance.test/ledger';
-const CLI = path.resolve(import.meta.dirname, '../../../src/cli.ts');
 
-function governance(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { timeout: 120_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? ((error as { code?: number }).code ?? -1) : 0, stdout, stderr });
-    });
-  });
-}
+const governance = (args: string[]) => runCli(args);
 
 /** Appends `count` events over three streams, in several transactions (appendSampleEvents). */
 async function appendSome(db: Db, count: number): Promise<void> {
