@@ -95,14 +95,35 @@ async function loadWithAutocannon(load: HttpLoad): Promise<LoadResult> {
 /** One wrk thread (one core); wrk takes whole seconds. */
 async function loadWithWrk(load: HttpLoad): Promise<LoadResult> {
   // The body and headers as Lua strings: JSON strings of ASCII text are Lua strings.
+  const { result } = await runWrk(load, [
+    `wrk.method = ${JSON.stringify(load.method ?? 'POST')}`,
+    ...(load.body !== undefined ? [`wrk.body = ${JSON.stringify(load.body)}`] : []),
+    ...Object.entries(load.headers).map(([name, value]) => `wrk.headers[${JSON.stringify(name)}] = ${JSON.stringify(value)}`),
+  ]);
+  return result;
+}
+
+/** What a wrk run is given: its target, its connections and seconds, and where its script goes. */
+interface WrkRun {
+  url: string;
+  connections: number;
+  seconds: number;
+  script: string;
+  /** Pin wrk to this core with taskset (pinToCore), when there is one to pin to. */
+  core?: number;
+}
+
+/**
+ * Runs wrk (one thread, whole seconds, a 10 s timeout) with `lua` as its script, followed by what every run
+ * counts: answers by exact status, summed over the threads in done() (wrk itself tells a 2xx from the rest
+ * only; a thread's globals are read with thread:get), and the globals `late` and `max_late` where the script
+ * keeps them (a paced load), printed as one line of JSON. wrk's CPU time is counted once it has exited.
+ */
+async function runWrk(run: WrkRun, lua: readonly string[]): Promise<{ result: LoadResult; late: number; maxLateMs: number; pinned: boolean }> {
   writeFileSync(
-    load.script,
+    run.script,
     [
-      `wrk.method = ${JSON.stringify(load.method ?? 'POST')}`,
-      ...(load.body !== undefined ? [`wrk.body = ${JSON.stringify(load.body)}`] : []),
-      ...Object.entries(load.headers).map(([name, value]) => `wrk.headers[${JSON.stringify(name)}] = ${JSON.stringify(value)}`),
-      // wrk itself tells a 2xx from the rest only: each thread counts answers by exact status, and done() adds
-      // the threads' counts up (a thread's globals are read with thread:get).
+      ...lua,
       'counts = {}',
       'function response(status) counts[status] = (counts[status] or 0) + 1 end',
       'local threads = {}',
@@ -110,17 +131,29 @@ async function loadWithWrk(load: HttpLoad): Promise<LoadResult> {
       'function done(summary, latency)',
       '  local e = summary.errors',
       '  local total = {}',
-      '  for _, thread in ipairs(threads) do for status, n in pairs(thread:get("counts")) do total[status] = (total[status] or 0) + n end end',
+      '  local all_late, all_max = 0, 0',
+      '  for _, thread in ipairs(threads) do',
+      '    for status, n in pairs(thread:get("counts")) do total[status] = (total[status] or 0) + n end',
+      '    all_late = all_late + (thread:get("late") or 0)',
+      '    all_max = math.max(all_max, thread:get("max_late") or 0)',
+      '  end',
       '  local parts = {}',
       '  for status, n in pairs(total) do table.insert(parts, string.format(\'"%d":%d\', status, n)) end',
-      '  io.write(string.format(\'{"requests":%d,"durationUs":%d,"errors":%d,"p50Us":%d,"p99Us":%d,"statuses":{%s}}\\n\', summary.requests, summary.duration, e.connect + e.read + e.write + e.timeout, latency:percentile(50), latency:percentile(99), table.concat(parts, ",")))',
+      '  io.write(string.format(\'{"requests":%d,"durationUs":%d,"errors":%d,"p50Us":%d,"p99Us":%d,"late":%d,"maxLateMs":%d,"statuses":{%s}}\\n\', summary.requests, summary.duration, e.connect + e.read + e.write + e.timeout, latency:percentile(50), latency:percentile(99), all_late, all_max, table.concat(parts, ",")))',
       'end',
     ].join('\n'),
   );
   // A 10 s timeout, not wrk's 2 s: on a loaded host a slow answer is an answer to count, not one to drop.
-  const args = ['-t1', `-c${load.connections}`, `-d${Math.max(1, Math.round(load.seconds))}s`, '--timeout', '10s', '-s', load.script, load.url];
+  const args = ['-t1', `-c${run.connections}`, `-d${Math.max(1, Math.round(run.seconds))}s`, '--timeout', '10s', '-s', run.script, run.url];
   const cpuBefore = exitedChildrenCpuMicros();
-  const { stdout } = await promisify(execFile)('wrk', args);
+  const child = execFile('wrk', args, { maxBuffer: 16 * 1024 * 1024 });
+  const pinned = run.core !== undefined && child.pid !== undefined && pinToCore(child.pid, run.core);
+  const stdout = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`wrk exited with ${code}: ${out.slice(-500)}`))));
+  });
   const generatorCpuMicros = exitedChildrenCpuMicros() - cpuBefore;
   const summary = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
     requests: number;
@@ -128,16 +161,23 @@ async function loadWithWrk(load: HttpLoad): Promise<LoadResult> {
     errors: number;
     p50Us: number;
     p99Us: number;
+    late: number;
+    maxLateMs: number;
     statuses: Record<string, number>;
   };
   return {
-    requests: summary.requests,
-    requestsPerSecond: summary.requests / (summary.durationUs / 1e6),
-    errors: summary.errors,
-    statuses: summary.statuses,
-    generatorCpuMicros,
-    p50Ms: summary.p50Us / 1000,
-    p99Ms: summary.p99Us / 1000,
+    result: {
+      requests: summary.requests,
+      requestsPerSecond: summary.requests / (summary.durationUs / 1e6),
+      errors: summary.errors,
+      statuses: summary.statuses,
+      generatorCpuMicros,
+      p50Ms: summary.p50Us / 1000,
+      p99Ms: summary.p99Us / 1000,
+    },
+    late: summary.late,
+    maxLateMs: summary.maxLateMs,
+    pinned,
   };
 }
 
@@ -192,99 +232,47 @@ export async function pacedHttpLoad(load: PacedHttpLoad): Promise<PacedLoadResul
       .map(({ method, path, headers, body }) => [method, path, body ?? '', ...Object.entries(headers).flat()].join('\t'))
       .join('\n') + '\n',
   );
-  writeFileSync(
-    load.script,
-    [
-      'local ffi = require("ffi")',
-      'ffi.cdef[[ typedef struct { long tv_sec; long tv_nsec; } paced_timespec; int clock_gettime(int, paced_timespec *); ]]',
-      'local now_ts = ffi.new("paced_timespec")',
-      'local function now_ms() ffi.C.clock_gettime(0, now_ts); return tonumber(now_ts.tv_sec) * 1000 + tonumber(now_ts.tv_nsec) / 1e6 end',
-      'local requests = {}',
-      'local due = 0',
-      'local sent = 0',
-      'local first_second = 0',
-      'late = 0',
-      'max_late = 0',
-      'counts = {}',
-      'function init(args)',
-      `  for line in io.lines(${JSON.stringify(requestsFile)}) do`,
-      '    local fields = {}',
-      '    for field in string.gmatch(line, "([^\t]*)\t?") do table.insert(fields, field) end',
-      '    local headers = {}',
-      '    for i = 4, #fields - 1, 2 do if fields[i] ~= "" then headers[fields[i]] = fields[i + 1] end end',
-      '    local body = fields[3] ~= "" and fields[3] or nil',
-      '    table.insert(requests, wrk.format(fields[1], fields[2], headers, body))',
-      '  end',
-      '  first_second = math.floor(now_ms() / 1000) + 1',
-      'end',
-      `local spread = ${Number(load.spreadMs)}`,
-      `local offset = ${Number(load.offsetMs)}`,
-      'function delay()',
-      '  local n = #requests',
-      '  local k = due',
-      '  due = due + 1',
-      '  local at = (first_second + math.floor(k / n)) * 1000 + offset + (k % n) * spread / n',
-      '  local wait = at - now_ms()',
-      '  if wait < -1000 then late = late + 1 end',
-      '  if -wait > max_late then max_late = -wait end',
-      '  return wait > 0 and math.floor(wait) or 0',
-      'end',
-      'function request()',
-      '  local r = requests[(sent % #requests) + 1]',
-      '  sent = sent + 1',
-      '  return r',
-      'end',
-      'function response(status) counts[status] = (counts[status] or 0) + 1 end',
-      'local threads = {}',
-      'function setup(thread) table.insert(threads, thread) end',
-      'function done(summary, latency)',
-      '  local e = summary.errors',
-      '  local total = {}',
-      '  local all_late, all_max = 0, 0',
-      '  for _, thread in ipairs(threads) do',
-      '    for status, n in pairs(thread:get("counts")) do total[status] = (total[status] or 0) + n end',
-      '    all_late = all_late + thread:get("late")',
-      '    all_max = math.max(all_max, thread:get("max_late"))',
-      '  end',
-      '  local parts = {}',
-      '  for status, n in pairs(total) do table.insert(parts, string.format(\'"%d":%d\', status, n)) end',
-      '  io.write(string.format(\'{"requests":%d,"durationUs":%d,"errors":%d,"p50Us":%d,"p99Us":%d,"late":%d,"maxLateMs":%d,"statuses":{%s}}\\n\', summary.requests, summary.duration, e.connect + e.read + e.write + e.timeout, latency:percentile(50), latency:percentile(99), all_late, all_max, table.concat(parts, ",")))',
-      'end',
-    ].join('\n'),
-  );
-  const args = ['-t1', `-c${load.connections}`, `-d${Math.max(1, Math.round(load.seconds))}s`, '--timeout', '10s', '-s', load.script, load.url];
-  const cpuBefore = exitedChildrenCpuMicros();
-  const child = execFile('wrk', args, { maxBuffer: 16 * 1024 * 1024 });
-  const pinned = load.core !== undefined && child.pid !== undefined && pinToCore(child.pid, load.core);
-  const stdout = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`wrk exited with ${code}: ${out.slice(-500)}`))));
-  });
-  const generatorCpuMicros = exitedChildrenCpuMicros() - cpuBefore;
-  const summary = JSON.parse(stdout.trim().split('\n').at(-1)!) as {
-    requests: number;
-    durationUs: number;
-    errors: number;
-    p50Us: number;
-    p99Us: number;
-    late: number;
-    maxLateMs: number;
-    statuses: Record<string, number>;
-  };
-  return {
-    requests: summary.requests,
-    requestsPerSecond: summary.requests / (summary.durationUs / 1e6),
-    errors: summary.errors,
-    statuses: summary.statuses,
-    generatorCpuMicros,
-    p50Ms: summary.p50Us / 1000,
-    p99Ms: summary.p99Us / 1000,
-    late: summary.late,
-    maxLateMs: summary.maxLateMs,
-    pinned,
-  };
+  const { result, late, maxLateMs, pinned } = await runWrk(load, [
+    'local ffi = require("ffi")',
+    'ffi.cdef[[ typedef struct { long tv_sec; long tv_nsec; } paced_timespec; int clock_gettime(int, paced_timespec *); ]]',
+    'local now_ts = ffi.new("paced_timespec")',
+    'local function now_ms() ffi.C.clock_gettime(0, now_ts); return tonumber(now_ts.tv_sec) * 1000 + tonumber(now_ts.tv_nsec) / 1e6 end',
+    'local requests = {}',
+    'local due = 0',
+    'local sent = 0',
+    'local first_second = 0',
+    'late = 0',
+    'max_late = 0',
+    'function init(args)',
+    `  for line in io.lines(${JSON.stringify(requestsFile)}) do`,
+    '    local fields = {}',
+    '    for field in string.gmatch(line, "([^\t]*)\t?") do table.insert(fields, field) end',
+    '    local headers = {}',
+    '    for i = 4, #fields - 1, 2 do if fields[i] ~= "" then headers[fields[i]] = fields[i + 1] end end',
+    '    local body = fields[3] ~= "" and fields[3] or nil',
+    '    table.insert(requests, wrk.format(fields[1], fields[2], headers, body))',
+    '  end',
+    '  first_second = math.floor(now_ms() / 1000) + 1',
+    'end',
+    `local spread = ${Number(load.spreadMs)}`,
+    `local offset = ${Number(load.offsetMs)}`,
+    'function delay()',
+    '  local n = #requests',
+    '  local k = due',
+    '  due = due + 1',
+    '  local at = (first_second + math.floor(k / n)) * 1000 + offset + (k % n) * spread / n',
+    '  local wait = at - now_ms()',
+    '  if wait < -1000 then late = late + 1 end',
+    '  if -wait > max_late then max_late = -wait end',
+    '  return wait > 0 and math.floor(wait) or 0',
+    'end',
+    'function request()',
+    '  local r = requests[(sent % #requests) + 1]',
+    '  sent = sent + 1',
+    '  return r',
+    'end',
+  ]);
+  return { ...result, late, maxLateMs, pinned };
 }
 
 /** A gRPC message as it travels in an HTTP/2 DATA frame: not compressed, its length (4 bytes, big-endian), its bytes. */

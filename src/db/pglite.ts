@@ -17,9 +17,12 @@ export async function openPglite(dataDir?: string): Promise<Db> {
   return db;
 }
 
-/** PGlite as this service reads its values: int8 and xid8 as bigint. */
-export function createPglite(dataDir?: string): Promise<PGlite> {
-  return PGlite.create(dataDir, { parsers: { [INT8_OID]: parseBigint, [XID8_OID]: parseBigint } });
+/**
+ * PGlite as this service reads its values: int8 and xid8 as bigint. `loadDataDir`: a database PGlite's
+ * dumpDataDir wrote, started from instead of running initdb (into memory when `dataDir` is undefined).
+ */
+export function createPglite(dataDir?: string, loadDataDir?: Blob): Promise<PGlite> {
+  return PGlite.create(dataDir, { parsers: { [INT8_OID]: parseBigint, [XID8_OID]: parseBigint }, ...(loadDataDir ? { loadDataDir } : {}) });
 }
 
 /** An open PGlite as the service's Db. */

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { gunzip } from 'node:zlib';
 import type { Db } from './db.ts';
+import { migrate } from './migrate.ts';
 import { packagePath } from '../packageRoot.ts';
 
 export const PGLITE_SEED_FILE = packagePath('dist', 'pglite-seed.tar.gz');
@@ -73,6 +74,23 @@ export async function plantPgliteSeed(dataDir: string): Promise<void> {
 export const SEED_LEDGER_IDENTITY = '00000000-0000-0000-0000-000000000000';
 
 /**
+ * A seed made from a fresh database `db` (a PGlite, whose dumpDataDir is `dump`): the migrations applied, the
+ * ledger identity SEED_LEDGER_IDENTITY, and everything in the table files, so a database from it has no WAL to
+ * replay. Resolves to the seed and the migrations applied.
+ */
+export async function makeSeed(db: Db, dump: () => Promise<Blob>): Promise<{ seed: Blob; applied: string[] }> {
+  const applied = await migrate(db);
+  await db.query('UPDATE gl_ledger_identity SET id = $1', [SEED_LEDGER_IDENTITY]);
+  await db.exec('CHECKPOINT');
+  return { seed: await dump(), applied };
+}
+
+/** A database made from a seed gets a ledger identity of its own. */
+export async function nameLedgerFromSeed(db: Db): Promise<void> {
+  await db.query('UPDATE gl_ledger_identity SET id = gen_random_uuid() WHERE id = $1', [SEED_LEDGER_IDENTITY]);
+}
+
+/**
  * The seed's migrations ran once, at the build: a database planted from it gets a ledger identity of its own
  * here, when it is first opened (or the next time, when a start stopped before). Nothing refers to the identity
  * before that.
@@ -80,7 +98,7 @@ export const SEED_LEDGER_IDENTITY = '00000000-0000-0000-0000-000000000000';
 export async function nameSeededLedger(db: Db, dataDir: string): Promise<void> {
   const mark = path.join(dataDir, UNNAMED_MARK);
   if (!existsSync(mark)) return;
-  await db.query('UPDATE gl_ledger_identity SET id = gen_random_uuid() WHERE id = $1', [SEED_LEDGER_IDENTITY]);
+  await nameLedgerFromSeed(db);
   rmSync(mark);
 }
 

@@ -1,30 +1,20 @@
 // The CLI as a user runs it (its sources in a child process, so a stale dist/ cannot stand in for them): every command answers --help, and every
 // failure, from a bad flag to a data directory the running service holds, is one line on stderr with exit 2.
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli, type CliRun } from '../support/spawnTs.ts';
 import { clearedSettings } from '../support/cleanEnvironment.ts';
 import { startServiceIn, type RunningService } from '../support/serviceModes.ts';
 
-const CLI = path.resolve(import.meta.dirname, '../../src/cli.ts');
 /** A secret the service under test does not use, as a shell might export one. */
 const OTHER_SECRET = 'a-secret-exported-in-the-shell-0123456789abcdef';
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+type Run = CliRun;
 
-function governance(args: string[], env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { env: { ...process.env, DATABASE_URL: '', EVENTSTORE_URL: '', ...env }, timeout: 150_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? ((error as { code?: number }).code ?? -1) : 0, stdout, stderr });
-    });
-  });
-}
+/** The CLI on embedded storage unless `env` names a database. */
+const governance = (args: string[], env: Record<string, string>): Promise<Run> => runCli(args, { DATABASE_URL: '', EVENTSTORE_URL: '', ...env });
 
 function expectOneLineFailure(run: Run, pattern: RegExp): void {
   expect(run.code, run.stderr).toBe(2);

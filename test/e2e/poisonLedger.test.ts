@@ -7,12 +7,12 @@
 // - a summary spanning 56 years: two MQTT messages with `sent-at` 1 (ms) and now - 10 s merged into one;
 // - a summary spanning 30 days (`sent-at` 30 days ago);
 // - a `POST /v1/leases` summary of `"seconds": 1000000000000`.
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../support/spawnTs.ts';
 import { readSettings } from '../../src/config.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openDb } from '../../src/db/open.ts';
@@ -28,7 +28,6 @@ import { serviceModes, type ServiceMode } from '../support/serviceModes.ts';
 import { waitFor } from '../support/waitFor.ts';
 
 const READY_WITHIN_MS = 10_000;
-const CLI = path.resolve(import.meta.dirname, '../../src/cli.ts');
 
 interface Started {
   service: Service;
@@ -66,13 +65,8 @@ async function startAndAwaitReady(env: Record<string, string>): Promise<Started>
   return { service, baseUrl, readyAfterMs: performance.now() - startedAt, listeningAfterMs, stop };
 }
 
-function cli(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { env: { ...process.env, DATABASE_URL: '', EVENTSTORE_URL: '', ...env }, timeout: 150_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? ((error as { code?: number }).code ?? -1) : 0, stdout, stderr });
-    });
-  });
-}
+/** The CLI on embedded storage unless `env` names a database. */
+const cli = (args: string[], env: Record<string, string>) => runCli(args, { DATABASE_URL: '', EVENTSTORE_URL: '', ...env });
 
 const suite = (mode: ServiceMode) => {
   let dataDir: string;

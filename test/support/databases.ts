@@ -1,13 +1,14 @@
 // Every integration suite runs once per storage target: PGlite always, PostgreSQL when DATABASE_URL is set.
-// Each test database is isolated: a fresh in-memory PGlite, or a fresh schema on the real server.
+// Each test database is isolated: a fresh in-memory PGlite (from a seed, pgliteSeeds.ts), or a fresh schema on
+// the real server.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe } from 'vitest';
 import type { Db } from '../../src/db/db.ts';
-import { openPglite } from '../../src/db/pglite.ts';
 import { openPostgres, quoteIdent } from '../../src/db/postgres.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import type { EventStore } from '../../src/ledger/eventStore.ts';
 import { createPostgresEventStore } from '../../src/ledger/postgres/postgresEventStore.ts';
+import { openTestPglite } from './pgliteSeeds.ts';
 
 export interface StorageTarget {
   name: 'pglite' | 'postgres';
@@ -29,8 +30,7 @@ export const databaseUrl = process.env.DATABASE_URL;
 const pgliteTarget: StorageTarget = {
   name: 'pglite',
   async open(options) {
-    const db = await openPglite();
-    if (options?.migrate !== false) await migrate(db);
+    const db = await openTestPglite({ migrate: options?.migrate !== false });
     return { db, dispose: () => db.close() };
   },
 };

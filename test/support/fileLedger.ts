@@ -56,6 +56,17 @@ export function warnWithoutEventStore(suite: string): void {
   if (!eventStoreLedger) console.warn(`EVENTSTORE_URL is not set: the ${suite} on EventStoreDB is skipped (it runs above on the PostgreSQL ledger).`);
 }
 
+/**
+ * Registers `suite` as "<name> on <ledger>" on every ledger: the PostgreSQL ledger on each storage target
+ * (describeOnEachPostgresLedger), and EventStoreDB, skipped with a warning without EVENTSTORE_URL (registered
+ * all the same, so that the closing line counts its tests as skipped).
+ */
+export function describeOnEveryLedger(name: string, suite: (target: LedgerTarget) => void): void {
+  describeOnEachPostgresLedger(`${name} on $name`, suite);
+  warnWithoutEventStore(name);
+  describe.skipIf(!eventStoreLedger)(`${name} on eventstoredb`, () => suite(eventStoreSuiteTarget));
+}
+
 export interface FileLedger {
   readonly testDb: TestDb;
   readonly db: Db;

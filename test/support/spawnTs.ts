@@ -1,7 +1,7 @@
 // A TypeScript entry point of this repository run as a child process (node --import tsx, from the repository's
 // root), for e2e suites that need a real process to kill or restart: its output is kept for failure messages.
-// The service itself is started so by serveTs.
-import { spawn, type ChildProcess } from 'node:child_process';
+// The service itself is started so by serveTs; the governance CLI is run to its end by runCli.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { freePort } from './privateServers.ts';
 import { waitFor } from './waitFor.ts';
@@ -24,6 +24,28 @@ export function spawnTs(args: string[], env: Record<string, string>, stdin: 'pip
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return { child, output: () => output, exited };
+}
+
+/** What a CLI run ended with: its exit code (-1 when it could not start, or was ended at its timeout) and its output. */
+export interface CliRun {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * The governance CLI from its sources (src/cli.ts, so a stale dist/ cannot stand in for them) with `args`, and
+ * `env` over this process's environment, run to its end; one still running after 150 s is ended.
+ */
+export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliRun> {
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', path.join(ROOT, 'src/cli.ts'), ...args],
+      { env: { ...process.env, ...env }, timeout: 150_000, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? -1) : 0, stdout, stderr }),
+    );
+  });
 }
 
 /**

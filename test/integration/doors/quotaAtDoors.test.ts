@@ -9,12 +9,8 @@ import { randomBytes } from 'node:crypto';
 import mqtt from 'mqtt';
 import { pino } from 'pino';
 import sparkplug from 'sparkplug-payload';
-import { readSettings } from '../../../src/config.ts';
-import { findIngestCredential, registerIngestCredential } from '../../../src/auth/ingestKeys.ts';
-import { startLwm2mDoor, type Lwm2mDoor } from '../../../src/doors/lwm2m/startLwm2mDoor.ts';
+import type { Lwm2mDoor } from '../../../src/doors/lwm2m/startLwm2mDoor.ts';
 import { startMqttConsumer, type MqttConsumer } from '../../../src/doors/pipeline/brokerConsumer.ts';
-import { cachedCredentialLookup } from '../../../src/doors/pipeline/credentialCache.ts';
-import { createEdgeLimit } from '../../../src/doors/pipeline/edgeLimit.ts';
 import { createSparkplugHandler } from '../../../src/doors/sparkplug/sparkplugDoor.ts';
 import { sparkplugSubscriptions } from '../../../src/doors/sparkplug/topics.ts';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -28,8 +24,8 @@ import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
 import { admissionSummaryReader } from '../../../src/ledger/catalog/summaryRefs.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
-import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
-import { postgresOnly, storageTargets, type TestDb } from '../../support/databases.ts';
+import { postgresOnly, storageTargets } from '../../support/databases.ts';
+import { useFileLedger } from '../../support/fileLedger.ts';
 import { mosquittoReachable, mqttUrl, uniqueNames } from '../../support/mosquitto.ts';
 import { RlsClient } from '../../support/rlsClient.ts';
 import { waitFor } from '../../support/waitFor.ts';
@@ -37,10 +33,14 @@ import { CollectingRecorder, MemoryLimitSource } from '../../unit/governance/mem
 import { TableLimitSource } from './http/frontDoorHarness.ts';
 import { knowCeilings, startDoor, type DoorUnderTest } from './mqtt/mqttHarness.ts';
 import { runClient } from './lwm2m/coapClient.ts';
+import { registeredKey, startTestLwm2mDoor } from './lwm2m/lwm2mHarness.ts';
 
 const brokerReachable = await mosquittoReachable('the MQTT part of the quota-at-the-doors suite');
 
 const DAY_MS = 86_400_000;
+// One database and ledger for the file (PostgreSQL when there is one): the MQTT, Sparkplug B and LwM2M doors'
+// suites each keep to a tenant of their own and sum only its summaries.
+const ledger = useFileLedger(postgresOnly ?? storageTargets[0]!);
 const closers: (() => Promise<unknown> | unknown)[] = [];
 afterEach(async () => {
   for (const close of closers.splice(0).reverse()) await close();
@@ -164,20 +164,16 @@ describe('Envoy RLS', () => {
 
 describe.skipIf(!brokerReachable)('the MQTT live door', () => {
   const names = uniqueNames('quota');
-  let testDb: TestDb;
-  let store: EventStore;
   let sink: CountingSink;
   let door: DoorUnderTest;
   let publisher: mqtt.MqttClient;
 
   beforeAll(async () => {
-    testDb = await (postgresOnly ?? storageTargets[0]!).open();
-    store = createPostgresEventStore(testDb.db);
     sink = createCountingSink();
     const limits = new TableLimitSource().tenant('metered', {
       INGEST: { override: { ratePerSecond: 1000, burst: 1000, quota: { period: 'DAY', limit: 5, timeZone: 'UTC' } } },
     });
-    door = await startDoor({ ...names, limits, sink, ledger: createLedgerRecorder(store) });
+    door = await startDoor({ ...names, limits, sink, ledger: createLedgerRecorder(ledger.store) });
     publisher = await mqtt.connectAsync(mqttUrl, { clientId: `${names.clientId}-pub`, protocolVersion: 5, reconnectPeriod: 0 });
   }, 60_000);
 
@@ -185,8 +181,6 @@ describe.skipIf(!brokerReachable)('the MQTT live door', () => {
     await publisher?.endAsync();
     await door?.close();
     await sink?.close();
-    await store?.close();
-    await testDb?.dispose();
   });
 
   it('past a daily quota of 5 readings, the over-quota readings are rejected (for the quota) in the ledger, not shed', async () => {
@@ -204,7 +198,7 @@ describe.skipIf(!brokerReachable)('the MQTT live door', () => {
     expect(door.recorder.sum('metered', 'LIVE', 'rejectedMessages')).toBe(2);
     expect(door.recorder.sum('metered', 'LIVE', 'shedUnits')).toBe(0);
 
-    const totals = await ledgerTotals(store, 'metered', 'LIVE', 8);
+    const totals = await ledgerTotals(ledger.store, 'metered', 'LIVE', 8);
     expect(totals).toEqual({ admittedUnits: 4, rejectedUnits: 4, quotaRejectedUnits: 4, shedUnits: 0 });
     expect(door.dropped.size).toBe(0);
   });
@@ -213,19 +207,15 @@ describe.skipIf(!brokerReachable)('the MQTT live door', () => {
 describe.skipIf(!brokerReachable)('the Sparkplug B door', () => {
   const codec = sparkplug.get('spBv1.0')!;
   const group = `gl-quota-${randomBytes(4).toString('hex')}`;
-  let testDb: TestDb;
-  let store: EventStore;
   let sink: CountingSink;
   let governor: Governor;
   let consumer: MqttConsumer;
   let publisher: mqtt.MqttClient;
 
   beforeAll(async () => {
-    testDb = await (postgresOnly ?? storageTargets[0]!).open();
-    store = createPostgresEventStore(testDb.db);
     sink = createCountingSink();
     const limits = new TableLimitSource().tenant('plant', QUOTA_OF_FIVE);
-    governor = new Governor({ limitSource: limits, recorder: createLedgerRecorder(store) });
+    governor = new Governor({ limitSource: limits, recorder: createLedgerRecorder(ledger.store) });
     await knowCeilings(governor, ['plant']);
     consumer = startMqttConsumer({
       url: mqttUrl,
@@ -244,8 +234,6 @@ describe.skipIf(!brokerReachable)('the Sparkplug B door', () => {
     await consumer?.close();
     await governor?.close();
     await sink?.close();
-    await store?.close();
-    await testDb?.dispose();
   });
 
   it('past a daily quota of 5 readings, the over-quota metrics are rejected (for the quota) in the ledger, not shed', async () => {
@@ -255,49 +243,29 @@ describe.skipIf(!brokerReachable)('the Sparkplug B door', () => {
     await waitFor(() => consumer.stats().acknowledged === 4, { timeoutMs: 20_000, description: 'every message acknowledged' });
     expect(sink.unitsByTenant.get('plant')).toBe(4);
     await governor.flush();
-    const totals = await ledgerTotals(store, 'plant', 'SPARKPLUG', 8);
+    const totals = await ledgerTotals(ledger.store, 'plant', 'SPARKPLUG', 8);
     expect(totals).toEqual({ admittedUnits: 4, rejectedUnits: 4, quotaRejectedUnits: 4, shedUnits: 0 });
   });
 });
 
 describe('the LwM2M door', () => {
-  let testDb: TestDb;
-  let store: EventStore;
   let sink: CountingSink;
   let governor: Governor;
   let door: Lwm2mDoor;
   let key: string;
 
   beforeAll(async () => {
-    testDb = await (postgresOnly ?? storageTargets[0]!).open();
-    store = createPostgresEventStore(testDb.db);
     sink = createCountingSink();
-    const registered = await registerIngestCredential(testDb.db, { tenantId: 'utility', kind: 'device', subject: 'meter-1' });
-    if (registered.status !== 'registered') throw new Error(registered.message);
-    key = registered.key;
-    governor = new Governor({ limitSource: new TableLimitSource().tenant('utility', QUOTA_OF_FIVE), recorder: createLedgerRecorder(store) });
+    key = await registeredKey(ledger.db, 'utility', 'meter-1');
+    governor = new Governor({ limitSource: new TableLimitSource().tenant('utility', QUOTA_OF_FIVE), recorder: createLedgerRecorder(ledger.store) });
     await knowCeilings(governor, ['utility']);
-    door = await startLwm2mDoor({
-      port: 0,
-      host: '127.0.0.1',
-      parts: {
-        governor,
-        sink,
-        edgeLimit: createEdgeLimit({ ratePerSecond: 1000 }),
-        findCredential: cachedCredentialLookup((each) => findIngestCredential(testDb.db, each)),
-      },
-      logger: pino({ level: 'silent' }),
-      maxPayloadBytes: 64 * 1024,
-      uploadLimits: readSettings({}).lwm2mUploads,
-    });
+    door = await startTestLwm2mDoor(ledger.db, governor, sink);
   }, 180_000);
 
   afterAll(async () => {
     await door?.close();
     await governor?.close();
     await sink?.close();
-    await store?.close();
-    await testDb?.dispose();
   });
 
   it('past a daily quota of 5 readings, answers 4.29 with Max-Age to midnight and records them rejected for the quota', async () => {
@@ -313,7 +281,7 @@ describe('the LwM2M door', () => {
     }
     expect(sink.unitsByTenant.get('utility')).toBe(4);
     await governor.flush();
-    const totals = await ledgerTotals(store, 'utility', 'LWM2M', 8);
+    const totals = await ledgerTotals(ledger.store, 'utility', 'LWM2M', 8);
     expect(totals).toEqual({ admittedUnits: 4, rejectedUnits: 4, quotaRejectedUnits: 4, shedUnits: 0 });
   });
 });

@@ -8,8 +8,7 @@ import { EventStoreDBClient, UnavailableError } from '@eventstore/db-client';
 import { readSettings } from '../../../src/config.ts';
 import { startService } from '../../../src/service.ts';
 import { waitFor } from '../../support/waitFor.ts';
-import { migrate } from '../../../src/db/migrate.ts';
-import { openPglite } from '../../../src/db/pglite.ts';
+import { openTestPglite } from '../../support/pgliteSeeds.ts';
 import { createEventStoreDbEventStore } from '../../../src/ledger/eventstoredb/index.ts';
 import {
   exportLedger,
@@ -51,9 +50,8 @@ describe.skipIf(!eventStoreUrl)('the verifiable ledger on EventStoreDB (needs EV
   it('keeps the tree of $all beside the read models, proves what was appended, and shows a deleted stream as missing leaves', { timeout: 300_000 }, async () => {
     const store = createEventStoreDbEventStore(eventStoreUrl!);
     const admin = EventStoreDBClient.connectionString(eventStoreUrl!);
-    const db = await openPglite();
+    const db = await openTestPglite({ migrate: true });
     try {
-      await migrate(db);
       const stream = `verifiable-${randomUUID()}`;
       const appended = await store.append(stream, [0, 1, 2].map((n) => ({ type: 'LimitSet', data: { n, limit: 1.5 }, metadata: { actor: 'auditor-test' } })));
       const tree = startMerkleTree(db, { ledger: store, paceMs: 0 });

@@ -12,8 +12,8 @@ import { Readable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { StreamDeletedError, StreamNotFoundError } from '@eventstore/db-client';
 import type { Db } from '../../../src/db/db.ts';
-import { migrate } from '../../../src/db/migrate.ts';
-import { openPglite } from '../../../src/db/pglite.ts';
+import { openTestPglite } from '../../support/pgliteSeeds.ts';
+import { ndjson } from '../../support/merkleLedger.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { createEventStoreDbEventStore, type EsdbClient } from '../../../src/ledger/eventstoredb/index.ts';
 import {
@@ -37,7 +37,6 @@ import {
   verifyExport,
   verifyInclusion,
   verifyStoredLedger,
-  type ExportLine,
   type SignerKey,
 } from '../../../src/ledger/verifiable/index.ts';
 
@@ -180,18 +179,12 @@ function readFailing(error: Error) {
 
 const ORIGIN = 'governance.test/esdb-ledger';
 
-async function* ndjson(header: unknown, lines: AsyncIterable<ExportLine>): AsyncIterable<string> {
-  yield JSON.stringify(header);
-  for await (const line of lines) yield JSON.stringify(line);
-}
-
 describe('the verifiable ledger on EventStoreDB (the adapter over a fake server, the tree in PGlite)', () => {
   // One database for the file (opening one is the slow part); each test starts from an empty tree.
   let db: Db;
   let store: EventStore | undefined;
   beforeAll(async () => {
-    db = await openPglite();
-    await migrate(db);
+    db = await openTestPglite({ migrate: true });
   });
   afterAll(async () => {
     await db?.close();

@@ -2,10 +2,10 @@
 // here by the PostgreSQL adapter on PGlite and PostgreSQL: the same follower, export and verify that run over
 // EventStoreDB, against a ledger a superuser can tamper with for real (the append-only trigger out of the way).
 // The EventStoreDB specifics (positions, deleted and truncated streams) are in esdbMerkleTree.test.ts.
-import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
-import { waitFor } from '../../support/waitFor.ts';
+import { appendSampleEvents, asSuperuser, ndjson, signedTree } from '../../support/merkleLedger.ts';
 import type { Db } from '../../../src/db/db.ts';
 import type { EventStore, RecordedEvent } from '../../../src/ledger/eventStore.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
@@ -16,9 +16,6 @@ import {
   leafEventOfRecorded,
   leafHash,
   rootOfLeaves,
-  signCheckpoint,
-  signerKey,
-  startMerkleTree,
   storedConsistencyProof,
   storedInclusionProof,
   storedRoot,
@@ -26,24 +23,10 @@ import {
   verifyExport,
   verifyInclusion,
   verifyStoredLedger,
-  type ExportLine,
   type SignerKey,
 } from '../../../src/ledger/verifiable/index.ts';
 
 const ORIGIN = 'governance.test/port-ledger';
-
-async function* ndjson(header: unknown, lines: AsyncIterable<ExportLine>): AsyncIterable<string> {
-  yield JSON.stringify(header);
-  for await (const line of lines) yield JSON.stringify(line);
-}
-
-/** What a superuser can do: the append-only trigger does not fire for the replication role. */
-async function asSuperuser(db: Db, statements: string[], params: unknown[][] = []): Promise<void> {
-  await db.transaction(async (tx) => {
-    await tx.query('SET LOCAL session_replication_role = replica');
-    for (const [i, sql] of statements.entries()) await tx.query(sql, params[i] ?? []);
-  });
-}
 
 describe.each(storageTargets)('the Merkle tree kept through the EventStore port, on the $name adapter', (target) => {
   // One database for the file (opening one is the slow part); each test starts from an empty ledger and tree,
@@ -71,26 +54,8 @@ describe.each(storageTargets)('the Merkle tree kept through the EventStore port,
   async function ledgerWithTree(count: number): Promise<{ db: Db; store: EventStore; key: SignerKey; events: RecordedEvent[] }> {
     const { db } = opened!;
     const store = portStore!;
-    const run = randomUUID().slice(0, 8);
-    for (let i = 0; i < count; i += 5) {
-      await store.append(
-        `tenant-${run}-${i % 3}`,
-        Array.from({ length: Math.min(5, count - i) }, (_, j) => ({
-          type: 'LimitSet',
-          data: { z: i + j, a: { limit: 1.5, tags: ['x', 'é'] }, big: 12345678901234, neg: -0.25 },
-          metadata: { actor: 'auditor-test', reason: `step ${i + j}` },
-        })),
-      );
-    }
-    const tree = startMerkleTree(db, { ledger: store, paceMs: 0, pollMs: 200, pageSize: 7 });
-    try {
-      // On a shared server another session's open transaction holds every reader back (the xmin rule).
-      await waitFor(async () => (await tree.catchUp()).size === count, { timeoutMs: 60_000, description: `the tree to reach ${count} leaves` });
-    } finally {
-      await tree.close();
-    }
-    const key = signerKey(ORIGIN, generateKeyPairSync('ed25519').privateKey);
-    expect(await signCheckpoint(db, key)).toBeDefined();
+    await appendSampleEvents(store, count, `tenant-${randomUUID().slice(0, 8)}`);
+    const key = await signedTree(db, count, { origin: ORIGIN, ledger: store });
     return { db, store, key, events: await store.readAll('start', 1_000) };
   }
 

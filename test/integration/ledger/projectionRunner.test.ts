@@ -1,10 +1,10 @@
 // One database and one ledger per target for the whole file (opening PGlite takes seconds); each test
 // works in its own counter scope: its own projection, tables and event types.
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, expect, it } from 'vitest';
 import { appendInTransaction } from '../../../src/ledger/postgres/appendInTransaction.ts';
 import { loadCheckpoint, loadOrCreateCheckpoint, storeCheckpoint } from '../../../src/ledger/checkpoints.ts';
 import { ProjectionSuperseded, startProjectionRunner } from '../../../src/ledger/projectionRunner.ts';
-import { eventStoreLedger, eventStoreSuiteTarget, describeOnEachPostgresLedger, useFileLedger, warnWithoutEventStore, type LedgerTarget } from '../../support/fileLedger.ts';
+import { describeOnEveryLedger, useFileLedger, type LedgerTarget } from '../../support/fileLedger.ts';
 import { waitFor } from '../../support/waitFor.ts';
 import { readWholeLedger } from '../../support/readLedger.ts';
 import {
@@ -285,9 +285,4 @@ const suite = (target: LedgerTarget) => {
   });
 };
 
-describeOnEachPostgresLedger('projection runner on $name', suite);
-warnWithoutEventStore('projection runner');
-describe.skipIf(!eventStoreLedger)('projection runner on eventstoredb', () => {
-  // Registered without a server too, so that the closing line counts these tests as skipped.
-  suite(eventStoreSuiteTarget);
-});
+describeOnEveryLedger('projection runner', suite);

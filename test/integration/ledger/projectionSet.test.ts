@@ -3,7 +3,7 @@ import type { Db } from '../../../src/db/db.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import type { Projection } from '../../../src/ledger/projection.ts';
 import { startProjections } from '../../../src/ledger/projectionSet.ts';
-import { eventStoreLedger, eventStoreSuiteTarget, describeOnEachPostgresLedger, useFileLedger, warnWithoutEventStore, type LedgerTarget } from '../../support/fileLedger.ts';
+import { describeOnEveryLedger, useFileLedger, type LedgerTarget } from '../../support/fileLedger.ts';
 import {
   appendCounterEvents,
   countApplications,
@@ -50,12 +50,7 @@ const suite = (target: LedgerTarget) => {
   });
 };
 
-describeOnEachPostgresLedger('projection set on $name', suite);
-warnWithoutEventStore('projection set');
-describe.skipIf(!eventStoreLedger)('projection set on eventstoredb', () => {
-  // Registered without a server too, so that the closing line counts these tests as skipped.
-  suite(eventStoreSuiteTarget);
-});
+describeOnEveryLedger('projection set', suite);
 
 describe('projection set', () => {
   it('refuses two projections of one name before touching storage', async () => {

@@ -1,10 +1,10 @@
-import { beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/db.ts';
 import { CheckpointOfAnotherLedger, loadCheckpoint } from '../../../src/ledger/checkpoints.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { startProjectionRunner } from '../../../src/ledger/projectionRunner.ts';
 import { rebuildProjection, type RebuildProgress } from '../../../src/ledger/rebuild.ts';
-import { eventStoreLedger, eventStoreSuiteTarget, describeOnEachPostgresLedger, useFileLedger, warnWithoutEventStore, type LedgerTarget } from '../../support/fileLedger.ts';
+import { describeOnEveryLedger, useFileLedger, type LedgerTarget } from '../../support/fileLedger.ts';
 import {
   appendCounterEvents,
   countApplications,
@@ -98,9 +98,4 @@ const suite = (target: LedgerTarget) => {
   });
 };
 
-describeOnEachPostgresLedger('projection rebuild on $name', suite);
-warnWithoutEventStore('projection rebuild');
-describe.skipIf(!eventStoreLedger)('projection rebuild on eventstoredb', () => {
-  // Registered without a server too, so that the closing line counts these tests as skipped.
-  suite(eventStoreSuiteTarget);
-});
+describeOnEveryLedger('projection rebuild', suite);

@@ -2,11 +2,11 @@
 // a gzip NDJSON file with a sha256 manifest, read back equal to what was appended, and dropped from the
 // ledger, while every other stream stays and the projections and their readiness carry on.
 import { ADMISSION_TRENDS, bucketRows } from '../../../src/metrics/index.ts';
-import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, expect, it } from 'vitest';
+import { runCli } from '../../support/spawnTs.ts';
 import { allProjections } from '../../../projections/index.ts';
 import { createControlPlane } from '../../../src/control-plane/controlPlane.ts';
 import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
@@ -29,16 +29,9 @@ import { admissionSummary } from '../../support/admissionSummaries.ts';
 import { OPERATOR, SETUP_TIMEOUT_MS } from '../../support/controlPlaneHarness.ts';
 import { describeOnEachStorage, type TestDb } from '../../support/databases.ts';
 
-const CLI = path.resolve(import.meta.dirname, '../../../src/cli.ts');
 const HOUR_MS = 3_600_000;
 
-function governance(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { timeout: 120_000, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      resolve({ code: error ? ((error as { code?: number }).code ?? -1) : 0, stdout, stderr });
-    });
-  });
-}
+const governance = (args: string[]) => runCli(args);
 
 /** What a reader sees of an event, in a form toEqual compares (the archive keeps recorded times to the microsecond, Dates hold ms). */
 const comparable = (event: RecordedEvent) => ({ ...event, recordedAt: event.recordedAt.getTime() });

@@ -1,13 +1,13 @@
 // The ledger's Merkle tree on PGlite and PostgreSQL: kept as events are appended, proofs that verify, signed
 // checkpoints, an export verified offline, and tampering as a superuser would do it (the append-only trigger
 // out of the way) caught and named by verify.
-import { execFile } from 'node:child_process';
 import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
+import { runCli } from '../../support/spawnTs.ts';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
 import { waitFor } from '../../support/waitFor.ts';
 import type { Db } from '../../../src/db/db.ts';
@@ -17,6 +17,7 @@ import { addDays, dayOf, SUMMARY_EVENT_TYPES } from '../../../src/ledger/postgre
 import { manifestPathOf, readArchive, sha256OfFile } from '../../../src/ledger/retention/archiveFile.ts';
 import { archiveSummaryDays } from '../../../src/ledger/retention/archiveSummaries.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
+import { appendSampleEvents, asSuperuser, ndjson, signedTree } from '../../support/merkleLedger.ts';
 import {
   appendTreePage,
   exportLedger,
@@ -43,42 +44,19 @@ import {
   verifyExport,
   verifyInclusion,
   verifyStoredLedger,
-  type ExportLine,
   type LeafRow,
   type SignerKey,
 } from '../../../src/ledger/verifiable/index.ts';
 
 const ORIGIN = 'governance.test/ledger';
-const CLI = path.resolve(import.meta.dirname, '../../../src/cli.ts');
 
-function governance(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { timeout: 120_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? ((error as { code?: number }).code ?? -1) : 0, stdout, stderr });
-    });
-  });
-}
+const governance = (args: string[]) => runCli(args);
 
-async function* ndjson(header: unknown, lines: AsyncIterable<ExportLine>): AsyncIterable<string> {
-  yield JSON.stringify(header);
-  for await (const line of lines) yield JSON.stringify(line);
-}
-
-/** Appends `count` events over a few streams, in several transactions, with data jsonb reorders and normalises. */
+/** Appends `count` events over three streams, in several transactions (appendSampleEvents). */
 async function appendSome(db: Db, count: number): Promise<void> {
   const store = createPostgresEventStore(db, { pollIntervalMs: 250 });
   try {
-    for (let i = 0; i < count; i += 5) {
-      await store.append(
-        `tenant-${i % 3}`,
-        Array.from({ length: Math.min(5, count - i) }, (_, j) => ({
-          id: randomUUID(),
-          type: 'LimitSet',
-          data: { z: i + j, a: { limit: 1.5, tags: ['x', 'é'] }, big: 12345678901234, neg: -0.25 },
-          metadata: { actor: 'auditor-test', reason: `step ${i + j}` },
-        })),
-      );
-    }
+    await appendSampleEvents(store, count, 'tenant');
   } finally {
     await store.close();
   }
@@ -88,13 +66,6 @@ async function eventsInOrder(db: Db): Promise<LeafRow[]> {
   return (await db.query<LeafRow>(`SELECT ${LEAF_COLUMNS} FROM gl_events g ORDER BY g.tx_id, g.global_position`)).rows;
 }
 
-/** What a superuser can do: the append-only trigger does not fire for the replication role. */
-async function asSuperuser(db: Db, statements: string[], params: unknown[][] = []): Promise<void> {
-  await db.transaction(async (tx) => {
-    await tx.query('SET LOCAL session_replication_role = replica');
-    for (const [i, sql] of statements.entries()) await tx.query(sql, params[i] ?? []);
-  });
-}
 
 describe.each(storageTargets)('the verifiable ledger on $name', (target) => {
   let opened: TestDb | undefined;
@@ -107,17 +78,7 @@ describe.each(storageTargets)('the verifiable ledger on $name', (target) => {
     opened = await target.open();
     const { db } = opened;
     await appendSome(db, count);
-    const tree = startMerkleTree(db, { paceMs: 0, pollMs: 200, pageSize: 7 });
-    try {
-      // On a shared server another session's open transaction holds every reader back (the xmin rule), so
-      // wait for the tree to reach the events rather than expect one pass to.
-      await waitFor(async () => (await tree.catchUp()).size === count, { timeoutMs: 60_000, description: `the tree to reach ${count} leaves` });
-    } finally {
-      await tree.close();
-    }
-    const key = signerKey(ORIGIN, generateKeyPairSync('ed25519').privateKey);
-    expect(await signCheckpoint(db, key)).toBeDefined();
-    return { db, key };
+    return { db, key: await signedTree(db, count, { origin: ORIGIN }) };
   }
 
   it('keeps the tree of the global order: its root, inclusion and consistency proofs verify', async () => {

@@ -1,19 +1,18 @@
 // The verifiable ledger as the service runs it: checkpoints signed while events are appended and handed to
 // GOVERNANCE_CHECKPOINT_COMMAND, none while nothing is; a verify that reports an altered ledger; and the CLI
 // (export, offline verify with only the public key, verify against the database, public-key).
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { runCli } from '../../support/spawnTs.ts';
 import { postgresOnly, storageTargets, type TestDb } from '../../support/databases.ts';
 import { waitFor } from '../../support/waitFor.ts';
 import type { Db } from '../../../src/db/db.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { parseVerifierKey, startVerifiableLedger, verifyCheckpoint, type Verdict, type VerifiableLedger } from '../../../src/ledger/verifiable/index.ts';
 
-const CLI = path.resolve(import.meta.dirname, '../../../src/cli.ts');
 
 async function append(db: Db, count: number): Promise<string[]> {
   const store = createPostgresEventStore(db, { pollIntervalMs: 250 });
@@ -85,19 +84,7 @@ describe.each(storageTargets)('the service\'s verifiable ledger on $name', (targ
   });
 });
 
-interface Run {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function governance(args: string[], env: Record<string, string>): Promise<Run> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', CLI, ...args], { env: { ...process.env, EVENTSTORE_URL: '', ...env }, timeout: 150_000 }, (error, stdout, stderr) => {
-      resolve({ code: error ? ((error as { code?: number }).code ?? -1) : 0, stdout, stderr });
-    });
-  });
-}
+const governance = (args: string[], env: Record<string, string>) => runCli(args, { EVENTSTORE_URL: '', ...env });
 
 describe.skipIf(!postgresOnly)('governance ledger export | verify | public-key', () => {
   if (!postgresOnly) console.warn('DATABASE_URL is not set: the verifiable ledger CLI suite needs PostgreSQL (the CLI and the test share the database)');

@@ -1,18 +1,14 @@
 // The LwM2M door over real UDP: a coap client in a child process registers and Sends SenML JSON and SenML
 // CBOR. A wrong key gets 4.01; past the tenant's LWM2M allowance a Send gets 4.29 with Max-Age.
 import { encode } from 'cborg';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readSettings } from '../../../../src/config.ts';
 import { Governor } from '../../../../src/governance/index.ts';
 import { createCountingSink, type CountingSink } from '../../../../src/doors/pipeline/countingSink.ts';
-import { cachedCredentialLookup } from '../../../../src/doors/pipeline/credentialCache.ts';
-import { findIngestCredential, registerIngestCredential } from '../../../../src/auth/ingestKeys.ts';
-import { createEdgeLimit } from '../../../../src/doors/pipeline/edgeLimit.ts';
-import { startLwm2mDoor, type Lwm2mDoor } from '../../../../src/doors/lwm2m/startLwm2mDoor.ts';
+import type { Lwm2mDoor } from '../../../../src/doors/lwm2m/startLwm2mDoor.ts';
 import { postgresOnly, storageTargets, type TestDb } from '../../../support/databases.ts';
 import { CollectingRecorder, TableLimitSource } from '../http/frontDoorHarness.ts';
 import { runClient } from './coapClient.ts';
+import { registeredKey, startTestLwm2mDoor } from './lwm2mHarness.ts';
 import { knowCeilings } from '../mqtt/mqttHarness.ts';
 
 describe('LwM2M door', () => {
@@ -30,25 +26,10 @@ describe('LwM2M door', () => {
 
   beforeAll(async () => {
     testDb = await (postgresOnly ?? storageTargets[0]!).open();
-    const registered = await registerIngestCredential(testDb.db, { tenantId: 'utility', kind: 'device', subject: 'meter-1' });
-    if (registered.status !== 'registered') throw new Error(registered.message);
-    key = registered.key;
+    key = await registeredKey(testDb.db, 'utility', 'meter-1');
     sink = createCountingSink();
     await knowCeilings(governor, ['utility', 'water']);
-    door = await startLwm2mDoor({
-      port: 0,
-      host: '127.0.0.1',
-      parts: {
-        governor,
-        sink,
-        edgeLimit: createEdgeLimit({ ratePerSecond: 1000 }),
-        findCredential: cachedCredentialLookup((each) => findIngestCredential(testDb.db, each)),
-      },
-      logger: pino({ level: 'silent' }),
-      maxPayloadBytes: 64 * 1024,
-      uploadLimits: readSettings({}).lwm2mUploads,
-      onDropped: (reason) => dropped.push(reason),
-    });
+    door = await startTestLwm2mDoor(testDb.db, governor, sink, (reason) => dropped.push(reason));
   }, 180_000);
 
   afterAll(async () => {
@@ -80,14 +61,13 @@ describe('LwM2M door', () => {
   });
 
   it('takes the key on the Send itself, and answers 4.15 to a Send that is not SenML and 4.00 to a broken pack', async () => {
-    const registered = await registerIngestCredential(testDb.db, { tenantId: 'water', kind: 'tenant', subject: null });
-    if (registered.status !== 'registered') throw new Error(registered.message);
-    const query = `k=${registered.key}&ep=valve-9`;
+    const tenantKey = await registeredKey(testDb.db, 'water', null);
+    const query = `k=${tenantKey}&ep=valve-9`;
     const answers = await runClient(door.port, [
       { method: 'POST', pathname: '/dp', query, contentFormat: 'application/senml+json', payload: '[{"n":"/3311/0/5850","vb":true}]' },
       { method: 'POST', pathname: '/dp', query, contentFormat: 'text/plain;charset=utf-8', payload: 'on' },
       { method: 'POST', pathname: '/dp', query, contentFormat: 'application/senml+json', payload: '[{"n":"x","v":"not a number"}]' },
-      { method: 'POST', pathname: '/dp', query: `k=${registered.key}`, contentFormat: 'application/senml+json', payload: '[]' },
+      { method: 'POST', pathname: '/dp', query: `k=${tenantKey}`, contentFormat: 'application/senml+json', payload: '[]' },
       { method: 'POST', pathname: '/nowhere' },
     ]);
     expect(answers.map((each) => each.code)).toEqual(['2.04', '4.15', '4.00', '4.01', '4.04']);

@@ -10,7 +10,7 @@ import { readSettings } from '../../../../src/config.ts';
 import { Governor } from '../../../../src/governance/index.ts';
 import { createCountingSink, type CountingSink } from '../../../../src/doors/pipeline/countingSink.ts';
 import { cachedCredentialLookup } from '../../../../src/doors/pipeline/credentialCache.ts';
-import { findIngestCredential, registerIngestCredential } from '../../../../src/auth/ingestKeys.ts';
+import { findIngestCredential } from '../../../../src/auth/ingestKeys.ts';
 import { createEdgeLimit } from '../../../../src/doors/pipeline/edgeLimit.ts';
 import { Lwm2mCoapServer } from '../../../../src/doors/lwm2m/coapServer.ts';
 import { ANSWER_CACHE_BYTES, startLwm2mDoor, type Lwm2mDoor, type Lwm2mDoorParts } from '../../../../src/doors/lwm2m/startLwm2mDoor.ts';
@@ -20,6 +20,7 @@ import { waitFor } from '../../../support/waitFor.ts';
 import { CollectingRecorder, TableLimitSource } from '../http/frontDoorHarness.ts';
 import { knowCeilings } from '../mqtt/mqttHarness.ts';
 import { runClient } from './coapClient.ts';
+import { registeredKey } from './lwm2mHarness.ts';
 
 const production = readSettings({});
 const KIB = Buffer.alloc(1024, 0x20);
@@ -37,9 +38,7 @@ describe('LwM2M door under attack (issue 34 items 6 and 10)', () => {
 
   beforeAll(async () => {
     testDb = await (postgresOnly ?? storageTargets[0]!).open();
-    const registered = await registerIngestCredential(testDb.db, { tenantId: 'grid', kind: 'device', subject: 'meter-7' });
-    if (registered.status !== 'registered') throw new Error(registered.message);
-    key = registered.key;
+    key = await registeredKey(testDb.db, 'grid', 'meter-7');
     sink = createCountingSink();
     await knowCeilings(governor, ['grid']);
     doorParts = {
