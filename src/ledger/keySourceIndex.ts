@@ -4,6 +4,7 @@
 // nothing within five minutes of a UTC midnight, so a reference and its source lie in the same day
 // partition (and the same archive file) unless the database's clock is five minutes off the Recorder's.
 import type { AdmissionSummary } from '../governance/index.ts';
+import { fitsAdmissionFields } from './catalog/admissions.ts';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
@@ -51,9 +52,7 @@ function isCount(value: unknown): boolean {
  * full: the table admissionFieldsFor would give it is not ADMISSION_FIELDS').
  */
 export function isReferable(summary: AdmissionSummary): boolean {
-  if ((summary.shadowLimitedUnits ?? 0) > 0 || (summary.shadowLimitedMessages ?? 0) > 0) return false;
-  if ((summary.quotaRejectedUnits ?? 0) > 0 || (summary.quotaRejectedMessages ?? 0) > 0) return false;
-  return hasIntegerCounts(summary);
+  return fitsAdmissionFields(summary) && hasIntegerCounts(summary);
 }
 
 export interface KeyPlace {

@@ -77,9 +77,24 @@ export const SHADOW_QUOTA_ADMISSION_FIELDS = [...SHADOW_ADMISSION_FIELDS, 'quota
 
 /** The columns a batch of summaries is written with: ADMISSION_FIELDS, plus the shadow or quota columns only when an entry carries such a count. */
 export function admissionFieldsFor(entries: readonly AdmissionSummary[]): readonly (keyof AdmissionSummary & string)[] {
-  const shadow = entries.some((entry) => (entry.shadowLimitedUnits ?? 0) > 0 || (entry.shadowLimitedMessages ?? 0) > 0);
-  const quota = entries.some((entry) => (entry.quotaRejectedUnits ?? 0) > 0 || (entry.quotaRejectedMessages ?? 0) > 0);
+  const shadow = entries.some(hasShadowCounts);
+  const quota = entries.some(hasQuotaCounts);
   return shadow ? (quota ? SHADOW_QUOTA_ADMISSION_FIELDS : SHADOW_ADMISSION_FIELDS) : quota ? QUOTA_ADMISSION_FIELDS : ADMISSION_FIELDS;
+}
+
+/** Whether the entry counts what a shadow limit would have refused (SHADOW_ADMISSION_FIELDS' columns). */
+export function hasShadowCounts(entry: AdmissionSummary): boolean {
+  return (entry.shadowLimitedUnits ?? 0) > 0 || (entry.shadowLimitedMessages ?? 0) > 0;
+}
+
+/** Whether the entry counts refusals for a quota (QUOTA_ADMISSION_FIELDS' columns). */
+export function hasQuotaCounts(entry: AdmissionSummary): boolean {
+  return (entry.quotaRejectedUnits ?? 0) > 0 || (entry.quotaRejectedMessages ?? 0) > 0;
+}
+
+/** Whether ADMISSION_FIELDS carry all the entry counts (admissionFieldsFor([entry]) is ADMISSION_FIELDS). */
+export function fitsAdmissionFields(entry: AdmissionSummary): boolean {
+  return !hasShadowCounts(entry) && !hasQuotaCounts(entry);
 }
 
 export const UNRESOLVED_FIELDS = ['tenantId', 'dimension', 'cause', 'fromSecond', 'seconds', 'units', 'messages'] as const satisfies readonly (keyof UnresolvedAdmissionSummary)[];
