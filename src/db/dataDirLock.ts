@@ -39,7 +39,8 @@ export async function lockDataDir(dataDir: string): Promise<() => Promise<void>>
   throw new Error(`could not lock ${file}`);
 }
 
-function isAlive(pid: number): boolean {
+/** Whether a process with this id runs (one of another user's, which may not be signalled, counts as running). */
+export function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -17,6 +17,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { readSettings } from '../../src/config.ts';
 import { migrate } from '../../src/db/migrate.ts';
 import { openDb } from '../../src/db/open.ts';
+import { isAlive } from '../../src/db/dataDirLock.ts';
 import { openPostgres, quoteIdent } from '../../src/db/postgres.ts';
 import { registerIngestCredential } from '../../src/auth/ingestKeys.ts';
 import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
@@ -187,14 +188,6 @@ async function ledgerAdmitted(env: Record<string, string>): Promise<number> {
   }
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 describe('how the serving process ends', () => {
   it.each(['SIGTERM', 'SIGINT'] as const)(
@@ -328,6 +321,6 @@ describe('how the serving process ends', () => {
     expect(started.output()).toMatch(bug === 'throw' ? /uncaught exception/ : /unhandled rejection/);
     expect(started.output()).toContain('a bug planted by the test');
     expect(await ledgerAdmitted(env)).toBe(accepted);
-    expect(alive(started.child.pid!)).toBe(false);
+    expect(isAlive(started.child.pid!)).toBe(false);
   }, 240_000);
 });

@@ -12,6 +12,7 @@ import { existsSync, readFileSync, renameSync, rmSync, statSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import type { Db } from '../../src/db/db.ts';
+import { isAlive } from '../../src/db/dataDirLock.ts';
 import { loadMigrations, migrate } from '../../src/db/migrate.ts';
 import { createPglite, openPglite, pgliteDb } from '../../src/db/pglite.ts';
 import { installedPgliteVersion, makeSeed, nameLedgerFromSeed } from '../../src/db/pgliteSeed.ts';
@@ -73,18 +74,10 @@ function takeLock(lock: string): boolean {
       } catch {
         continue; // gone meanwhile: try again
       }
-      if (holder === -1 || (holder > 0 && isRunning(holder))) return false;
+      if (holder === -1 || (holder > 0 && isAlive(holder))) return false;
       rmSync(lock, { force: true });
     }
   }
   return false;
 }
 
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
