@@ -606,8 +606,8 @@ export class Governor {
   }
 
   /**
-   * The fast path's refusal, tallied and decided (its numbers read from requestNumbers and the cell). A vouched state's tenant is known (cause -1) and its slot is the
-   * one used last.
+   * The fast path's refusal, tallied and decided (its numbers read from requestNumbers and the cell). A vouched
+   * state's tenant is known (cause -1) and its slot is the one used last.
    */
   private refuseFast(state: TenantMeter): void {
     const units = this.requestNumbers[REQUEST_UNITS]!;
