@@ -69,16 +69,33 @@ async function run(names: readonly string[], count: number): Promise<number> {
 }
 
 let scavenges = 0;
+let gcEntries = 0;
 const observer = new PerformanceObserver((list) => {
-  for (const entry of list.getEntries()) if ((entry as unknown as { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MINOR) scavenges++;
+  for (const entry of list.getEntries()) {
+    gcEntries++;
+    if ((entry as unknown as { detail?: { kind?: number } }).detail?.kind === perfConstants.NODE_PERFORMANCE_GC_MINOR) scavenges++;
+  }
 });
 observer.observe({ entryTypes: ['gc'] });
-/** Scavenges while `work` ran (their entries arrive in a later turn of the event loop). */
+/**
+ * Waits until every collection so far has been reported: GC entries arrive in a later turn of the event loop,
+ * in order, so once the entry of a collection forced now (node --expose-gc) has arrived, every earlier one has.
+ */
+async function gcEntriesDelivered(): Promise<void> {
+  const seen = gcEntries;
+  (globalThis as unknown as { gc: () => void }).gc();
+  const deadline = performance.now() + 30_000;
+  while (gcEntries === seen) {
+    if (performance.now() > deadline) throw new Error('the forced collection was never reported');
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+}
+/** Scavenges while `work` ran. */
 async function scavengesDuring(work: () => Promise<number>): Promise<{ scavenges: number; admitted: number }> {
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await gcEntriesDelivered();
   const before = scavenges;
   const admitted = await work();
-  await new Promise((resolve) => setTimeout(resolve, 20));
+  await gcEntriesDelivered();
   return { scavenges: scavenges - before, admitted };
 }
 
