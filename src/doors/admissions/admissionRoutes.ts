@@ -14,7 +14,7 @@ import type { AdmitRequest, Governor } from '../../governance/index.ts';
 import type { InferenceSpendMeter } from '../../metrics/index.ts';
 import type { Route, RouteHandler } from '../../http-server/route.ts';
 import { declaresTooLarge, readBodyCapped } from '../../http-server/readBody.ts';
-import { sendJson, sendJsonString, sendJsonText } from '../../http-server/respond.ts';
+import { sendJson, sendJsonString } from '../../http-server/respond.ts';
 import { readAdmissionItem, type ItemError } from './admissionItem.ts';
 import { DecisionTexts } from './decisionText.ts';
 import type { CallerCheck, ServiceCallers } from './serviceCallers.ts';
@@ -32,12 +32,6 @@ export interface AdmissionRoutesDeps {
   now?: () => number;
 }
 
-/** A batch's whole answer as JSON text; `ascii` when its length is its byte length. */
-interface Answer {
-  text: string;
-  ascii: boolean;
-}
-
 export function createAdmissionRoutes(deps: AdmissionRoutesDeps): Route[] {
   const now = deps.now ?? Date.now;
   // Filled per item and handed to the Governor, which copies what it keeps, so one object serves every item.
@@ -46,7 +40,7 @@ export function createAdmissionRoutes(deps: AdmissionRoutesDeps): Route[] {
   // The decisions' texts, made once per distinct decision (decisionText.ts).
   const texts = new DecisionTexts();
 
-  const admitAll = (items: unknown[]): Answer | Promise<Answer> => {
+  const admitAll = (items: unknown[]): string | Promise<string> => {
     const nowMs = now();
     // With a shared budget (REDIS_URL) the batch's demand is reserved first, so the batch is admitted as far as
     // the shared tokens allow, not as far as the slice this replica happens to hold (one round trip to Redis,
@@ -62,31 +56,26 @@ export function createAdmissionRoutes(deps: AdmissionRoutesDeps): Route[] {
 
   // The answer is written as JSON.stringify would write {decisions: [admit's decision or {error}, ...]}, each
   // decision's text taken from `texts` (Governor.decide: no decision object per item, no object to stringify).
-  const decideAll = (items: unknown[], nowMs: number): Answer => {
+  const decideAll = (items: unknown[], nowMs: number): string => {
     const parts = new Array<string>(items.length);
-    let ascii = true;
     for (let i = 0; i < items.length; i++) {
       const error = readAdmissionItem(items[i], nowMs, request);
       if (error !== null) {
         parts[i] = JSON.stringify({ error });
-        ascii = false;
         continue;
       }
       try {
-        const decision = texts.textOf(deps.governor.decide(request));
-        parts[i] = decision.text;
-        if (!decision.ascii) ascii = false;
+        parts[i] = texts.textOf(deps.governor.decide(request)).text;
       } catch (fault) {
         // readAdmissionItem checks what admit checks; should they ever disagree the item still gets an answer.
         if (!(fault instanceof InvalidAdmission)) throw fault;
         parts[i] = JSON.stringify({ error: { field: '', reason: fault.message } });
-        ascii = false;
       }
     }
-    return { text: `{"decisions":[${parts.join(',')}]}`, ascii };
+    return `{"decisions":[${parts.join(',')}]}`;
   };
 
-  const recordAll = (items: unknown[]): Answer => ({ text: JSON.stringify({ results: items.map(recordOne) }), ascii: false });
+  const recordAll = (items: unknown[]): string => JSON.stringify({ results: items.map(recordOne) });
   const recordOne = (raw: unknown): Record<string, unknown> => {
     const error = readUsageItem(raw);
     if (error !== null) return { error };
@@ -112,7 +101,7 @@ function itemsOf(body: unknown, singleAllowed: boolean): unknown[] | string {
   return items;
 }
 
-function batchRoute(deps: AdmissionRoutesDeps, read: (body: unknown) => unknown[] | string, decide: (items: unknown[]) => Answer | Promise<Answer>): RouteHandler {
+function batchRoute(deps: AdmissionRoutesDeps, read: (body: unknown) => unknown[] | string, decide: (items: unknown[]) => string | Promise<string>): RouteHandler {
   return async (req: IncomingMessage, res: ServerResponse) => {
     if (req.method !== 'POST') {
       req.resume();
@@ -139,8 +128,7 @@ function batchRoute(deps: AdmissionRoutesDeps, read: (body: unknown) => unknown[
     }
     const decided = decide(items);
     const answer = decided instanceof Promise ? await decided : decided;
-    if (answer.ascii) sendJsonText(res, 200, answer.text, []);
-    else sendJsonString(res, 200, answer.text, []);
+    sendJsonString(res, 200, answer, []);
   };
 }
 

@@ -28,12 +28,7 @@ void EVERY_FIELD_LISTED;
 /** A decision's text, kept with the fields it was written from. */
 export interface DecisionText extends Readonly<AdmitDecision> {
   readonly text: string;
-  /** Whether the text is ASCII only (its length is its byte length): it is whenever the Governor's names are. */
-  readonly ascii: boolean;
 }
-
-// Printable ASCII (JSON.stringify escapes the control characters): anything else is counted as UTF-8.
-const ASCII = /^[ -~]*$/;
 
 /** Distinct decisions kept (a power of two); a batch of one tenant mix has a handful. */
 const SLOTS = 256;
@@ -67,7 +62,7 @@ export class DecisionTexts {
     const copy = {} as Record<string, unknown>;
     for (const field of FIELDS) copy[field] = decision[field];
     const text = JSON.stringify(copy);
-    const written: DecisionText = { ...(copy as unknown as AdmitDecision), text, ascii: ASCII.test(text) };
+    const written: DecisionText = { ...(copy as unknown as AdmitDecision), text };
     this.written[slot] = written;
     return written;
   }

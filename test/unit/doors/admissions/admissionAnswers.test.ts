@@ -89,7 +89,7 @@ describe('the admission API answer', () => {
     ];
     for (let second = 0; second < 4; second++) {
       clock.ms = NOW + second * 1000;
-      // Odd seconds without the bad items: an answer of decisions only is written as ASCII, one with errors as UTF-8.
+      // Odd seconds without the bad items: answers of decisions only, and answers with errors.
       const items = second % 2 === 0 ? batch(second) : batch(second).slice(0, -5);
       const response = await fetch(`http://127.0.0.1:${port}/v1/admissions`, {
         method: 'POST',
