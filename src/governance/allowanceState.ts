@@ -204,6 +204,40 @@ export class AllowanceState {
     if (!this.released) this.numbers.values[this.cell + TALLY_SECOND] = Number.NaN;
   }
 
+  /**
+   * Collect's common case: the second armed in the cell when the cell holds every count of the allowance (none
+   * in the open second's fields, no closed seconds), which collect then hands over from the cell alone
+   * (takeCellTally) without touching the fields; NaN otherwise (or when the cell is not armed).
+   */
+  onlyCellSecond(): number {
+    if (this.released || this.openDecisions > 0 || (this.closed !== null && this.closed.decisions > 0)) return Number.NaN;
+    return this.numbers.values[this.cell + TALLY_SECOND]!;
+  }
+
+  /**
+   * The cell's admissions (onlyCellSecond: they are all of the allowance's counts) as a closed tally of its
+   * armed second, written into `into` (a cleared Tally of collect's own) and cleared from the cell. False when
+   * the cell counted nothing.
+   */
+  takeCellTally(into: Tally, second: number): boolean {
+    const values = this.numbers.values;
+    const messages = values[this.cell + TALLY_MESSAGES]!;
+    if (messages === 0) return false;
+    into.fromSecond = second;
+    into.toSecond = second;
+    into.decisions = messages;
+    into.admittedMessages = messages;
+    into.admittedUnits = values[this.cell + TALLY_UNITS]!;
+    values[this.cell + TALLY_MESSAGES] = 0;
+    values[this.cell + TALLY_UNITS] = 0;
+    return true;
+  }
+
+  /** Whether the cell holds counts not folded yet. */
+  cellCounted(): boolean {
+    return !this.released && this.numbers.values[this.cell + TALLY_MESSAGES]! > 0;
+  }
+
   /** Moves the cell's counts into the open second's fields (the cell's second is always the open one). */
   foldCellTally(): void {
     if (this.released) return;

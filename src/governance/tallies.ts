@@ -20,7 +20,7 @@
 import { randomUUID } from 'node:crypto';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import { CAUSE_NAMES } from './allowanceState.ts';
-import type { AllowanceState, Tally } from './allowanceState.ts';
+import { Tally, type AllowanceState } from './allowanceState.ts';
 import type { AdmissionSummary, Recorder, UnresolvedAdmissionSummary } from './types.ts';
 import { RecordedInPart } from './types.ts';
 
@@ -67,6 +67,8 @@ export class Tallies {
   readonly windowSeconds: number;
   private readonly maxPendingSummaries: number;
   private dirty: AllowanceState[] = [];
+  /** collect's tally of one allowance's cell (takeCellTally): one object for every allowance, cleared after each. */
+  private readonly cellTally = new Tally();
   private batch: AdmissionBatch;
   /** A batch the Recorder failed to take, with the id it was offered under; offered again before anything newer. */
   private unacknowledged: { batch: AdmissionBatch; id: string } | null = null;
@@ -217,6 +219,32 @@ export class Tallies {
     for (let index = 0; index < dirty.length; index++) {
       if (index > 0 && index % COLLECT_SLICE === 0) await yieldTurn();
       const allowance = dirty[index]!;
+      // The common case: every count of the allowance is in its armed cell (an active tenant's admissions through
+      // admit's fast path). Handed over from the cell alone: the allowance's count fields, spread over several
+      // cache lines and a Tally of its own, are neither read nor written (at 10,000 active tenants the
+      // collection cost 1.7 µs an allowance that way, about a quarter of the Governor's CPU in bench/admit.ts).
+      const cellSecond = allowance.onlyCellSecond();
+      if (cellSecond === cellSecond) {
+        if (!includeCurrentSecond && cellSecond >= nowSecond) {
+          // Its second is still open: it stays armed while it counted something (as the open second would).
+          if (allowance.cellCounted()) this.dirty.push(allowance);
+          else this.forget(allowance);
+          continue;
+        }
+        const cellTally = this.cellTally;
+        if (allowance.takeCellTally(cellTally, cellSecond)) {
+          this.batch.add(allowance, cellTally);
+          cellTally.clear();
+          const next = cellSecond + 1;
+          if (next >= nowSecond && allowance.armCell(next)) {
+            allowance.tallyWindow = Math.floor(next / this.windowSeconds);
+            this.dirty.push(allowance);
+            continue;
+          }
+        }
+        this.forget(allowance);
+        continue;
+      }
       // The cell's counts first: an armed cell (below) may hold counts of an open second with no decision yet.
       allowance.foldCellTally();
       let armed = false;
@@ -237,11 +265,14 @@ export class Tallies {
         closed.clear();
       }
       if (allowance.openDecisions > 0 || armed) this.dirty.push(allowance);
-      else {
-        allowance.dirty = false;
-        allowance.disarmCell();
-      }
+      else this.forget(allowance);
     }
+  }
+
+  /** No longer listed as dirty: nothing more is counted in its cell. */
+  private forget(allowance: AllowanceState): void {
+    allowance.dirty = false;
+    allowance.disarmCell();
   }
 }
 
@@ -310,22 +341,7 @@ export class AdmissionBatch {
       this.clamped++;
     }
     if (entry === undefined) {
-      entry = {
-        tenantId,
-        dimension: slot.dimension,
-        allowance: slot.allowance,
-        fromSecond: tally.fromSecond,
-        seconds: tally.toSecond - tally.fromSecond + 1,
-        admittedUnits: tally.admittedUnits,
-        admittedMessages: tally.admittedMessages,
-        shedUnits: tally.shedUnits,
-        shedMessages: tally.shedMessages,
-        rejectedUnits: tally.rejectedUnits,
-        rejectedMessages: tally.rejectedMessages,
-        unauthenticatedUnits: tally.unauthenticatedUnits,
-        unauthenticatedMessages: tally.unauthenticatedMessages,
-        hitSeconds: Math.min(tally.hitSeconds, tally.toSecond - tally.fromSecond + 1),
-      };
+      entry = new Summary(tenantId, slot.dimension, slot.allowance, tally);
       // The rare counts only where there are any (a literal of one shape for the rest: no spread per summary).
       if (tally.shadowLimitedUnits > 0 || tally.shadowLimitedMessages > 0) {
         entry.shadowLimitedUnits = tally.shadowLimitedUnits;
@@ -404,4 +420,49 @@ function widen(entry: { fromSecond: number; seconds: number }, fromSecond: numbe
   const to = Math.max(entry.fromSecond + entry.seconds - 1, toSecond);
   entry.fromSecond = Math.min(entry.fromSecond, fromSecond);
   entry.seconds = to - entry.fromSecond + 1;
+}
+
+/**
+ * A summary as a batch makes it. A class, not an object literal: V8 made each literal out of line (about 0.9 µs
+ * each, most of a flush's collection at 10,000 active tenants) once the literal's boilerplate had seen a
+ * second shape; a constructor's fields keep one shape, allocated inline. The rare counts are added only where
+ * there are any, as before (absent means none).
+ */
+class Summary implements AdmissionSummary {
+  tenantId: string;
+  dimension: AdmissionSummary['dimension'];
+  allowance: AdmissionSummary['allowance'];
+  fromSecond: number;
+  seconds: number;
+  admittedUnits: number;
+  admittedMessages: number;
+  shedUnits: number;
+  shedMessages: number;
+  rejectedUnits: number;
+  rejectedMessages: number;
+  unauthenticatedUnits: number;
+  unauthenticatedMessages: number;
+  hitSeconds: number;
+  declare shadowLimitedUnits?: number;
+  declare shadowLimitedMessages?: number;
+  declare quotaRejectedUnits?: number;
+  declare quotaRejectedMessages?: number;
+
+  constructor(tenantId: string, dimension: AdmissionSummary['dimension'], allowance: AdmissionSummary['allowance'], tally: Tally) {
+    const seconds = tally.toSecond - tally.fromSecond + 1;
+    this.tenantId = tenantId;
+    this.dimension = dimension;
+    this.allowance = allowance;
+    this.fromSecond = tally.fromSecond;
+    this.seconds = seconds;
+    this.admittedUnits = tally.admittedUnits;
+    this.admittedMessages = tally.admittedMessages;
+    this.shedUnits = tally.shedUnits;
+    this.shedMessages = tally.shedMessages;
+    this.rejectedUnits = tally.rejectedUnits;
+    this.rejectedMessages = tally.rejectedMessages;
+    this.unauthenticatedUnits = tally.unauthenticatedUnits;
+    this.unauthenticatedMessages = tally.unauthenticatedMessages;
+    this.hitSeconds = Math.min(tally.hitSeconds, seconds);
+  }
 }
