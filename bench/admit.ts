@@ -190,7 +190,11 @@ async function measureGovernor(variant: Exclude<Variant, 'baseline'>): Promise<V
     }
     return admitted;
   };
-  await run(1_000_000); // JIT warm-up
+  // JIT warm-up: three seconds of traffic, each with its flush. The flushes' first runs change field
+  // representations (Unix seconds are not small integers) and deoptimize what read those fields, admit's
+  // decideInto too; with one second of warm-up the measured run began with that churn (about 60 MB allocated
+  // while decideInto ran unoptimized), a start-up cost a service pays once, not per second.
+  await run(3_000_000);
   const summariesBefore = recorder?.summaries ?? 0;
   const scavenges = countScavenges();
   const started = start();

@@ -39,8 +39,11 @@ export const OUTCOME_QUOTA = 5;
  * AllowanceState has folded in since the last flush (several of them when a slow Recorder made windows merge).
  */
 export class Tally {
-  fromSecond = 0;
-  toSecond = 0;
+  // NaN until cover() sets them (it reads neither before the first decision): not a small integer, so V8 gives
+  // the fields their double representation from the start, as Unix seconds need (a change of representation
+  // later deoptimizes every function that read a Tally, admit's too).
+  fromSecond = Number.NaN;
+  toSecond = Number.NaN;
   decisions = 0;
   admittedUnits = 0;
   admittedMessages = 0;
@@ -130,7 +133,8 @@ export class AllowanceState {
   /** The window of the flush interval its counts lie in (Tallies.count); NaN before the first count. */
   tallyWindow = Number.NaN;
   // The current second's counts.
-  openSecond = 0;
+  /** Meaningful only while openDecisions > 0 (or the cell is armed); NaN at first for its representation (see Tally). */
+  openSecond = Number.NaN;
   openDecisions = 0;
   openAdmittedUnits = 0;
   openAdmittedMessages = 0;
