@@ -33,8 +33,8 @@ export interface LedgerRecorderOptions {
   maxEntriesPerEvent?: number;
   /**
    * The serialized size each event, and each append, is kept under. Default: events under MAX_APPEND_BYTES on
-   * every store, appends under the store's own limit (appendLimitBytes): a store without one takes a batch in
-   * one append.
+   * every store, appends under the store's own limit (appendLimitBytes) and under LOOP_APPEND_BYTES: a store
+   * without a limit takes most batches in one append.
    */
   maxAppendBytes?: number;
   now?: () => number;
@@ -66,8 +66,46 @@ const MAX_CONFLICTS = 50;
 /** Appends whose outcome a failure hid, remembered with the revision they were sent at, at most. */
 const MAX_REMEMBERED_ATTEMPTS = 64;
 
-/** Entries made into rows and sized per turn of the event loop (a few ms of work on one core). */
-const SLICE_ENTRIES = 1_000;
+/**
+ * How long the Recorder works before it lets the event loop turn. Its work on a batch is cut into slices of
+ * about this much, not of a count of entries: on a busy loop every turn also runs every request that arrived
+ * meanwhile (20-30 ms at 50,000 active tenants), so a flush cut into slices of 1,000 entries (2-3 ms each)
+ * took 20-80 turns and 0.4-2.7 s of wall time for 40-250 ms of its own work, and flush p99 broke 500 ms.
+ */
+const SLICE_MS = 8;
+
+/** Entries done between two looks at the clock (a look costs about what one entry does). */
+const CLOCK_EVERY = 256;
+
+/**
+ * The largest append on a store without a limit of its own. An append is serialized in one piece (the
+ * adapter's batch text and the driver's encoding of it): a batch of 51,000 summaries written in full (the
+ * first of each hour's, at 50,000 active tenants) is 3.5 MB, which held the event loop ~45 ms on the 2-core
+ * host, and a batch that had grown behind a slow ledger several times that. Steady batches (references) are
+ * far below it: one append.
+ */
+export const LOOP_APPEND_BYTES = 1024 * 1024;
+
+/** Cuts a run of work into slices of about SLICE_MS: `due` is true when the current one is used up. */
+class Slicer {
+  private started = performance.now();
+  private count = 0;
+
+  /** Counts one unit of work; true when the slice is used up (then call `next`). */
+  due(units = 1): boolean {
+    this.count += units;
+    if (this.count < CLOCK_EVERY) return false;
+    this.count = 0;
+    return performance.now() - this.started >= SLICE_MS;
+  }
+
+  /** Lets the event loop turn, then starts a new slice. */
+  async next(): Promise<void> {
+    await yieldTurn();
+    this.started = performance.now();
+    this.count = 0;
+  }
+}
 
 /**
  * An event's summary table as the ledger stores it, serialized as its rows were sized (`json`, which a store
@@ -100,7 +138,7 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
   // only: without, a batch makes the same events every time).
   const plans = new Map<string, Plan>();
   const maxEventBytes = options.maxAppendBytes ?? MAX_APPEND_BYTES;
-  const maxAppendBytes = options.maxAppendBytes ?? store.appendLimitBytes ?? Infinity;
+  const maxAppendBytes = options.maxAppendBytes ?? Math.min(store.appendLimitBytes ?? Infinity, LOOP_APPEND_BYTES);
   // The stream's revision as far as this Recorder knows: learnt from every answer ('no_stream' until the
   // first, which a WrongExpectedRevision corrects at the cost of one refused append).
   let expected: ExpectedRevision = 'no_stream';
@@ -136,14 +174,15 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
   return {
     async record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[], batchId?: string) {
       const remembered = batchId !== undefined ? plans.get(batchId) : undefined;
-      const plan = remembered ?? (await planEvents(admissions, unresolved, batchId));
+      const slicer = new Slicer();
+      const plan = remembered ?? (await planEvents(admissions, unresolved, batchId, slicer));
       const { events, eventSizes, eventEntries } = plan;
       // The events stored so far, by place: their summaries are named (RecordedInPart) only if a later append fails.
       const storedPlaces: number[] = [];
       const places = events.map((_, place) => place);
       for (const append of splitBySize(places, (place) => eventSizes[place]!, maxAppendBytes)) {
-        // Each append serializes its events (prepareBatch): one turn of the loop per append, not per batch.
-        await yieldTurn();
+        // Each append serializes its events (prepareBatch) in one piece: a slice of its own.
+        await slicer.next();
         try {
           await appendAtRevision(append.map((place) => events[place]!));
         } catch (error) {
@@ -162,7 +201,11 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
         }
         for (const place of append) {
           const source = plan.sources[place];
-          if (keyIndex !== null && source !== null && source !== undefined) keyIndex.register(plan.epoch, events[place]!.id!, source);
+          // A batch written in full registers every key (51,000 at 50,000 active tenants, 1-2 µs each): sliced.
+          if (keyIndex !== null && source !== null && source !== undefined) {
+            keyIndex.register(plan.epoch, events[place]!.id!, source);
+            if (slicer.due(source.length)) await slicer.next();
+          }
           storedPlaces.push(place);
         }
       }
@@ -170,7 +213,12 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
     },
   };
 
-  async function planEvents(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[], batchId: string | undefined): Promise<Plan> {
+  async function planEvents(
+    admissions: readonly AdmissionSummary[],
+    unresolved: readonly UnresolvedAdmissionSummary[],
+    batchId: string | undefined,
+    slicer: Slicer,
+  ): Promise<Plan> {
     const metadata = { actor, occurredAt: new Date(now()).toISOString() };
     const epoch = keyIndex?.advance(now()) ?? null;
     const events: AdmissionEvent[] = [];
@@ -178,7 +226,7 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
     // The summaries each event carries, so a failure part-way can name those stored (RecordedInPart).
     const eventEntries: (readonly AdmissionSummary[] | readonly UnresolvedAdmissionSummary[])[] = [];
     const sources: (readonly AdmissionSummary[] | null)[] = [];
-    // Entries are serialized as rows SLICE_ENTRIES at a time, with a turn of the event loop between slices: at
+    // Entries are serialized as rows in slices (Slicer), with a turn of the event loop between slices: at
     // 50,000 active tenants a batch holds 50,000 entries or more, and doing them in one go held the loop (and
     // every request of the process) for hundreds of milliseconds. Each row is serialized once:
     // its JSON sizes it and becomes part of its event's (SummaryTableData), so appends are cut without
@@ -202,7 +250,7 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
         groupBytes = 0;
       };
       for (let index = 0; index < entries.length; index++) {
-        if (index > 0 && index % SLICE_ENTRIES === 0) await yieldTurn();
+        if (slicer.due()) await slicer.next();
         const json = JSON.stringify(summaryRow(fields, entries[index]!));
         // A row's JSON and the comma after it.
         const bytes = Buffer.byteLength(json, 'utf8') + 1;
@@ -243,7 +291,7 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
     const bySource = new Map<string, { rows: number[]; entries: AdmissionSummary[] }>();
     const listed: AdmissionSummary[] = [];
     for (let index = 0; index < unnamed.length; index++) {
-      if (index > 0 && index % (SLICE_ENTRIES * 10) === 0) await yieldTurn();
+      if (slicer.due()) await slicer.next();
       const entry = unnamed[index]!;
       const place: KeyPlace | undefined = keyIndex?.find(entry);
       // A summary with shadow or quota counts is listed in full: references carry ADMISSION_FIELDS' counts only.
@@ -257,7 +305,8 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
       group.entries.push(entry);
     }
     for (const [keysOf, group] of bySource) {
-      await yieldTurn();
+      // A group is at most a source event's rows (maxEntriesPerEvent): sorted and coded in one piece.
+      if (slicer.due(group.rows.length)) await slicer.next();
       addReferences(keysOf, group.rows, group.entries);
     }
     await addEvents(listed, 'AdmissionsRecorded', admissionFieldsFor(listed));
