@@ -12,10 +12,11 @@
 // WrongExpectedRevision proves the batch was not stored there (another writer took the revision): it goes
 // at the revision the ledger reported.
 //
-// With `referenceKeys` (the PostgreSQL ledger), a summary whose key the Recorder stored earlier in the hour is
-// written as a reference to that event's row instead of a row of its own (catalog/summaryRefs.ts): at 50,000
-// active tenants this cut the ledger's growth about tenfold. A batch offered again after a failure is then
-// offered as the same events it was first planned as, even if the hour turned meanwhile.
+// With `referenceKeys` (the PostgreSQL ledger), a summary whose key the Recorder stored within the hour before
+// (keySourceIndex.ts) is written as a reference to that event's row instead of a row of its own
+// (catalog/summaryRefs.ts): at 50,000 active tenants this cut the ledger's growth about tenfold. A batch
+// offered again after a failure is then offered as the same events it was first planned as, even if a
+// listing it refers to expired meanwhile.
 import { createHash, randomUUID } from 'node:crypto';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import { admissionFieldsFor, ADMISSIONS_STREAM, summaryRow, UNRESOLVED_FIELDS } from './catalog/admissions.ts';
@@ -54,6 +55,8 @@ interface Plan {
   /** Per event: the summaries it lists with their keys, which later events may refer to (null: none). */
   sources: (readonly AdmissionSummary[] | null)[];
   epoch: number | null;
+  /** When the plan was made: the listings of its key sources expire within an hour of it. */
+  plannedAtMs: number;
 }
 
 type AdmissionEvent =
@@ -203,7 +206,7 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
           const source = plan.sources[place];
           // A batch written in full registers every key (51,000 at 50,000 active tenants, 1-2 µs each): sliced.
           if (keyIndex !== null && source !== null && source !== undefined) {
-            keyIndex.register(plan.epoch, events[place]!.id!, source);
+            keyIndex.register(plan.epoch, events[place]!.id!, source, plan.plannedAtMs);
             if (slicer.due(source.length)) await slicer.next();
           }
           storedPlaces.push(place);
@@ -219,8 +222,9 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
     batchId: string | undefined,
     slicer: Slicer,
   ): Promise<Plan> {
-    const metadata = { actor, occurredAt: new Date(now()).toISOString() };
-    const epoch = keyIndex?.advance(now()) ?? null;
+    const plannedAtMs = now();
+    const metadata = { actor, occurredAt: new Date(plannedAtMs).toISOString() };
+    const epoch = keyIndex?.advance(plannedAtMs) ?? null;
     const events: AdmissionEvent[] = [];
     const eventSizes: number[] = [];
     // The summaries each event carries, so a failure part-way can name those stored (RecordedInPart).
@@ -325,7 +329,7 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
         sources[before] = null;
       }
     }
-    return { events, eventSizes, eventEntries, sources, epoch };
+    return { events, eventSizes, eventEntries, sources, epoch, plannedAtMs };
   }
 }
 

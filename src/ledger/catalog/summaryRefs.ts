@@ -4,8 +4,8 @@
 //
 // At 50,000 active tenants the same keys are recorded every second: written out as rows, the keys were most
 // of the ledger's ~20 GB a day (about 5 bytes a summary after PostgreSQL's compression). A summary table
-// (admissions.ts) stays the shape that names keys; the Recorder writes one for a key once an hour (its "key
-// source") and afterwards refers to it:
+// (admissions.ts) stays the shape that names keys; the Recorder writes one for a key every 30-60 minutes (its
+// "key source") and meanwhile refers to it:
 //
 //   { "keysOf": "<id of an earlier AdmissionsRecorded table event>",
 //     "at": "0,1*3999",                      positions into its rows, as deltas, run-length coded
