@@ -27,7 +27,8 @@
 // the server's main thread's cores and CPU-µs per HTTP request, the generator's answers by status and its late
 // requests, ledgerGbPerDay (bytes on disk, table + indexes +
 // TOAST, of the ledger's summary partitions grown over the measured window, per summary, at the full traffic's
-// summaries a second for a day, plus what the warm-up wrote (our hour's key sources) 24 times), and
+// summaries a second for a day, plus what the warm-up wrote (our key sources) 32 times: a key is written in
+// full again 30-60 minutes after it was, 45 on average), and
 // catchUpTimesRealTime (the run's summaries replayed into emptied trend tables, in seconds of the full traffic
 // per second). Held: no window merged, flush p99 < 500 ms, no stall > 50 ms, /readyz 200 throughout, lag <= 5 s,
 // every answer 200 / 202 / 429, and at least 95% of the traffic's summaries a second. Sizes go up; past a size
@@ -78,6 +79,8 @@ const WARM_SECONDS = 4;
 const MAX_LAG_SECONDS = 5;
 const MAX_FLUSH_P99_MS = 500;
 const MAX_STALL_MS = 50;
+/** How often a day our side writes each key in full (src/ledger/keySourceIndex.ts: every 30-60 minutes, 45 on average). */
+const SOURCES_A_DAY = 32;
 const ITEMS_PER_REQUEST = 100;
 const CONNECTIONS = 128;
 /** Each second's requests go out over its first SPREAD_MS, from OFFSET_MS after the whole second. */
@@ -104,7 +107,7 @@ interface ServerReport {
   mainThreadCpuMicrosPerRequest: number;
   ledgerBytesPerSummary: number;
   ledgerGbPerDay: number;
-  /** Bytes the warm-up's first seconds wrote (the hour's key sources, on our side), counted 24 times a day. */
+  /** Bytes the warm-up's first seconds wrote (the key sources, on our side), counted SOURCES_A_DAY times a day. */
   hourlyBytes: number;
   catchUpTimesRealTime: number | null;
 }
@@ -491,7 +494,7 @@ async function serveMeasured(
     // Per summary recorded in the window, at the traffic's summaries a second (a loaded host may carry fewer:
     // the figure stays the one for N), plus the warm-up's bytes every hour.
     ledgerBytesPerSummary: stats.summaries > 0 ? Math.round((grown / stats.summaries) * 1000) / 1000 : 0,
-    ledgerGbPerDay: round(((stats.summaries > 0 ? (grown / stats.summaries) * summariesOf(tenants) : grown / elapsedSeconds) * 86_400 + hourlyBytes * 24) / 1e9),
+    ledgerGbPerDay: round(((stats.summaries > 0 ? (grown / stats.summaries) * summariesOf(tenants) : grown / elapsedSeconds) * 86_400 + hourlyBytes * SOURCES_A_DAY) / 1e9),
     hourlyBytes,
     catchUpTimesRealTime: catchUpTimesRealTime === null ? null : round(catchUpTimesRealTime),
   };

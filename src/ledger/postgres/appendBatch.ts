@@ -229,7 +229,32 @@ export async function appendBatch(
     typeof expected === 'bigint' ? expected.toString() : null,
     lookUpStoredIds,
   ]);
-  const row = rows[0]!;
+  return appendResult(stream, expected, rows[0]!);
+}
+
+// APPEND_SQL after the stream's lock, in one statement (migration 0220_ledger_locked_append.sql says why).
+const LOCKED_APPEND_SQL = prepared(`
+SELECT o_head AS head, o_allowed AS allowed, o_fresh_count AS fresh_count, o_last_revision AS last_revision,
+  o_last_commit AS last_commit, o_last_prepare AS last_prepare
+FROM gl_append_locked($1, $2::jsonb, $3, $4::bigint)`);
+
+/**
+ * Takes the stream's lock and appends, in one statement that is its own transaction: what appendLocked does
+ * in a transaction of four round trips (BEGIN, the lock, the append, COMMIT), in one. `db` must not be in a
+ * transaction (the lock would be held to its end). Stored ids are looked up, as after appendLocked's lock.
+ * Throws WrongExpectedRevision when the check fails; nothing is stored then.
+ */
+export async function appendLockedAlone(db: Queryable, stream: string, batch: PreparedBatch, expected: ExpectedRevision): Promise<AppendResult> {
+  const { rows } = await db.query<AppendRow>(LOCKED_APPEND_SQL, [
+    stream,
+    batchJson(batch),
+    typeof expected === 'bigint' ? 'revision' : expected,
+    typeof expected === 'bigint' ? expected.toString() : null,
+  ]);
+  return appendResult(stream, expected, rows[0]!);
+}
+
+function appendResult(stream: string, expected: ExpectedRevision, row: AppendRow): AppendResult {
   if (!row.allowed && row.fresh_count > 0n) throw new WrongExpectedRevision(stream, expected, row.head ?? 'no_stream');
   return {
     nextRevision: row.last_revision!,

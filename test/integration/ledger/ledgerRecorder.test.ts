@@ -4,7 +4,7 @@ import type { EventStore, NewEvent } from '../../../src/ledger/eventStore.ts';
 import { eventBytes } from '../../../src/ledger/appendSize.ts';
 import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
 import { ADMISSION_FIELDS, entriesOf, type AdmissionsRecordedData, type UnresolvedAdmissionsRecordedData } from '../../../src/ledger/catalog/admissions.ts';
-import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
+import { createLedgerRecorder, LOOP_APPEND_BYTES } from '../../../src/ledger/ledgerRecorder.ts';
 import { Governor, RecordedInPart, type AdmissionSummary } from '../../../src/governance/index.ts';
 import { MemoryLimitSource } from '../../unit/governance/memoryLimitSource.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
@@ -219,6 +219,24 @@ describeOnEachStorage('ledger recorder on $name', (target) => {
     for (const append of limited.appends) expect(append.reduce((sum, event) => sum + eventBytes(event), 0)).toBeLessThanOrEqual(1_500);
     expect(stored.flatMap(admissionSummaryReader())).toEqual(entries);
   });
+  it('keeps each append under LOOP_APPEND_BYTES on a store without a limit, so no append is serialized in one piece of megabytes', async () => {
+    // ~70 bytes a row: 20,000 rows are about 1.4 MB, more than one loop-sized append.
+    const entries = Array.from({ length: 20_000 }, (_, i) => summary({ tenantId: `loop-${i}`, admittedUnits: i, admittedMessages: 1 }));
+    const appends: NewEvent[][] = [];
+    const counting: Pick<EventStore, 'append' | 'appendLimitBytes'> = {
+      append: async (stream, events, options) => {
+        const result = await store.append(stream, events, options);
+        appends.push([...events]);
+        return result;
+      },
+    };
+    const recorder = createLedgerRecorder(counting);
+    const stored = await appendedBy(() => recorder.record(entries, []));
+    expect(appends.length).toBeGreaterThan(1);
+    for (const append of appends) expect(append.reduce((sum, event) => sum + eventBytes(event), 0)).toBeLessThanOrEqual(LOOP_APPEND_BYTES);
+    expect(stored.flatMap(admissionSummaryReader())).toEqual(entries);
+  });
+
   it('names the summaries of the appends stored before one failed (RecordedInPart), and only those', async () => {
     const entries = Array.from({ length: 60 }, (_, i) => summary({ tenantId: `part-${i}`, admittedUnits: i, admittedMessages: 1 }));
     const unresolved = [{ tenantId: 'part-ghost', dimension: 'INGEST' as const, cause: 'unknown-tenant' as const, fromSecond: T0 / 1000, seconds: 1, units: 2, messages: 1 }];

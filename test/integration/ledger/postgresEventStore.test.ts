@@ -7,6 +7,7 @@ import { appendInTransaction } from '../../../src/ledger/postgres/appendInTransa
 import { WrongExpectedRevision, type AppendResult, type EventStore, type RecordedEvent } from '../../../src/ledger/eventStore.ts';
 import { eventStoreContract, type ContractExtras } from './eventStore.contract.ts';
 import { holdOlderTransaction } from '../../support/olderTransaction.ts';
+import { ADMISSIONS_STREAM } from '../../../src/ledger/catalog/admissions.ts';
 
 describeOnEachStorage('PostgreSQL event store on $name', (target) => {
   eventStoreContract(target.name, async () => {
@@ -73,6 +74,27 @@ describeOnEachStorage('PostgreSQL event store on $name', (target) => {
       const parsed = await store.readAllPage('start', 10, { types: [type] });
       expect(parsed.events[0]!.data).toEqual(data);
       expect(parsed.events[0]!.dataJson).toBeUndefined();
+    });
+
+    it('numbers racing appends to the summary stream in turn (lock and append in one statement), and stores a batch sent again once', async () => {
+      const other = createPostgresEventStore(opened.db);
+      const batches = Array.from({ length: 8 }, () => [probe(), probe(), probe()]);
+      const results = await Promise.all(batches.map((events, i) => (i % 2 === 0 ? store : other).append(ADMISSIONS_STREAM, events)));
+      const stored = await store.readStream(ADMISSIONS_STREAM);
+      expect(stored.map((event) => event.revision)).toEqual(stored.map((_, i) => BigInt(i)));
+      expect(new Set(stored.map((event) => event.id)).size).toBe(batches.length * 3);
+      // Each batch's events are consecutive, and its result names its last one.
+      for (const [i, events] of batches.entries()) {
+        const places = events.map((event) => stored.findIndex((each) => each.id === event.id));
+        expect(places).toEqual([places[0], places[0]! + 1, places[0]! + 2]);
+        expect(results[i]!.nextRevision).toBe(BigInt(places[2]!));
+      }
+      // An append whose outcome a failure hid is sent again at the revision it was first sent at: stored once.
+      const again = await other.append(ADMISSIONS_STREAM, batches[3]!, { expectedRevision: results[3]!.nextRevision - 3n });
+      expect(again.nextRevision).toBe(results[3]!.nextRevision);
+      expect(await store.readStream(ADMISSIONS_STREAM)).toHaveLength(stored.length);
+      await expect(other.append(ADMISSIONS_STREAM, [probe()], { expectedRevision: 0n })).rejects.toBeInstanceOf(WrongExpectedRevision);
+      await other.close();
     });
 
     it('appendInTransaction commits and rolls back with the caller’s own writes', async () => {

@@ -98,6 +98,31 @@ describe('Governor: the limit cache', () => {
     expect(gov.admit(live('acme', 1)).limit).toBe(200);
   });
 
+  it('reads tenants first seen together again spread over the last quarter of the TTL, none later than the TTL', async () => {
+    const source = new MemoryLimitSource();
+    const tenants = Array.from({ length: 400 }, (_, i) => `spread-${i}`);
+    for (const tenant of tenants) source.tenant(tenant, { INGEST: { tier: { ratePerSecond: 100 } } });
+    // Seconds apart: an admit on the fast path checks its tenant's refresh time once a wall-clock second.
+    const gov = governor(source, { cacheTtlMs: 10_000 });
+    const admitAll = async () => {
+      for (const tenant of tenants) gov.admit(live(tenant, 1));
+      await gov.loadsSettled();
+    };
+    await admitAll();
+    const readsBefore = source.calls.flat().length;
+    const readsSince = () => source.calls.flat().length - readsBefore;
+    clock += 7_400;
+    await admitAll();
+    expect(readsSince()).toBe(0);
+    clock += 1_300;
+    await admitAll();
+    expect(readsSince()).toBeGreaterThan(0);
+    expect(readsSince()).toBeLessThan(tenants.length);
+    clock += 1_400;
+    await admitAll();
+    expect(readsSince()).toBe(tenants.length);
+  });
+
   it('re-resolves tenants when the platform defaults change', async () => {
     const source = new MemoryLimitSource().tenant('acme', {});
     const gov = governor(source, { cacheTtlMs: 1000 });

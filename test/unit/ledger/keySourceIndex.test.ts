@@ -1,4 +1,4 @@
-// The Recorder's key index (src/ledger/keySourceIndex.ts): where each key stored this hour is listed, found by
+// The Recorder's key index (src/ledger/keySourceIndex.ts): where each key stored within the hour is listed, found by
 // tenant without a key string, and which summaries may be written as references.
 import { describe, expect, it } from 'vitest';
 import type { AdmissionSummary } from '../../../src/governance/index.ts';
@@ -11,29 +11,65 @@ const NOON = Date.UTC(2026, 11, 3, 12, 30);
 const summary = (overrides: Partial<AdmissionSummary>) => admissionSummary({ fromSecond: NOON / 1000, ...overrides });
 
 describe('the key index', () => {
-  it('finds each of a tenant\'s keys where it was last listed, this hour only', () => {
+  it('finds each of a tenant\'s keys where it was last listed, for half an hour to an hour after it was listed', () => {
     const index = new KeySourceIndex();
     const epoch = index.advance(NOON);
     const ingest = summary({ tenantId: 'acme', dimension: 'INGEST', allowance: 'HTTP' });
     const requests = summary({ tenantId: 'acme', dimension: 'API_REQUESTS', allowance: null });
     const live = summary({ tenantId: 'acme', dimension: 'INGEST', allowance: 'LIVE' });
     const other = summary({ tenantId: 'beta', dimension: 'INGEST', allowance: 'HTTP' });
-    index.register(epoch, 'e1', [ingest, requests, other]);
+    index.register(epoch, 'e1', [ingest, requests, other], NOON);
     expect(index.find({ ...ingest })).toMatchObject({ eventId: 'e1', row: 0 });
     expect(index.find({ ...requests })).toMatchObject({ eventId: 'e1', row: 1 });
     expect(index.find({ ...other })).toMatchObject({ eventId: 'e1', row: 2 });
     expect(index.find({ ...live })).toBeUndefined();
     expect(index.find({ ...ingest, tenantId: 'gamma' })).toBeUndefined();
-    // Listed again later in the hour: found where it was listed last.
-    index.register(epoch, 'e2', [live, requests]);
+    // Listed again later: found where it was listed last.
+    index.advance(NOON + 60_000);
+    index.register(epoch, 'e2', [live, requests], NOON + 60_000);
     expect(index.find({ ...requests })).toMatchObject({ eventId: 'e2', row: 1 });
     expect(index.find({ ...live })).toMatchObject({ eventId: 'e2', row: 0 });
     expect(index.find({ ...ingest })).toMatchObject({ eventId: 'e1', row: 0 });
-    // An event planned in the hour before is not registered; the next hour starts empty.
-    index.register(epoch! - 1, 'old', [summary({ tenantId: 'delta' })]);
+    // An event planned on the day before is not registered.
+    index.register(epoch! - 1, 'old', [summary({ tenantId: 'delta' })], NOON - 86_400_000);
     expect(index.find(summary({ tenantId: 'delta' }))).toBeUndefined();
+    // Within half an hour of its listing every key is found; an hour after it, none.
+    index.advance(NOON + HOUR_MS / 2 - 1);
+    expect(index.find({ ...ingest })).toMatchObject({ eventId: 'e1' });
     index.advance(NOON + HOUR_MS);
     expect(index.find({ ...ingest })).toBeUndefined();
+    expect(index.find({ ...other })).toBeUndefined();
+    index.advance(NOON + 60_000 + HOUR_MS);
+    expect(index.find({ ...live })).toBeUndefined();
+  });
+
+  it('lets the listings of keys first listed together expire spread over the hour\'s second half, not at once', () => {
+    const index = new KeySourceIndex();
+    const epoch = index.advance(NOON);
+    const keys = Array.from({ length: 1_000 }, (_, i) => summary({ tenantId: `t${i}` }));
+    index.register(epoch, 'e1', keys, NOON);
+    const found = (atMs: number) => {
+      index.advance(atMs);
+      return keys.filter((key) => index.find(key) !== undefined).length;
+    };
+    expect(found(NOON + HOUR_MS / 2 - 1)).toBe(1_000);
+    const at45 = found(NOON + (3 * HOUR_MS) / 4);
+    expect(at45).toBeGreaterThan(300);
+    expect(at45).toBeLessThan(700);
+    expect(found(NOON + HOUR_MS)).toBe(0);
+  });
+
+  it('refers to nothing within five minutes of a UTC midnight, and starts over on a new day', () => {
+    const index = new KeySourceIndex();
+    const midnight = Date.UTC(2026, 11, 4);
+    const before = midnight - 10 * 60_000;
+    const epoch = index.advance(before);
+    index.register(epoch, 'e1', [summary({ tenantId: 'acme' })], before);
+    expect(index.find(summary({ tenantId: 'acme' }))).toMatchObject({ eventId: 'e1' });
+    expect(index.advance(midnight - 60_000)).toBeNull();
+    expect(index.find(summary({ tenantId: 'acme' }))).toBeUndefined();
+    expect(index.advance(midnight + 6 * 60_000)).not.toBeNull();
+    expect(index.find(summary({ tenantId: 'acme' }))).toBeUndefined();
   });
 
   it('writes a summary as a reference only with integer counts in every count column, and no shadow or quota counts', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { expandSummaryRefs, positionsCode, runLengthCode, runLengthDecode, SummaryKeySources } from '../../../src/ledger/catalog/summaryRefs.ts';
+import { expandSummaryRefs, positionsCode, positionsCodeOf, runLengthCode, runLengthCodeOf, runLengthDecode, SummaryKeySources } from '../../../src/ledger/catalog/summaryRefs.ts';
+import { orderByRow } from '../../../src/ledger/ledgerRecorder.ts';
 import { ADMISSION_FIELDS } from '../../../src/ledger/catalog/admissions.ts';
 
 const source = { fields: ADMISSION_FIELDS, rows: [['a', 'INGEST', 'LIVE', 1, 1, 3, 1, 10, 1, 0, 0, 0, 0, 1], ['b', 'API_REQUESTS', null, 1, 1, 3, 1, 10, 1, 0, 0, 0, 0, 1]] };
@@ -35,5 +36,22 @@ describe('summary references', () => {
     sources.remember('second', source);
     expect(sources.get('first')).toBeUndefined();
     expect(sources.get('second')).toBeDefined();
+  });
+});
+
+describe('the Recorder writing references', () => {
+  it('codes a column from values in place as runLengthCode codes their array', () => {
+    for (const values of [[], [0], [3, 3, 3, 5, 7, 7], [1, 2, 3], [9, 9], [0, 1, 1, 0, 0, 0, 12]]) {
+      expect(runLengthCodeOf(values.length, (i) => values[i]!)).toBe(runLengthCode(values));
+      const sorted = [...values].sort((a, b) => a - b);
+      expect(positionsCodeOf(sorted.length, (i) => sorted[i]!)).toBe(positionsCode(sorted));
+    }
+  });
+
+  it('orders places by row as a stable sort does', () => {
+    const random = (n: number, max: number) => Array.from({ length: n }, () => Math.floor(Math.random() * max));
+    for (const rows of [[], [0], [0, 1, 2, 3], [3, 2, 1, 0], [2, 0, 2, 1, 0, 2], random(5_000, 4_000), random(5_000, 10)]) {
+      expect(orderByRow(rows)).toEqual(rows.map((_, index) => index).sort((a, b) => rows[a]! - rows[b]!));
+    }
   });
 });
