@@ -37,6 +37,8 @@ interface StreamsRow {
 // index per batch event, so its cost follows the batch, never the size of the ledger; with $5 false it is
 // skipped (see appendBatch). NOTIFY inside the transaction
 // is delivered only at commit, so a woken reader finds the events. The final SELECT names `notified` because PostgreSQL skips unreferenced SELECT CTEs.
+// migrations/0220_ledger_locked_append.sql (gl_append_locked) runs the same statement after the stream's lock:
+// a change here is made there too, in a new migration.
 const APPEND_SQL = prepared(`
 WITH batch AS (
   SELECT (b.e->>'i')::uuid AS event_id, b.e->>'t' AS type, b.e->'d' AS data, b.e->'m' AS metadata, b.n
