@@ -221,8 +221,8 @@ export class Tallies {
       const allowance = dirty[index]!;
       // The common case: every count of the allowance is in its armed cell (an active tenant's admissions through
       // admit's fast path). Handed over from the cell alone: the allowance's count fields, spread over several
-      // cache lines and a Tally of its own, are neither read nor written (at 10,000 active tenants the
-      // collection cost 1.7 µs an allowance that way, about a quarter of the Governor's CPU in bench/admit.ts).
+      // cache lines, and a Tally of its own are neither read nor written (at 10,000 active tenants, one
+      // admission each a second: 110-130 ns an allowance against 140-185 through the fields).
       const cellSecond = allowance.onlyCellSecond();
       if (cellSecond === cellSecond) {
         if (!includeCurrentSecond && cellSecond >= nowSecond) {
@@ -235,9 +235,7 @@ export class Tallies {
         if (allowance.takeCellTally(cellTally, cellSecond)) {
           this.batch.add(allowance, cellTally);
           cellTally.clear();
-          const next = cellSecond + 1;
-          if (next >= nowSecond && allowance.armCell(next)) {
-            allowance.tallyWindow = Math.floor(next / this.windowSeconds);
+          if (this.armNext(allowance, cellSecond + 1, nowSecond)) {
             this.dirty.push(allowance);
             continue;
           }
@@ -251,13 +249,7 @@ export class Tallies {
       if (allowance.openDecisions > 0 && (includeCurrentSecond || allowance.openSecond < nowSecond)) {
         const next = allowance.openSecond + 1;
         allowance.closeOpenSecond();
-        // An allowance active in the second just closed is likely active in the next one: its cell is armed
-        // for it, so admit's fast path counts that second's admissions from the first one on, without
-        // opening the second out of line (count()).
-        if (next >= nowSecond) {
-          armed = allowance.armCell(next);
-          allowance.tallyWindow = Math.floor(next / this.windowSeconds);
-        }
+        armed = this.armNext(allowance, next, nowSecond);
       }
       const closed = allowance.closed;
       if (closed !== null && closed.decisions > 0) {
@@ -267,6 +259,17 @@ export class Tallies {
       if (allowance.openDecisions > 0 || armed) this.dirty.push(allowance);
       else this.forget(allowance);
     }
+  }
+
+  /**
+   * An allowance active in the second just closed is likely active in the next one: its cell is armed for it
+   * (unless that second is over already), so admit's fast path counts that second's admissions from the first
+   * one on, without opening the second out of line (count()). False when not armed.
+   */
+  private armNext(allowance: AllowanceState, next: number, nowSecond: number): boolean {
+    if (next < nowSecond || !allowance.armCell(next)) return false;
+    allowance.tallyWindow = Math.floor(next / this.windowSeconds);
+    return true;
   }
 
   /** No longer listed as dirty: nothing more is counted in its cell. */
