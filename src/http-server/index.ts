@@ -3,3 +3,4 @@ export * from './route.ts';
 export * from './health.ts';
 export * from './server.ts';
 export * from './shutdown.ts';
+export * from './turnBudget.ts';

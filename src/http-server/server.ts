@@ -10,6 +10,7 @@ import { storageUnavailableIn } from '../db/storageUnavailable.ts';
 import type { Logger } from '../logger.ts';
 import { handleHealthz, handleReadyz, type ReadinessCheck } from './health.ts';
 import type { RequestTarget, Route, RouteFault } from './route.ts';
+import { TurnBudget } from './turnBudget.ts';
 import { DRAINING_REASON, isDraining, registerShutdownState } from './shutdown.ts';
 
 /**
@@ -29,19 +30,19 @@ export const REQUEST_TIMEOUT_MARGIN_MS = 500;
 
 /**
  * Needs only a logger and the readiness checks, so a door can be served without a whole service; the request
- * timeout is the service's setting when it has one, else the setting's default.
+ * timeout is the service's setting when it has one, else the setting's default. `turns`: the budget of a turn
+ * of the event loop its requests share (turnBudget.ts; one of its own unless given, e.g. to be reported).
  */
 export function createServer(
-  service: { logger: Logger; readiness: readonly ReadinessCheck[]; settings?: { requestTimeoutSeconds: number } },
+  service: { logger: Logger; readiness: readonly ReadinessCheck[]; settings?: { requestTimeoutSeconds: number }; turns?: TurnBudget },
   routes: readonly Route[],
 ): Server {
   // The server is told to drain and close through src/http-server/shutdown.ts; the readiness route reads it.
   const draining: ReadinessCheck = async () => (isDraining(server) ? DRAINING_REASON : null);
-  const table: Route[] = [
-    { path: '/healthz', handle: handleHealthz },
-    { path: '/readyz', handle: (_req, res) => handleReadyz([draining, ...service.readiness], res) },
-    ...routes,
-  ];
+  const healthz: Route = { path: '/healthz', handle: handleHealthz };
+  const readyz: Route = { path: '/readyz', handle: (_req, res) => handleReadyz([draining, ...service.readiness], res) };
+  const table: Route[] = [healthz, readyz, ...routes];
+  const turns = service.turns ?? new TurnBudget();
   const failed = (res: ServerResponse, error: unknown, path: string | undefined = pathOf(res)) => {
     const unavailable = storageUnavailableIn(error);
     if (unavailable) service.logger.warn({ err: error, path }, 'request failed: the database is unavailable');
@@ -61,6 +62,15 @@ export function createServer(
   // Node answers 408 through clientError below, within GOVERNANCE_REQUEST_TIMEOUT_SECONDS, and closes the connection.
   const requestTimeoutMs = Math.max(REQUEST_TIMEOUT_CHECK_MS, (service.settings?.requestTimeoutSeconds ?? DEFAULT_REQUEST_TIMEOUT_SECONDS) * 1000 - REQUEST_TIMEOUT_MARGIN_MS);
   const timeouts = { requestTimeout: requestTimeoutMs, headersTimeout: requestTimeoutMs, connectionsCheckingInterval: REQUEST_TIMEOUT_CHECK_MS };
+  const handle = (req: IncomingMessage, res: ServerResponse, route: Route, target: RequestTarget) => {
+    try {
+      const handled = route.handle(req, res, target, fault);
+      // A handler that answers from callbacks returns nothing, and costs no promise here.
+      if (handled !== undefined) Promise.resolve(handled).catch((error: unknown) => failed(res, error, target.pathname));
+    } catch (error) {
+      failed(res, error, target.pathname);
+    }
+  };
   const server = createHttpServer(timeouts, (req, res) => {
     let path: string | undefined;
     try {
@@ -75,9 +85,10 @@ export function createServer(
         sendError(res, 404, 'not found');
         return;
       }
-      const handled = route.handle(req, res, target, fault);
-      // A handler that answers from callbacks returns nothing, and costs no promise here.
-      if (handled !== undefined) Promise.resolve(handled).catch((error: unknown) => failed(res, error, target.pathname));
+      // Health and readiness are answered at once, whatever waits: a probe learns how the service is, not how
+      // long the queue is. Every other request runs within its turn's budget, or waits for a later turn.
+      if (route === healthz || route === readyz || turns.hasRoom()) handle(req, res, route, target);
+      else turns.later(() => handle(req, res, route, target));
     } catch (error) {
       failed(res, error, path);
     }
