@@ -41,6 +41,7 @@ import {
   type InferenceSpendMeter,
   type Metrics,
 } from './metrics/index.ts';
+import { TurnBudget } from './http-server/index.ts';
 import type { ReadinessCheck, Route } from './http-server/index.ts';
 import {
   createAdmissionRoutes,
@@ -77,6 +78,8 @@ export interface Service {
   inferenceSpend: InferenceSpendMeter;
   readiness: ReadinessCheck[];
   routes: Route[];
+  /** The budget of a turn of the event loop its HTTP listener's requests share (reported on /metrics). */
+  turns: TurnBudget;
   /** Envoy's ShouldRateLimit on the same Governor; `governance serve` listens for it on GOVERNANCE_GRPC_PORT. */
   rateLimits: RateLimitDecider;
   /**
@@ -243,6 +246,7 @@ export async function startService(
     onVerified: ({ summary }) => logger.info({ summary }, 'ledger verified'),
   });
   closers.push(() => verifiable.close());
+  const turns = new TurnBudget();
   metrics.useSources({
     commandBacklogs: commandBacklogSource(db, metricsSettings.namedTenants),
     projectionLags: () => projections.lag(),
@@ -250,6 +254,7 @@ export async function startService(
     redisCounterFallback: () => governor.stats().sharedFallbackActive,
     nameOverflowInUse: () => governor.overflowInUse,
     clampedTallies: () => governor.stats().clampedTallies,
+    deferredRequests: () => turns.deferred,
   });
   closers.push(startCommandExpiry(commands, { onError: (error) => logger.warn({ err: error }, 'command expiry failed') }));
   const readiness: ReadinessCheck[] = [
@@ -348,6 +353,7 @@ export async function startService(
     inferenceSpend,
     readiness,
     routes,
+    turns,
     rateLimits: createRateLimitDecider(governor, rlsMapping),
     async close(options) {
       cleanStop = options?.clean === true;

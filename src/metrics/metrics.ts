@@ -167,6 +167,14 @@ export function createMetrics(options: MetricsOptions) {
         return pulls.total(this, 'clampedTallies');
       },
     }),
+    deferredRequests: new Counter({
+      name: `${prefix}http_requests_deferred_total`,
+      help: 'HTTP requests that waited for a later turn of the event loop because the turn had run its budget of requests (15 ms): a busy listener, answered late rather than holding timers back. Health probes never wait.',
+      registers,
+      collect() {
+        return pulls.total(this, 'deferredRequests');
+      },
+    }),
     commandBacklog: new Gauge({
       name: `${prefix}governance_command_backlog`,
       help: 'Undelivered commands waiting, by tenant (the largest backlogs by name, the rest summed as _other).',

@@ -36,6 +36,8 @@ export interface MetricSources {
   nameOverflowInUse?: () => boolean;
   /** Tallies the Governor clamped into an earlier window because its batch for the Recorder was full (GovernorStats.clampedTallies). */
   clampedTallies?: () => number;
+  /** HTTP requests that waited for a later turn of the event loop (src/http-server/turnBudget.ts). */
+  deferredRequests?: () => number;
   /** The read replica's staleness bound in seconds, null while it is not read from (src/read-replica). */
   readReplicaStaleness?: () => number | null;
 }
@@ -115,7 +117,7 @@ export function createSourcePulls(named: number, countError: (source: SourceName
       return perProjection(gauge, 'projectionLags', all.projectionLags, (sample) => sample.secondsBehind);
     },
     /** A count the source keeps since the process started, as a counter's value. */
-    total(counter: Counter<string>, source: 'clampedTallies'): Promise<void> {
+    total(counter: Counter<string>, source: 'clampedTallies' | 'deferredRequests'): Promise<void> {
       const read = all[source];
       if (!read) return Promise.resolve();
       return pull(source, async () => {

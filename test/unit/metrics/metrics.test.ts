@@ -98,6 +98,7 @@ describe('metrics', () => {
       nameOverflowInUse: () => overflow,
       clampedTallies: () => clamped,
       readReplicaStaleness: () => staleness,
+      deferredRequests: () => 3,
     });
     let text = await metrics.render();
     const p = 'devicechain_governance_';
@@ -110,6 +111,7 @@ describe('metrics', () => {
     expect(sample(text, `${p}governance_redis_fallback`)).toBe(1);
     expect(sample(text, `${p}governance_name_overflow_in_use`)).toBe(0);
     expect(sample(text, `${p}governance_clamped_tallies_total`)).toBe(0);
+    expect(sample(text, `${p}http_requests_deferred_total`)).toBe(3);
     expect(sample(text, `${p}governance_read_replica_staleness_seconds`)).toBe(-1);
     overflow = true;
     clamped = 42;
