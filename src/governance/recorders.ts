@@ -7,7 +7,13 @@ import type { AdmissionSummary, Recorder, UnresolvedAdmissionSummary } from './t
  * warning and not retried, because a retry would hand the primary the same counts twice.
  */
 export function fanOutRecorder(primary: Recorder, ...others: Recorder[]): Recorder {
+  const all = [primary, ...others];
+  // Summaries may be made again only when every recorder lets go of them.
+  const released = all.every((each) => each.released !== undefined)
+    ? (admissions: readonly AdmissionSummary[]) => all.forEach((each) => each.released!(admissions))
+    : undefined;
   return {
+    ...(released !== undefined && { released }),
     async record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[], batchId?: string) {
       const [first, ...rest] = await Promise.allSettled([primary, ...others].map((each) => each.record(admissions, unresolved, batchId)));
       for (const result of rest) {

@@ -186,6 +186,13 @@ export interface Recorder {
    * event ids from it) even when a failure hid a commit. After RecordedInPart the rest is offered under a new id.
    */
   record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[], batchId?: string): Promise<void>;
+  /**
+   * Present when the recorder keeps nothing of a batch's summaries once its record() resolved, or lets go of
+   * them here: the Governor calls it when a batch was taken, and then makes those summary objects again for
+   * later batches (fewer new objects for the garbage collector: Tallies' spare summaries). Without it, every
+   * batch's summaries are new objects.
+   */
+  released?(admissions: readonly AdmissionSummary[]): void;
 }
 
 /** record() stored these summaries (the very objects it was given) and then failed on the rest. */

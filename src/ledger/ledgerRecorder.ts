@@ -214,6 +214,9 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
       }
       if (batchId !== undefined) plans.delete(batchId);
     },
+    // Nothing of a batch is kept once record() resolved (a plan is kept only for a batch that failed; the key
+    // index keeps the keys' strings, not the summaries; the stores serialize events during the append).
+    released() {},
   };
 
   async function planEvents(

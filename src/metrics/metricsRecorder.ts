@@ -87,6 +87,11 @@ export function createMetricsRecorder(metrics: Metrics): Recorder {
         metrics.unresolvedAdmissions.inc({ dimension, cause }, units);
       }
     },
+    // The batch was taken: its summaries are never offered again as they are, and the Governor may make the
+    // same objects into later summaries, whose counts are all new.
+    released(admissions: readonly AdmissionSummary[]) {
+      for (const entry of admissions) counted.delete(entry);
+    },
   };
 }
 

@@ -69,6 +69,9 @@ export class CollectingRecorder implements Recorder {
     this.unresolved.push(...unresolved.map((each) => ({ ...each })));
   }
 
+  /** It keeps copies only, so the Governor may make a taken batch's summaries again (as the service's recorders let it). */
+  released(): void {}
+
   total(field: 'admittedUnits' | 'shedUnits' | 'rejectedUnits' | 'admittedMessages' | 'shedMessages' | 'rejectedMessages', tenantId?: string): number {
     return this.admissions.filter((each) => tenantId === undefined || each.tenantId === tenantId).reduce((sum, each) => sum + each[field], 0);
   }
