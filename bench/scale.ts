@@ -6,7 +6,8 @@
 //     (X-Forwarded-For from a trusted proxy), 3 readings each against an INGEST ceiling of 5 a second (202, then 429);
 //   - the rest through the admission API: POST /v1/admissions, 100 items a request (per tenant 3 units then 10
 //     against an API_REQUESTS ceiling of 5 a second),
-// for BENCH_SCALE_SECONDS (default 180) at each N of BENCH_SCALE_TENANTS (default 10000,20000,50000,100000,200000),
+// for BENCH_SCALE_SECONDS (default 180) after a warm-up that lasts until the server has settled (at least 4 s,
+// at most 60; reported as warmUpSeconds) at each N of BENCH_SCALE_TENANTS (default 10000,20000,50000,100000,200000),
 // each server on a fresh schema, in a process of its own. `--quick` (or BENCH_QUICK=1): 2,000 and 10,000
 // tenants for 8 s each, no start-time figure: proves the bench runs.
 //
@@ -74,8 +75,20 @@ const INGEST_SHARE = Number(process.env.BENCH_SCALE_INGEST_SHARE ?? 0.02);
 /** BENCH_SCALE_SIDES=ours runs one side (when profiling); BENCH_SCALE_PROFILE=DIR writes the servers' V8 CPU profiles there. */
 const SIDES = (process.env.BENCH_SCALE_SIDES ?? 'ours,baseline').split(',') as Side[];
 const PROFILE_DIR = process.env.BENCH_SCALE_PROFILE;
-/** Seconds of traffic before the measured window: the Governor learns the ceilings, keys are cached, the hour's key sources are written. */
+/**
+ * BENCH_SCALE_TRACE=1: our server prints each flush (from-to on its performance.now() clock, ms, summaries)
+ * and each turn of its event loop over 30 ms late to stderr, and its garbage collections (--trace-gc-nvp).
+ */
+const TRACE = process.env.BENCH_SCALE_TRACE === '1';
+/**
+ * Seconds of traffic before the measured window, at least: the Governor learns the ceilings, keys are cached,
+ * the hour's key sources are written. The warm-up lasts until the server has settled (SETTLED_FLUSHES flushes
+ * in a row each of at most 1.5 seconds' summaries and under the flush bound), at most MAX_WARM_SECONDS, and
+ * how long it took is reported (`warmUpSeconds`): a start at full traffic is a cost of its own, not the 180 s.
+ */
 const WARM_SECONDS = 4;
+const MAX_WARM_SECONDS = 60;
+const SETTLED_FLUSHES = 3;
 const MAX_LAG_SECONDS = 5;
 const MAX_FLUSH_P99_MS = 500;
 const MAX_STALL_MS = 50;
@@ -126,6 +139,8 @@ interface RunResult extends ServerReport {
   /** Requests the generator sent more than a second after their place in the schedule. */
   loadLateRequests: number;
   generatorCores: number;
+  /** Seconds of traffic before the measured window: until the server settled (WARM_SECONDS). */
+  warmUpSeconds: number;
   loadAverage: number;
 }
 
@@ -198,6 +213,8 @@ function mainThreadCpuMicros(): number {
 // The servers (a child process each: `scale.ts serve <side> <tenants>`).
 
 interface Stats {
+  /** Told each flush before measuring (its summaries and ms): says when the server has settled. */
+  warming: (summaries: number, ms: number) => void;
   flushMs: number[];
   merged: number;
   summaries: number;
@@ -224,7 +241,7 @@ function limitSourceFor(): LimitSource {
 
 async function serveOurs(tenants: number): Promise<void> {
   await withBenchLedger(url, 10, async (db, store, schema) => {
-    const stats: Stats = { flushMs: [], merged: 0, summaries: 0, requests: 0, measuring: false };
+    const stats: Stats = { warming: settleWatch(tenants), flushMs: [], merged: 0, summaries: 0, requests: 0, measuring: false };
     let allSummaries = 0;
     const ledger = createLedgerRecorder(store, { referenceKeys: true });
     const timed: Recorder = {
@@ -234,12 +251,16 @@ async function serveOurs(tenants: number): Promise<void> {
           await ledger.record(admissions, unresolved, id);
         } finally {
           if (stats.measuring) stats.flushMs.push(performance.now() - started);
+          else stats.warming(admissions.length, performance.now() - started);
+          if (TRACE) console.error(`flush ${started.toFixed(0)}-${performance.now().toFixed(0)} ms: ${(performance.now() - started).toFixed(0)} ms, ${admissions.length} summaries${stats.measuring ? '' : ' (warm-up)'}`);
         }
         allSummaries += admissions.length;
         if (!stats.measuring) return;
         stats.summaries += admissions.length;
         for (const summary of admissions) if (summary.seconds > 1) stats.merged++;
       },
+      // As the service's recorders: nothing is kept once record() resolved.
+      released: (admissions) => ledger.released?.(admissions),
     };
     const governor = new Governor({ limitSource: limitSourceFor(), recorder: timed, onError: (error) => console.error('governor:', error) });
     const projections = await startProjections(db, store, [admissionTrendsProjection], {
@@ -281,6 +302,16 @@ async function serveOurs(tenants: number): Promise<void> {
   });
 }
 
+/** Tells the parent `{settled: true}` once SETTLED_FLUSHES flushes in a row were steady (see WARM_SECONDS). */
+function settleWatch(tenants: number): (summaries: number, ms: number) => void {
+  let steady = 0;
+  return (summaries, ms) => {
+    if (steady >= SETTLED_FLUSHES) return;
+    steady = summaries <= summariesOf(tenants) * 1.5 && ms < MAX_FLUSH_P99_MS ? steady + 1 : 0;
+    if (steady === SETTLED_FLUSHES) process.send!({ settled: true });
+  };
+}
+
 /** A tenant key for each of the first `count` tenants, registered as an operator would (only its hash is stored). */
 async function registerKeys(db: Db, count: number): Promise<string[]> {
   const keys: string[] = new Array<string>(count);
@@ -300,7 +331,7 @@ async function serveBaseline(tenants: number): Promise<void> {
         admitted_units bigint NOT NULL, admitted_messages bigint NOT NULL, shed_units bigint NOT NULL, shed_messages bigint NOT NULL, hit_seconds int NOT NULL);
       CREATE TABLE bl_trend_minute (tenant_id text NOT NULL, dimension text NOT NULL, bucket_start bigint NOT NULL, admitted_units bigint NOT NULL,
         admitted_messages bigint NOT NULL, shed_units bigint NOT NULL, shed_messages bigint NOT NULL, PRIMARY KEY (tenant_id, dimension, bucket_start))`);
-    const stats: Stats = { flushMs: [], merged: 0, summaries: 0, requests: 0, measuring: false };
+    const stats: Stats = { warming: settleWatch(tenants), flushMs: [], merged: 0, summaries: 0, requests: 0, measuring: false };
     // Per tenant and dimension: the second its window counts, the units used in it, and that second's tallies.
     type Window = { tenant: string; dimension: string; second: number; used: number; counts: number[] };
     const windows = new Map<string, Window>();
@@ -404,7 +435,7 @@ async function serveBaseline(tenants: number): Promise<void> {
         if (stats.measuring) {
           stats.flushMs.push(performance.now() - started);
           stats.summaries += batch.length;
-        }
+        } else stats.warming(batch.length, performance.now() - started);
         flushing = false;
       }
     };
@@ -462,6 +493,14 @@ async function serveMeasured(
   };
   process.send!(announced);
   const loop = monitorEventLoopDelay({ resolution: 10 });
+  if (TRACE) {
+    let last = performance.now();
+    setInterval(() => {
+      const now = performance.now();
+      if (now - last > 40) console.error(`stall ${(last + 10).toFixed(0)}-${now.toFixed(0)} ms: ${(now - last - 10).toFixed(0)} ms late`);
+      last = now;
+    }, 10).unref();
+  }
   await next('start');
   const bytesBefore = await tableBytes(db, ledgerTables);
   const startedAt = Date.now();
@@ -506,10 +545,28 @@ async function serveMeasured(
 
 const self = fileURLToPath(import.meta.url);
 
+/** The child's next message but `{settled}` (which `settledOf` hears). */
 function nextMessage<T>(child: ChildProcess): Promise<T> {
   return new Promise((resolve, reject) => {
-    child.once('message', (message) => resolve(message as T));
+    const heard = (message: unknown) => {
+      if (typeof message === 'object' && message !== null && 'settled' in message) return;
+      child.off('message', heard);
+      resolve(message as T);
+    };
+    child.on('message', heard);
     child.once('exit', (code) => reject(new Error(`child exited with ${code}`)));
+  });
+}
+
+/** Settles when the child says it has settled (settleWatch). */
+function settledOf(child: ChildProcess): Promise<void> {
+  return new Promise((resolve) => {
+    const heard = (message: unknown) => {
+      if (typeof message !== 'object' || message === null || !('settled' in message)) return;
+      child.off('message', heard);
+      resolve();
+    };
+    child.on('message', heard);
   });
 }
 
@@ -556,23 +613,30 @@ function secondOfRequests(tenants: number, { token, ingestKeys }: Announced): Pa
 }
 
 async function run(side: Side, tenants: number): Promise<{ result: RunResult; generatorPinned: boolean }> {
-  const execArgv = PROFILE_DIR ? [...process.execArgv, '--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : process.execArgv;
+  const execArgv = [...process.execArgv, ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []), ...(TRACE ? ['--trace-gc-nvp'] : []), ...(process.env.BENCH_SCALE_NODE_ARGS ?? '').split(' ').filter(Boolean)];
   const server = fork(self, ['serve', side, String(tenants)], { execArgv, stdio: 'inherit' });
+  const settled = settledOf(server);
   const announced = await nextMessage<Announced>(server);
+  let stopLoad = () => {};
+  const loadStopped = new Promise<void>((resolve) => (stopLoad = resolve));
   const scripts = mkdtempSync(join(tmpdir(), 'bench-scale-'));
-  // wrk starts its schedule at the next whole second and runs a second longer than the traffic measured.
+  // wrk starts its schedule at the next whole second and runs until a second after the traffic measured.
+  const loadStartedAt = Date.now();
   const loadDone = pacedHttpLoad({
     url: `http://127.0.0.1:${announced.port}`,
     requests: secondOfRequests(tenants, announced),
     spreadMs: SPREAD_MS,
     offsetMs: OFFSET_MS,
     connections: CONNECTIONS,
-    seconds: WARM_SECONDS + SECONDS + 2,
+    seconds: MAX_WARM_SECONDS + SECONDS + 3,
     script: join(scripts, 'scale.lua'),
     core: 1,
+    stop: loadStopped,
   });
   loadDone.catch(() => {});
   await new Promise((resolve) => setTimeout(resolve, (WARM_SECONDS + 1) * 1000));
+  await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, loadStartedAt + MAX_WARM_SECONDS * 1000 - Date.now()))]);
+  const warmUpSeconds = Math.round((Date.now() - loadStartedAt) / 100) / 10;
   server.send('start');
   const postgresBefore = postgresCpuMicros();
   const startedAt = Date.now();
@@ -584,6 +648,8 @@ async function run(side: Side, tenants: number): Promise<{ result: RunResult; ge
   }
   const postgresCores = (postgresCpuMicros() - postgresBefore) / 1e6 / ((Date.now() - startedAt) / 1000);
   server.send('stop');
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  stopLoad();
   const statuses = await Promise.all(answers);
   const readySamples = statuses.length;
   const readyFailures = statuses.filter((status) => status !== 200).length;
@@ -612,7 +678,8 @@ async function run(side: Side, tenants: number): Promise<{ result: RunResult; ge
     statuses: load.statuses,
     loadErrors: load.errors + unexpected.reduce((sum, [, count]) => sum + count, 0),
     loadLateRequests: load.late,
-    generatorCores: Math.round((load.generatorCpuMicros / 1e6 / (WARM_SECONDS + SECONDS + 2)) * 100) / 100,
+    generatorCores: Math.round((load.generatorCpuMicros / 1e6 / (load.requests / load.requestsPerSecond)) * 100) / 100,
+    warmUpSeconds,
     loadAverage: round(loadavg()[0]!),
   };
   result.held =
@@ -676,12 +743,13 @@ async function measure(): Promise<void> {
       ours,
       baseline,
       ratio: baseline > 0 ? round(ours / baseline) : null,
-      unit: `largest N of ${SIZES.join('/')} active tenants held for ${SECONDS} s (no window merged, flush p99 < ${MAX_FLUSH_P99_MS} ms, no stall > ${MAX_STALL_MS} ms, /readyz 200 throughout, trend lag <= ${MAX_LAG_SECONDS} s, every answer 200/202/429, >= 95% of the summaries a second)`,
+      unit: `largest N of ${SIZES.join('/')} active tenants held for ${SECONDS} s once settled (warmUpSeconds: the traffic before, ${WARM_SECONDS}-${MAX_WARM_SECONDS} s) (no window merged, flush p99 < ${MAX_FLUSH_P99_MS} ms, no stall > ${MAX_STALL_MS} ms, /readyz 200 throughout, trend lag <= ${MAX_LAG_SECONDS} s, every answer 200/202/429, >= 95% of the summaries a second)`,
       baselineIs:
         'a bare minimum doing the same durable work: node:http reading the same requests (ingest keys in a Map), a fixed window per tenant and dimension in a Map, each second one unnest INSERT of the summaries and one upsert of the trend minute rows',
       generator: `wrk (1 thread, ${CONNECTIONS} connections, paced by a Lua schedule: every second ${INGEST_SHARE * 100}% of the tenants 2 HTTP ingest requests each, the rest in admission API batches of ${ITEMS_PER_REQUEST} items) in a process of its own, ${pinned ? 'pinned to core 1 with taskset (the servers and PostgreSQL unpinned)' : 'unpinned'}`,
       ledgerGbPerDay: ofOurs((each) => each.ledgerGbPerDay),
       catchUpTimesRealTime: ofOurs((each) => each.catchUpTimesRealTime),
+      warmUpSeconds: ofOurs((each) => each.warmUpSeconds),
       perTenants: perTenants('ours'),
       baselinePerTenants: perTenants('baseline'),
       notRun,

@@ -111,6 +111,8 @@ interface WrkRun {
   script: string;
   /** Pin wrk to this core with taskset (pinToCore), when there is one to pin to. */
   core?: number;
+  /** Ends the run before its seconds are up once this settles (wrk stops on SIGINT and reports as at its end). */
+  stop?: Promise<unknown>;
 }
 
 /**
@@ -148,6 +150,7 @@ async function runWrk(run: WrkRun, lua: readonly string[]): Promise<{ result: Lo
   const cpuBefore = exitedChildrenCpuMicros();
   const child = execFile('wrk', args, { maxBuffer: 16 * 1024 * 1024 });
   const pinned = run.core !== undefined && child.pid !== undefined && pinToCore(child.pid, run.core);
+  void run.stop?.then(() => child.exitCode === null && child.kill('SIGINT'));
   const stdout = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => (out += chunk.toString()));
@@ -205,6 +208,8 @@ export interface PacedHttpLoad {
   script: string;
   /** Pin wrk to this core with taskset (pinToCore), when there is one to pin to. */
   core?: number;
+  /** Ends the load before its seconds are up once this settles. */
+  stop?: Promise<unknown>;
 }
 
 export interface PacedLoadResult extends LoadResult {
