@@ -11,7 +11,7 @@
 // overruns its budget by at most one request.
 
 /** What one turn's requests may take before the next requests wait for a later turn. */
-export const TURN_BUDGET_MS = 15;
+export const TURN_BUDGET_MS = 10;
 
 export class TurnBudget {
   /** When this turn's first request ran (performance.now()), or -1 when no turn is open. */

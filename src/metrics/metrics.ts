@@ -169,7 +169,7 @@ export function createMetrics(options: MetricsOptions) {
     }),
     deferredRequests: new Counter({
       name: `${prefix}http_requests_deferred_total`,
-      help: 'HTTP requests that waited for a later turn of the event loop because the turn had run its budget of requests (15 ms): a busy listener, answered late rather than holding timers back. Health probes never wait.',
+      help: 'HTTP requests that waited for a later turn of the event loop because the turn had run its budget of requests (10 ms): a busy listener, answered late rather than holding timers back. Health probes never wait.',
       registers,
       collect() {
         return pulls.total(this, 'deferredRequests');
