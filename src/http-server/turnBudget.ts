@@ -3,12 +3,12 @@
 // connections, 0.2-1 ms a request) one turn served most connections' requests at once, and the loop's
 // timers (the ledger's flush, the request-timeout check, everything due) waited 118-244 ms behind them
 // (bench/scale.ts). Past the budget a request waits in a queue, in arrival order, and the queue is worked
-// through from the timers of later turns, as much of it per turn as the budget allows. No request is refused
-// or dropped: under load an answer is later, and every turn lets the rest of the process run.
+// through one request a turn, with the timers and the rest of the process' work between them. No request is
+// refused or dropped: under load an answer is later, and every turn lets the rest of the process run.
 //
-// A turn's budget is counted from its first request (in the poll phase, or the queue's own work in the timers
-// phase) to the check phase after it, where the turn is closed. Work already running is never cut: a turn
-// overruns its budget by at most one request.
+// A turn's budget is counted from its first request to the check phase after it, where the turn is closed;
+// the time of a request's work that follows its handler (ticks, microtasks) counts, since the next request's
+// callback comes after it. Work already running is never cut: a turn overruns its budget by one request.
 
 /** What one turn's requests may take before the next requests wait for a later turn. */
 export const TURN_BUDGET_MS = 10;
@@ -26,19 +26,20 @@ export class TurnBudget {
     this.turnStartedMs = -1;
   };
 
+  /**
+   * Runs the queue's first request, then lets the loop turn before the next one. One a turn: a request's own
+   * work goes on after its handler returns (its body's events, the decision after an await), in the ticks and
+   * microtasks that follow the callback that started it, and a loop over the queue in one callback would have
+   * started every request within the budget and run all their work after it, in one burst.
+   */
   private readonly drain = () => {
     this.drainScheduled = false;
-    this.open(performance.now());
-    while (this.head < this.queue.length) {
-      if (performance.now() - this.turnStartedMs >= this.budgetMs) {
-        this.scheduleDrain();
-        break;
-      }
-      const work = this.queue[this.head]!;
-      this.queue[this.head++] = noWork;
-      runWork(work);
-    }
-    if (this.head === this.queue.length) {
+    if (this.head === this.queue.length) return;
+    const work = this.queue[this.head]!;
+    this.queue[this.head++] = noWork;
+    runWork(work);
+    if (this.head < this.queue.length) this.scheduleDrain();
+    else {
       this.queue.length = 0;
       this.head = 0;
     }
@@ -74,14 +75,11 @@ export class TurnBudget {
     setImmediate(this.closeTurn);
   }
 
-  /**
-   * The queue is worked on from a timer: timers run first in a turn, and a timer set now is never due in the
-   * timers phase under way, so the queue's work always waits for a turn after this one.
-   */
+  /** The queue's next request runs from the check phase of this turn or, from there, of the next one. */
   private scheduleDrain(): void {
     if (this.drainScheduled) return;
     this.drainScheduled = true;
-    setTimeout(this.drain, 0);
+    setImmediate(this.drain);
   }
 }
 
