@@ -16,7 +16,6 @@ import {
 } from './projectionRunner.ts';
 import type { ApplyAttempt } from './projectPage.ts';
 import { CheckpointOfAnotherLedger } from './checkpoints.ts';
-import { lowerThisThreadsPriority } from './threadPriority.ts';
 
 /** Where the worker finds the ledger and its read models: the service's own database and schema. */
 export interface PostgresConnection {
@@ -74,8 +73,6 @@ export async function serveProjectionWorker(projections: readonly Projection[]):
   const port = parentPort;
   if (!port) throw new Error('serveProjectionWorker runs in a worker thread');
   const data = workerData as ProjectionWorkerData;
-  // Catching up yields the cores to the admitting thread when they are busy (threadPriority.ts).
-  lowerThisThreadsPriority();
   const send = (message: FromProjectionWorker) => port.postMessage(message);
   const found = projections.find((projection) => projection.name === data.projection);
   if (!found) {
