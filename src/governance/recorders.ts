@@ -15,7 +15,7 @@ export function fanOutRecorder(primary: Recorder, ...others: Recorder[]): Record
   return {
     ...(released !== undefined && { released }),
     async record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[], batchId?: string) {
-      const [first, ...rest] = await Promise.allSettled([primary, ...others].map((each) => each.record(admissions, unresolved, batchId)));
+      const [first, ...rest] = await Promise.allSettled(all.map((each) => each.record(admissions, unresolved, batchId)));
       for (const result of rest) {
         if (result.status === 'rejected') process.emitWarning(toError(result.reason), 'GovernanceRecorderWarning');
       }

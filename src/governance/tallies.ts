@@ -520,8 +520,4 @@ export class SpareSummaries {
       if (entry instanceof Summary && entry.plain) summaries.push(entry);
     }
   }
-
-  get size(): number {
-    return this.summaries.length;
-  }
 }
