@@ -545,11 +545,16 @@ async function serveMeasured(
 
 const self = fileURLToPath(import.meta.url);
 
+/** Whether a child's message is its `{settled: true}` (settleWatch). */
+function isSettled(message: unknown): boolean {
+  return typeof message === 'object' && message !== null && 'settled' in message;
+}
+
 /** The child's next message but `{settled}` (which `settledOf` hears). */
 function nextMessage<T>(child: ChildProcess): Promise<T> {
   return new Promise((resolve, reject) => {
     const heard = (message: unknown) => {
-      if (typeof message === 'object' && message !== null && 'settled' in message) return;
+      if (isSettled(message)) return;
       child.off('message', heard);
       resolve(message as T);
     };
@@ -562,7 +567,7 @@ function nextMessage<T>(child: ChildProcess): Promise<T> {
 function settledOf(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => {
     const heard = (message: unknown) => {
-      if (typeof message !== 'object' || message === null || !('settled' in message)) return;
+      if (!isSettled(message)) return;
       child.off('message', heard);
       resolve();
     };
@@ -635,7 +640,10 @@ async function run(side: Side, tenants: number): Promise<{ result: RunResult; ge
   });
   loadDone.catch(() => {});
   await new Promise((resolve) => setTimeout(resolve, (WARM_SECONDS + 1) * 1000));
-  await Promise.race([settled, new Promise((resolve) => setTimeout(resolve, loadStartedAt + MAX_WARM_SECONDS * 1000 - Date.now()))]);
+  // The cap's timer is cleared once settled: a pending one would hold the process open at the end (--quick).
+  let capTimer: NodeJS.Timeout | undefined;
+  await Promise.race([settled, new Promise((resolve) => (capTimer = setTimeout(resolve, loadStartedAt + MAX_WARM_SECONDS * 1000 - Date.now())))]);
+  clearTimeout(capTimer);
   const warmUpSeconds = Math.round((Date.now() - loadStartedAt) / 100) / 10;
   server.send('start');
   const postgresBefore = postgresCpuMicros();
