@@ -13,6 +13,10 @@
 // one service process: a caller whose next request reaches another replica of the service behind a balancer
 // is not known there (docs/scaling.md, "PostgreSQL replicas").
 //
+// The primary's position is its WAL insert position, not its write position: with synchronous_commit off a
+// commit returns before its WAL is written, so a probe that read the write position could find the replica
+// "caught up" without a write its caller was already told had committed, and send that caller's next read there.
+//
 // A replica that fails a read is not read from until a probe succeeds again; that read is answered from the
 // primary. A replica that is no longer in recovery (it was promoted: it is a primary of its own now, whose
 // history may leave the service's) is never read from.
@@ -106,7 +110,7 @@ export function createReadRouting(options: ReadRoutingOptions): ReadRouting {
     const startedAt = now();
     probeStartedAt = startedAt;
     try {
-      const position = await primary.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn');
+      const position = await primary.query<{ lsn: string }>('SELECT pg_current_wal_insert_lsn()::text AS lsn');
       const lsn = position.rows[0]!.lsn;
       const answer = await replica.query<ProbeRow>(
         `SELECT pg_is_in_recovery() AS recovery, pg_last_wal_replay_lsn() >= $1::pg_lsn AS caught_up,

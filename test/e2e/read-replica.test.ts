@@ -14,6 +14,7 @@ import { readSettings } from '../../src/config.ts';
 import type { Db } from '../../src/db/db.ts';
 import { openPostgres } from '../../src/db/postgres.ts';
 import { createServer, listen } from '../../src/http-server/server.ts';
+import { PROBE_INTERVAL_MS } from '../../src/read-replica/readRouting.ts';
 import { startService, type Service } from '../../src/service.ts';
 import { OPERATOR } from '../support/controlPlaneHarness.ts';
 import { startPrivatePostgres, startStreamingReplica, type PrivatePostgres } from '../support/privateServers.ts';
@@ -93,9 +94,9 @@ describe.skipIf(!replica)('GraphQL reads on a streaming replica (DATABASE_READ_U
   const HISTORY = `{ limitHistory(tenantId: "acme", first: 50) { edges { node { kind reason } } } }`;
   const reasons = (answer: Answer) =>
     ((answer.data!.limitHistory as { edges: Array<{ node: { reason: string | null } }> }).edges ?? []).map((edge) => edge.node.reason);
-  const setOverride = (reason: string) =>
+  const setOverride = (reason: string, ratePerSecond = 500) =>
     graphql('writer', 'mutation ($input: SetTenantOverrideInput!) { setTenantOverride(input: $input) { __typename } }', {
-      input: { tenantId: 'acme', dimension: 'INGEST', ratePerSecond: 500, reason },
+      input: { tenantId: 'acme', dimension: 'INGEST', ratePerSecond, reason },
     });
 
   it('stale reads come from the replica with a staleness bound; the command backlog and mutations stay on the primary', async () => {
@@ -166,6 +167,28 @@ describe.skipIf(!replica)('GraphQL reads on a streaming replica (DATABASE_READ_U
       },
       { timeoutMs: 30_000, description: 'the resumed replica read from again, holding the change' },
     );
+  });
+
+  it('a writer reads its own write when the primary acknowledges commits before their WAL is written', async () => {
+    // This suite's primary runs with synchronous_commit off. A long wal_writer_delay keeps an acknowledged
+    // commit's WAL unwritten for seconds: a probe of the primary's write position (not its insert position)
+    // would then find the replica "caught up" without the write and send the writer's next read there.
+    await source.psql("ALTER SYSTEM SET wal_writer_delay = '10s'");
+    await source.psql('SELECT pg_reload_conf()');
+    try {
+      for (let round = 1; round <= 3; round++) {
+        const reason = `acknowledged before its WAL was written, round ${round}`;
+        await setOverride(reason, 600 + round);
+        await service.projections.waitForCaughtUp();
+        // Two probes start after the write (PROBE_INTERVAL_MS apart) before the writer reads again.
+        await new Promise((resolve) => setTimeout(resolve, 3 * PROBE_INTERVAL_MS));
+        // From the primary, or from a replica that has replayed the write: either way with it.
+        expect(reasons(await graphql('writer', HISTORY))).toContain(reason);
+      }
+    } finally {
+      await source.psql('ALTER SYSTEM RESET wal_writer_delay');
+      await source.psql('SELECT pg_reload_conf()');
+    }
   });
 
   it('a replica that goes away costs no read: the primary answers until it is back', async () => {

@@ -35,7 +35,7 @@ describe('createReadRouting', () => {
   });
 
   const setUp = (replica: { recovery?: boolean; caughtUp?: () => boolean; fails?: () => boolean } = {}) => {
-    const primary = fake((sql) => (sql.includes('pg_current_wal_lsn') ? { lsn: '0/100' } : { from: 'primary' }));
+    const primary = fake((sql) => (sql.includes('pg_current_wal_insert_lsn') ? { lsn: '0/100' } : { from: 'primary' }));
     const standby = fake((sql) => {
       if (replica.fails?.()) throw new Error('connection refused');
       return sql.includes('pg_is_in_recovery')
@@ -100,7 +100,7 @@ describe('createReadRouting', () => {
 describe('createReadRouting with a replica that stops answering', () => {
   it('takes the replica out of use once a probe has waited PROBE_TIMEOUT_MS', async () => {
     let hang = false;
-    const primary = fake((sql) => (sql.includes('pg_current_wal_lsn') ? { lsn: '0/100' } : { from: 'primary' }));
+    const primary = fake((sql) => (sql.includes('pg_current_wal_insert_lsn') ? { lsn: '0/100' } : { from: 'primary' }));
     const standby: Fake = {
       ...fake(() => ({})),
       query: async <Row>(sql: string) => {
