@@ -494,11 +494,28 @@ async function serveMeasured(
   process.send!(announced);
   const loop = monitorEventLoopDelay({ resolution: 10 });
   if (TRACE) {
+    // The main thread's time on a core and waiting for one (Linux schedstat, ns), to tell work from preemption.
+    const schedstat = (): [number, number] => {
+      try {
+        const [onCpu, waiting] = readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ');
+        return [Number(onCpu), Number(waiting)];
+      } catch {
+        return [NaN, NaN];
+      }
+    };
     let last = performance.now();
+    let [lastOnCpu, lastWaiting] = schedstat();
     setInterval(() => {
       const now = performance.now();
-      if (now - last > 40) console.error(`stall ${(last + 10).toFixed(0)}-${now.toFixed(0)} ms: ${(now - last - 10).toFixed(0)} ms late`);
+      const [onCpu, waiting] = schedstat();
+      if (now - last > 40) {
+        const on = ((onCpu - lastOnCpu) / 1e6).toFixed(0);
+        const off = ((waiting - lastWaiting) / 1e6).toFixed(0);
+        console.error(`stall ${(last + 10).toFixed(0)}-${now.toFixed(0)} ms: ${(now - last - 10).toFixed(0)} ms late; main thread ${on} ms on a core, ${off} ms waiting for one`);
+      }
       last = now;
+      lastOnCpu = onCpu;
+      lastWaiting = waiting;
     }, 10).unref();
   }
   await next('start');
@@ -619,7 +636,11 @@ function secondOfRequests(tenants: number, { token, ingestKeys }: Announced): Pa
 
 async function run(side: Side, tenants: number): Promise<{ result: RunResult; generatorPinned: boolean }> {
   const execArgv = [...process.execArgv, ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []), ...(TRACE ? ['--trace-gc-nvp'] : []), ...(process.env.BENCH_SCALE_NODE_ARGS ?? '').split(' ').filter(Boolean)];
-  const server = fork(self, ['serve', side, String(tenants)], { execArgv, stdio: 'inherit' });
+  // The server runs in a session of its own, as a service does under systemd or in a container. On Linux the
+  // scheduler shares the cores fairly between sessions (autogroup) before threads: sharing the bench's session, the
+  // server's threads competed one for one with wrk and this process, so the generator's CPU came out of the
+  // server's share and its main thread waited 30-50 ms for a core at times (BENCH_SCALE_TRACE's schedstat).
+  const server = fork(self, ['serve', side, String(tenants)], { execArgv, stdio: 'inherit', detached: true });
   const settled = settledOf(server);
   const announced = await nextMessage<Announced>(server);
   let stopLoad = () => {};
@@ -772,5 +793,8 @@ async function measure(): Promise<void> {
 }
 
 const [mode, ...args] = process.argv.slice(2);
+// A server in a session of its own gets no signal from the terminal: a bench stopped midway ends it through the
+// IPC channel (a finished one ends sooner on its own).
+if (mode === 'serve') process.once('disconnect', () => setTimeout(() => process.exit(1), 10_000).unref());
 if (mode === 'serve') await (args[0] === 'ours' ? serveOurs(Number(args[1])) : serveBaseline(Number(args[1])));
 else await measure();
