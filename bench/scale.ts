@@ -134,6 +134,8 @@ interface RunResult extends ServerReport {
   held: boolean;
   readySamples: number;
   readyFailures: number;
+  /** The measured second, status and reason of each /readyz answer other than 200. */
+  readyFailuresAt: { second: number; status: number; reason?: string }[];
   postgresCores: number;
   /** Answers by HTTP status, from the generator (200: admission API; 202 / 429: ingest door). */
   statuses: Record<string, number>;
@@ -613,14 +615,29 @@ function settledOf(child: ChildProcess): Promise<void> {
   });
 }
 
-async function readyzStatus(port: number): Promise<number> {
+/** A /readyz answer: its status (0: none within 2 s) and, when not 200, the start of its body (the reason). */
+interface ReadyAnswer {
+  status: number;
+  reason?: string;
+}
+
+async function readyzStatus(port: number): Promise<ReadyAnswer> {
   return new Promise((resolve) => {
     const req = httpRequest({ port, host: '127.0.0.1', path: '/readyz', timeout: 2_000 }, (res) => {
-      res.resume();
-      resolve(res.statusCode ?? 0);
+      const status = res.statusCode ?? 0;
+      if (status === 200) {
+        res.resume();
+        resolve({ status });
+        return;
+      }
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status, reason: body.slice(0, 200) }));
+      res.on('error', () => resolve({ status, reason: body.slice(0, 200) }));
     });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(0));
+    req.on('timeout', () => req.destroy(new Error('no answer within 2 s')));
+    req.on('error', (error) => resolve({ status: 0, reason: error.message }));
     req.end();
   });
 }
@@ -691,7 +708,7 @@ async function run(side: Side, tenants: number): Promise<{ result: RunResult; ge
   const postgresBefore = postgresCpuMicros();
   const startedAt = Date.now();
   // /readyz asked once a second on the run's clock (an answer that is slow does not delay the next question).
-  const answers: Promise<number>[] = [];
+  const answers: Promise<ReadyAnswer>[] = [];
   for (let second = 1; second <= SECONDS; second++) {
     await new Promise((resolve) => setTimeout(resolve, startedAt + second * 1000 - Date.now()));
     answers.push(readyzStatus(announced.port));
@@ -700,9 +717,11 @@ async function run(side: Side, tenants: number): Promise<{ result: RunResult; ge
   server.send('stop');
   await new Promise((resolve) => setTimeout(resolve, 1000));
   stopLoad();
-  const statuses = await Promise.all(answers);
-  const readySamples = statuses.length;
-  const readyFailures = statuses.filter((status) => status !== 200).length;
+  const readyAnswers = await Promise.all(answers);
+  const readySamples = readyAnswers.length;
+  // Which second of the measured window each answer other than 200 came in, and why.
+  const readyFailuresAt = readyAnswers.flatMap((answer, index) => (answer.status === 200 ? [] : [{ second: index + 1, ...answer }]));
+  const readyFailures = readyFailuresAt.length;
   const load = await loadDone;
   rmSync(scripts, { recursive: true, force: true });
   const reportDone = nextMessage<ServerReport>(server);
@@ -724,6 +743,7 @@ async function run(side: Side, tenants: number): Promise<{ result: RunResult; ge
     ...report,
     readySamples,
     readyFailures,
+    readyFailuresAt,
     postgresCores: round(postgresCores),
     statuses: load.statuses,
     loadErrors: load.errors + unexpected.reduce((sum, [, count]) => sum + count, 0),
@@ -783,7 +803,7 @@ async function measure(): Promise<void> {
   const perTenants = (side: Side) =>
     results
       .filter((each) => each.side === side)
-      .map(({ side: _side, statuses: _statuses, hourlyBytes: _hourly, ledgerBytesPerSummary: _bytes, flushes: _flushes, readySamples: _samples, ...each }) => each);
+      .map(({ side: _side, statuses: _statuses, hourlyBytes: _hourly, ledgerBytesPerSummary: _bytes, flushes: _flushes, readySamples: _samples, readyFailuresAt: _failuresAt, ...each }) => each);
   const ofOurs = (pick: (each: RunResult) => number | null) => Object.fromEntries(results.filter((each) => each.side === 'ours').map((each) => [each.tenants, pick(each)]));
   const ours = largestHeld('ours');
   const baseline = largestHeld('baseline');
