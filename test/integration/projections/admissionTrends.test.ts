@@ -10,6 +10,8 @@ import { topShedders } from '../../../src/metrics/trends/topShedders.ts';
 import { unresolvedAdmissions } from '../../../src/metrics/trends/unresolvedAdmissions.ts';
 import { PRUNE_BATCH_ROWS, pruneTrends } from '../../../src/metrics/trends/pruneTrends.ts';
 import { InvalidTrendQuery } from '../../../src/metrics/trends/trendQuery.ts';
+import { RollupRows } from '../../../src/metrics/trends/upsertRollups.ts';
+import { ADMISSION_TRENDS } from '../../../src/metrics/trends/rollupFamily.ts';
 import { describeOnEachStorage } from '../../support/databases.ts';
 import { useProjectionSpec } from '../../support/projectionSpec.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
@@ -70,6 +72,23 @@ describeOnEachStorage('trend read models from their events on $name', (target) =
     expect(await pruneTrends(spec.db, { MINUTE: 1, HOUR: 1, DAY: 1 }, new Date(Date.UTC(2021, 0, 1)))).toBe(PRUNE_BATCH_ROWS * 2 + 1);
     const { rows } = await spec.db.query<{ n: string }>("SELECT count(*)::text AS n FROM gl_admission_trends_hour WHERE tenant_id LIKE 'bulk-%'");
     expect(rows[0]!.n).toBe('0');
+  });
+
+  it("gives a large page's statement memory to sort and hash in (work_mem), for its own transaction only", async () => {
+    const workMem = async (query: (sql: string) => Promise<{ rows: { work_mem: string }[] }>) => (await query('SHOW work_mem')).rows[0]!.work_mem;
+    const before = await workMem((sql) => spec.db.query(sql));
+    const rows = new RollupRows(ADMISSION_TRENDS);
+    const counts = ADMISSION_TRENDS.counts.map(() => 1);
+    for (let i = 0; i < 20_000; i++) rows.addValues([`memory-${i}`, 'INGEST', 'LIVE'], T0, counts);
+    const inside = await spec.db.transaction(async (tx) => {
+      await rows.upsert(tx);
+      return workMem((sql) => tx.query(sql));
+    });
+    // About a kB a row (20,000 rows: 20,000 kB), where PostgreSQL's default 4 MB spilled a page of 50,000 to disk.
+    expect(inside).toBe('20000kB');
+    expect(await workMem((sql) => spec.db.query(sql))).toBe(before);
+    const { rows: stored } = await spec.db.query<{ n: string }>("SELECT count(*)::text AS n FROM gl_admission_trends_minute WHERE tenant_id LIKE 'memory-%'");
+    expect(stored[0]!.n).toBe('20000');
   });
 
   it('counts per minute summed over allowances, and rolls up to hours and days', async () => {
