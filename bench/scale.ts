@@ -540,6 +540,25 @@ async function serveMeasured(
       lastProcess = process_;
       lastHost = host;
     }, 10).unref();
+    // Once a second: the trend lag; over 3 s, what PostgreSQL's sessions were doing (an open transaction with an
+    // id holds every reader back: src/ledger/postgres/read.ts), to tell a slow page from a held-back one.
+    let asking = false;
+    setInterval(() => {
+      if (asking) return;
+      asking = true;
+      void (async () => {
+        const lag = await end.lagSeconds();
+        if (lag <= 3) return;
+        const { rows } = await db.query<{ pid: number; xid: string | null; age_ms: number; state: string; wait: string | null; query: string }>(
+          `SELECT pid, backend_xid::text AS xid, round(extract(epoch FROM clock_timestamp() - xact_start) * 1000)::int AS age_ms, state,
+                  wait_event_type || ':' || wait_event AS wait, left(regexp_replace(query, '\\s+', ' ', 'g'), 90) AS query
+           FROM pg_stat_activity WHERE pid <> pg_backend_pid() AND xact_start IS NOT NULL ORDER BY xact_start`,
+        );
+        console.error(`lag ${performance.now().toFixed(0)} ms: ${lag} s; ${rows.map((row) => `[${row.pid} xid ${row.xid} ${row.age_ms} ms ${row.state} ${row.wait ?? ''} ${row.query}]`).join(' ')}`);
+      })()
+        .catch((error: unknown) => console.error('lag trace:', error))
+        .finally(() => (asking = false));
+    }, 1000).unref();
   }
   await next('start');
   const bytesBefore = await tableBytes(db, ledgerTables);
