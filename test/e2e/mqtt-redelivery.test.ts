@@ -156,6 +156,11 @@ describe.skipIf(missing.length > 0)('MQTT redelivery after the service is killed
       timeoutMs: 120_000,
       intervalMs: 500,
       description: 'every message of the traffic in the stream',
+    }).catch(async (error: unknown) => {
+      // Which messages never came, and what the service said: a rare failure under a loaded CI run.
+      const stored = new Set(await storedTs());
+      const absent = traffic.filter((t) => !stored.has(t));
+      throw new Error(`${String(error)}; killed after ${killedAfter} of ${traffic.length} sent; absent: ${absent.join(',')}\n${service.output().slice(-4000)}`);
     });
     service.child.kill('SIGTERM');
     expect(await service.exited, service.output()).toBe(0);
