@@ -160,7 +160,12 @@ describe.skipIf(missing.length > 0)('MQTT redelivery after the service is killed
       // Which messages never came, and what the service said: a rare failure under a loaded CI run.
       const stored = new Set(await storedTs());
       const absent = traffic.filter((t) => !stored.has(t));
-      throw new Error(`${String(error)}; killed after ${killedAfter} of ${traffic.length} sent; absent: ${absent.join(',')}\n${service.output().slice(-4000)}`);
+      // The door's own counts: whether the absent messages reached the service at all.
+      const metrics = await fetch(`${baseUrl}/metrics`)
+        .then((response) => response.text())
+        .then((text) => text.split('\n').filter((line) => /^(door_|governance_admitted_units_total|governance_(shed|rejected)_units_total)/.test(line)).join('\n'))
+        .catch((failure: unknown) => `no /metrics: ${String(failure)}`);
+      throw new Error(`${String(error)}; killed after ${killedAfter} of ${traffic.length} sent; absent: ${absent.join(',')}\n${metrics}\n${service.output().slice(-4000)}`);
     });
     service.child.kill('SIGTERM');
     expect(await service.exited, service.output()).toBe(0);
