@@ -21,6 +21,7 @@ import {
   ADMISSION_TRENDS,
   familyTables,
   RollupRows,
+  rollUpMinutes,
   splitAcrossMinutes,
   summariesProblem,
   wholeCount,
@@ -70,6 +71,11 @@ export const admissionTrendsProjection: Projection = {
   },
   // A page's summaries in one upsert, merged per row (RollupRows).
   applyPage: (events: readonly RecordedEvent[], tx: Tx) => applyAdmissions(events, tx),
+  // Minutes into hours and days once they are past, after the page has committed: at 50,000 active tenants that is
+  // 100,000 row updates a minute, and in the page it held the live events back 2 s more (upsertRollups.ts).
+  afterPages: async (db) => {
+    await rollUpMinutes(db, ADMISSION_TRENDS);
+  },
 };
 
 /**

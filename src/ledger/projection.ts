@@ -1,4 +1,4 @@
-import type { Tx } from '../db/db.ts';
+import type { Db, Tx } from '../db/db.ts';
 import type { RecordedEvent } from './eventStore.ts';
 
 /** apply's answer for an event it will not apply, and why (a sentence an operator reads in the quarantine). */
@@ -66,4 +66,13 @@ export interface Projection {
   applyPage?(events: readonly RecordedEvent[], tx: Tx): Promise<void | readonly Refusal[]>;
   /** Called once a batch has committed, with the events it applied (not those it set aside), as read (e.g. to publish them to subscribers). */
   afterCommit?(events: readonly RecordedEvent[]): void;
+  /**
+   * Work that follows committed pages, in transactions of its own: a trend projection rolls its minutes up into
+   * hours and days there (src/metrics/trends/upsertRollups.ts), so a live page does not wait for it. The runner
+   * starts it after each page that applied events, one run at a time (a page committed meanwhile gets one more run
+   * after it), without holding the next page back: what must not run at once, the projection serializes itself (a
+   * lock both take). A fault is reported as a page's is, and the next page runs it again. waitForCaughtUp resolves
+   * once it has ended; a rebuild runs it after each page. It must leave what reads answer unchanged.
+   */
+  afterPages?(db: Db): Promise<void>;
 }

@@ -51,7 +51,10 @@ export interface ProjectionLag {
 
 export interface ProjectionRunner {
   readonly projection: Projection;
-  /** Resolves once the projection has applied every event the ledger held when this was called. */
+  /**
+   * Resolves once the projection has applied every event the ledger held when this was called, and the work that
+   * follows its pages (Projection.afterPages) has ended.
+   */
   waitForCaughtUp(options?: { timeoutMs?: number }): Promise<void>;
   /** How far behind the ledger the stored checkpoint is: the checkpoint row and one indexed ledger read. */
   lag(): Promise<ProjectionLag>;
@@ -130,7 +133,34 @@ export async function startProjectionRunner(
     onError?.(error, projection);
   };
 
+  // The work that follows pages (Projection.afterPages), in the background: one run at a time, and one more
+  // after it when a page committed while it ran.
+  let following: Promise<void> | undefined;
+  let followAgain = false;
+  const follow = () => {
+    const afterPages = projection.afterPages;
+    if (afterPages === undefined || stopped) return;
+    if (following) {
+      followAgain = true;
+      return;
+    }
+    following = (async () => {
+      do {
+        followAgain = false;
+        try {
+          await afterPages.call(projection, db);
+        } catch (error) {
+          if (!stopped) report(error);
+        }
+      } while (followAgain && !stopped);
+    })().finally(() => {
+      following = undefined;
+      settleWaiters();
+    });
+  };
+
   const reached = (waiter: Waiter) => {
+    if (following !== undefined) return false;
     if (waiter.head === undefined) return true;
     return checkpoint.position !== 'start' && comparePositions(checkpoint.position, waiter.head) >= 0;
   };
@@ -155,6 +185,7 @@ export async function startProjectionRunner(
       checkpoint = outcome.checkpoint;
       if (outcome.status === 'applied') {
         alone = false;
+        if (outcome.applied.length > 0) follow();
         for (const { event, reason } of outcome.quarantined) onQuarantined?.({ projection: projection.name, ...eventRef(event), reason });
       }
       if (outcome.status === 'caught-up') return true;
@@ -257,6 +288,7 @@ export async function startProjectionRunner(
       wake?.();
       await live?.close();
       await running;
+      await following;
       for (const waiter of waiters) waiter.reject(new Error(`projection ${projection.name} was stopped`));
       waiters.clear();
     },

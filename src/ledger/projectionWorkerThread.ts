@@ -88,8 +88,9 @@ export async function serveProjectionWorker(projections: readonly Projection[]):
         },
       }
     : found;
-  // The runner's pages, its live subscription (LISTEN) and a spare for waitForCaughtUp's head read.
-  const db = openPostgres({ connectionString: data.connection.connectionString, schema: data.connection.schema, max: 3 });
+  // The runner's pages, the roll-ups that follow them (Projection.afterPages), its live subscription (LISTEN) and
+  // a spare for waitForCaughtUp's head read.
+  const db = openPostgres({ connectionString: data.connection.connectionString, schema: data.connection.schema, max: 4 });
   const store = createPostgresEventStore(db);
   const closeStorage = async () => {
     await store.close().catch(() => {});

@@ -70,6 +70,7 @@ export async function rebuildProjection(
     if (outcome.status === 'applied') {
       done += outcome.applied.length + outcome.quarantined.length;
       applied += outcome.applied.length;
+      if (outcome.applied.length > 0) await projection.afterPages?.(db);
     }
     checkpoint = outcome.checkpoint;
     report();

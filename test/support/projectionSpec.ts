@@ -1,7 +1,8 @@
 // Given events, when a projection applies them, then these rows: a read model tested without the ledger, the
 // projection runner or the control plane. Events are applied as the runner applies them: to each projection
 // only the types it asks for, in the order given, one transaction per `given` (applyPage when the projection
-// has it, else apply per event), then afterCommit. Positions and revisions are made up in that order.
+// has it, else apply per event), then afterCommit, then the work that follows pages (afterPages; the runner
+// runs it in the background, waitForCaughtUp waits for it). Positions and revisions are made up in that order.
 import { randomUUID } from 'node:crypto';
 import { beforeAll, afterAll } from 'vitest';
 import type { Db } from '../../src/db/db.ts';
@@ -81,6 +82,7 @@ export function useProjectionSpec(target: StorageTarget, ...projections: Project
       }
     });
     for (const { projection, events: own } of applied) if (own.length > 0) projection.afterCommit?.(own);
+    for (const { projection, events: own } of applied) if (own.length > 0) await projection.afterPages?.(db());
     return recorded;
   };
 

@@ -1,21 +1,25 @@
-// Adds per-minute increments to a family's trend tables in ONE statement (one round trip per page of events).
+// Adds per-minute increments to a family's trend tables (one statement per page of events), and rolls minutes up
+// into hours and days in a transaction of its own once they are past (rollUpMinutes).
 //
-// Minutes are written as increments arrive; hours and days are rolled up from minutes once those minutes
-// are past. Writing all three per increment cost three upserts where one will do: at 50,000 active tenants
-// the trend projection fell behind on the hour and day rows alone. The family's mark (`<family>_rolled`)
-// says how far the minutes have been rolled up: every minute before it is in the hour and day tables, and
-// reads add the minutes from it on (bucketRows), so an hour or a day reads whole at any moment.
+// Minutes are written as increments arrive; hours and days are rolled up from minutes once those minutes are
+// past. Writing all three per increment cost three upserts where one will do: at 50,000 active tenants the trend
+// projection fell behind on the hour and day rows alone. The family's mark (`<family>_rolled`) says how far the
+// minutes have been rolled up: every minute before it is in the hour and day tables, and reads add the minutes
+// from it on (bucketRows), so an hour or a day reads whole at any moment.
 //
-// Each statement may move the mark to `through` (a minute behind the newest increment it carries, so a
-// minute is rolled up once the page is a minute past its end). It then adds to the hours and days both the
-// stored minutes in [mark, through), as its snapshot sees them, and its own increments before `through`,
-// which that snapshot does not hold yet; so every minute is counted into its hour and day exactly once. An
-// increment for a minute already rolled up (a recorder that was late by minutes) goes to all three tables.
-// Only projections run this, each page in its checkpointed transaction, so two statements never roll up
-// the same minutes: a second runner's page waits on the first's row locks and is then refused by the
-// checkpoint, and rolled back.
+// The roll-up is not part of the page. It used to be, in the page's statement; but rolling a minute of 50,000
+// tenants up updates 50,000 hour rows and 50,000 day rows, and that page took 2.0-2.4 s where others took 0.3-0.7,
+// while the live events waited (the trend lag passed 5 s whenever something else slowed it further). Now the
+// runner rolls up after the page has committed (Projection.afterPages), while the live pace waits for more events.
+//
+// Exactly once: a page adds an increment for a minute before the mark (a recorder late by minutes) to all three
+// tables, and one from the mark on to the minutes only; a roll-up adds the stored minutes in [mark, through) to the
+// hours and days and moves the mark to `through`. Both take the family's advisory lock (ROLL_UP_LOCK) before they
+// read the mark and hold it to their commit; in READ COMMITTED each statement after the lock sees everything the
+// other committed, so a page never reads a mark a running roll-up is about to move, and a roll-up never misses a
+// minute a page committed. Two runners (replicas) wait on the same lock; the second finds the mark moved.
 import { setImmediate as yieldTurn } from 'node:timers/promises';
-import type { Queryable } from '../../db/db.ts';
+import type { Db, Queryable } from '../../db/db.ts';
 import { prepared } from '../../db/preparedStatements.ts';
 import { BUCKET_SECONDS, bucketTable, type TrendBucket } from './buckets.ts';
 import { rolledTable, rolledThrough, type RollupFamily } from './rollupFamily.ts';
@@ -27,8 +31,15 @@ export interface RollupIncrement {
   counts: Record<string, number>;
 }
 
-/** A minute is rolled up once increments a minute past its end arrive (late ones still count, at more cost). */
+/** A minute is rolled up once a minute past the newest one stored (late increments still count, at more cost). */
 const ROLL_UP_AFTER_SECONDS = 60;
+
+/**
+ * The advisory lock a family's pages and roll-ups take (the first of its two keys; the second is the family's
+ * table in the connection's schema, so services sharing a database in schemas of their own never wait on each
+ * other). Another constant than the ledger's stream locks (STREAM_LOCK_CLASS).
+ */
+const ROLL_UP_LOCK_CLASS = 7_246_003;
 
 /** Rows of one first key (a tenant) looked through one by one before the rest are found by their whole id. */
 const SCANNED_ROWS = 16;
@@ -51,16 +62,18 @@ function rowId(keys: readonly string[], minuteStart: number): string {
 const ROWS_PER_SLICE = 10_000;
 
 /**
- * The statement's memory for sorting, hashing and holding its increments (work_mem), per row it carries, in
+ * The page statement's memory for sorting, hashing and holding its increments (work_mem), per row it carries, in
  * kB, and its bounds. At PostgreSQL's default of 4 MB a page of 50,000 rows wrote 16-19 MB of temporary files
- * (the increments, read twice, and the hour and day roll-up's hash); with this, pages without a roll-up took
- * 340-670 ms instead of 360-1,000 at 50,000 active tenants. A page that rolls a minute up stays at 2.0-2.4 s:
- * its cost is the 100,000 hour and day rows it updates, not memory. Set for the page's transaction only (SET LOCAL).
+ * (the increments, read twice, and the hour and day roll-up's hash); with this, pages took 340-670 ms instead of
+ * 360-1,000 at 50,000 active tenants. Set for the page's transaction only (set_config's is_local).
  */
 const WORK_MEM_KB_PER_ROW = 1;
 const WORK_MEM_KB = { min: 4 * 1024, max: 128 * 1024 };
 
-const statements = new Map<RollupFamily, string>();
+/** The roll-up's work_mem: it groups a minute of rows (50,000 at 50,000 active tenants) per hour and per day. */
+const ROLL_UP_WORK_MEM_KB = 64 * 1024;
+
+const statements = new Map<RollupFamily, { lock: string; page: string; rollUp: string }>();
 
 /**
  * Increments of one page, summed per keys and minute, in first-seen order. Sums commute, so the tables end
@@ -132,7 +145,10 @@ export class RollupRows {
     return this.all;
   }
 
-  /** Writes the rows to the family's minutes, and rolls up the minutes a minute behind the newest. */
+  /**
+   * Writes the rows to the family's minutes; those of minutes already rolled up also to its hours and days. The
+   * roll-up of the others is rollUpMinutes', after the transaction has committed.
+   */
   async upsert(tx: Queryable): Promise<void> {
     if (this.all.length === 0) return;
     // Serialized a slice at a time with turns of the event loop between: 50,000 rows in one go held the
@@ -147,9 +163,24 @@ export class RollupRows {
       json += JSON.stringify(rows.slice(start, start + ROWS_PER_SLICE)).slice(1, -1);
     }
     const workMemKb = Math.min(WORK_MEM_KB.max, Math.max(WORK_MEM_KB.min, rows.length * WORK_MEM_KB_PER_ROW));
-    await tx.query(`SET LOCAL work_mem = '${workMemKb}kB'`);
-    await tx.query(statementFor(this.family), [`${json}]`, this.newest - ROLL_UP_AFTER_SECONDS]);
+    const statement = statementsFor(this.family);
+    await tx.query(statement.lock, [`${workMemKb}kB`]);
+    await tx.query(statement.page, [`${json}]`]);
   }
+}
+
+/**
+ * Rolls the family's minutes up into its hours and days, up to a minute before the newest minute stored, in a
+ * transaction of its own (see the top of this file); answers how many seconds of minutes it rolled up (0 when none
+ * was a minute past). The projections run it after their pages (Projection.afterPages).
+ */
+export async function rollUpMinutes(db: Db, family: RollupFamily): Promise<number> {
+  const statement = statementsFor(family);
+  return db.transaction(async (tx) => {
+    await tx.query(statement.lock, [`${ROLL_UP_WORK_MEM_KB}kB`]);
+    const { rows } = await tx.query<{ seconds: string | number }>(statement.rollUp);
+    return rows.length === 0 ? 0 : Number(rows[0]!.seconds);
+  });
 }
 
 /** The increments merged per keys and minute (RollupRows), as the statement's rows. */
@@ -162,59 +193,79 @@ export async function upsertRollups(tx: Queryable, family: RollupFamily, increme
   await RollupRows.of(family, increments).upsert(tx);
 }
 
-function statementFor(family: RollupFamily): string {
-  let sql = statements.get(family);
-  if (!sql) {
-    // Named: planning this many-CTE statement cost 40-80 ms a page, more than a small page's writes.
-    sql = prepared(buildStatement(family));
-    statements.set(family, sql);
+function statementsFor(family: RollupFamily): { lock: string; page: string; rollUp: string } {
+  let found = statements.get(family);
+  if (!found) {
+    // Named: planning these many-CTE statements cost 40-80 ms a page, more than a small page's writes.
+    found = {
+      lock: prepared(
+        `SELECT set_config('work_mem', $1, true), pg_advisory_xact_lock(${ROLL_UP_LOCK_CLASS}, hashtext(current_schema() || '.${family.table}'))`,
+      ),
+      page: prepared(pageStatement(family)),
+      rollUp: prepared(rollUpStatement(family)),
+    };
+    statements.set(family, found);
   }
-  return sql;
+  return found;
 }
 
-function buildStatement(family: RollupFamily): string {
+/** Adds rows of counts (`source`, with minute_start in unix seconds) to one of the family's tables. */
+function upsertInto(family: RollupFamily, bucket: TrendBucket, source: string): string {
   const keys = family.keys.join(', ');
   const counts = family.counts.join(', ');
-  const minuteTable = bucketTable(family.table, 'MINUTE');
-  const rolled = rolledTable(family);
+  const table = bucketTable(family.table, bucket);
+  // From unix seconds (UTC), not date_trunc: that follows the session's TimeZone and could put a day
+  // boundary somewhere else on another connection.
+  const start = bucket === 'MINUTE' ? 'minute_start' : `(minute_start - minute_start % ${BUCKET_SECONDS[bucket]})`;
+  // The increments are one row per keys and minute already (RollupRows merged them): the minutes take them
+  // as they are. A GROUP BY there hashed 50,000 rows of jsonb values, spilled past work_mem to disk, and cost
+  // PostgreSQL 40% more CPU for a page at 50,000 active tenants (1,370 against 840 ms).
+  const select =
+    bucket === 'MINUTE'
+      ? `SELECT ${keys}, to_timestamp(${start}), ${counts} FROM ${source}`
+      : `SELECT ${keys}, to_timestamp(${start}), ${family.counts.map((count) => `sum(${count})`).join(', ')} FROM ${source} GROUP BY ${keys}, ${start}`;
+  return `INSERT INTO ${table} (${keys}, bucket_start, ${counts})
+      ${select}
+      ON CONFLICT (${family.primaryKey.join(', ')}) DO UPDATE SET
+        ${family.counts.map((count) => `${count} = ${table}.${count} + EXCLUDED.${count}`).join(', ')}`;
+}
+
+/** A page's rows ($1: arrays, RollupRows) into the minutes; those before the mark into the hours and days too. */
+function pageStatement(family: RollupFamily): string {
+  const keys = family.keys.join(', ');
+  const counts = family.counts.join(', ');
   const fields = [
     ...family.keys.map((key, index) => `r->>${index} AS ${key}`),
     `(r->>${family.keys.length})::bigint AS minute_start`,
     ...family.counts.map((count, index) => `(r->>${family.keys.length + 1 + index})::bigint AS ${count}`),
   ];
-  const upsert = (bucket: TrendBucket, source: string) => {
-    const table = bucketTable(family.table, bucket);
-    // From unix seconds (UTC), not date_trunc: that follows the session's TimeZone and could put a day
-    // boundary somewhere else on another connection.
-    const start = bucket === 'MINUTE' ? 'minute_start' : `(minute_start - minute_start % ${BUCKET_SECONDS[bucket]})`;
-    // The increments are one row per keys and minute already (RollupRows merged them): the minutes take them
-    // as they are. A GROUP BY there hashed 50,000 rows of jsonb values, spilled past work_mem to disk, and cost
-    // PostgreSQL 40% more CPU for a page at 50,000 active tenants (1,370 against 840 ms).
-    const select =
-      bucket === 'MINUTE'
-        ? `SELECT ${keys}, to_timestamp(${start}), ${counts} FROM ${source}`
-        : `SELECT ${keys}, to_timestamp(${start}), ${family.counts.map((count) => `sum(${count})`).join(', ')} FROM ${source} GROUP BY ${keys}, ${start}`;
-    return `INSERT INTO ${table} (${keys}, bucket_start, ${counts})
-      ${select}
-      ON CONFLICT (${family.primaryKey.join(', ')}) DO UPDATE SET
-        ${family.counts.map((count) => `${count} = ${table}.${count} + EXCLUDED.${count}`).join(', ')}`;
-  };
   return `WITH increments AS (SELECT ${fields.join(', ')} FROM jsonb_array_elements($1::jsonb) AS r),
-    mark AS (SELECT ${rolledThrough(family)} AS rolled_through),
-    target AS (SELECT mark.rolled_through AS since, greatest(mark.rolled_through, $2::bigint) AS through FROM mark),
-    minutes AS (${upsert('MINUTE', 'increments')}),
+    minutes AS (${upsertInto(family, 'MINUTE', 'increments')}),
+    late AS (SELECT ${keys}, minute_start, ${counts} FROM increments WHERE minute_start < ${rolledThrough(family)}),
+    hours AS (${upsertInto(family, 'HOUR', 'late')})
+    ${upsertInto(family, 'DAY', 'late')}`;
+}
+
+/** The stored minutes from the mark to a minute before the newest into the hours and days; the mark moved there. */
+function rollUpStatement(family: RollupFamily): string {
+  const keys = family.keys.join(', ');
+  const counts = family.counts.join(', ');
+  const minuteTable = bucketTable(family.table, 'MINUTE');
+  return `WITH target AS (
+      SELECT ${rolledThrough(family)} AS since,
+        (SELECT extract(epoch FROM max(bucket_start))::bigint FROM ${minuteTable}) - ${ROLL_UP_AFTER_SECONDS} AS through
+    ),
     to_roll_up AS (
-      SELECT ${keys}, minute_start, ${counts} FROM increments, target WHERE minute_start < target.through
-      UNION ALL
       SELECT ${keys}, extract(epoch FROM bucket_start)::bigint AS minute_start, ${counts}
         FROM ${minuteTable}, target
         WHERE target.through > target.since
           AND bucket_start >= to_timestamp(target.since) AND bucket_start < to_timestamp(target.through)
     ),
-    hours AS (${upsert('HOUR', 'to_roll_up')}),
-    days AS (${upsert('DAY', 'to_roll_up')})
-    INSERT INTO ${rolled} (rolled_through) SELECT through FROM target WHERE through > since
-      ON CONFLICT (singleton) DO UPDATE SET rolled_through = EXCLUDED.rolled_through`;
+    hours AS (${upsertInto(family, 'HOUR', 'to_roll_up')}),
+    days AS (${upsertInto(family, 'DAY', 'to_roll_up')})
+    INSERT INTO ${rolledTable(family)} (rolled_through) SELECT through FROM target WHERE through > since
+      ON CONFLICT (singleton) DO UPDATE SET rolled_through = EXCLUDED.rolled_through
+      RETURNING (SELECT through - since FROM target) AS seconds`;
 }
 
 /**

@@ -271,6 +271,60 @@ const suite = (target: LedgerTarget) => {
     }
   });
 
+  it('runs afterPages after its pages in the background, one run at a time, and is caught up only once it has ended', async () => {
+    let runs = 0;
+    let running = 0;
+    let mostAtOnce = 0;
+    let fail = false;
+    let open!: () => void;
+    let gate = new Promise<void>((resolve) => (open = resolve));
+    const faults: unknown[] = [];
+    const projection: Projection = {
+      ...counterProjection(scope),
+      async afterPages() {
+        runs++;
+        mostAtOnce = Math.max(mostAtOnce, ++running);
+        try {
+          await gate;
+          if (fail) throw new Error('roll-up failed');
+        } finally {
+          running--;
+        }
+      },
+    };
+    const counted = await appendCounterEvents(ledger.store, scope, 400);
+    const runner = await startProjectionRunner(ledger.db, ledger.store, projection, { pageSize: 100, onError: (error) => faults.push(error) });
+    try {
+      // The first run holds at the gate from the first page on; the pages go on without it.
+      await waitFor(async () => (await countApplications(ledger.db, scope)).applications === counted, { description: 'every page applied while afterPages waits' });
+      expect(runs).toBe(1);
+      await expect(runner.waitForCaughtUp({ timeoutMs: 300 })).rejects.toThrow(/did not catch up/);
+      open();
+      await runner.waitForCaughtUp();
+      // The pages committed while it ran get one more run after it, not one each.
+      expect(runs).toBe(2);
+      expect(mostAtOnce).toBe(1);
+
+      // A fault is reported, and the next page runs it again.
+      fail = true;
+      await appendCounterEvents(ledger.store, scope, 4, { offset: 400 });
+      await waitFor(() => faults.length > 0, { description: 'the fault reported' });
+      expect(String(faults[0])).toMatch(/roll-up failed/);
+      fail = false;
+      const before = runs;
+      gate = new Promise<void>((resolve) => (open = resolve));
+      await appendCounterEvents(ledger.store, scope, 4, { offset: 404 });
+      await waitFor(() => runs > before, { description: 'afterPages run again after the next page' });
+      open();
+      await runner.waitForCaughtUp();
+      expect(runner.lastError()).toBeUndefined();
+    } finally {
+      open();
+      await runner.stop();
+    }
+    expect(running).toBe(0);
+  });
+
   it('hands each committed batch to afterCommit', async () => {
     const counted = await appendCounterEvents(ledger.store, scope, 250);
     let published = 0;

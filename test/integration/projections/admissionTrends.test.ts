@@ -10,7 +10,7 @@ import { topShedders } from '../../../src/metrics/trends/topShedders.ts';
 import { unresolvedAdmissions } from '../../../src/metrics/trends/unresolvedAdmissions.ts';
 import { PRUNE_BATCH_ROWS, pruneTrends } from '../../../src/metrics/trends/pruneTrends.ts';
 import { InvalidTrendQuery } from '../../../src/metrics/trends/trendQuery.ts';
-import { RollupRows } from '../../../src/metrics/trends/upsertRollups.ts';
+import { bucketRows, rollUpMinutes, RollupRows } from '../../../src/metrics/trends/upsertRollups.ts';
 import { ADMISSION_TRENDS } from '../../../src/metrics/trends/rollupFamily.ts';
 import { describeOnEachStorage } from '../../support/databases.ts';
 import { useProjectionSpec } from '../../support/projectionSpec.ts';
@@ -141,6 +141,105 @@ describeOnEachStorage('trend read models from their events on $name', (target) =
     expect(minutes.map((point) => point.admitted)).toEqual([12, 5, 2]);
     const days = await shedTrend(spec.db, { tenantId: 'acme', dimension: 'INGEST', from: at(T0 - 86_400), to: at(T0 + 86_400), bucket: 'DAY' });
     expect(days.map((point) => point.admitted)).toEqual([12 + 5, 2]);
+  });
+
+  it('counts every increment once in its minute, hour and day however pages and roll-ups interleave, late ones too', async () => {
+    // Pages and roll-ups on connections of their own, at once (as a runner's background roll-up and its next page,
+    // or two replicas). Each page adds to minutes around a clock that moves a minute every few pages, some minutes
+    // behind it, so that increments land before, at and after the mark as a roll-up moves it.
+    let seed = 7;
+    const random = (below: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return seed % below;
+    };
+    const tenants = ['race-a', 'race-b', 'race-c'];
+    const expected = { MINUTE: new Map<string, number>(), HOUR: new Map<string, number>(), DAY: new Map<string, number>() };
+    const add = (bucket: keyof typeof expected, key: string, units: number) => expected[bucket].set(key, (expected[bucket].get(key) ?? 0) + units);
+    const PAGES = 60;
+    let rollUps = 0;
+    let pagesDone = false;
+    const pages = (async () => {
+      for (let page = 0; page < PAGES; page++) {
+        const rows = new RollupRows(ADMISSION_TRENDS);
+        const clock = T0 + 60 * Math.floor(page / 3);
+        for (let i = 0; i < 6; i++) {
+          const tenant = tenants[random(tenants.length)]!;
+          const minute = Math.max(T0, clock - 60 * random(4));
+          const units = 1 + random(9);
+          rows.addValues([tenant, 'INGEST', 'LIVE'], minute, ADMISSION_TRENDS.counts.map((count) => (count === 'admitted_units' ? units : 0)));
+          add('MINUTE', `${tenant} ${minute}`, units);
+          add('HOUR', `${tenant} ${minute - (minute % 3_600)}`, units);
+          add('DAY', `${tenant} ${minute - (minute % 86_400)}`, units);
+        }
+        await spec.db.transaction((tx) => rows.upsert(tx));
+      }
+      pagesDone = true;
+    })();
+    const rollingUp = (async () => {
+      while (!pagesDone) {
+        await rollUpMinutes(spec.db, ADMISSION_TRENDS);
+        rollUps++;
+      }
+    })();
+    await Promise.all([pages, rollingUp, rollUpMinutes(spec.db, ADMISSION_TRENDS)]);
+    expect(rollUps).toBeGreaterThan(2);
+
+    const read = async (relation: string) => {
+      const { rows } = await spec.db.query<{ tenant: string; start: string; units: string }>(
+        `SELECT tenant_id AS tenant, extract(epoch FROM bucket_start)::bigint::text AS start, sum(admitted_units)::text AS units
+           FROM ${relation} AS r WHERE tenant_id LIKE 'race-%' AND bucket_start >= to_timestamp($1) GROUP BY 1, 2`,
+        [T0 - 86_400],
+      );
+      return new Map(rows.map((row) => [`${row.tenant} ${row.start}`, Number(row.units)]));
+    };
+    for (const bucket of ['MINUTE', 'HOUR', 'DAY'] as const) expect(await read(bucketRows(ADMISSION_TRENDS, bucket))).toEqual(expected[bucket]);
+    // And what the hour table holds is exactly the minutes before the mark, each once.
+    const mark = Number((await spec.db.query<{ through: string }>('SELECT rolled_through AS through FROM gl_admission_trends_rolled')).rows[0]!.through);
+    expect(mark).toBeGreaterThan(T0);
+    const rolledUp = new Map<string, number>();
+    for (const [key, units] of expected.MINUTE) {
+      const [tenant, minute] = key.split(' ');
+      if (Number(minute) < mark) rolledUp.set(`${tenant} ${Number(minute) - (Number(minute) % 3_600)}`, (rolledUp.get(`${tenant} ${Number(minute) - (Number(minute) % 3_600)}`) ?? 0) + units);
+    }
+    expect(await read('gl_admission_trends_hour')).toEqual(rolledUp);
+  });
+
+  it('holds a roll-up back while a page that may add to its minutes is open, so neither loses the other', async () => {
+    const units = (value: number) => ADMISSION_TRENDS.counts.map((count) => (count === 'admitted_units' ? value : 0));
+    const page = (minute: number, value: number) => {
+      const rows = new RollupRows(ADMISSION_TRENDS);
+      rows.addValues(['held', 'INGEST', 'LIVE'], minute, units(value));
+      return rows;
+    };
+    await spec.db.transaction((tx) => page(T0, 5).upsert(tx));
+    await spec.db.transaction((tx) => page(T0 + 120, 1).upsert(tx));
+    // A page adding 7 to minute T0 is open (written, not committed) when the roll-up of T0's minute starts.
+    let commit!: () => void;
+    const committing = new Promise<void>((resolve) => (commit = resolve));
+    let written!: () => void;
+    const isWritten = new Promise<void>((resolve) => (written = resolve));
+    const open = spec.db.transaction(async (tx) => {
+      await page(T0, 7).upsert(tx);
+      written();
+      await committing;
+    });
+    await isWritten;
+    let rolledUp = false;
+    const rollUp = rollUpMinutes(spec.db, ADMISSION_TRENDS).then((seconds) => {
+      rolledUp = true;
+      return seconds;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(rolledUp).toBe(false);
+    commit();
+    await open;
+    expect(await rollUp).toBeGreaterThan(0);
+    const hour = T0 - (T0 % 3_600);
+    const { rows } = await spec.db.query<{ units: string }>(
+      "SELECT admitted_units::text AS units FROM gl_admission_trends_hour WHERE tenant_id = 'held' AND bucket_start = to_timestamp($1)",
+      [hour],
+    );
+    expect(rows.map((row) => Number(row.units))).toEqual([12]);
   });
 
   it('splits a merged summary that crosses minute, hour and day boundaries by its seconds in each', async () => {
