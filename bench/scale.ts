@@ -519,11 +519,15 @@ async function serveMeasured(
       return (cpu[0]! + cpu[1]! + cpu[2]! + cpu[5]! + cpu[6]! + cpu[7]!) * 10;
     };
     let last = performance.now();
+    // The monotonic clock in µs, the clock of V8's CPU profiles (BENCH_SCALE_PROFILE): a stall's samples are found by it.
+    const monoMicros = () => process.hrtime.bigint() / 1000n;
+    let lastMono = monoMicros();
     let [lastOnCpu, lastWaiting] = schedstat();
     let lastProcess = processMs();
     let lastHost = hostBusyMs();
     setInterval(() => {
       const now = performance.now();
+      const nowMono = monoMicros();
       const [onCpu, waiting] = schedstat();
       const process_ = processMs();
       const host = hostBusyMs();
@@ -531,10 +535,11 @@ async function serveMeasured(
         const on = ((onCpu - lastOnCpu) / 1e6).toFixed(0);
         const off = ((waiting - lastWaiting) / 1e6).toFixed(0);
         console.error(
-          `stall ${(last + 10).toFixed(0)}-${now.toFixed(0)} ms: ${(now - last - 10).toFixed(0)} ms late; main thread ${on} ms on a core, ${off} ms waiting for one; this process ~${process_ - lastProcess} ms, the host ~${host - lastHost} ms busy`,
+          `stall ${(last + 10).toFixed(0)}-${now.toFixed(0)} ms: ${(now - last - 10).toFixed(0)} ms late; main thread ${on} ms on a core, ${off} ms waiting for one; this process ~${process_ - lastProcess} ms, the host ~${host - lastHost} ms busy; monotonic ${lastMono}-${nowMono} µs`,
         );
       }
       last = now;
+      lastMono = nowMono;
       lastOnCpu = onCpu;
       lastWaiting = waiting;
       lastProcess = process_;
