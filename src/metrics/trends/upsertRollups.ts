@@ -188,7 +188,7 @@ export function mergeIncrements(family: RollupFamily, increments: readonly Rollu
   return RollupRows.of(family, increments).rows();
 }
 
-/** Adds the increments (merged first: RollupRows) to the family's minutes, and rolls up past minutes. */
+/** Adds the increments (merged first: RollupRows) to the family's minutes; the roll-up is rollUpMinutes', after the transaction. */
 export async function upsertRollups(tx: Queryable, family: RollupFamily, increments: readonly RollupIncrement[]): Promise<void> {
   await RollupRows.of(family, increments).upsert(tx);
 }
