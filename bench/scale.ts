@@ -520,7 +520,9 @@ async function serveMeasured(
     };
     // The stall lines use the histogram's ruler (a timer every STALL_RESOLUTION_MS): a 10 ms timer did not see
     // every stall the histogram counted (60.7 ms by the histogram, none over 31 ms by the timer, in one run).
-    // The /proc counters are read every 10 ms and when a stall is seen, not at every tick.
+    // The /proc counters are read when a stall is seen and otherwise every COUNTERS_EVERY_MS, not at every tick, so
+    // a stall's counters are those since a reading at most COUNTERS_EVERY_MS before the stall began.
+    const COUNTERS_EVERY_MS = 10;
     let last = performance.now();
     // The monotonic clock in µs, the clock of V8's CPU profiles (BENCH_SCALE_PROFILE): a stall's samples are found by it.
     const monoMicros = () => process.hrtime.bigint() / 1000n;
@@ -528,12 +530,12 @@ async function serveMeasured(
     let [lastOnCpu, lastWaiting] = schedstat();
     let lastProcess = processMs();
     let lastHost = hostBusyMs();
-    let ticks = 0;
+    let countersAt = last;
     setInterval(() => {
       const now = performance.now();
       const nowMono = monoMicros();
       const stalled = now - last > 30 + STALL_RESOLUTION_MS;
-      if (stalled || ++ticks % 10 === 0) {
+      if (stalled || now - countersAt >= COUNTERS_EVERY_MS) {
         const [onCpu, waiting] = schedstat();
         const process_ = processMs();
         const host = hostBusyMs();
@@ -541,13 +543,14 @@ async function serveMeasured(
           const on = ((onCpu - lastOnCpu) / 1e6).toFixed(0);
           const off = ((waiting - lastWaiting) / 1e6).toFixed(0);
           console.error(
-            `stall ${(last + STALL_RESOLUTION_MS).toFixed(0)}-${now.toFixed(0)} ms: ${(now - last - STALL_RESOLUTION_MS).toFixed(0)} ms late; since the counters' last reading (at most 10 ms before): main thread ${on} ms on a core, ${off} ms waiting for one; this process ~${process_ - lastProcess} ms, the host ~${host - lastHost} ms busy; monotonic ${lastMono}-${nowMono} µs`,
+            `stall ${(last + STALL_RESOLUTION_MS).toFixed(0)}-${now.toFixed(0)} ms: ${(now - last - STALL_RESOLUTION_MS).toFixed(0)} ms late; since the counters' last reading (at most ${COUNTERS_EVERY_MS} ms before): main thread ${on} ms on a core, ${off} ms waiting for one; this process ~${process_ - lastProcess} ms, the host ~${host - lastHost} ms busy; monotonic ${lastMono}-${nowMono} µs`,
           );
         }
         lastOnCpu = onCpu;
         lastWaiting = waiting;
         lastProcess = process_;
         lastHost = host;
+        countersAt = now;
       }
       last = now;
       lastMono = nowMono;
