@@ -40,10 +40,11 @@ export class CollectingRecorder implements Recorder {
   async record(admissions: readonly AdmissionSummary[]): Promise<void> {
     this.admissions.push(...admissions.map((each) => ({ ...each })));
   }
+  /** A count field a summary leaves out is 0 (AdmissionSummary): a summary of admissions alone has no quota counts. */
   sum(tenantId: string, allowance: string, field: keyof AdmissionSummary): number {
     return this.admissions
       .filter((each) => each.tenantId === tenantId && each.allowance === allowance)
-      .reduce((total, each) => total + (each[field] as number), 0);
+      .reduce((total, each) => total + ((each[field] as number | undefined) ?? 0), 0);
   }
 }
 
