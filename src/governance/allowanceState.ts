@@ -94,6 +94,15 @@ export class Tally {
   }
 }
 
+/**
+ * Tallies whose counts went to a batch (AllowanceState.releaseClosed), made again by closeOpenSecond: an
+ * allowance holds one only while closed seconds of it wait for a flush, not for life (one per active
+ * allowance, with its numbers and arrays about ten heap objects, was marked again by every full collection:
+ * bench/RESULTS.md, the heap snapshot at 50,000). Cleared before they come here; at most MAX_SPARE_TALLIES.
+ */
+const spareTallies: Tally[] = [];
+const MAX_SPARE_TALLIES = 4_096;
+
 export class AllowanceState {
   // Fields a decision reads first (V8 lays them out in declaration order); the recording fields follow, the
   // ones only a flush reads come last.
@@ -153,7 +162,7 @@ export class AllowanceState {
   openCause = -1;
   openUnresolvedUnits = 0;
   openUnresolvedMessages = 0;
-  /** Earlier seconds not yet handed to the Recorder; made when the first second closes (never without a Recorder). */
+  /** Earlier seconds not yet handed to the Recorder; taken when a second closes, given back once handed over (never without a Recorder). */
   closed: Tally | null = null;
   sharedReadings: SharedAllowance | null = null;
   sharedMessages: SharedAllowance | null = null;
@@ -163,8 +172,14 @@ export class AllowanceState {
   /** Evicted (release): its cell belongs to another allowance now, and holds none of its counts. */
   private released = false;
 
-  /** Its key in a batch of summaries (tenant and slot; AdmissionBatch), made once. */
-  readonly tallyKey: string;
+  /**
+   * Its key in a batch of summaries (tenant and slot), by which AdmissionBatch finds the entries of its earlier
+   * windows: made once, when first needed (a slow Recorder, BACKLOG send times), not for every allowance.
+   */
+  get tallyKey(): string {
+    return (this.key ??= `${this.tenantId}\u0000${this.slot.index}`);
+  }
+  private key: string | null = null;
   /** The batch (AdmissionBatch's serial) that holds its entry of its latest window, and that entry's place there. */
   batchSerial = 0;
   batchEntry = 0;
@@ -175,7 +190,6 @@ export class AllowanceState {
     private readonly numbers: AllowanceNumbers,
   ) {
     this.cell = numbers.take();
-    this.tallyKey = `${tenantId}\u0000${slot.index}`;
     this.window = slot.kind === 'FIXED_WINDOW' ? new FixedWindow() : null;
   }
 
@@ -337,12 +351,21 @@ export class AllowanceState {
     return true;
   }
 
+  /** Its closed seconds were handed to a batch: the Tally is cleared and goes back to the spares. */
+  releaseClosed(): void {
+    const closed = this.closed;
+    if (closed === null) return;
+    closed.clear();
+    this.closed = null;
+    if (spareTallies.length < MAX_SPARE_TALLIES) spareTallies.push(closed);
+  }
+
   /** Folds the open second into the closed span. */
   closeOpenSecond(): void {
     this.foldCellTally();
     if (!this.released) this.numbers.values[this.cell + TALLY_SECOND] = Number.NaN;
     if (this.openDecisions === 0) return;
-    const closed = (this.closed ??= new Tally());
+    const closed = (this.closed ??= spareTallies.pop() ?? new Tally());
     closed.cover(this.openSecond);
     closed.decisions += this.openDecisions;
     closed.admittedUnits += this.openAdmittedUnits;

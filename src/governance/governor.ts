@@ -861,7 +861,7 @@ export class Governor {
         this.cache.reload(this.names.confirm(change.tenantId));
         return;
       case 'tier':
-        for (const state of this.states.values()) if (state.record?.tierId === change.tierId) this.cache.reload(state);
+        for (const state of this.states.values()) if (state.ceilings?.tierId === change.tierId) this.cache.reload(state);
         return;
       case 'platform':
         this.cache.reloadPlatformDefaults();
@@ -910,7 +910,7 @@ export class Governor {
    * this; the rest wait their turn, so thousands of tenants learned at start do not crowd the budget's pool.
    */
   private warmQuotas(state: TenantMeter): void {
-    if (!this.quotaSharing.shared || state.record === null || !setsAnyQuota(state.record, this.cache.platformDefaults)) return;
+    if (!this.quotaSharing.shared || state.ceilings === null || !setsAnyQuota(state.ceilings, this.cache.platformDefaults)) return;
     this.quotaWarmUps.push(state);
     this.pumpQuotaWarmUps();
   }

@@ -4,10 +4,17 @@
 // served stale while the refresh runs; a failed refresh keeps the last-known values. Two ways in besides the
 // admit: `learn` installs ceilings read in bulk at start (every registered tenant, before the service is
 // ready), and `reload` reads tenants again at once when a change to their ceilings is announced.
+//
+// Tenants whose records agree (the tenants of a tier without an override of their own, the common case) share
+// one Ceilings and so one ResolvedLimits: a record read is interned by its content, and a tenant keeps only a
+// reference to it. Each tenant's own copy was about 17 heap objects (the record's levels, the ResolvedLimits and
+// its six arrays), a third of the admitting thread's live objects at 50,000 active tenants, every one of them
+// marked again by each full collection (bench/RESULTS.md, the heap snapshot at 50,000).
+import type { LevelsByDimension } from './cascade.ts';
 import { ResolvedLimits } from './resolvedLimits.ts';
 import { STATUS_KNOWN, STATUS_UNKNOWN_TENANT, STATUS_UNREACHABLE } from './tenantMeter.ts';
 import type { TenantMeter } from './tenantMeter.ts';
-import type { Dimension, LimitSource, TenantGovernanceRecord } from './types.ts';
+import type { Dimension, LimitSource, OverLimitPolicy, TenantGovernanceRecord } from './types.ts';
 
 export interface LimitCacheOptions {
   limitSource: LimitSource;
@@ -33,6 +40,25 @@ export interface LimitCacheOptions {
  */
 const TTL_SPREAD = 0.25;
 
+/**
+ * What a tenant's limits are resolved from, shared by every tenant whose record says the same (LimitCache
+ * interns records by content); never changed once made, but for the limits resolved from it.
+ */
+export interface Ceilings {
+  readonly tierId: string | null;
+  readonly levels: LevelsByDimension;
+  readonly apiOverLimitPolicy: OverLimitPolicy;
+  /** Resolved against the platform defaults of `limitsVersion` (LimitCache.platformVersion), or null. */
+  limits: ResolvedLimits | null;
+  limitsVersion: number;
+}
+
+/**
+ * Distinct Ceilings the cache remembers for interning; past it the index starts again (tenants keep the ones
+ * they hold). Tenants with overrides of their own each have their own, so the index is bounded, not the count.
+ */
+const MAX_INTERNED_CEILINGS = 20_000;
+
 export class LimitCache {
   platformDefaults: Partial<Record<Dimension, unknown>> = {};
   /** Incremented whenever platform defaults change, so tenants re-resolve lazily. */
@@ -48,16 +74,36 @@ export class LimitCache {
   private scheduled = false;
   private readonly settledWaiters: (() => void)[] = [];
   private readonly pumpBound = () => this.pump();
+  /** Ceilings by their content (JSON of tier, policy and levels), for interning. */
+  private readonly interned = new Map<string, Ceilings>();
 
   constructor(private readonly options: LimitCacheOptions) {}
 
   /** Current limits of a known tenant, re-resolved if the platform defaults changed since. */
   limitsOf(state: TenantMeter): ResolvedLimits {
     if (state.limitsVersion !== this.platformVersion || state.limits === null) {
-      state.limits = ResolvedLimits.resolve(state.record!, this.platformDefaults, state.record!.apiOverLimitPolicy);
+      const ceilings = state.ceilings!;
+      if (ceilings.limitsVersion !== this.platformVersion || ceilings.limits === null) {
+        ceilings.limits = ResolvedLimits.resolve(ceilings.levels, this.platformDefaults, ceilings.apiOverLimitPolicy);
+        ceilings.limitsVersion = this.platformVersion;
+      }
+      state.limits = ceilings.limits;
       state.limitsVersion = this.platformVersion;
     }
     return state.limits;
+  }
+
+  /** The Ceilings of a record read: the one already held by tenants whose records say the same, or a new one. */
+  ceilingsOf(record: TenantGovernanceRecord): Ceilings {
+    const apiOverLimitPolicy = record.apiOverLimitPolicy ?? 'EXACT_REJECT';
+    const key = JSON.stringify([record.tierId, apiOverLimitPolicy, record.levels]);
+    let ceilings = this.interned.get(key);
+    if (ceilings === undefined) {
+      if (this.interned.size >= MAX_INTERNED_CEILINGS) this.interned.clear();
+      ceilings = { tierId: record.tierId, levels: record.levels, apiOverLimitPolicy, limits: null, limitsVersion: -1 };
+      this.interned.set(key, ceilings);
+    }
+    return ceilings;
   }
 
   /** Called on every admit: starts a background read when the tenant's values are due. */
@@ -86,7 +132,7 @@ export class LimitCache {
 
   /** Ceilings read ahead (in bulk, at start): the tenant is known at once and fresh for a TTL. */
   learn(state: TenantMeter, record: TenantGovernanceRecord): void {
-    state.record = record;
+    state.ceilings = this.ceilingsOf(record);
     state.limitsVersion = -1;
     state.status = STATUS_KNOWN;
     state.refreshDueMs = this.refreshDueAfter(this.options.now());
@@ -179,12 +225,12 @@ export class LimitCache {
       for (const state of batch) {
         const record = records.get(state.name);
         if (record) {
-          state.record = record;
+          state.ceilings = this.ceilingsOf(record);
           state.limitsVersion = -1;
           state.status = STATUS_KNOWN;
           this.options.onKnown(state);
         } else {
-          state.record = null;
+          state.ceilings = null;
           state.limits = null;
           state.status = STATUS_UNKNOWN_TENANT;
         }

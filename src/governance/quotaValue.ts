@@ -106,7 +106,7 @@ export function resolveQuota(dimension: Dimension, levels: LimitLevels): Resolve
  * Whether any level of a tenant's record, or a platform default, names a quota (valid or not): a check cheaper
  * than resolving the cascade, for the thousands of tenants learned at start. False means the tenant has none.
  */
-export function setsAnyQuota(record: TenantGovernanceRecord, platformDefaults: Partial<Record<Dimension, unknown>>): boolean {
+export function setsAnyQuota(record: Pick<TenantGovernanceRecord, 'levels'>, platformDefaults: Partial<Record<Dimension, unknown>>): boolean {
   for (const levels of Object.values(record.levels)) {
     if (levels !== undefined && (namesQuota(levels.override) || namesQuota(levels.tier) || namesQuota(levels.platformDefault))) return true;
   }

@@ -117,10 +117,8 @@ export class Tallies {
   private handOff(allowance: AllowanceState): void {
     allowance.closeOpenSecond();
     const closed = allowance.closed;
-    if (closed !== null && closed.decisions > 0) {
-      this.batch.add(allowance, closed);
-      closed.clear();
-    }
+    if (closed !== null && closed.decisions > 0) this.batch.add(allowance, closed);
+    allowance.releaseClosed();
   }
 
   /** Hands every tally, the current second included, to the Recorder and waits for it. */
@@ -268,10 +266,8 @@ export class Tallies {
         armed = this.armNext(allowance, next, nowSecond);
       }
       const closed = allowance.closed;
-      if (closed !== null && closed.decisions > 0) {
-        this.batch.add(allowance, closed);
-        closed.clear();
-      }
+      if (closed !== null && closed.decisions > 0) this.batch.add(allowance, closed);
+      allowance.releaseClosed();
       if (allowance.openDecisions > 0 || armed) this.dirty.push(allowance);
       else this.forget(allowance);
     }
@@ -348,12 +344,12 @@ export class AdmissionBatch {
 
   /** Adds a tally whose seconds lie in one window (Tallies hands off at each new window). */
   add(allowance: AllowanceState, tally: Tally): void {
-    const { tenantId, slot, tallyKey } = allowance;
+    const { tenantId, slot } = allowance;
     const window = Math.floor(tally.fromSecond / this.windowSeconds);
     const latest = allowance.batchSerial === this.serial ? this.admissions[allowance.batchEntry] : undefined;
     let entry: AdmissionSummary | undefined;
     if (latest !== undefined) {
-      entry = Math.floor(latest.fromSecond / this.windowSeconds) === window ? latest : this.earlierAdmissions?.get(`${tallyKey}\u0000${window}`);
+      entry = Math.floor(latest.fromSecond / this.windowSeconds) === window ? latest : this.earlierAdmissions?.get(`${allowance.tallyKey}\u0000${window}`);
     }
     let clamp = false;
     if (entry === undefined && latest !== undefined && this.admissions.length + this.unresolved.size >= this.maxSummaries) {
@@ -375,7 +371,7 @@ export class AdmissionBatch {
       this.admissions.push(entry);
       if (latest !== undefined) {
         // The key's entry so far stays findable by its window.
-        (this.earlierAdmissions ??= new Map()).set(`${tallyKey}\u0000${Math.floor(latest.fromSecond / this.windowSeconds)}`, latest);
+        (this.earlierAdmissions ??= new Map()).set(`${allowance.tallyKey}\u0000${Math.floor(latest.fromSecond / this.windowSeconds)}`, latest);
       }
       allowance.batchSerial = this.serial;
       allowance.batchEntry = this.admissions.length - 1;

@@ -8,7 +8,8 @@ import { QuotaMeter, type QuotaSharing } from './quotaMeter.ts';
 import type { ResolvedLimits } from './resolvedLimits.ts';
 import { SLOT_COUNT, SLOTS } from './slots.ts';
 import { DIMENSIONS } from './types.ts';
-import type { LimitSourceLevel, QuotaValue, TenantGovernanceRecord } from './types.ts';
+import type { LimitSourceLevel, QuotaValue } from './types.ts';
+import type { Ceilings } from './limitCache.ts';
 
 // Status values double as the unresolved cause index (CAUSE_NAMES of allowanceState.ts) while the ceilings
 // are not known.
@@ -34,7 +35,8 @@ export class TenantMeter {
   /** Seen on an allowance whose sender is authenticated or operator-trusted (anything but HTTP). */
   trusted = false;
   status = STATUS_PENDING;
-  record: TenantGovernanceRecord | null = null;
+  /** What its limits are resolved from, shared with the tenants whose records say the same (LimitCache). */
+  ceilings: Ceilings | null = null;
   limits: ResolvedLimits | null = null;
   /** Platform-defaults version `limits` was resolved against. */
   limitsVersion = -1;
