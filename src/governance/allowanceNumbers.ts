@@ -5,6 +5,7 @@
 // unboxed, and a tenant's cell and its first allowance's cell are made one after the other, so they share a
 // cache line or sit side by side. The array grows by doubling; cells of evicted names go on a free list.
 // One store per Governor (held by its TenantNames).
+import { WINDOW_CELL_SIZE } from './fixedWindow.ts';
 import { LAST_MS } from './tokenBucket.ts';
 
 /** Cell offset 0 is never handed out: an evicted name's state writes there, so it cannot touch a reused cell. */
@@ -20,7 +21,9 @@ export const LAST_SEEN_MS = 1;
 // messages and their units: these first 8 numbers, 64 bytes, are a cache line, so tallying an admission touches
 // no memory the decision did not. The second line holds the shadow limit's bucket (SHADOW + TOKENS, SHADOW +
 // LAST_MS), rate and burst: a limit with mode SHADOW decided beside the enforced one, which never refuses (a
-// rate of 0: none); only a shadowed allowance, which never takes the fast path, reads it.
+// rate of 0: none); only a shadowed allowance, which never takes the fast path, reads it. An allowance metered
+// by a fixed window (fixedWindow.ts) keeps the window there instead of a readings bucket: its admitted count and
+// second in TOKENS and LAST_MS, the rest at 7 and 12-14, the places left free here (WINDOW_CELL_SIZE).
 export const RATE_PER_SECOND = 2;
 export const BURST = 3;
 export const TALLY_SECOND = 4;
@@ -30,6 +33,7 @@ export const SHADOW = 8;
 export const SHADOW_RATE_PER_SECOND = 10;
 export const SHADOW_BURST = 11;
 const STRIDE = 16;
+if (WINDOW_CELL_SIZE > STRIDE) throw new Error('a fixed window does not fit in an allowance cell');
 
 export class AllowanceNumbers {
   values = new Float64Array(STRIDE * 256);

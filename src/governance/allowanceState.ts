@@ -9,7 +9,7 @@
 // thousands of tenants an admit costs mostly cache misses).
 import { BURST, RATE_PER_SECOND, SHADOW, SHADOW_BURST, SHADOW_RATE_PER_SECOND, TALLY_SECOND, TALLY_MESSAGES, TALLY_UNITS } from './allowanceNumbers.ts';
 import type { AllowanceNumbers } from './allowanceNumbers.ts';
-import { FixedWindow } from './fixedWindow.ts';
+import { FixedWindow, startWindow } from './fixedWindow.ts';
 import type { ResolvedLimits } from './resolvedLimits.ts';
 import { fallbackBurst, fallbackRate } from './sharedCounting.ts';
 import type { SharedAllowance } from './sharedCounting.ts';
@@ -120,7 +120,6 @@ export class AllowanceState {
    * only by readings carry no second bucket between the fields an admit reads.
    */
   messageBucket: TokenBucket | null = null;
-  readonly window: FixedWindow | null;
   /**
    * The shadow limit's own limiters where the cell has no room for them: its message bucket (per-message
    * charges) and its fixed window (API_REQUESTS). Made on the first shadowed charge of their kind.
@@ -190,7 +189,8 @@ export class AllowanceState {
     private readonly numbers: AllowanceNumbers,
   ) {
     this.cell = numbers.take();
-    this.window = slot.kind === 'FIXED_WINDOW' ? new FixedWindow() : null;
+    // A fixed window's numbers live in the cell (fixedWindow.ts).
+    if (slot.kind === 'FIXED_WINDOW') startWindow(numbers.values, this.cell);
   }
 
   /**

@@ -9,6 +9,7 @@ import { OUTCOME_QUOTA, OUTCOME_SHADOW_LIMITED } from './allowanceState.ts';
 import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import type { AllowanceState } from './allowanceState.ts';
 import { stableCallerFraction } from './callerHash.ts';
+import { windowKeeps, windowRemaining, windowRetryAfterSeconds, windowSharedOutcome, windowTakeDownsampled, windowTakeExact } from './fixedWindow.ts';
 import { LimitCache } from './limitCache.ts';
 import { DecidedCharge, type HeldCharge, type HeldTally } from './heldCharge.ts';
 import { fallbackBurst, fallbackRate, SharedCounting } from './sharedCounting.ts';
@@ -501,11 +502,10 @@ export class Governor {
       } else if (downsample) {
         // STABLE_DOWNSAMPLE across replicas: callers hashed out never reach the shared budget; kept ones are
         // charged there, so the shared limit holds, and cuts there tighten the next window's keep fraction.
-        const window = allowance.window!;
         const fraction = stableCallerFraction(callerKey ?? tenant);
-        const kept = window.keeps(units, Math.floor(at / 1000), rate, fraction);
+        const kept = windowKeeps(numbers, cell, units, Math.floor(at / 1000), rate, fraction);
         admitted = kept && counter.take(units, at, rate, burst);
-        if (kept) window.sharedOutcome(units, admitted);
+        if (kept) windowSharedOutcome(numbers, cell, units, admitted);
       } else {
         admitted = counter.take(units, at, rate, burst);
       }
@@ -523,13 +523,12 @@ export class Governor {
       remaining = bucket.remaining();
       if (!admitted) retryAfterSeconds = bucket.retryAfterSeconds(units, rate, burst);
     } else {
-      const window = allowance.window!;
       const second = Math.floor(at / 1000);
       admitted = downsample
-        ? window.takeDownsampled(units, second, rate, stableCallerFraction(callerKey ?? tenant))
-        : window.takeExact(units, second, rate);
-      remaining = window.remaining(rate);
-      if (!admitted) retryAfterSeconds = window.retryAfterSeconds(at);
+        ? windowTakeDownsampled(numbers, cell, units, second, rate, stableCallerFraction(callerKey ?? tenant))
+        : windowTakeExact(numbers, cell, units, second, rate);
+      remaining = windowRemaining(numbers, cell, rate);
+      if (!admitted) retryAfterSeconds = windowRetryAfterSeconds(numbers, cell, at);
     }
     if (quotaMeter !== null && !quotaRefused) {
       if (admitted) quotaMeter.admitted();
