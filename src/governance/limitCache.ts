@@ -10,11 +10,11 @@
 // reference to it. Each tenant's own copy was about 17 heap objects (the record's levels, the ResolvedLimits and
 // its six arrays), a third of the admitting thread's live objects at 50,000 active tenants, every one of them
 // marked again by each full collection (bench/RESULTS.md, the heap snapshot at 50,000).
-import type { LevelsByDimension } from './cascade.ts';
 import { ResolvedLimits } from './resolvedLimits.ts';
+import type { Ceilings } from './resolvedLimits.ts';
 import { STATUS_KNOWN, STATUS_UNKNOWN_TENANT, STATUS_UNREACHABLE } from './tenantMeter.ts';
 import type { TenantMeter } from './tenantMeter.ts';
-import type { Dimension, LimitSource, OverLimitPolicy, TenantGovernanceRecord } from './types.ts';
+import type { Dimension, LimitSource, TenantGovernanceRecord } from './types.ts';
 
 export interface LimitCacheOptions {
   limitSource: LimitSource;
@@ -39,19 +39,6 @@ export interface LimitCacheOptions {
  * Spread over the last quarter of the TTL, values are still never older than the TTL.
  */
 const TTL_SPREAD = 0.25;
-
-/**
- * What a tenant's limits are resolved from, shared by every tenant whose record says the same (LimitCache
- * interns records by content); never changed once made, but for the limits resolved from it.
- */
-export interface Ceilings {
-  readonly tierId: string | null;
-  readonly levels: LevelsByDimension;
-  readonly apiOverLimitPolicy: OverLimitPolicy;
-  /** Resolved against the platform defaults of `limitsVersion` (LimitCache.platformVersion), or null. */
-  limits: ResolvedLimits | null;
-  limitsVersion: number;
-}
 
 /**
  * Distinct Ceilings the cache remembers for interning; past it the index starts again (tenants keep the ones

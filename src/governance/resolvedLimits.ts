@@ -48,3 +48,16 @@ export class ResolvedLimits {
     );
   }
 }
+
+/**
+ * What a tenant's limits are resolved from, shared by every tenant whose record says the same (limitCache.ts
+ * interns records by content); never changed once made, but for the limits resolved from it.
+ */
+export interface Ceilings {
+  readonly tierId: string | null;
+  readonly levels: LevelsByDimension;
+  readonly apiOverLimitPolicy: OverLimitPolicy;
+  /** Resolved against the platform defaults of `limitsVersion` (LimitCache.platformVersion), or null. */
+  limits: ResolvedLimits | null;
+  limitsVersion: number;
+}

@@ -5,11 +5,10 @@ import { DISCARD_CELL, LAST_SEEN_MS, REFRESH_DUE_MS } from './allowanceNumbers.t
 import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import { AllowanceState } from './allowanceState.ts';
 import { QuotaMeter, type QuotaSharing } from './quotaMeter.ts';
-import type { ResolvedLimits } from './resolvedLimits.ts';
+import type { Ceilings, ResolvedLimits } from './resolvedLimits.ts';
 import { SLOT_COUNT, SLOTS } from './slots.ts';
 import { DIMENSIONS } from './types.ts';
 import type { LimitSourceLevel, QuotaValue } from './types.ts';
-import type { Ceilings } from './limitCache.ts';
 
 // Status values double as the unresolved cause index (CAUSE_NAMES of allowanceState.ts) while the ceilings
 // are not known.
