@@ -40,8 +40,9 @@
 // when `dist/` is built) so readers can tell hosts apart.
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createBareServer, request as httpRequest } from 'node:http';
+import { Session } from 'node:inspector';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -80,6 +81,12 @@ const PROFILE_DIR = process.env.BENCH_SCALE_PROFILE;
  * and each turn of its event loop over 30 ms late to stderr, and its garbage collections (--trace-gc-nvp).
  */
 const TRACE = process.env.BENCH_SCALE_TRACE === '1';
+/**
+ * BENCH_SCALE_PROFILE_MAIN=DIR: our server profiles its admitting thread alone while measuring (node:inspector,
+ * a sample every 500 µs), and writes the profile there: --cpu-prof (BENCH_SCALE_PROFILE) profiles every thread,
+ * the projection worker too, and with both threads profiled the long stalls did not come.
+ */
+const PROFILE_MAIN_DIR = process.env.BENCH_SCALE_PROFILE_MAIN;
 /**
  * Seconds of traffic before the measured window, at least: the Governor learns the ceilings, keys are cached,
  * the hour's key sources are written. The warm-up lasts until the server has settled (SETTLED_FLUSHES flushes
@@ -471,6 +478,24 @@ async function serveBaseline(tenants: number): Promise<void> {
  * growth, the trend lag; on 'finish' closes the server (`finish`: the catch-up figure, when there is one) and
  * answers the report.
  */
+/** Profiles this thread alone (BENCH_SCALE_PROFILE_MAIN); the profile's clock is the monotonic one, in µs. */
+async function startMainProfile(): Promise<{ stopInto: (directory: string) => Promise<void> }> {
+  const session = new Session();
+  session.connect();
+  const post = (method: string, params?: object) =>
+    new Promise<unknown>((resolve, reject) => session.post(method, params, (error, result) => (error ? reject(error) : resolve(result))));
+  await post('Profiler.enable');
+  await post('Profiler.setSamplingInterval', { interval: 500 });
+  await post('Profiler.start');
+  return {
+    async stopInto(directory) {
+      const { profile } = (await post('Profiler.stop')) as { profile: unknown };
+      writeFileSync(join(directory, `main-${process.pid}.cpuprofile`), JSON.stringify(profile));
+      session.disconnect();
+    },
+  };
+}
+
 async function serveMeasured(
   db: Db,
   tenants: number,
@@ -580,12 +605,14 @@ async function serveMeasured(
   const startedAt = Date.now();
   const cpuBefore = process.cpuUsage();
   const mainBefore = mainThreadCpuMicros();
+  const profiler = PROFILE_MAIN_DIR ? await startMainProfile() : null;
   loop.enable();
   stats.measuring = true;
   await next('stop');
   const elapsedSeconds = (Date.now() - startedAt) / 1000;
   stats.measuring = false;
   loop.disable();
+  if (profiler !== null) await profiler.stopInto(PROFILE_MAIN_DIR!);
   const cpu = process.cpuUsage(cpuBefore);
   const mainCpu = mainThreadCpuMicros() - mainBefore;
   const lagAtEndSeconds = await end.lagSeconds();
