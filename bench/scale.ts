@@ -482,11 +482,6 @@ async function serveBaseline(tenants: number): Promise<void> {
 }
 
 /**
- * Announces the port, then measures from 'start' to 'stop': the event loop, the server's CPU, the ledger's
- * growth, the trend lag; on 'finish' closes the server (`finish`: the catch-up figure, when there is one) and
- * answers the report.
- */
-/**
  * Traced: what the admitting thread is doing while it is late, seen from a thread of its own. The stall lines
  * read the /proc counters only once the stall is over; one stall of 110 ms had the admitting thread 14 ms on a
  * core and none waiting for one (blocked in the kernel). Every 5 ms the watcher checks the time of the thread's
@@ -534,6 +529,11 @@ async function startMainProfile(): Promise<{ stopInto: (directory: string) => Pr
   };
 }
 
+/**
+ * Announces the port, then measures from 'start' to 'stop': the event loop, the server's CPU, the ledger's
+ * growth, the trend lag; on 'finish' closes the server (`finish`: the catch-up figure, when there is one) and
+ * answers the report.
+ */
 async function serveMeasured(
   db: Db,
   tenants: number,

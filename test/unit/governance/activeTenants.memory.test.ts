@@ -40,7 +40,6 @@ describe('an active tenant on the heap', () => {
     const recorder = new CollectingRecorder();
     const governor = new Governor({ limitSource: freshRecords, recorder });
     const names = Array.from({ length: TENANTS }, (_, i) => `tenant-${i}`);
-    // One tenant first, so what every Governor makes once (its store, its code's first runs) is not counted.
     const traffic = (tenants: readonly string[], at: number) => {
       tenants.forEach((tenant, i) => {
         if (i % INGEST_EVERY === 0) {
@@ -58,6 +57,7 @@ describe('an active tenant on the heap', () => {
         recorder.admissions.length = 0;
       }
     };
+    // A few tenants of their own first, so what every Governor makes once (its store, its code's first runs) is not counted.
     await seconds(['warm-up-0', ...names.slice(0, 10).map((name) => `warm-up-${name}`)]);
     const before = heapObjects();
     await seconds(names);
