@@ -10,14 +10,23 @@
 // The roll-up is not part of the page. It used to be, in the page's statement; but rolling a minute of 50,000
 // tenants up updates 50,000 hour rows and 50,000 day rows, and that page took 2.0-2.4 s where others took 0.3-0.7,
 // while the live events waited (the trend lag passed 5 s whenever something else slowed it further). Now the
-// runner rolls up after the page has committed (Projection.afterPages), while the live pace waits for more events.
+// runner rolls up after the page has committed (Projection.afterPages), and live pages go on while it runs: a
+// roll-up of a minute took 1.0-1.4 s on an idle 2-core host, and pages used to wait for it whole, once a minute.
 //
-// Exactly once: a page adds an increment for a minute before the mark (a recorder late by minutes) to all three
-// tables, and one from the mark on to the minutes only; a roll-up adds the stored minutes in [mark, through) to the
-// hours and days and moves the mark to `through`. Both take the family's advisory lock (ROLL_UP_LOCK) before they
-// read the mark and hold it to their commit; in READ COMMITTED each statement after the lock sees everything the
-// other committed, so a page never reads a mark a running roll-up is about to move, and a roll-up never misses a
-// minute a page committed. Two runners (replicas) wait on the same lock; the second finds the mark moved.
+// Exactly once. A family has two marks: `rolled` (every minute before it is in the hours and days) and `rolling`
+// (the minute the roll-up under way, if any, stops at; never before `rolled`). A roll-up runs in two transactions:
+//   1. Under the family's lock (ROLL_UP_LOCK), exclusive, it sets `rolling` to a minute before the newest stored.
+//      A page holds the same lock shared from its first statement to its commit, so this waits for the page under
+//      way and holds the next one back only for itself (milliseconds).
+//   2. Under the rolling lock (ROLLING_LOCK), exclusive, it adds the stored minutes in [rolled, rolling) to the
+//      hours and days and moves `rolled` to `rolling`.
+// A page reads `rolling` after taking the family's lock shared, so it stays put until the page commits. A page
+// whose minutes are all from `rolling` on (live traffic: the newest minute or two) writes them to the minutes only
+// and does not wait for step 2, which never reads them. A page with a minute before `rolling` (a recorder late by
+// minutes) takes the rolling lock too, so it runs before or after a step 2, never beside one: a minute before
+// `rolled` it adds to all three tables; a minute in [rolled, rolling), to the minutes only, and the step 2 that
+// follows rolls it up. In READ COMMITTED each statement after a lock sees everything committed before it was
+// granted. Two runners (replicas) wait on the same locks; the second finds the marks moved.
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Db, Queryable } from '../../db/db.ts';
 import { prepared } from '../../db/preparedStatements.ts';
@@ -40,6 +49,9 @@ const ROLL_UP_AFTER_SECONDS = 60;
  * other). Another constant than the ledger's stream locks (STREAM_LOCK_CLASS).
  */
 const ROLL_UP_LOCK_CLASS = 7_246_003;
+
+/** The rolling lock's class (step 2 of a roll-up, and pages with minutes before the `rolling` mark). */
+const ROLLING_LOCK_CLASS = 7_246_004;
 
 /** Rows of one first key (a tenant) looked through one by one before the rest are found by their whole id. */
 const SCANNED_ROWS = 16;
@@ -73,7 +85,28 @@ const WORK_MEM_KB = { min: 4 * 1024, max: 128 * 1024 };
 /** The roll-up's work_mem: it groups a minute of rows (50,000 at 50,000 active tenants) per hour and per day. */
 const ROLL_UP_WORK_MEM_KB = 64 * 1024;
 
-const statements = new Map<RollupFamily, { lock: string; page: string; rollUp: string }>();
+interface FamilyStatements {
+  /** $1: work_mem. The family's lock, shared: a page's first statement. */
+  pageLock: string;
+  /** The `rolling` mark (a page's second statement, after the lock). */
+  rolling: string;
+  /** The rolling lock: a page with a minute before `rolling`. */
+  rollingLock: string;
+  /** $1: rows (RollupRows). */
+  page: string;
+  /** Step 1 of a roll-up: the family's lock, exclusive. */
+  startRollUpLock: string;
+  /** Step 1: `rolling` set to a minute before the newest stored. */
+  startRollUp: string;
+  /** $1: work_mem. Step 2: the rolling lock. */
+  rollUpLock: string;
+  /** Step 2: the minutes in [rolled, rolling) into the hours and days; answers the seconds and `rolling`. */
+  rollUp: string;
+  /** $1: step 2's `rolling`, the new `rolled`. */
+  rolled: string;
+}
+
+const statements = new Map<RollupFamily, FamilyStatements>();
 
 /**
  * Increments of one page, summed per keys and minute, in first-seen order. Sums commute, so the tables end
@@ -92,6 +125,7 @@ export class RollupRows {
   private readonly byId = new Map<string, (string | number)[]>();
   private readonly all: (string | number)[][] = [];
   private newest = -Infinity;
+  private oldest = Infinity;
 
   constructor(readonly family: RollupFamily) {}
 
@@ -114,6 +148,7 @@ export class RollupRows {
    */
   addValues(keys: readonly string[], minuteStart: number, counts: readonly number[]): void {
     if (minuteStart > this.newest) this.newest = minuteStart;
+    if (minuteStart < this.oldest) this.oldest = minuteStart;
     const scanned = this.byFirstKey.get(keys[0]!);
     let row: (string | number)[] | undefined;
     if (scanned !== undefined) {
@@ -164,7 +199,9 @@ export class RollupRows {
     }
     const workMemKb = Math.min(WORK_MEM_KB.max, Math.max(WORK_MEM_KB.min, rows.length * WORK_MEM_KB_PER_ROW));
     const statement = statementsFor(this.family);
-    await tx.query(statement.lock, [`${workMemKb}kB`]);
+    await tx.query(statement.pageLock, [`${workMemKb}kB`]);
+    const { rows: marks } = await tx.query<{ rolling: string | number }>(statement.rolling);
+    if (this.oldest < Number(marks[0]!.rolling)) await tx.query(statement.rollingLock);
     await tx.query(statement.page, [`${json}]`]);
   }
 }
@@ -174,13 +211,27 @@ export class RollupRows {
  * transaction of its own (see the top of this file); answers how many seconds of minutes it rolled up (0 when none
  * was a minute past). The projections run it after their pages (Projection.afterPages).
  */
-export async function rollUpMinutes(db: Db, family: RollupFamily): Promise<number> {
+export async function rollUpMinutes(db: Db, family: RollupFamily, hooks: RollUpHooks = {}): Promise<number> {
   const statement = statementsFor(family);
-  return db.transaction(async (tx) => {
-    await tx.query(statement.lock, [`${ROLL_UP_WORK_MEM_KB}kB`]);
-    const { rows } = await tx.query<{ seconds: string | number }>(statement.rollUp);
-    return rows.length === 0 ? 0 : Number(rows[0]!.seconds);
+  await db.transaction(async (tx) => {
+    await tx.query(statement.startRollUpLock);
+    await tx.query(statement.startRollUp);
   });
+  return db.transaction(async (tx) => {
+    await tx.query(statement.rollUpLock, [`${ROLL_UP_WORK_MEM_KB}kB`]);
+    const { rows } = await tx.query<{ seconds: string | number; through: string | number }>(statement.rollUp);
+    const seconds = Number(rows[0]!.seconds);
+    // The mark moved in a statement of its own, after the rows: its row is locked only until the commit that follows.
+    if (seconds > 0) await tx.query(statement.rolled, [rows[0]!.through]);
+    await hooks.beforeCommit?.();
+    return seconds;
+  });
+}
+
+/** For tests: a step 2 held open. */
+export interface RollUpHooks {
+  /** Awaited after step 2's statement, before its commit. */
+  beforeCommit?: () => Promise<void>;
 }
 
 /** The increments merged per keys and minute (RollupRows), as the statement's rows. */
@@ -193,16 +244,23 @@ export async function upsertRollups(tx: Queryable, family: RollupFamily, increme
   await RollupRows.of(family, increments).upsert(tx);
 }
 
-function statementsFor(family: RollupFamily): { lock: string; page: string; rollUp: string } {
+function statementsFor(family: RollupFamily): FamilyStatements {
   let found = statements.get(family);
   if (!found) {
+    // The second key of both locks: the family's table in the connection's schema.
+    const key = `hashtext(current_schema() || '.${family.table}')`;
+    const rolled = rolledTable(family);
     // Named: planning these many-CTE statements cost 40-80 ms a page, more than a small page's writes.
     found = {
-      lock: prepared(
-        `SELECT set_config('work_mem', $1, true), pg_advisory_xact_lock(${ROLL_UP_LOCK_CLASS}, hashtext(current_schema() || '.${family.table}'))`,
-      ),
+      pageLock: prepared(`SELECT set_config('work_mem', $1, true), pg_advisory_xact_lock_shared(${ROLL_UP_LOCK_CLASS}, ${key})`),
+      rolling: prepared(`SELECT coalesce(max(greatest(rolled_through, rolling_through)), 0) AS rolling FROM ${rolled}`),
+      rollingLock: prepared(`SELECT pg_advisory_xact_lock(${ROLLING_LOCK_CLASS}, ${key})`),
       page: prepared(pageStatement(family)),
+      startRollUpLock: prepared(`SELECT pg_advisory_xact_lock(${ROLL_UP_LOCK_CLASS}, ${key})`),
+      startRollUp: prepared(startRollUpStatement(family)),
+      rollUpLock: prepared(`SELECT set_config('work_mem', $1, true), pg_advisory_xact_lock(${ROLLING_LOCK_CLASS}, ${key})`),
       rollUp: prepared(rollUpStatement(family)),
+      rolled: prepared(`UPDATE ${rolled} SET rolled_through = $1 WHERE rolled_through < $1`),
     };
     statements.set(family, found);
   }
@@ -246,14 +304,23 @@ function pageStatement(family: RollupFamily): string {
     ${upsertInto(family, 'DAY', 'late')}`;
 }
 
-/** The stored minutes from the mark to a minute before the newest into the hours and days; the mark moved there. */
+/** Step 1 of a roll-up: `rolling` set to a minute before the newest minute stored (never moved back). */
+function startRollUpStatement(family: RollupFamily): string {
+  const rolled = rolledTable(family);
+  return `INSERT INTO ${rolled} (rolled_through, rolling_through)
+      SELECT 0, through FROM (
+        SELECT (SELECT extract(epoch FROM max(bucket_start))::bigint FROM ${bucketTable(family.table, 'MINUTE')}) - ${ROLL_UP_AFTER_SECONDS} AS through
+      ) AS newest WHERE through IS NOT NULL
+      ON CONFLICT (singleton) DO UPDATE SET rolling_through = greatest(${rolled}.rolled_through, ${rolled}.rolling_through, EXCLUDED.rolling_through)`;
+}
+
+/** Step 2: the stored minutes in [rolled, rolling) into the hours and days; answers the seconds rolled up and `rolling`. */
 function rollUpStatement(family: RollupFamily): string {
   const keys = family.keys.join(', ');
   const counts = family.counts.join(', ');
   const minuteTable = bucketTable(family.table, 'MINUTE');
   return `WITH target AS (
-      SELECT ${rolledThrough(family)} AS since,
-        (SELECT extract(epoch FROM max(bucket_start))::bigint FROM ${minuteTable}) - ${ROLL_UP_AFTER_SECONDS} AS through
+      SELECT coalesce(max(rolled_through), 0) AS since, coalesce(max(rolling_through), 0) AS through FROM ${rolledTable(family)}
     ),
     to_roll_up AS (
       SELECT ${keys}, extract(epoch FROM bucket_start)::bigint AS minute_start, ${counts}
@@ -263,9 +330,7 @@ function rollUpStatement(family: RollupFamily): string {
     ),
     hours AS (${upsertInto(family, 'HOUR', 'to_roll_up')}),
     days AS (${upsertInto(family, 'DAY', 'to_roll_up')})
-    INSERT INTO ${rolledTable(family)} (rolled_through) SELECT through FROM target WHERE through > since
-      ON CONFLICT (singleton) DO UPDATE SET rolled_through = EXCLUDED.rolled_through
-      RETURNING (SELECT through - since FROM target) AS seconds`;
+    SELECT greatest(through - since, 0) AS seconds, through FROM target`;
 }
 
 /**

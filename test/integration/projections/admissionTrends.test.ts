@@ -242,6 +242,59 @@ describeOnEachStorage('trend read models from their events on $name', (target) =
     expect(rows.map((row) => Number(row.units))).toEqual([12]);
   });
 
+  it('lets a page of later minutes commit while a roll-up is rolling up, and holds a late page back until it has', async () => {
+    const units = (value: number) => ADMISSION_TRENDS.counts.map((count) => (count === 'admitted_units' ? value : 0));
+    const page = (minute: number, value: number) => {
+      const rows = new RollupRows(ADMISSION_TRENDS);
+      rows.addValues(['rolling', 'INGEST', 'LIVE'], minute, units(value));
+      return spec.db.transaction((tx) => rows.upsert(tx));
+    };
+    await page(T0, 5);
+    await page(T0 + 120, 1);
+    // A roll-up of T0's minute (up to T0 + 60) has added it to the hours and is held before its commit.
+    let commit!: () => void;
+    const committing = new Promise<void>((resolve) => (commit = resolve));
+    let rolling!: () => void;
+    const isRolling = new Promise<void>((resolve) => (rolling = resolve));
+    const rollUp = rollUpMinutes(spec.db, ADMISSION_TRENDS, {
+      beforeCommit: async () => {
+        rolling();
+        await committing;
+      },
+    });
+    await isRolling;
+    // PGlite has one connection: the roll-up's transaction holds it, so nothing else can run beside it there.
+    if (spec.db.kind === 'postgres') {
+      // The live page (minutes from T0 + 60 on) commits while the roll-up is open.
+      await page(T0 + 120, 2);
+      // The late page (minute T0, before the roll-up's mark) waits for it.
+      let lateDone = false;
+      const late = page(T0, 7).then(() => (lateDone = true));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(lateDone).toBe(false);
+      commit();
+      await late;
+    } else {
+      commit();
+      await page(T0 + 120, 2);
+      await page(T0, 7);
+    }
+    expect(await rollUp).toBeGreaterThan(0);
+    const read = async (relation: string, start: number) =>
+      (
+        await spec.db.query<{ units: string }>(
+          `SELECT admitted_units::text AS units FROM ${relation} WHERE tenant_id = 'rolling' AND bucket_start = to_timestamp($1)`,
+          [start],
+        )
+      ).rows.map((row) => Number(row.units));
+    // The late 7 came after the roll-up: into its minute, and (its minute being rolled up) into the hour too.
+    expect(await read('gl_admission_trends_minute', T0)).toEqual([12]);
+    expect(await read('gl_admission_trends_minute', T0 + 120)).toEqual([3]);
+    expect(await read('gl_admission_trends_hour', T0 - (T0 % 3_600))).toEqual([12]);
+    const hours = await shedTrend(spec.db, { tenantId: 'rolling', dimension: 'INGEST', from: at(T0 - 3_600), to: at(T0 + 3_600), bucket: 'HOUR' });
+    expect(hours.reduce((sum, point) => sum + point.admitted, 0)).toBe(15);
+  });
+
   it('splits a merged summary that crosses minute, hour and day boundaries by its seconds in each', async () => {
     // 240 s from 23:58:30: 30 s, 60 s, 60 s, 60 s, 30 s across five minutes; 480 units at 2 per second.
     await record([admission({ fromSecond: T0 + 30, seconds: 240, admittedUnits: 480, shedUnits: 240, hitSeconds: 120 })]);
