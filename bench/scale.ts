@@ -91,9 +91,12 @@ const TRACE = process.env.BENCH_SCALE_TRACE === '1';
 const PROFILE_MAIN_DIR = process.env.BENCH_SCALE_PROFILE_MAIN;
 /**
  * Seconds of traffic before the measured window, at least: the Governor learns the ceilings, keys are cached,
- * the hour's key sources are written. The warm-up lasts until the server has settled (SETTLED_FLUSHES flushes
- * in a row each of at most 1.5 seconds' summaries and under the flush bound), at most MAX_WARM_SECONDS, and
- * how long it took is reported (`warmUpSeconds`): a start at full traffic is a cost of its own, not the 180 s.
+ * the hour's key sources are written. The warm-up lasts until the server has settled: SETTLED_FLUSHES flushes
+ * in a row each of at most 1.5 seconds' summaries and under the flush bound, and then the trend lag within its
+ * bound (MAX_LAG_SECONDS) at SETTLED_FLUSHES readings a second apart in a row, so the trends have caught up
+ * with the start's first pages too (every tenant's first minute row, the first events of every key in full).
+ * At most MAX_WARM_SECONDS; how long it took is reported (`warmUpSeconds`): a start at full traffic is a cost
+ * of its own, not the 180 s.
  */
 const WARM_SECONDS = 4;
 const MAX_WARM_SECONDS = 60;
@@ -232,8 +235,8 @@ function mainThreadCpuMicros(): number {
 // The servers (a child process each: `scale.ts serve <side> <tenants>`).
 
 interface Stats {
-  /** Told each flush before measuring (its summaries and ms): says when the server has settled. */
-  warming: (summaries: number, ms: number) => void;
+  /** Told each flush before measuring (its summaries and ms): says when the flushes have settled. */
+  warming: { flushed: (summaries: number, ms: number) => void; readonly settled: boolean };
   flushMs: number[];
   merged: number;
   summaries: number;
@@ -270,7 +273,7 @@ async function serveOurs(tenants: number): Promise<void> {
           await ledger.record(admissions, unresolved, id);
         } finally {
           if (stats.measuring) stats.flushMs.push(performance.now() - started);
-          else stats.warming(admissions.length, performance.now() - started);
+          else stats.warming.flushed(admissions.length, performance.now() - started);
           if (TRACE) console.error(`flush ${started.toFixed(0)}-${performance.now().toFixed(0)} ms: ${(performance.now() - started).toFixed(0)} ms, ${admissions.length} summaries${stats.measuring ? '' : ' (warm-up)'}`);
         }
         allSummaries += admissions.length;
@@ -321,13 +324,17 @@ async function serveOurs(tenants: number): Promise<void> {
   });
 }
 
-/** Tells the parent `{settled: true}` once SETTLED_FLUSHES flushes in a row were steady (see WARM_SECONDS). */
-function settleWatch(tenants: number): (summaries: number, ms: number) => void {
+/** Says when SETTLED_FLUSHES flushes in a row were steady (see WARM_SECONDS); serveMeasured then watches the lag. */
+function settleWatch(tenants: number): Stats['warming'] {
   let steady = 0;
-  return (summaries, ms) => {
-    if (steady >= SETTLED_FLUSHES) return;
-    steady = summaries <= summariesOf(tenants) * 1.5 && ms < MAX_FLUSH_P99_MS ? steady + 1 : 0;
-    if (steady === SETTLED_FLUSHES) process.send!({ settled: true });
+  return {
+    flushed: (summaries, ms) => {
+      if (steady >= SETTLED_FLUSHES) return;
+      steady = summaries <= summariesOf(tenants) * 1.5 && ms < MAX_FLUSH_P99_MS ? steady + 1 : 0;
+    },
+    get settled() {
+      return steady >= SETTLED_FLUSHES;
+    },
   };
 }
 
@@ -454,7 +461,7 @@ async function serveBaseline(tenants: number): Promise<void> {
         if (stats.measuring) {
           stats.flushMs.push(performance.now() - started);
           stats.summaries += batch.length;
-        } else stats.warming(batch.length, performance.now() - started);
+        } else stats.warming.flushed(batch.length, performance.now() - started);
         flushing = false;
       }
     };
@@ -559,6 +566,23 @@ async function serveMeasured(
     messages.shift();
   };
   process.send!(announced);
+  // Settled (see WARM_SECONDS): the flushes, then the trend lag within its bound at SETTLED_FLUSHES readings in a row.
+  let lagWithin = 0;
+  let reading = false;
+  const settling = setInterval(() => {
+    if (!stats.warming.settled || reading) return;
+    reading = true;
+    void end
+      .lagSeconds()
+      .then((lag) => {
+        lagWithin = lag <= MAX_LAG_SECONDS ? lagWithin + 1 : 0;
+        if (lagWithin !== SETTLED_FLUSHES) return;
+        clearInterval(settling);
+        process.send!({ settled: true });
+      })
+      .catch((error: unknown) => console.error('settling:', error))
+      .finally(() => (reading = false));
+  }, 1000);
   // The histogram records the time between two runs of its timer, the resolution included: at 10 ms (Node's
   // default) an idle loop read 10 ms and a 40 ms stall read up to 50. At 1 ms a reading is the stall plus at most 1 ms.
   const loop = monitorEventLoopDelay({ resolution: STALL_RESOLUTION_MS });
@@ -640,6 +664,7 @@ async function serveMeasured(
     }, 1000).unref();
   }
   await next('start');
+  clearInterval(settling);
   const bytesBefore = await tableBytes(db, ledgerTables);
   const startedAt = Date.now();
   const cpuBefore = process.cpuUsage();
