@@ -15,7 +15,8 @@
 //
 // Exactly once. A family has two marks: `rolled` (every minute before it is in the hours and days) and `rolling`
 // (the minute the roll-up under way, if any, stops at; never before `rolled`). A roll-up runs in two transactions:
-//   1. Under the family's lock (ROLL_UP_LOCK), exclusive, it sets `rolling` to a minute before the newest stored.
+//   1. Under the family's lock (ROLL_UP_LOCK), exclusive, it sets `rolling` to a minute before the newest stored
+//      (two, live, early in the newest minute: ROLL_UP_INTO_MINUTE_SECONDS).
 //      A page holds the same lock shared from its first statement to its commit, so this waits for the page under
 //      way and holds the next one back only for itself (milliseconds).
 //   2. Under the rolling lock (ROLLING_LOCK), exclusive, it adds the stored minutes in [rolled, rolling) to the
@@ -318,7 +319,7 @@ function pageStatement(family: RollupFamily): string {
 /**
  * Step 1 of a roll-up: `rolling` set to a minute before the newest minute stored, or two while the newest is
  * the clock's and at most ROLL_UP_INTO_MINUTE_SECONDS in (never moved back). A newest minute ahead of the
- * clock (a recorder's clock ahead of the database's) is not waited for.
+ * clock (a recorder's clock ahead of this process's) is not waited for.
  */
 function startRollUpStatement(family: RollupFamily): string {
   const rolled = rolledTable(family);
