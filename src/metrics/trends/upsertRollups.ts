@@ -134,7 +134,6 @@ export class RollupRows {
   private readonly byFirstKey = new Map<string, (string | number)[][]>();
   private readonly byId = new Map<string, (string | number)[]>();
   private readonly all: (string | number)[][] = [];
-  private newest = -Infinity;
   private oldest = Infinity;
 
   constructor(readonly family: RollupFamily) {}
@@ -157,7 +156,6 @@ export class RollupRows {
    * the row of a new key and minute).
    */
   addValues(keys: readonly string[], minuteStart: number, counts: readonly number[]): void {
-    if (minuteStart > this.newest) this.newest = minuteStart;
     if (minuteStart < this.oldest) this.oldest = minuteStart;
     const scanned = this.byFirstKey.get(keys[0]!);
     let row: (string | number)[] | undefined;
@@ -217,9 +215,9 @@ export class RollupRows {
 }
 
 /**
- * Rolls the family's minutes up into its hours and days, up to a minute before the newest minute stored, in a
- * transaction of its own (see the top of this file); answers how many seconds of minutes it rolled up (0 when none
- * was a minute past). The projections run it after their pages (Projection.afterPages).
+ * Rolls the family's minutes up into its hours and days, up to a minute before the newest minute stored (two,
+ * live, early in the newest: ROLL_UP_INTO_MINUTE_SECONDS), in two transactions of its own (see the top of this
+ * file); answers how many seconds of minutes it rolled up (0 when none was due). The projections run it after their pages (Projection.afterPages).
  */
 export async function rollUpMinutes(db: Db, family: RollupFamily, options: RollUpOptions = {}): Promise<number> {
   const statement = statementsFor(family);
