@@ -19,7 +19,7 @@ interface Phase {
 
 function runChild(): Promise<{ calls: number; admittedPhase: Phase; recordedAdmitted: number; refusedPhase: Phase; recordedShed: number }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', 'test/unit/governance/recordedAdmit.child.ts', String(CALLS)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, ['--expose-gc', '--allow-natives-syntax', '--import', 'tsx', 'test/unit/governance/recordedAdmit.child.ts', String(CALLS)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
     child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
