@@ -130,7 +130,14 @@ describe.skipIf(missing.length > 0)('three replicas behind HAProxy', () => {
       LOG_LEVEL: 'info',
     };
     const ports = await Promise.all(REPLICAS.map(async () => [await freePort(), await freePort()] as const));
-    replicas.push(...(await Promise.all(REPLICAS.map((name, i) => startReplica({ name, port: ports[i]![0], grpcPort: ports[i]![1], env })))));
+    // Each replica is recorded as it starts, so afterAll stops those that did when another fails to.
+    await Promise.all(
+      REPLICAS.map(async (name, i) => {
+        replicas.push(await startReplica({ name, port: ports[i]![0], grpcPort: ports[i]![1], env }));
+      }),
+    );
+    const order: readonly string[] = REPLICAS;
+    replicas.sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
     proxy = await startHaproxy({ port: await freePort(), servers: replicas.map(({ name, port }) => ({ name, port })), checkIntervalMs: 250 });
     await waitFor(async () => [...(await proxy.serverStates()).values()].filter((state) => state === 'UP').length === REPLICAS.length, {
       timeoutMs: within(60_000),
