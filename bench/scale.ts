@@ -902,10 +902,13 @@ function startTimeFigure(): unknown {
   });
   const last = started.stdout?.trim().split('\n').at(-1);
   try {
-    return last ? JSON.parse(last) : null;
+    if (last) return JSON.parse(last);
   } catch {
-    return null;
+    // said below
   }
+  const why = (started.error?.message ?? started.stderr?.split('\n').find((line) => line.startsWith('Error')) ?? `exit ${started.status}`).trim();
+  console.error(`bench/start-time.ts gave no figure (startTime null): ${why}`);
+  return null;
 }
 
 async function measure(): Promise<void> {
