@@ -107,26 +107,29 @@ function pastNextSecond(): Promise<void> {
 /** V8's optimisation status of a function (node --allow-natives-syntax), one bit of it: optimised by TurboFan. */
 const optimisationStatus = new Function('f', 'return %GetOptimizationStatus(f)') as (f: unknown) => number;
 const TURBOFANNED = 1 << 6;
+/** A warm-up run before a clock boundary: five seconds of traffic and 25 ms more. */
+const BOUNDARY_RUN_CALLS = 5 * CALLS_PER_SECOND + 25 * CALLS_PER_MS;
 const decideInto = (Governor.prototype as unknown as Record<string, unknown>).decideInto;
 /**
  * Runs `names` across two seconds of the clock, as the service meets them, then until V8 runs admit's loop and
  * decideInto optimised. At a second of the clock the Governor starts a new fast-path epoch (readClock), so each
  * tenant's next call takes the full path; the Tallies' tick collects, disarming the cells that counted nothing
- * since the last flush, so their next admission is tallied out of line (tallyFastAdmission). Each run stops 25 ms
- * of traffic into a refused tenant's 100 ms refill, so its first call after the boundary is refused on the full
- * path (tokensRetryAfterSeconds). A warm-up whose boundaries all fell on a refill (its runs were whole seconds of
+ * since the last flush, so their next admission is tallied out of line (tallyFastAdmission). Each run ends 25 ms of
+ * traffic further into a refused tenant's 100 ms refill (BOUNDARY_RUN_CALLS), so in every warm-up at least one
+ * boundary falls off a refill, and each refused tenant's first call after it is refused on the full path
+ * (tokensRetryAfterSeconds). A warm-up whose boundaries all fell on a refill (its runs were whole seconds of
  * traffic) left that call without type feedback; one in the measured phase then deoptimised decideInto, and until
  * V8 had optimised it again (seconds later on a busy machine) the calls ran in code that boxes their numbers:
  * 3-11 scavenges in one run of ten with two cores busy elsewhere.
  */
 async function warmUp(names: readonly string[]): Promise<void> {
   for (let boundary = 0; boundary < 2; boundary++) {
-    await run(names, 502_500);
+    await run(names, BOUNDARY_RUN_CALLS);
     await pastNextSecond();
   }
   const deadline = performance.now() + 60_000;
   do {
-    await run(names, 100_000);
+    await run(names, CALLS_PER_SECOND);
     if (performance.now() > deadline) throw new Error(`V8 did not optimise the admit loop within 60 s (admitSecond ${optimisationStatus(admitSecond)}, decideInto ${optimisationStatus(decideInto)})`);
   } while ((optimisationStatus(admitSecond) & optimisationStatus(decideInto) & TURBOFANNED) === 0);
 }
