@@ -20,7 +20,7 @@ export const MAX_SUMMARY_FROM_SECOND = 253_402_300_799;
  * 8,700 summaries) passes with summaries of up to 57 minutes each, as a recorder outage of an hour makes them.
  * Writing rows costs about 16,000 a second on PostgreSQL and 5,500 on PGlite (measured by
  * test/integration/projections/summaryBounds.test.ts on a loaded machine): so an event costs at most about
- * 30 s of PostgreSQL's work, in statements of at most 100,000 rows (the admission trends' FLUSH_ROWS).
+ * 30 s of PostgreSQL's work, in statements of at most 400,000 rows (the admission trends' MAX_ROWS).
  */
 export const MAX_EVENT_MINUTE_ROWS = 500_000;
 

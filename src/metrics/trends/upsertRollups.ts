@@ -131,10 +131,12 @@ export class RollupRows {
   // every increment (a number and three strings joined, then hashed) was two thirds of a catch-up's Node CPU at
   // 50,000 active tenants; a tenant ID expanded from a summary reference is the same string every time
   // (summaryRefs.ts), whose hash V8 keeps.
-  private readonly byFirstKey = new Map<string, (string | number)[][]>();
-  private readonly byId = new Map<string, (string | number)[]>();
-  private readonly all: (string | number)[][] = [];
+  private byFirstKey = new Map<string, (string | number)[][]>();
+  private byId = new Map<string, (string | number)[]>();
+  private all: (string | number)[][] = [];
   private oldest = Infinity;
+  /** The newest minute held (unix seconds; -Infinity when none). */
+  newest = -Infinity;
 
   constructor(readonly family: RollupFamily) {}
 
@@ -156,7 +158,6 @@ export class RollupRows {
    * the row of a new key and minute).
    */
   addValues(keys: readonly string[], minuteStart: number, counts: readonly number[]): void {
-    if (minuteStart < this.oldest) this.oldest = minuteStart;
     const scanned = this.byFirstKey.get(keys[0]!);
     let row: (string | number)[] | undefined;
     if (scanned !== undefined) {
@@ -164,15 +165,44 @@ export class RollupRows {
       if (row === undefined && scanned.length >= SCANNED_ROWS) row = this.byId.get(rowId(keys, minuteStart));
     }
     if (row === undefined) {
-      row = [...keys, minuteStart, ...counts];
-      this.all.push(row);
-      if (scanned === undefined) this.byFirstKey.set(keys[0]!, [row]);
-      else if (scanned.length < SCANNED_ROWS) scanned.push(row);
-      else this.byId.set(rowId(keys, minuteStart), row);
+      this.hold([...keys, minuteStart, ...counts], scanned);
       return;
     }
     const first = keys.length + 1;
     for (let i = 0; i < counts.length; i++) (row[first + i] as number) += counts[i]!;
+  }
+
+  /** Holds a row of a keys and minute not held yet (`scanned`: its first key's list, if it has one). */
+  private hold(row: (string | number)[], scanned: (string | number)[][] | undefined): void {
+    const keys = this.family.keys.length;
+    const minuteStart = row[keys] as number;
+    if (minuteStart < this.oldest) this.oldest = minuteStart;
+    if (minuteStart > this.newest) this.newest = minuteStart;
+    this.all.push(row);
+    if (scanned === undefined) this.byFirstKey.set(row[0] as string, [row]);
+    else if (scanned.length < SCANNED_ROWS) scanned.push(row);
+    else this.byId.set(rowId(row.slice(0, keys) as string[], minuteStart), row);
+  }
+
+  /**
+   * Moves the rows of minutes before `minuteStart` to rows of their own, answered (to be written now); this
+   * keeps the rest. A projection whose page holds too many rows writes the minutes that are past this way and
+   * goes on adding to the newest, whose rows the next summaries still add to.
+   */
+  takeBefore(minuteStart: number): RollupRows {
+    const taken = new RollupRows(this.family);
+    const kept = this.all;
+    const at = this.family.keys.length;
+    this.byFirstKey = new Map();
+    this.byId = new Map();
+    this.all = [];
+    this.oldest = Infinity;
+    this.newest = -Infinity;
+    for (const row of kept) {
+      const into = (row[at] as number) < minuteStart ? taken : this;
+      into.hold(row, into.byFirstKey.get(row[0] as string));
+    }
+    return taken;
   }
 
   add(increment: RollupIncrement): void {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ADMISSION_TRENDS } from '../../../src/metrics/trends/rollupFamily.ts';
-import { mergeIncrements } from '../../../src/metrics/trends/upsertRollups.ts';
+import { mergeIncrements, RollupRows } from '../../../src/metrics/trends/upsertRollups.ts';
 
 const keys = (tenant_id: string, allowance = 'LIVE') => ({ tenant_id, dimension: 'INGEST', allowance });
 
@@ -43,5 +43,27 @@ describe('mergeIncrements', () => {
       { keys: { tenant_id: 'a', dimension: 'bc', allowance: '' }, minuteStart: 0, counts: { hits: 1 } },
     ]);
     expect(merged).toHaveLength(2);
+  });
+
+  it('takes the rows of minutes before one out (to be written), and goes on merging into the rest', () => {
+    // 30 tenants, one with more rows than it looks through one by one, over three minutes.
+    const rows = new RollupRows(ADMISSION_TRENDS);
+    const counts = (units: number) => ADMISSION_TRENDS.counts.map((count) => (count === 'admitted_units' ? units : 0));
+    for (let tenant = 0; tenant < 30; tenant++) for (const minute of [0, 60, 120]) rows.addValues([`t${tenant}`, 'INGEST', 'LIVE'], minute, counts(1));
+    for (let minute = 0; minute < 40; minute++) rows.addValues(['busy', 'INGEST', 'LIVE'], minute * 60, counts(1));
+    expect([rows.size, rows.newest]).toEqual([130, 39 * 60]);
+    const past = rows.takeBefore(120);
+    expect(past.size).toBe(62);
+    expect(past.rows().every((row) => (row[3] as number) < 120)).toBe(true);
+    expect(past.newest).toBe(60);
+    expect(rows.size).toBe(68);
+    expect(rows.rows().every((row) => (row[3] as number) >= 120)).toBe(true);
+    // Kept rows still merge (the busy tenant's found by their whole id); a taken minute starts a new row.
+    rows.addValues(['t0', 'INGEST', 'LIVE'], 120, counts(5));
+    rows.addValues(['busy', 'INGEST', 'LIVE'], 39 * 60, counts(5));
+    rows.addValues(['t0', 'INGEST', 'LIVE'], 0, counts(7));
+    expect(rows.size).toBe(69);
+    const find = (tenant: string, minute: number) => rows.rows().filter((row) => row[0] === tenant && row[3] === minute).map((row) => row[4]);
+    expect([find('t0', 120), find('busy', 39 * 60), find('t0', 0)]).toEqual([[6], [6], [7]]);
   });
 });
