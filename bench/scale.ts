@@ -13,11 +13,14 @@
 //
 // ours:     the HTTP ingest door (startDoorParts + startIngest as the service builds them: edge limit, key look-up
 //           cached, counting sink) and the admission routes -> Governor -> ledger Recorder (summary references) ->
-//           PostgreSQL ledger -> admission-trends projection in its worker thread, /readyz with the projections'
-//           readiness check at the run's own 5 s bound.
+//           PostgreSQL ledger -> the projections the service runs in worker threads (WORKER_PROJECTIONS: the
+//           admission trends and the per-second demand the limit preview replays), each in its thread, /readyz
+//           with the projections' readiness check at the run's own 5 s bound (beyond each one's pace), so the
+//           demand's lag counts there; the trend lag is the trends'. (Runs before 2026-12-05 ran the trends alone.)
 // baseline: the bare minimum doing the same durable work: node:http reading the same requests (the ingest key
 //           looked up in a Map), a fixed window per tenant and dimension in a Map, and each second the closed
-//           second's summaries appended with one unnest INSERT to a plain table and the trend minute rows upserted
+//           second's summaries appended with one unnest INSERT to a plain table (which holds each tenant's
+//           per-second demand too, what our demand read model keeps) and the trend minute rows upserted
 //           by a hand-written statement; /readyz 200 while the trend rows are at most 5 s behind.
 // The two alternate: at each N the one that ran second runs first at the next.
 //
@@ -30,8 +33,8 @@
 // TOAST, of the ledger's summary partitions grown over the measured window, per summary, at the full traffic's
 // summaries a second for a day, plus what the warm-up wrote (our key sources) 32 times: a key is written in
 // full again 30-60 minutes after it was, 45 on average), and
-// catchUpTimesRealTime (the run's summaries replayed into emptied trend tables, in seconds of the full traffic
-// per second). Held: no window merged, flush p99 < 500 ms, no stall > 50 ms, /readyz 200 throughout, lag <= 5 s,
+// catchUpTimesRealTime (the run's summaries replayed into emptied trend and demand tables, both at once, in
+// seconds of the full traffic per second). Held: no window merged, flush p99 < 500 ms, no stall > 50 ms, /readyz 200 throughout, lag <= 5 s,
 // every answer 200 / 202 / 429, and at least 95% of the traffic's summaries a second. Sizes go up; past a size
 // neither side held, the larger ones are not run (`notRun`), except in quick mode.
 //
@@ -50,7 +53,7 @@ import { Worker } from 'node:worker_threads';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { admissionTrendsProjection } from '../projections/admissionTrends.ts';
-import { projectionWorkers } from '../projections/workerProjections.ts';
+import { projectionWorkers, WORKER_PROJECTIONS } from '../projections/workerProjections.ts';
 import { registerIngestCredential } from '../src/auth/ingestKeys.ts';
 import { mintToken } from '../src/auth/token.ts';
 import { createTokenVerifier } from '../src/auth/verifyToken.ts';
@@ -285,7 +288,7 @@ async function serveOurs(tenants: number): Promise<void> {
       released: (admissions) => ledger.released?.(admissions),
     };
     const governor = new Governor({ limitSource: limitSourceFor(), recorder: timed, onError: (error) => console.error('governor:', error) });
-    const projections = await startProjections(db, store, [admissionTrendsProjection], {
+    const projections = await startProjections(db, store, WORKER_PROJECTIONS, {
       workers: projectionWorkers({ connectionString: url, schema }),
       onError: (error) => console.error('projection:', error),
     });
@@ -309,7 +312,7 @@ async function serveOurs(tenants: number): Promise<void> {
     const { port } = await listen(server, 0, '127.0.0.1');
     const token = await mintToken({ secret: SECRET, role: 'SERVICE', ttl: 3600 });
     await serveMeasured(db, tenants, 'gl\\_events\\_summaries%', true, { port, token, ingestKeys }, stats, {
-      lagSeconds: async () => (await projections.lag())[0]!.secondsBehind,
+      lagSeconds: async () => (await projections.lag()).find((lag) => lag.projection === admissionTrendsProjection.name)!.secondsBehind,
       finish: async () => {
         await governor.close().catch(() => {});
         await projections.close();
@@ -317,7 +320,9 @@ async function serveOurs(tenants: number): Promise<void> {
         server.closeAllConnections();
         await new Promise((resolve) => server.close(resolve));
         const started = performance.now();
-        await rebuildProjection(db, store, admissionTrendsProjection);
+        // Both read models from the ledger at once, as the service catches them up after an outage (each in
+        // a thread of its own there; here both share this thread).
+        await Promise.all(WORKER_PROJECTIONS.map((projection) => rebuildProjection(db, store, projection)));
         return allSummaries / summariesOf(tenants) / ((performance.now() - started) / 1000);
       },
     });

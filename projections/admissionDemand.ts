@@ -4,7 +4,7 @@
 // nothing of how it was spread within it, which is all a token bucket cares about.
 //
 // It reads every AdmissionsRecorded summary, as the admission trends do, and runs beside them in a worker
-// thread of its own on PostgreSQL (workerProjections.ts), paced the same way: a page's seconds are appended
+// thread of its own on PostgreSQL (workerProjections.ts), paced (LIVE_PACE_MS): a page's seconds are appended
 // to each minute's row in one statement, so a row is written once per page whatever the number of seconds
 // merged into it. A reference whose source the ledger no longer holds is refused (the quarantine), as the
 // trends refuse it; a malformed summary is passed over (summaryDemand.ts).
@@ -17,8 +17,21 @@ import { addSummaryDemand, appendDemandMinutes, DEMAND_PROJECTION, DemandMinutes
 /** Events per page, as the admission trends take them (admissionTrends.ts says why). */
 const PAGE_EVENTS = 256;
 
-/** Live summaries are applied every 2 s, as the trends are: a row is written once per page. */
-const LIVE_PACE_MS = 2_000;
+/**
+ * Live summaries are applied every 15 s: a minute's row is written once per page, four or five times a minute.
+ * At the trends' 2 s (thirty times a minute) this projection's pages cost PostgreSQL 0.6 cores at 100,000
+ * active tenants (bench/scale.ts: 0.3 cores with the trends alone, 0.9 with both), and held the trends and the
+ * Governor's flushes back. Readers lose nothing by the pace: a preview reads the summaries the projection has
+ * not applied from the ledger (src/limit-preview/readDemand.ts), so it sees every recorded second either way.
+ */
+const LIVE_PACE_MS = 15_000;
+
+/**
+ * /readyz calls it behind past a minute beyond its pace (ProjectionLagging's bound), not the service's few
+ * seconds: its lag makes no preview stale (readDemand.ts reads the rest from the ledger), and a page of 15 s
+ * of 100,000 tenants' seconds takes seconds of its own, so a pace plus two pages passed the service's bound.
+ */
+const READY_LAG_SECONDS = 60;
 
 /** Bytes of seconds collected before they are written: a page of long spans stays bounded in memory. */
 const FLUSH_BYTES = 16 * 1024 * 1024;
@@ -30,6 +43,7 @@ export const admissionDemandProjection: Projection = {
   tables: ['gl_demand_seconds'],
   pageSize: PAGE_EVENTS,
   livePaceMs: LIVE_PACE_MS,
+  readyLagSeconds: READY_LAG_SECONDS,
   readsDataAsJson: true,
   apply: async (event: RecordedEvent, tx: Tx) => {
     const refusals = await applyDemand([event], tx);

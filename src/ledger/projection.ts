@@ -45,6 +45,13 @@ export interface Projection {
    */
   livePaceMs?: number;
   /**
+   * How far behind (beyond its pace) the projection may be before /readyz calls it behind, when more than the
+   * service's bound (GOVERNANCE_READY_MAX_LAG_SECONDS): for a read model whose readers read what it has not
+   * applied from the ledger, so its lag never makes an answer stale, only slower. Readiness then tells a stuck
+   * projection, not a few seconds of lag (projectionReadiness.ts).
+   */
+  readyLagSeconds?: number;
+  /**
    * Its pages are read with ReadAllOptions.dataAsJson: where the store holds text, each event comes with its
    * data as JSON text (RecordedEvent.dataJson) for the projection to parse when it comes to it. For large
    * events (admission summaries, thousands of rows each): a page of them parsed at once was most of what the

@@ -2,18 +2,21 @@
 // is older than the bound. Events of types it does not apply never count, so a read model that is fresh
 // stays ready however much other traffic flows past; events held back behind an older open transaction
 // (PostgreSQL) do count, with their age, because the read model is behind them. A paced projection's pace is
-// not counted against the bound: it waits that long on purpose, to write several seconds at once.
+// not counted against the bound: it waits that long on purpose, to write several seconds at once. A projection
+// whose readers read what it has not applied from the ledger may declare a larger bound of its own
+// (Projection.readyLagSeconds: admission-demand, a minute), so /readyz tells it stuck, not seconds behind.
 import type { ProjectionLag } from './projectionRunner.ts';
 
 export type LagProbe = () => Promise<readonly ProjectionLag[]>;
 
 /**
  * The most of a projection's pace readiness forgives, whatever pace it declares: a projection paced slower
- * than this is counted behind for the rest, so no pace can hide a stalled read model from /readyz. The only
- * paced projection, admission-trends, paces at 2 s (projections/admissionTrends.ts): it may be up to
- * GOVERNANCE_READY_MAX_LAG_SECONDS + 2 s behind and still ready.
+ * than this is counted behind for the rest, so no pace can hide a stalled read model from /readyz. The paced
+ * projections: admission-trends at 2 s (projections/admissionTrends.ts), ready up to
+ * GOVERNANCE_READY_MAX_LAG_SECONDS + 2 s behind; admission-demand at 15 s (projections/admissionDemand.ts:
+ * its readers read what it has not applied from the ledger), ready up to its own bound (60 s) + 15 s behind.
  */
-export const MAX_FORGIVEN_PACE_SECONDS = 5;
+export const MAX_FORGIVEN_PACE_SECONDS = 15;
 
 export function projectionReadiness(probe: LagProbe, maxLagSeconds: number, now: () => number = Date.now): () => Promise<string | null> {
   // Each projection's lag at the previous check that found it behind: a projection behind at two checks in a
@@ -27,8 +30,11 @@ export function projectionReadiness(probe: LagProbe, maxLagSeconds: number, now:
     for (const lag of await probe()) {
       // A paced projection (Projection.livePaceMs) is behind by its pace on purpose: only what lies beyond counts,
       // and at most MAX_FORGIVEN_PACE_SECONDS of it is forgiven.
+      // A projection with a bound of its own (Projection.readyLagSeconds: its readers complete it from the
+      // ledger) is held to the larger of the two.
       const forgivenSeconds = Math.min(lag.paceSeconds ?? 0, MAX_FORGIVEN_PACE_SECONDS);
-      if (!lag.pending || lag.secondsBehind - forgivenSeconds <= maxLagSeconds) {
+      const boundSeconds = Math.max(maxLagSeconds, lag.readyLagSeconds ?? 0);
+      if (!lag.pending || lag.secondsBehind - forgivenSeconds <= boundSeconds) {
         behindAt.delete(lag.projection);
         continue;
       }

@@ -46,6 +46,8 @@ export interface ProjectionLag {
   secondsBehind: number;
   /** How far behind the projection stays on purpose (Projection.livePaceMs), in seconds; 0 when it is not paced. */
   paceSeconds?: number;
+  /** The projection's own readiness bound (Projection.readyLagSeconds), when it has one. */
+  readyLagSeconds?: number;
   checkpoint: Checkpoint;
 }
 
@@ -311,6 +313,7 @@ export async function projectionLag(db: Db, store: EventStore, projection: Proje
     pending: oldest !== undefined,
     secondsBehind: oldest ? Math.max(0, (Date.now() - oldest.recordedAt.getTime()) / 1_000) : 0,
     paceSeconds: (projection.livePaceMs ?? 0) / 1_000,
+    ...(projection.readyLagSeconds === undefined ? {} : { readyLagSeconds: projection.readyLagSeconds }),
     checkpoint: stored,
   };
 }

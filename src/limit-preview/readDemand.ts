@@ -5,7 +5,7 @@
 //
 // Read from the read model the admission-demand projection keeps of them (gl_demand_seconds, packed per
 // minute: demandSeconds.ts), up to its checkpoint; the summaries appended after the checkpoint (the projection
-// applies them every 2 s, and may be further behind after a restart or a rebuild) are read from the ledger and
+// applies them every 15 s, and may be further behind after a restart or a rebuild) are read from the ledger and
 // taken the same way (summaryDemand.ts). The rows and the checkpoint come from one statement, so one snapshot:
 // every summary is read once, from one place or the other.
 import type { Queryable } from '../db/db.ts';

@@ -17,7 +17,7 @@ import { OPERATOR } from '../support/controlPlaneHarness.ts';
 import { serviceModes, startServiceIn, type RunningService } from '../support/serviceModes.ts';
 
 const MAX_LAG_SECONDS = 5;
-/** What readiness forgives of the admission-trends projection's lag: its pace (2 s), never more than 5 s. */
+/** What readiness forgives of the admission-trends projection's lag: its pace (2 s), never more than MAX_FORGIVEN_PACE_SECONDS. */
 const TRENDS_PACE_SECONDS = Math.min(admissionTrendsProjection.livePaceMs! / 1_000, MAX_FORGIVEN_PACE_SECONDS);
 const TRAFFIC_MS = 4 * MAX_LAG_SECONDS * 1_000;
 // One mode is enough for the claim (the projections and readiness are the same code in both); PostgreSQL

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_FORGIVEN_PACE_SECONDS, projectionReadiness } from '../../../src/ledger/projectionReadiness.ts';
 import { admissionTrendsProjection } from '../../../projections/admissionTrends.ts';
+import { admissionDemandProjection } from '../../../projections/admissionDemand.ts';
+import { allProjections } from '../../../projections/index.ts';
 import type { ProjectionLag } from '../../../src/ledger/projectionRunner.ts';
 
 const lag = (projection: string, secondsBehind: number): ProjectionLag => ({
@@ -32,6 +34,18 @@ describe('projection readiness', () => {
     expect(await check()).toBe('projections behind: admission-trends 33s');
   });
 
+  it("holds a projection with a bound of its own (readyLagSeconds) to it when it is the larger, and to the service's when not", async () => {
+    const demand = (secondsBehind: number): ProjectionLag => ({ ...lag('admission-demand', secondsBehind), paceSeconds: 15, readyLagSeconds: 60 });
+    let lags = [demand(74.5), lag('tiers', 4)];
+    const check = projectionReadiness(async () => lags, 5);
+    expect(await check()).toBeNull();
+    lags = [demand(75.5), lag('tiers', 4)];
+    expect(await check()).toBe('projections behind: admission-demand 76s');
+    // A service bound larger than the projection's own is the one that counts.
+    const roomy = projectionReadiness(async () => [{ ...lag('admission-demand', 100), readyLagSeconds: 60 }], 120);
+    expect(await roomy()).toBeNull();
+  });
+
   it('forgives at most MAX_FORGIVEN_PACE_SECONDS of a pace, however slow a projection says it is paced', async () => {
     const slow = (secondsBehind: number): ProjectionLag => ({ ...lag('slow', secondsBehind), paceSeconds: 3_600 });
     let lags = [slow(30 + MAX_FORGIVEN_PACE_SECONDS - 0.5)];
@@ -41,9 +55,13 @@ describe('projection readiness', () => {
     expect(await check()).toBe(`projections behind: slow ${30 + MAX_FORGIVEN_PACE_SECONDS + 1}s`);
   });
 
-  it('the admission-trends projection, the one paced projection, paces within what readiness forgives', () => {
-    expect(admissionTrendsProjection.livePaceMs).toBe(2_000);
-    expect(admissionTrendsProjection.livePaceMs! / 1_000).toBeLessThanOrEqual(MAX_FORGIVEN_PACE_SECONDS);
+  it('every paced projection paces within what readiness forgives (admission-trends at 2 s, admission-demand at 15 s)', () => {
+    const paced = allProjections().filter((projection) => projection.livePaceMs !== undefined);
+    expect(paced.map((projection) => [projection.name, projection.livePaceMs])).toEqual([
+      [admissionTrendsProjection.name, 2_000],
+      [admissionDemandProjection.name, 15_000],
+    ]);
+    for (const projection of paced) expect(projection.livePaceMs! / 1_000).toBeLessThanOrEqual(MAX_FORGIVEN_PACE_SECONDS);
   });
 });
 
