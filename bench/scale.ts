@@ -952,7 +952,7 @@ async function measure(): Promise<void> {
       ratio: baseline > 0 ? round(ours / baseline) : null,
       unit: `largest N of ${SIZES.join('/')} active tenants held for ${SECONDS} s once settled (warmUpSeconds: the traffic before, ${WARM_SECONDS}-${MAX_WARM_SECONDS} s) (no window merged, flush p99 < ${MAX_FLUSH_P99_MS} ms, no stall > ${MAX_STALL_MS} ms, /readyz 200 throughout, trend lag <= ${MAX_LAG_SECONDS} s, every answer 200/202/429, >= 95% of the summaries a second)`,
       baselineIs:
-        'a bare minimum doing the same durable work: node:http reading the same requests (ingest keys in a Map), a fixed window per tenant and dimension in a Map, each second one unnest INSERT of the summaries and one upsert of the trend minute rows',
+        'a bare minimum doing the same durable work: node:http reading the same requests (ingest keys in a Map), a fixed window per tenant and dimension in a Map, each second one unnest INSERT of the summaries (a row per tenant and second: the per-second demand our demand read model keeps) and one upsert of the trend minute rows',
       generator: `wrk (1 thread, ${CONNECTIONS} connections, paced by a Lua schedule: every second ${INGEST_SHARE * 100}% of the tenants 2 HTTP ingest requests each, the rest in admission API batches of ${ITEMS_PER_REQUEST} items) in a process of its own, ${pinned ? 'pinned to core 1 with taskset (the servers and PostgreSQL unpinned)' : 'unpinned'}`,
       ledgerGbPerDay: ofOurs((each) => each.ledgerGbPerDay),
       catchUpTimesRealTime: ofOurs((each) => each.catchUpTimesRealTime),
