@@ -14,9 +14,10 @@ export type LagProbe = () => Promise<readonly ProjectionLag[]>;
  * than this is counted behind for the rest, so no pace can hide a stalled read model from /readyz. The paced
  * projections: admission-trends at 2 s (projections/admissionTrends.ts), ready up to
  * GOVERNANCE_READY_MAX_LAG_SECONDS + 2 s behind; admission-demand at 15 s (projections/admissionDemand.ts:
- * its readers read what it has not applied from the ledger), ready up to its own bound (60 s) + 15 s behind.
+ * its readers read what it has not applied from the ledger), paced past this and so given a bound of its own
+ * (Projection.readyLagSeconds, 60 s): ready up to 60 + 5 s behind.
  */
-export const MAX_FORGIVEN_PACE_SECONDS = 15;
+export const MAX_FORGIVEN_PACE_SECONDS = 5;
 
 export function projectionReadiness(probe: LagProbe, maxLagSeconds: number, now: () => number = Date.now): () => Promise<string | null> {
   // Each projection's lag at the previous check that found it behind: a projection behind at two checks in a

@@ -73,10 +73,13 @@ function sameRow(row: readonly (string | number)[], keys: readonly string[], min
   return true;
 }
 
-/** A row's keys and minute as one string (a separator no key value holds: \u0000 cannot be stored). */
-function rowId(keys: readonly string[], minuteStart: number): string {
+/**
+ * A row's keys and minute as one string (a separator no key value holds: \u0000 cannot be stored): the first
+ * `keyCount` of `values` (the caller's keys, or a held row's) are the keys.
+ */
+function rowId(values: readonly (string | number)[], keyCount: number, minuteStart: number): string {
   let id = String(minuteStart);
-  for (let i = 0; i < keys.length; i++) id += `\u0000${keys[i]}`;
+  for (let i = 0; i < keyCount; i++) id += `\u0000${values[i]}`;
   return id;
 }
 
@@ -135,10 +138,14 @@ export class RollupRows {
   private byId = new Map<string, (string | number)[]>();
   private all: (string | number)[][] = [];
   private oldest = Infinity;
-  /** The newest minute held (unix seconds; -Infinity when none). */
-  newest = -Infinity;
+  private newestMinute = -Infinity;
 
   constructor(readonly family: RollupFamily) {}
+
+  /** The newest minute held (unix seconds; -Infinity when none). */
+  get newest(): number {
+    return this.newestMinute;
+  }
 
   /** Rows (keys and minute) held so far. */
   get size(): number {
@@ -162,7 +169,7 @@ export class RollupRows {
     let row: (string | number)[] | undefined;
     if (scanned !== undefined) {
       for (let r = 0; r < scanned.length && row === undefined; r++) if (sameRow(scanned[r]!, keys, minuteStart)) row = scanned[r];
-      if (row === undefined && scanned.length >= SCANNED_ROWS) row = this.byId.get(rowId(keys, minuteStart));
+      if (row === undefined && scanned.length >= SCANNED_ROWS) row = this.byId.get(rowId(keys, keys.length, minuteStart));
     }
     if (row === undefined) {
       this.hold([...keys, minuteStart, ...counts], scanned);
@@ -177,11 +184,11 @@ export class RollupRows {
     const keys = this.family.keys.length;
     const minuteStart = row[keys] as number;
     if (minuteStart < this.oldest) this.oldest = minuteStart;
-    if (minuteStart > this.newest) this.newest = minuteStart;
+    if (minuteStart > this.newestMinute) this.newestMinute = minuteStart;
     this.all.push(row);
     if (scanned === undefined) this.byFirstKey.set(row[0] as string, [row]);
     else if (scanned.length < SCANNED_ROWS) scanned.push(row);
-    else this.byId.set(rowId(row.slice(0, keys) as string[], minuteStart), row);
+    else this.byId.set(rowId(row, keys, minuteStart), row);
   }
 
   /**
@@ -197,7 +204,7 @@ export class RollupRows {
     this.byId = new Map();
     this.all = [];
     this.oldest = Infinity;
-    this.newest = -Infinity;
+    this.newestMinute = -Infinity;
     for (const row of kept) {
       const into = (row[at] as number) < minuteStart ? taken : this;
       into.hold(row, into.byFirstKey.get(row[0] as string));
