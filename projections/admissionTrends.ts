@@ -10,6 +10,10 @@
 // row of the read model without an object made for it (summaryColumns, RollupRows.addValues), and a page
 // yields the event loop every 1,000 summaries, so admissions never wait long on it.
 //
+// The newest minute and the one before are held open (src/metrics/trends/openMinutes.ts): a page rewrites their
+// packed rows (64 rows of arrays, not a row per tenant) and writes a minute to the minute table once, when it
+// closes. At 100,000 active tenants a live page's upsert of a row per tenant cost PostgreSQL 0.8-1.2 s every 2 s.
+//
 // An event with a summary outside the bounds of summaryBounds.ts (a span over a day, a start outside 1970..9999,
 // or more than MAX_EVENT_MINUTE_ROWS minute rows in all) is refused whole before any of it is added: the runner
 // sets it aside in the quarantine (src/ledger/quarantine.ts) and the page goes on.
@@ -20,6 +24,7 @@ import { entriesOf, eventData, forEachEntry, lookUpSummaryEvent, SHADOW_QUOTA_AD
 import {
   ADMISSION_TRENDS,
   familyTables,
+  OpenMinutes,
   RollupRows,
   rollUpMinutes,
   splitAcrossMinutes,
@@ -28,8 +33,8 @@ import {
 } from '../src/metrics/index.ts';
 
 /**
- * Events per page. A page writes each tenant's minute row once however many of its seconds it holds, so a
- * projection catching up writes fewer rows the more seconds a page spans: at 50,000 active tenants an event
+ * Events per page. A page writes each minute it closes once and rewrites the open minutes' packed rows once,
+ * however many seconds it holds, so a projection catching up writes less the more seconds a page spans: at 50,000 active tenants an event
  * holds 4,000 summaries, and 256 events are about 20 s of traffic, where 32 were 2.5 s (a rebuild of that
  * traffic measured 2.3x faster). Events written as references (src/ledger/catalog/summaryRefs.ts) are a few
  * hundred bytes; a page of tables of the older shape (up to 512 KiB each) is read as text and parsed one
@@ -39,16 +44,15 @@ const PAGE_EVENTS = 256;
 
 /**
  * Catching up (a restart after an outage, a rebuild), a page reads on while its events are small: at 50,000
- * active tenants a page of summary references is about 20 s of traffic per read, and each page writes every
- * tenant's minute row (and, once a minute is past, its hour and day rows) again. Sixteen reads are up to five
- * minutes of that traffic in one page, each minute row written about once; the page stops at 8 MiB of event
+ * active tenants a page of summary references is about 20 s of traffic per read, and each page rewrites the open
+ * minutes' packed rows. Sixteen reads are up to five minutes of that traffic in one page; the page stops at 8 MiB of event
  * text, so tables of the older shape (up to 512 KiB each) still go one read a page.
  */
 const CATCH_UP = { reads: 16, bytes: 8 * 1024 * 1024 };
 
 /**
- * Live summaries are applied every 2 s: a page writes each tenant's minute once whatever the number of
- * seconds merged into it, so at 50,000 active tenants this halves the trend writes against a page a second.
+ * Live summaries are applied every 2 s: a page rewrites the open minutes' packed rows once whatever the number
+ * of seconds merged into them, half as often as a page a second would.
  */
 const LIVE_PACE_MS = 2_000;
 
@@ -79,37 +83,40 @@ export const admissionTrendsProjection: Projection = {
 };
 
 /**
- * Rows merged before some are written: past FLUSH_ROWS, the rows of minutes before the newest held are written
- * (a statement of the page's transaction; each sees the ones before, so the roll-ups stay exact) and the newest
- * minute's stay, since the next summaries add to them; past MAX_ROWS (about 70 MB), all are written. The page's
- * memory stays bounded whatever it holds. Writing them all at FLUSH_ROWS wrote every row of the newest minute
- * again a second later once the active tenants reached FLUSH_ROWS: at 100,000 a rebuild ran at 0.5x real time
- * against 20x at 50,000 (one 100,000-row statement a second of traffic).
+ * Rows of minutes that are not open merged before some are written: past FLUSH_ROWS (about 20 MB) they are
+ * written (a statement of the page's transaction; each sees the ones before, so the roll-ups stay exact), so the
+ * page's memory stays bounded whatever it holds. Catching up, a minute closes as the next but one begins, and
+ * its rows (every active tenant's) come here.
  */
 const FLUSH_ROWS = 100_000;
-const MAX_ROWS = 400_000;
+
+/** The newest minutes, held and written packed (openMinutes.ts). */
+const open = new OpenMinutes(ADMISSION_TRENDS);
 
 /** Adds the events' summaries, refusing each event with a summary outside the bounds (summaryBounds.ts). */
 async function applyAdmissions(events: readonly RecordedEvent[], tx: Tx): Promise<Refusal[]> {
   const refusals: Refusal[] = [];
+  await open.begin(tx);
   let rows = new RollupRows(ADMISSION_TRENDS);
-  // The size at which the past minutes are written next: FLUSH_ROWS more than the newest minute's rows held
-  // after the last such write, so the newest minute's rows are not looked through once per event.
-  let flushAt = FLUSH_ROWS;
+  const page: Page = { rows, nowSeconds: Math.floor(Date.now() / 1000) };
   for (const event of events) {
-    const reason = await addAdmissions(rows, event, tx);
+    const reason = await addAdmissions(page, event, tx);
     if (reason !== undefined) refusals.push({ event, reason });
-    if (rows.size >= MAX_ROWS) {
+    for (const closed of open.takeClosed()) rows.absorb(closed);
+    if (rows.size >= FLUSH_ROWS) {
       await rows.upsert(tx);
-      rows = new RollupRows(ADMISSION_TRENDS);
-      flushAt = FLUSH_ROWS;
-    } else if (rows.size >= flushAt) {
-      await rows.takeBefore(rows.newest).upsert(tx);
-      flushAt = rows.size + FLUSH_ROWS;
+      page.rows = rows = new RollupRows(ADMISSION_TRENDS);
     }
   }
   await rows.upsert(tx);
+  await open.write(tx);
   return refusals;
+}
+
+/** What a page adds to: the rows of minutes not open, and the clock that tells how far ahead a minute may be open. */
+interface Page {
+  rows: RollupRows;
+  nowSeconds: number;
 }
 
 // The summary fields read, in the order addSummary takes them: the table's own columns.
@@ -125,7 +132,7 @@ const SECONDS = READ.indexOf('seconds');
 const keySources = new SummaryKeySources();
 
 /** Adds an event's summaries to `rows`; or, when one lies outside the bounds, adds none and answers why. */
-async function addAdmissions(rows: RollupRows, event: RecordedEvent, tx: Tx): Promise<string | undefined> {
+async function addAdmissions(page: Page, event: RecordedEvent, tx: Tx): Promise<string | undefined> {
   const stored = eventData(event) as AdmissionsRecordedData;
   keySources.remember(event.id, stored);
   const data = await keySources.tableOf(stored, (eventId) => lookUpSummaryEvent(tx, eventId));
@@ -136,7 +143,7 @@ async function addAdmissions(rows: RollupRows, event: RecordedEvent, tx: Tx): Pr
     const entries = entriesOf(data);
     const reason = summariesProblem(entries.length, (index) => entries[index]!.fromSecond, (index) => entries[index]!.seconds);
     if (reason !== undefined) return reason;
-    forEachEntry(data, (entry) => addSummary(rows, READ.map((field) => entry[field])));
+    forEachEntry(data, (entry) => addSummary(page, READ.map((field) => entry[field])));
     await yieldTurn();
     return undefined;
   }
@@ -155,7 +162,7 @@ async function addAdmissions(rows: RollupRows, event: RecordedEvent, tx: Tx): Pr
       const row = table.rows[index];
       if (!Array.isArray(row)) continue;
       for (let field = 0; field < columns.length; field++) values[field] = columns[field]! < 0 ? undefined : row[columns[field]!];
-      addSummary(rows, values);
+      addSummary(page, values);
     }
     await yieldTurn();
   }
@@ -168,7 +175,7 @@ const values: unknown[] = new Array<unknown>(READ.length);
 const keys: string[] = ['', '', ''];
 const counts: number[] = new Array<number>(ADMISSION_TRENDS.counts.length).fill(0);
 
-function addSummary(rows: RollupRows, summary: readonly unknown[]): void {
+function addSummary(page: Page, summary: readonly unknown[]): void {
   const fromSecond = summary[3] as number;
   const seconds = wholeCount(summary[4]);
   keys[0] = summary[0] as string;
@@ -183,15 +190,20 @@ function addSummary(rows: RollupRows, summary: readonly unknown[]): void {
   // Nearly every summary covers one second, within one minute: no split to make.
   const minuteStart = Math.floor(fromSecond / 60) * 60;
   if (Number.isFinite(fromSecond) && fromSecond + Math.max(1, seconds) <= minuteStart + 60) {
-    rows.addValues(keys, minuteStart, counts);
+    addValues(page, minuteStart, counts);
     return;
   }
   const whole = Object.fromEntries(ADMISSION_TRENDS.counts.map((name, index) => [name, counts[index]!]));
   for (const piece of splitAcrossMinutes(fromSecond, seconds, whole)) {
-    rows.addValues(
-      keys,
+    addValues(
+      page,
       piece.minuteStart,
       ADMISSION_TRENDS.counts.map((name) => piece.counts[name]!),
     );
   }
+}
+
+/** A minute of `keys`' counts, to its open minute, or to the page's rows when that minute is not open. */
+function addValues(page: Page, minuteStart: number, minuteCounts: readonly number[]): void {
+  if (!open.add(keys, minuteStart, minuteCounts, page.nowSeconds)) page.rows.addValues(keys, minuteStart, minuteCounts);
 }

@@ -20,3 +20,5 @@ export * from './trends/shedTrend.ts';
 export * from './trends/topShedders.ts';
 export * from './trends/unresolvedAdmissions.ts';
 export * from './trends/inferenceSpend.ts';
+export * from './trends/openMinutes.ts';
+export * from './trends/openRows.ts';

@@ -22,7 +22,7 @@ import { openEventStore } from '../../src/ledger/openEventStore.ts';
 import { listQuarantine } from '../../src/ledger/quarantine.ts';
 import type { AdmissionSummary } from '../../src/governance/index.ts';
 import { startService, type Service } from '../../src/service.ts';
-import { ADMISSION_TRENDS, familyTables } from '../../src/metrics/index.ts';
+import { ADMISSION_TRENDS, bucketRows } from '../../src/metrics/index.ts';
 import { admissionSummary } from '../support/admissionSummaries.ts';
 import { serviceModes, type ServiceMode } from '../support/serviceModes.ts';
 import { waitFor } from '../support/waitFor.ts';
@@ -142,7 +142,7 @@ const suite = (mode: ServiceMode) => {
     expect(metrics).toContain('devicechain_ingest_projection_quarantined_events{projection="admission-trends"} 3');
     expect(metrics).toContain('devicechain_ingest_projection_quarantined_events{projection="unresolved-admissions"} 0');
     const { rows } = await service.db.query<{ tenant_id: string; admitted_units: string }>(
-      `SELECT tenant_id, sum(admitted_units)::text AS admitted_units FROM ${familyTables(ADMISSION_TRENDS)[0]} GROUP BY tenant_id ORDER BY tenant_id`,
+      `SELECT tenant_id, sum(admitted_units)::text AS admitted_units FROM ${bucketRows(ADMISSION_TRENDS, 'MINUTE')} AS minutes GROUP BY tenant_id ORDER BY tenant_id`,
     );
     expect(rows).toEqual([
       { tenant_id: 'after', admitted_units: '5' },

@@ -12,6 +12,11 @@ export interface RollupFamily {
   counts: readonly string[];
   /** The tables' PRIMARY KEY columns, as migrations/0030_trends.sql declares them. */
   primaryKey: readonly string[];
+  /**
+   * The newest minutes held by the projection and written packed, in this many shards of tenants
+   * (openMinutes.ts; `<table>_open` and `<table>_open_mark`); without it, every page upserts its minute rows.
+   */
+  openShards?: number;
 }
 
 export const ADMISSION_TRENDS: RollupFamily = {
@@ -36,6 +41,8 @@ export const ADMISSION_TRENDS: RollupFamily = {
     'quota_rejected_messages',
   ],
   primaryKey: ['tenant_id', 'dimension', 'bucket_start', 'allowance'],
+  // migrations/0240_trend_open_minutes.sql
+  openShards: 64,
 };
 
 export const UNRESOLVED_ADMISSIONS: RollupFamily = {
@@ -66,5 +73,16 @@ export function rolledThrough(family: RollupFamily): string {
 
 /** Every table of the family's read model: emptied together when its projection is rebuilt. */
 export function familyTables(family: RollupFamily): string[] {
-  return [...TREND_BUCKETS.map((bucket) => bucketTable(family.table, bucket)), rolledTable(family)];
+  const open = family.openShards === undefined ? [] : [openTable(family), openMarkTable(family)];
+  return [...TREND_BUCKETS.map((bucket) => bucketTable(family.table, bucket)), rolledTable(family), ...open];
+}
+
+/** The packed rows of a family's open minutes (openMinutes.ts). */
+export function openTable(family: RollupFamily): string {
+  return `${family.table}_open`;
+}
+
+/** The one-row table naming the page that wrote a family's open minutes last (openMinutes.ts). */
+export function openMarkTable(family: RollupFamily): string {
+  return `${family.table}_open_mark`;
 }

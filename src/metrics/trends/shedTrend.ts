@@ -92,7 +92,7 @@ export async function shedTrend(q: Queryable, query: ShedTrendQuery): Promise<Tr
             sum(shadow_limited_messages::float8) AS shadow_limited_messages,
             sum(quota_rejected_units::float8) AS quota_rejected,
             sum(quota_rejected_messages::float8) AS quota_rejected_messages
-       FROM ${bucketRows(ADMISSION_TRENDS, bucket)} AS trends
+       FROM ${bucketRows(ADMISSION_TRENDS, bucket, '$1')} AS trends
       WHERE tenant_id = $1 AND dimension = $2 AND ($5::text IS NULL OR allowance = $5)
         AND bucket_start >= to_timestamp($3) AND bucket_start < to_timestamp($4)
       GROUP BY bucket_start

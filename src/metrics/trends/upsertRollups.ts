@@ -32,7 +32,8 @@ import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Db, Queryable } from '../../db/db.ts';
 import { prepared } from '../../db/preparedStatements.ts';
 import { BUCKET_SECONDS, bucketTable, type TrendBucket } from './buckets.ts';
-import { rolledTable, rolledThrough, type RollupFamily } from './rollupFamily.ts';
+import { openRows } from './openRows.ts';
+import { openTable, rolledTable, rolledThrough, type RollupFamily } from './rollupFamily.ts';
 
 /** One increment: key values by column, the minute's unix second, whole counts by column. */
 export interface RollupIncrement {
@@ -138,14 +139,8 @@ export class RollupRows {
   private byId = new Map<string, (string | number)[]>();
   private all: (string | number)[][] = [];
   private oldest = Infinity;
-  private newestMinute = -Infinity;
 
   constructor(readonly family: RollupFamily) {}
-
-  /** The newest minute held (unix seconds; -Infinity when none). */
-  get newest(): number {
-    return this.newestMinute;
-  }
 
   /** Rows (keys and minute) held so far. */
   get size(): number {
@@ -184,32 +179,16 @@ export class RollupRows {
     const keys = this.family.keys.length;
     const minuteStart = row[keys] as number;
     if (minuteStart < this.oldest) this.oldest = minuteStart;
-    if (minuteStart > this.newestMinute) this.newestMinute = minuteStart;
     this.all.push(row);
     if (scanned === undefined) this.byFirstKey.set(row[0] as string, [row]);
     else if (scanned.length < SCANNED_ROWS) scanned.push(row);
     else this.byId.set(rowId(row, keys, minuteStart), row);
   }
 
-  /**
-   * Moves the rows of minutes before `minuteStart` to rows of their own, answered (to be written now); this
-   * keeps the rest. A projection whose page holds too many rows writes the minutes that are past this way and
-   * goes on adding to the newest, whose rows the next summaries still add to.
-   */
-  takeBefore(minuteStart: number): RollupRows {
-    const taken = new RollupRows(this.family);
-    const kept = this.all;
+  /** Adds another's rows (of the same family) to these. */
+  absorb(other: RollupRows): void {
     const at = this.family.keys.length;
-    this.byFirstKey = new Map();
-    this.byId = new Map();
-    this.all = [];
-    this.oldest = Infinity;
-    this.newestMinute = -Infinity;
-    for (const row of kept) {
-      const into = (row[at] as number) < minuteStart ? taken : this;
-      into.hold(row, into.byFirstKey.get(row[0] as string));
-    }
-    return taken;
+    for (const row of other.all) this.addValues(row.slice(0, at) as string[], row[at] as number, row.slice(at + 1) as number[]);
   }
 
   add(increment: RollupIncrement): void {
@@ -358,9 +337,13 @@ function pageStatement(family: RollupFamily): string {
  */
 function startRollUpStatement(family: RollupFamily): string {
   const rolled = rolledTable(family);
+  // The open minutes (openMinutes.ts) are the newest and the one before: a minute before the newest is before
+  // both, so they close before a roll-up reaches them.
+  const minutes = `(SELECT extract(epoch FROM max(bucket_start))::bigint FROM ${bucketTable(family.table, 'MINUTE')})`;
+  const newest = family.openShards === undefined ? minutes : `greatest(${minutes}, (SELECT max(minute_start) FROM ${openTable(family)}))`;
   return `INSERT INTO ${rolled} (rolled_through, rolling_through)
       SELECT 0, newest - ${ROLL_UP_AFTER_SECONDS} * (CASE WHEN $1::bigint - newest BETWEEN 0 AND ${ROLL_UP_INTO_MINUTE_SECONDS} THEN 2 ELSE 1 END) FROM (
-        SELECT (SELECT extract(epoch FROM max(bucket_start))::bigint FROM ${bucketTable(family.table, 'MINUTE')}) AS newest
+        SELECT ${newest} AS newest
       ) AS stored WHERE newest IS NOT NULL
       ON CONFLICT (singleton) DO UPDATE SET rolling_through = greatest(${rolled}.rolled_through, ${rolled}.rolling_through, EXCLUDED.rolling_through)`;
 }
@@ -385,19 +368,22 @@ function rollUpStatement(family: RollupFamily): string {
 }
 
 /**
- * A family's rows at one bucket size, as a relation to read FROM: the bucket's table, and for hours and
- * days also the minutes not yet rolled up, each counted in the hour or day it falls in. Callers filter and
- * aggregate it as they did the table alone (a filter on keys or bucket_start reaches both parts).
+ * A family's rows at one bucket size, as a relation to read FROM: the bucket's table, for hours and days also the
+ * minutes not yet rolled up, and the family's open minutes (openRows.ts), each counted in the hour or day it falls
+ * in. Callers filter and aggregate it as they did the table alone (a filter on keys or bucket_start reaches every
+ * part). `tenantParam`: a parameter holding the only tenant the caller reads (only its shard of the open minutes
+ * is read).
  */
-export function bucketRows(family: RollupFamily, bucket: TrendBucket): string {
+export function bucketRows(family: RollupFamily, bucket: TrendBucket, tenantParam?: string): string {
   const table = bucketTable(family.table, bucket);
-  if (bucket === 'MINUTE') return table;
-  const size = BUCKET_SECONDS[bucket];
   const keys = family.keys.join(', ');
   const counts = family.counts.join(', ');
+  const open = family.openShards === undefined ? '' : `\n    UNION ALL\n    ${openRows(family, bucket, tenantParam)}`;
+  if (bucket === 'MINUTE') return open === '' ? table : `(SELECT ${keys}, bucket_start, ${counts} FROM ${table}${open})`;
+  const size = BUCKET_SECONDS[bucket];
   return `(SELECT ${keys}, bucket_start, ${counts} FROM ${table}
     UNION ALL
     SELECT ${keys}, to_timestamp(floor(extract(epoch FROM bucket_start) / ${size}) * ${size}) AS bucket_start, ${counts}
       FROM ${bucketTable(family.table, 'MINUTE')}
-      WHERE bucket_start >= to_timestamp(${rolledThrough(family)}))`;
+      WHERE bucket_start >= to_timestamp(${rolledThrough(family)})${open})`;
 }

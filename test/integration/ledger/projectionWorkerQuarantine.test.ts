@@ -10,7 +10,7 @@ import { startProjectionWorker } from '../../../src/ledger/projectionWorker.ts';
 import { listQuarantine } from '../../../src/ledger/quarantine.ts';
 import type { QuarantineNotice } from '../../../src/ledger/projectionRunner.ts';
 import { admissionTrendsProjection } from '../../../projections/admissionTrends.ts';
-import { familyTables, ADMISSION_TRENDS } from '../../../src/metrics/index.ts';
+import { bucketRows, ADMISSION_TRENDS } from '../../../src/metrics/index.ts';
 import { postgresOnly, type TestDb } from '../../support/databases.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
 import { waitFor } from '../../support/waitFor.ts';
@@ -67,7 +67,7 @@ describe.skipIf(!postgresOnly)('a projection worker thread ended by a stored eve
       expect(notices.map((notice) => notice.id)).toEqual([events[1]!.id, events[3]!.id]);
       expect(faults.filter((fault) => /worker thread ended/.test(fault))).toHaveLength(4);
       const { rows } = await testDb.db.query<{ tenant_id: string; admitted_units: string }>(
-        `SELECT tenant_id, admitted_units::text FROM ${familyTables(ADMISSION_TRENDS)[0]} ORDER BY tenant_id`,
+        `SELECT tenant_id, admitted_units::text FROM ${bucketRows(ADMISSION_TRENDS, 'MINUTE')} AS minutes ORDER BY tenant_id`,
       );
       expect(rows).toEqual([
         { tenant_id: 'after', admitted_units: '5' },

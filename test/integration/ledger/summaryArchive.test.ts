@@ -38,7 +38,7 @@ const comparable = (event: RecordedEvent) => ({ ...event, recordedAt: event.reco
 
 async function trendRows(testDb: TestDb) {
   const { rows } = await testDb.db.query(
-    `SELECT tenant_id, dimension, allowance, bucket_start, admitted_units, shed_units, hits FROM gl_admission_trends_minute
+    `SELECT tenant_id, dimension, allowance, bucket_start, admitted_units, shed_units, hits FROM ${bucketRows(ADMISSION_TRENDS, 'MINUTE')} AS minutes
       ORDER BY tenant_id, dimension, allowance, bucket_start`,
   );
   return rows;

@@ -10,7 +10,7 @@ import type { Projection, Refusal } from '../../../src/ledger/projection.ts';
 import { admissionTrendsProjection } from '../../../projections/admissionTrends.ts';
 import { unresolvedAdmissionsProjection } from '../../../projections/unresolvedAdmissions.ts';
 import { inferenceSpendProjection } from '../../../projections/inferenceSpend.ts';
-import { MAX_EVENT_MINUTE_ROWS, MAX_SUMMARY_SECONDS } from '../../../src/metrics/index.ts';
+import { ADMISSION_TRENDS, bucketRows, MAX_EVENT_MINUTE_ROWS, MAX_SUMMARY_SECONDS } from '../../../src/metrics/index.ts';
 import { shedTrend } from '../../../src/metrics/trends/shedTrend.ts';
 import { storageTargets, type TestDb } from '../../support/databases.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
@@ -35,8 +35,10 @@ describe.each(storageTargets)('trend projection bounds on $name', (target) => {
   });
 
   const applyPage = (projection: Projection, events: RecordedEvent[]) => testDb.db.transaction((tx) => projection.applyPage!(events, tx));
+  // The minute rows, the open minutes' too (openMinutes.ts).
+  const MINUTES = bucketRows(ADMISSION_TRENDS, 'MINUTE');
   const total = async (table: string, column: string, tenant: string) =>
-    Number((await testDb.db.query<{ total: string | null }>(`SELECT sum(${column})::text AS total FROM ${table} WHERE tenant_id = $1`, [tenant])).rows[0]!.total ?? 0);
+    Number((await testDb.db.query<{ total: string | null }>(`SELECT sum(${column})::text AS total FROM ${table} AS rows WHERE tenant_id = $1`, [tenant])).rows[0]!.total ?? 0);
 
   it('admission trends: refuses an event with a summary over a day or outside 1970..9999, and applies the rest of the page', async () => {
     const good = event('AdmissionsRecorded', { entries: [admissionSummary({ tenantId: 'good', fromSecond: T0, seconds: MAX_SUMMARY_SECONDS, admittedUnits: 1_440 })] });
@@ -50,10 +52,10 @@ describe.each(storageTargets)('trend projection bounds on $name', (target) => {
       [long.id, 'summary 1: a summary spans 86401 s, more than the 86400 s a trend splits across minutes'],
       [late.id, 'summary 0: a summary starts at second 10000000000000, outside 0..253402300799 (1970 to 9999)'],
     ]);
-    expect(await total('gl_admission_trends_minute', 'admitted_units', 'good')).toBe(1_440);
-    expect(await total('gl_admission_trends_minute', 'admitted_units', 'after')).toBe(7);
+    expect(await total(MINUTES, 'admitted_units', 'good')).toBe(1_440);
+    expect(await total(MINUTES, 'admitted_units', 'after')).toBe(7);
     // Nothing of a refused event: not even its summary within the bounds.
-    for (const tenant of ['fine', 'long', 'late']) expect(await total('gl_admission_trends_minute', 'admitted_units', tenant)).toBe(0);
+    for (const tenant of ['fine', 'long', 'late']) expect(await total(MINUTES, 'admitted_units', tenant)).toBe(0);
     // apply (one event) answers the refusal too.
     expect(await testDb.db.transaction((tx) => admissionTrendsProjection.apply(long, tx))).toEqual({ refused: reasonsOf(refusals)[0]![1] });
   });
@@ -81,7 +83,7 @@ describe.each(storageTargets)('trend projection bounds on $name', (target) => {
     );
     expect(reasonsOf(await applyPage(admissionTrendsProjection, events))).toEqual([]);
     const minutes = await testDb.db.query<{ rows: string; total: string }>(
-      `SELECT count(*)::text AS rows, sum(admitted_units)::text AS total FROM gl_admission_trends_minute WHERE tenant_id LIKE 'wide-%'`,
+      `SELECT count(*)::text AS rows, sum(admitted_units)::text AS total FROM ${MINUTES} AS minutes WHERE tenant_id LIKE 'wide-%'`,
     );
     expect(minutes.rows[0]).toEqual({ rows: String(100 * 1_441 - 4), total: String(100 * 86_400) });
     const range = { dimension: 'INGEST' as const, from: new Date((T0 + 86_400 * 9) * 1000), to: new Date((T0 + 86_400 * 13) * 1000) };

@@ -45,25 +45,20 @@ describe('mergeIncrements', () => {
     expect(merged).toHaveLength(2);
   });
 
-  it('takes the rows of minutes before one out (to be written), and goes on merging into the rest', () => {
-    // 30 tenants, one with more rows than it looks through one by one, over three minutes.
-    const rows = new RollupRows(ADMISSION_TRENDS);
+  it('absorbs another\'s rows, merging those of the same keys and minute, including past the rows it looks through one by one', () => {
     const counts = (units: number) => ADMISSION_TRENDS.counts.map((count) => (count === 'admitted_units' ? units : 0));
-    for (let tenant = 0; tenant < 30; tenant++) for (const minute of [0, 60, 120]) rows.addValues([`t${tenant}`, 'INGEST', 'LIVE'], minute, counts(1));
+    const rows = new RollupRows(ADMISSION_TRENDS);
+    const other = new RollupRows(ADMISSION_TRENDS);
+    for (let tenant = 0; tenant < 30; tenant++) rows.addValues([`t${tenant}`, 'INGEST', 'LIVE'], 60, counts(1));
     for (let minute = 0; minute < 40; minute++) rows.addValues(['busy', 'INGEST', 'LIVE'], minute * 60, counts(1));
-    expect([rows.size, rows.newest]).toEqual([130, 39 * 60]);
-    const past = rows.takeBefore(120);
-    expect(past.size).toBe(62);
-    expect(past.rows().every((row) => (row[3] as number) < 120)).toBe(true);
-    expect(past.newest).toBe(60);
-    expect(rows.size).toBe(68);
-    expect(rows.rows().every((row) => (row[3] as number) >= 120)).toBe(true);
-    // Kept rows still merge (the busy tenant's found by their whole id); a taken minute starts a new row.
-    rows.addValues(['t0', 'INGEST', 'LIVE'], 120, counts(5));
-    rows.addValues(['busy', 'INGEST', 'LIVE'], 39 * 60, counts(5));
-    rows.addValues(['t0', 'INGEST', 'LIVE'], 0, counts(7));
-    expect(rows.size).toBe(69);
+    for (let tenant = 20; tenant < 40; tenant++) other.addValues([`t${tenant}`, 'INGEST', 'LIVE'], 60, counts(2));
+    for (let minute = 30; minute < 50; minute++) other.addValues(['busy', 'INGEST', 'LIVE'], minute * 60, counts(2));
+    rows.absorb(other);
+    expect(rows.size).toBe(40 + 50);
     const find = (tenant: string, minute: number) => rows.rows().filter((row) => row[0] === tenant && row[3] === minute).map((row) => row[4]);
-    expect([find('t0', 120), find('busy', 39 * 60), find('t0', 0)]).toEqual([[6], [6], [7]]);
+    expect([find('t0', 60), find('t25', 60), find('t35', 60)]).toEqual([[1], [3], [2]]);
+    expect([find('busy', 0), find('busy', 35 * 60), find('busy', 45 * 60)]).toEqual([[1], [3], [2]]);
+    // The absorbed rows are unchanged.
+    expect(other.rows().find((row) => row[0] === 't25')?.[4]).toBe(2);
   });
 });
