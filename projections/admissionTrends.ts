@@ -108,6 +108,8 @@ async function applyAdmissions(events: readonly RecordedEvent[], tx: Tx): Promis
       page.rows = rows = new RollupRows(ADMISSION_TRENDS);
     }
   }
+  open.closeDue();
+  for (const closed of open.takeClosed()) rows.absorb(closed);
   await rows.upsert(tx);
   await open.write(tx);
   return refusals;

@@ -11,8 +11,11 @@
 // Which minutes are open: the newest minute seen (not more than MAX_AHEAD_SECONDS ahead of the clock) and the
 // one before it, where a recorder a few seconds late still adds. A summary of an older minute, or one further
 // ahead, is added to the minute table by the page as before (RollupRows.upsert, with the roll-up's rules for
-// late minutes). When the newest minute moves on, the minutes before the one before it close. Past
-// MAX_OPEN_ROWS, the oldest open minutes close early, so the memory held stays bounded.
+// late minutes). When the newest minute moves on, the minute before the one before it closes, a few shards a
+// page (CLOSE_ROWS_PER_PAGE): closing 100,000 tenants' minute in one page wrote 100,000 rows in it, and the page
+// took 3-4 s beside the other work of a busy host, where the trends' lag is held to 7 s. An older minute (a page
+// catching up spans minutes) closes whole at once. Past MAX_OPEN_ROWS, the oldest open minutes close early, so
+// the memory held stays bounded. A roll-up stops before the oldest minute with packed rows (upsertRollups.ts).
 //
 // The memory and the packed rows agree because each page locks the mark row (`<table>_open_mark`) first and
 // compares its token with the one this process wrote last: another runner's page, a page of this process that
@@ -34,6 +37,12 @@ const MAX_AHEAD_SECONDS = 120;
  */
 const MAX_OPEN_ROWS = 400_000;
 
+/**
+ * Rows of a closing minute written to the minute table per page, a shard at a time (at least one shard): at
+ * 100,000 active tenants a minute closes over five live pages (10 s), well before a roll-up reaches it.
+ */
+const CLOSE_ROWS_PER_PAGE = 20_000;
+
 interface OpenStatements {
   ensureMark: string;
   lockMark: string;
@@ -44,12 +53,12 @@ interface OpenStatements {
 }
 
 export class OpenMinutes {
-  /** Per open minute, its rows per shard. */
-  private minutes = new Map<number, RollupRows[]>();
+  /** Per open minute, its rows per shard (undefined: a shard of a closing minute already closed). */
+  private minutes = new Map<number, (RollupRows | undefined)[]>();
   /** Shards changed by this page, per minute. */
   private changed = new Map<number, Set<number>>();
-  /** Minutes closed by this page: their packed rows are deleted when it writes. */
-  private closedMinutes: number[] = [];
+  /** Shards closed by this page, per minute: their packed rows are deleted when it writes. */
+  private closedShards = new Map<number, number[]>();
   /** Closed minutes' rows, to be added to the minute table by the caller (takeClosed). */
   private closedRows: RollupRows[] = [];
   private newestMinute = -Infinity;
@@ -59,16 +68,21 @@ export class OpenMinutes {
   private readonly shards: number;
   private readonly statements: OpenStatements;
   private readonly maxRows: number;
+  private readonly closeRowsPerPage: number;
 
-  /** `maxRows`: rows held open in all before the oldest minutes close (MAX_OPEN_ROWS; smaller in tests). */
+  /**
+   * `maxRows`: rows held open in all before the oldest minutes close (MAX_OPEN_ROWS); `closeRowsPerPage`: rows of
+   * a closing minute closed per page (CLOSE_ROWS_PER_PAGE). Smaller in tests.
+   */
   constructor(
     readonly family: RollupFamily,
-    options: { maxRows?: number } = {},
+    options: { maxRows?: number; closeRowsPerPage?: number } = {},
   ) {
     if (family.openShards === undefined) throw new Error(`the family ${family.table} holds no open minutes`);
     this.shards = family.openShards;
     this.statements = statementsFor(family);
     this.maxRows = options.maxRows ?? MAX_OPEN_ROWS;
+    this.closeRowsPerPage = options.closeRowsPerPage ?? CLOSE_ROWS_PER_PAGE;
   }
 
   /** Rows held open. */
@@ -86,7 +100,7 @@ export class OpenMinutes {
     if (this.token === undefined || rows[0]?.token !== this.token) await this.reload(tx);
     this.token = randomUUID();
     this.changed.clear();
-    this.closedMinutes = [];
+    this.closedShards.clear();
     this.closedRows = [];
   }
 
@@ -99,7 +113,8 @@ export class OpenMinutes {
     if (minuteStart > nowSeconds + MAX_AHEAD_SECONDS) return false;
     if (minuteStart > this.newestMinute) {
       this.newestMinute = minuteStart;
-      for (const minute of [...this.minutes.keys()]) if (minute < minuteStart - 60) this.close(minute);
+      // Older than the minute before the one before: closed whole now (a page catching up).
+      for (const minute of [...this.minutes.keys()]) if (minute < minuteStart - 120) this.close(minute);
     }
     if (minuteStart < this.newestMinute - 60) return false;
     let shards = this.minutes.get(minuteStart);
@@ -108,7 +123,9 @@ export class OpenMinutes {
       this.minutes.set(minuteStart, shards);
     }
     const shard = shardOf(keys[0]!, this.shards);
-    const rows = shards[shard]!;
+    let rows = shards[shard];
+    // Closed by closeOldest earlier in this page: open again.
+    if (rows === undefined) shards[shard] = rows = new RollupRows(this.family);
     const before = rows.size;
     rows.addValues(keys, minuteStart, counts);
     this.rowCount += rows.size - before;
@@ -119,6 +136,25 @@ export class OpenMinutes {
     return true;
   }
 
+  /**
+   * Closes what is due at the end of a page: of the minutes before the one before the newest (no summary adds to
+   * them any more), shards up to closeRowsPerPage rows, oldest minute first. takeClosed answers their rows.
+   */
+  closeDue(): void {
+    let budget = this.closeRowsPerPage;
+    for (const minute of [...this.minutes.keys()].sort((a, b) => a - b)) {
+      if (minute >= this.newestMinute - 60 || budget <= 0) return;
+      const shards = this.minutes.get(minute)!;
+      for (let shard = 0; shard < shards.length && budget > 0; shard++) {
+        const rows = shards[shard];
+        if (rows === undefined) continue;
+        budget -= Math.max(1, rows.size);
+        this.closeShard(minute, shards, shard);
+      }
+      if (shards.every((rows) => rows === undefined)) this.minutes.delete(minute);
+    }
+  }
+
   /** The rows of the minutes closed since the last call, for the caller to add to the minute table in this page. */
   takeClosed(): RollupRows[] {
     const taken = this.closedRows;
@@ -126,28 +162,38 @@ export class OpenMinutes {
     return taken;
   }
 
-  /** The page's last statements: the shards it changed, rewritten whole; the minutes it closed, deleted; its token. */
+  /** The page's last statements: the shards it closed, deleted; the shards it changed, rewritten whole; its token. */
   async write(tx: Queryable): Promise<void> {
-    // A minute closed and opened again in this page: its packed rows went to the minute table, its new ones follow.
-    for (const minute of new Set(this.closedMinutes)) await tx.query(this.statements.remove, [minute]);
+    // A shard closed and opened again in this page (closeOldest): its packed rows went to the minute table, its new ones follow.
+    for (const [minute, shards] of this.closedShards) await tx.query(this.statements.remove, [minute, shards]);
     for (const [minute, shards] of this.changed) {
       const held = this.minutes.get(minute);
       if (held === undefined) continue;
-      for (const shard of shards) await tx.query(this.statements.write, [minute, shard, ...columnsOf(this.family, held[shard]!)]);
+      for (const shard of shards) {
+        const rows = held[shard];
+        if (rows !== undefined) await tx.query(this.statements.write, [minute, shard, ...columnsOf(this.family, rows)]);
+      }
     }
     await tx.query(this.statements.mark, [this.token]);
   }
 
+  /** Closes every shard of a minute. */
   private close(minute: number): void {
     const shards = this.minutes.get(minute);
     if (shards === undefined) return;
+    for (let shard = 0; shard < shards.length; shard++) if (shards[shard] !== undefined) this.closeShard(minute, shards, shard);
     this.minutes.delete(minute);
-    this.changed.delete(minute);
-    this.closedMinutes.push(minute);
-    for (const rows of shards) {
-      this.rowCount -= rows.size;
-      if (rows.size > 0) this.closedRows.push(rows);
-    }
+  }
+
+  private closeShard(minute: number, shards: (RollupRows | undefined)[], shard: number): void {
+    const rows = shards[shard]!;
+    shards[shard] = undefined;
+    this.rowCount -= rows.size;
+    if (rows.size > 0) this.closedRows.push(rows);
+    this.changed.get(minute)?.delete(shard);
+    let closed = this.closedShards.get(minute);
+    if (closed === undefined) this.closedShards.set(minute, (closed = []));
+    closed.push(shard);
   }
 
   /** Closes open minutes, oldest first, until the rows held are within maxRows (the newest too, if need be). */
@@ -178,10 +224,11 @@ export class OpenMinutes {
       }
       const columns = family.keys.map((key) => row[key] as string[]);
       const countColumns = family.counts.map((count) => row[count] as (string | number)[]);
+      const held = shards[shard]!;
       for (let index = 0; index < columns[0]!.length; index++) {
         for (let key = 0; key < keys.length; key++) keys[key] = columns[key]![index]!;
         for (let count = 0; count < counts.length; count++) counts[count] = Number(countColumns[count]![index]);
-        shards[shard]!.addValues(keys, minute, counts);
+        held.addValues(keys, minute, counts);
       }
       this.rowCount += columns[0]!.length;
       if (minute > this.newestMinute) this.newestMinute = minute;
@@ -234,7 +281,7 @@ function statementsFor(family: RollupFamily): OpenStatements {
       write: prepared(`INSERT INTO ${open} (minute_start, shard, ${columns.join(', ')})
         VALUES ($1, $2, ${types.map((type, index) => `$${index + 3}::${type}`).join(', ')})
         ON CONFLICT (minute_start, shard) DO UPDATE SET ${columns.map((column) => `${column} = EXCLUDED.${column}`).join(', ')}`),
-      remove: prepared(`DELETE FROM ${open} WHERE minute_start = $1`),
+      remove: prepared(`DELETE FROM ${open} WHERE minute_start = $1 AND shard = ANY ($2::integer[])`),
       mark: prepared(`UPDATE ${mark} SET token = $1`),
     };
     statements.set(family, found);

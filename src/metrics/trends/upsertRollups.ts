@@ -337,12 +337,14 @@ function pageStatement(family: RollupFamily): string {
  */
 function startRollUpStatement(family: RollupFamily): string {
   const rolled = rolledTable(family);
-  // The open minutes (openMinutes.ts) are the newest and the one before: a minute before the newest is before
-  // both, so they close before a roll-up reaches them.
+  // The open minutes (openMinutes.ts) count among the newest, and a roll-up stops before the oldest of them
+  // (a minute closes a few shards a page): a minute is rolled up once it is all in the minute table.
   const minutes = `(SELECT extract(epoch FROM max(bucket_start))::bigint FROM ${bucketTable(family.table, 'MINUTE')})`;
-  const newest = family.openShards === undefined ? minutes : `greatest(${minutes}, (SELECT max(minute_start) FROM ${openTable(family)}))`;
+  const open = family.openShards === undefined ? undefined : openTable(family);
+  const newest = open === undefined ? minutes : `greatest(${minutes}, (SELECT max(minute_start) FROM ${open}))`;
+  const before = `newest - ${ROLL_UP_AFTER_SECONDS} * (CASE WHEN $1::bigint - newest BETWEEN 0 AND ${ROLL_UP_INTO_MINUTE_SECONDS} THEN 2 ELSE 1 END)`;
   return `INSERT INTO ${rolled} (rolled_through, rolling_through)
-      SELECT 0, newest - ${ROLL_UP_AFTER_SECONDS} * (CASE WHEN $1::bigint - newest BETWEEN 0 AND ${ROLL_UP_INTO_MINUTE_SECONDS} THEN 2 ELSE 1 END) FROM (
+      SELECT 0, ${open === undefined ? before : `least(${before}, (SELECT min(minute_start) FROM ${open}))`} FROM (
         SELECT ${newest} AS newest
       ) AS stored WHERE newest IS NOT NULL
       ON CONFLICT (singleton) DO UPDATE SET rolling_through = greatest(${rolled}.rolled_through, ${rolled}.rolling_through, EXCLUDED.rolling_through)`;

@@ -161,6 +161,56 @@ describeOnEachStorage('open minutes of the admission trends on $name', (target) 
     expect(await stored()).toBe('7');
   });
 
+  it('closes a minute a few shards a page, reads it whole meanwhile, and rolls it up only once it is all closed', async () => {
+    const t0 = window();
+    await spec.db.exec(familyTables(ADMISSION_TRENDS).map((table) => `DELETE FROM ${table};`).join('\n'));
+    const open = new OpenMinutes(ADMISSION_TRENDS, { closeRowsPerPage: 40 });
+    const page = (add: (open: OpenMinutes) => void) =>
+      spec.db.transaction(async (tx) => {
+        await open.begin(tx);
+        add(open);
+        open.closeDue();
+        for (const rows of open.takeClosed()) await rows.upsert(tx);
+        await open.write(tx);
+      });
+    const tenants = Array.from({ length: 300 }, (_, index) => `closing-${index}`);
+    await page((open) => tenants.forEach((tenant) => open.add([tenant, 'INGEST', 'LIVE'], t0, counts(1), t0)));
+    const total = async () =>
+      Number(
+        (
+          await spec.rows<{ units: string }>(
+            `SELECT sum(admitted_units)::text AS units FROM ${bucketRows(ADMISSION_TRENDS, 'HOUR')} AS rows WHERE tenant_id LIKE 'closing-%'`,
+          )
+        )[0]!.units,
+      );
+    const packedShards = async () => Number((await spec.rows<{ n: string }>('SELECT count(*)::text AS n FROM gl_admission_trends_open WHERE minute_start = $1', [t0]))[0]!.n);
+    const inTable = async () => Number((await spec.rows<{ n: string }>("SELECT count(*)::text AS n FROM gl_admission_trends_minute WHERE tenant_id LIKE 'closing-%'"))[0]!.n);
+    expect(await packedShards()).toBe(new Set(tenants.map((tenant) => shardOf(tenant, 64))).size);
+    // The minute after next begins: t0's minute closes at least 40 rows (whole shards) a page.
+    let pages = 0;
+    const seen: number[] = [];
+    await page((open) => open.add(['closing-0', 'INGEST', 'LIVE'], t0 + 120, counts(0), t0 + 120));
+    for (;;) {
+      pages++;
+      const rows = await inTable();
+      seen.push(rows);
+      expect(await total()).toBe(300);
+      if ((await packedShards()) > 0) {
+        expect(rows).toBeLessThan(300);
+        // A roll-up never reaches a minute that still has packed rows.
+        await rollUpMinutes(spec.db, ADMISSION_TRENDS, { nowSeconds: t0 + 180 });
+        const rolled = await spec.rows<{ through: string }>('SELECT rolled_through::text AS through FROM gl_admission_trends_rolled');
+        expect(Number(rolled[0]?.through ?? 0)).toBeLessThanOrEqual(t0);
+        await page(() => {});
+      } else break;
+    }
+    expect(seen[seen.length - 1]).toBe(300);
+    expect(pages).toBeGreaterThanOrEqual(Math.ceil(300 / (40 + 20)));
+    expect(seen).toEqual([...seen].sort((a, b) => a - b));
+    await rollUpMinutes(spec.db, ADMISSION_TRENDS, { nowSeconds: t0 + 180 });
+    expect(await total()).toBe(300);
+  });
+
   it('closes the oldest open minutes early past the rows it may hold, the newest too, counting each once', async () => {
     const t0 = window();
     await spec.db.exec(familyTables(ADMISSION_TRENDS).map((table) => `DELETE FROM ${table};`).join('\n'));
