@@ -97,20 +97,19 @@ const open = new OpenMinutes(ADMISSION_TRENDS);
 async function applyAdmissions(events: readonly RecordedEvent[], tx: Tx): Promise<Refusal[]> {
   const refusals: Refusal[] = [];
   await open.begin(tx);
-  let rows = new RollupRows(ADMISSION_TRENDS);
-  const page: Page = { rows, nowSeconds: Math.floor(Date.now() / 1000) };
+  const page: Page = { rows: new RollupRows(ADMISSION_TRENDS), nowSeconds: Math.floor(Date.now() / 1000) };
   for (const event of events) {
     const reason = await addAdmissions(page, event, tx);
     if (reason !== undefined) refusals.push({ event, reason });
-    for (const closed of open.takeClosed()) rows.absorb(closed);
-    if (rows.size >= FLUSH_ROWS) {
-      await rows.upsert(tx);
-      page.rows = rows = new RollupRows(ADMISSION_TRENDS);
+    for (const closed of open.takeClosed()) page.rows.absorb(closed);
+    if (page.rows.size >= FLUSH_ROWS) {
+      await page.rows.upsert(tx);
+      page.rows = new RollupRows(ADMISSION_TRENDS);
     }
   }
   open.closeDue();
-  for (const closed of open.takeClosed()) rows.absorb(closed);
-  await rows.upsert(tx);
+  for (const closed of open.takeClosed()) page.rows.absorb(closed);
+  await page.rows.upsert(tx);
   await open.write(tx);
   return refusals;
 }
@@ -133,7 +132,7 @@ const SECONDS = READ.indexOf('seconds');
  */
 const keySources = new SummaryKeySources();
 
-/** Adds an event's summaries to `rows`; or, when one lies outside the bounds, adds none and answers why. */
+/** Adds an event's summaries to the page; or, when one lies outside the bounds, adds none and answers why. */
 async function addAdmissions(page: Page, event: RecordedEvent, tx: Tx): Promise<string | undefined> {
   const stored = eventData(event) as AdmissionsRecordedData;
   keySources.remember(event.id, stored);

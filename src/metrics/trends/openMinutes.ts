@@ -117,11 +117,7 @@ export class OpenMinutes {
       for (const minute of [...this.minutes.keys()]) if (minute < minuteStart - 120) this.close(minute);
     }
     if (minuteStart < this.newestMinute - 60) return false;
-    let shards = this.minutes.get(minuteStart);
-    if (shards === undefined) {
-      shards = Array.from({ length: this.shards }, () => new RollupRows(this.family));
-      this.minutes.set(minuteStart, shards);
-    }
+    const shards = this.shardsOf(minuteStart);
     const shard = shardOf(keys[0]!, this.shards);
     let rows = shards[shard];
     // Closed by closeOldest earlier in this page: open again.
@@ -142,7 +138,7 @@ export class OpenMinutes {
    */
   closeDue(): void {
     let budget = this.closeRowsPerPage;
-    for (const minute of [...this.minutes.keys()].sort((a, b) => a - b)) {
+    for (const minute of this.oldestFirst()) {
       if (minute >= this.newestMinute - 60 || budget <= 0) return;
       const shards = this.minutes.get(minute)!;
       for (let shard = 0; shard < shards.length && budget > 0; shard++) {
@@ -164,7 +160,8 @@ export class OpenMinutes {
 
   /** The page's last statements: the shards it closed, deleted; the shards it changed, rewritten whole; its token. */
   async write(tx: Queryable): Promise<void> {
-    // A shard closed and opened again in this page (closeOldest): its packed rows went to the minute table, its new ones follow.
+    // Deletes first: a shard closed and opened again in this page (closeOldest) went to the minute table; its new
+    // rows follow.
     for (const [minute, shards] of this.closedShards) await tx.query(this.statements.remove, [minute, shards]);
     for (const [minute, shards] of this.changed) {
       const held = this.minutes.get(minute);
@@ -198,11 +195,25 @@ export class OpenMinutes {
 
   /** Closes open minutes, oldest first, until the rows held are within maxRows (the newest too, if need be). */
   private closeOldest(): void {
-    const open = [...this.minutes.keys()].sort((a, b) => a - b);
-    for (const minute of open) {
+    for (const minute of this.oldestFirst()) {
       if (this.rowCount <= this.maxRows) return;
       this.close(minute);
     }
+  }
+
+  /** A minute's rows per shard, made empty when the minute is not held yet. */
+  private shardsOf(minute: number): (RollupRows | undefined)[] {
+    let shards = this.minutes.get(minute);
+    if (shards === undefined) {
+      shards = Array.from({ length: this.shards }, () => new RollupRows(this.family));
+      this.minutes.set(minute, shards);
+    }
+    return shards;
+  }
+
+  /** The minutes held, oldest first (a copy: closing one deletes it from the map). */
+  private oldestFirst(): number[] {
+    return [...this.minutes.keys()].sort((a, b) => a - b);
   }
 
   private async reload(tx: Queryable): Promise<void> {
@@ -216,15 +227,10 @@ export class OpenMinutes {
     const counts: number[] = new Array<number>(family.counts.length);
     for (const row of rows) {
       const minute = Number(row.minute_start);
-      const shard = Number(row.shard);
-      let shards = this.minutes.get(minute);
-      if (shards === undefined) {
-        shards = Array.from({ length: this.shards }, () => new RollupRows(family));
-        this.minutes.set(minute, shards);
-      }
+      const shards = this.shardsOf(minute);
       const columns = family.keys.map((key) => row[key] as string[]);
       const countColumns = family.counts.map((count) => row[count] as (string | number)[]);
-      const held = shards[shard]!;
+      const held = shards[Number(row.shard)]!;
       for (let index = 0; index < columns[0]!.length; index++) {
         for (let key = 0; key < keys.length; key++) keys[key] = columns[key]![index]!;
         for (let count = 0; count < counts.length; count++) counts[count] = Number(countColumns[count]![index]);
