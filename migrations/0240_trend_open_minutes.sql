@@ -1,8 +1,8 @@
 -- The admission trends' newest minutes (src/metrics/trends/openMinutes.ts). Their projection holds the minutes
 -- still being added to and writes them whole each page as packed rows: per minute, one row per shard of tenants
--- (an md5 of the tenant ID, OPEN_SHARDS of them), each column an array with an element per row of the minute
--- table it stands for. A minute is written to gl_admission_trends_minute once, when it is past, and its packed
--- rows deleted in the same transaction. Updating a row per active tenant and minute every 2 s cost PostgreSQL
+-- (an md5 of the tenant ID; the family's openShards, 64), each column an array with an element per row of the minute
+-- table it stands for. A minute is written to gl_admission_trends_minute once, a few shards a page once it is
+-- past, each shard's packed row deleted in the same transaction. Updating a row per active tenant and minute every 2 s cost PostgreSQL
 -- 0.8-1.2 s a page at 100,000 active tenants; rewriting the same rows packed, about a tenth of that.
 -- Reads add them to the minute table (bucketRows); a read of one tenant reads its shard only.
 CREATE TABLE gl_admission_trends_open (

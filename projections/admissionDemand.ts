@@ -28,8 +28,9 @@ const LIVE_PACE_MS = 15_000;
 
 /**
  * /readyz calls it behind past a minute (ProjectionLagging's bound) beyond the 5 s of its pace readiness forgives
- * (MAX_FORGIVEN_PACE_SECONDS), not the service's few seconds: its lag makes no preview stale (readDemand.ts reads the rest from the ledger), and a page of 15 s
- * of 100,000 tenants' seconds takes seconds of its own, so a pace plus two pages passed the service's bound.
+ * (MAX_FORGIVEN_PACE_SECONDS), not the service's few seconds: its lag makes no preview stale (readDemand.ts reads
+ * the rest from the ledger), and a page of 15 s of 100,000 tenants' seconds takes seconds of its own, so a pace
+ * plus two pages passed the service's bound.
  */
 const READY_LAG_SECONDS = 60;
 

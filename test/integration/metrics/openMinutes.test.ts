@@ -207,6 +207,16 @@ describeOnEachStorage('open minutes of the admission trends on $name', (target) 
     expect(seen[seen.length - 1]).toBe(300);
     expect(pages).toBeGreaterThanOrEqual(Math.ceil(300 / (40 + 20)));
     expect(seen).toEqual([...seen].sort((a, b) => a - b));
+    // Each page closed whole shards until it reached 40 rows (or ran out): at least 40, and past 40 by less than
+    // the largest shard.
+    const shardRows = new Map<number, number>();
+    for (const tenant of tenants) shardRows.set(shardOf(tenant, 64), (shardRows.get(shardOf(tenant, 64)) ?? 0) + 1);
+    const largest = Math.max(...shardRows.values());
+    seen.forEach((rows, index) => {
+      const closed = rows - (index === 0 ? 0 : seen[index - 1]!);
+      expect(closed).toBeGreaterThanOrEqual(Math.min(40, 300 - (index === 0 ? 0 : seen[index - 1]!)));
+      expect(closed).toBeLessThan(40 + largest);
+    });
     await rollUpMinutes(spec.db, ADMISSION_TRENDS, { nowSeconds: t0 + 180 });
     expect(await total()).toBe(300);
   });
