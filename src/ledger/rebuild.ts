@@ -40,12 +40,7 @@ export async function rebuildProjection(
   // rebuild may still be held back from readers for a moment (PostgreSQL, behind an older open transaction).
   const head = await store.headPosition();
   let total = await countLedgerEvents(store, projection.eventTypes, pageSize);
-  const ledger = await store.identity();
-  await db.transaction(async (tx) => {
-    // The rebuilt checkpoint is this ledger's, whichever ledger the old one was taken on.
-    await resetCheckpoint(tx, projection.name, projection.version, ledger);
-    await truncateReadModel(tx, projection);
-  });
+  await emptyForReplay(db, store, projection);
   let checkpoint = await loadCheckpoint(db, projection.name);
   if (!checkpoint) throw new Error(`checkpoint of projection ${projection.name} vanished during the rebuild`);
   let done = 0;
@@ -76,6 +71,19 @@ export async function rebuildProjection(
     report();
   }
   return { projection: projection.name, eventsRead: done, eventsApplied: applied, seconds: (performance.now() - startedAt) / 1_000 };
+}
+
+/**
+ * A rebuild's first step alone: the read model emptied and the checkpoint at the start, in one transaction. A
+ * runner started after it (the service's, in its thread) replays the ledger as it would after an outage.
+ */
+export async function emptyForReplay(db: Db, store: EventStore, projection: Projection): Promise<void> {
+  const ledger = await store.identity();
+  await db.transaction(async (tx) => {
+    // The rebuilt checkpoint is this ledger's, whichever ledger the old one was taken on.
+    await resetCheckpoint(tx, projection.name, projection.version, ledger);
+    await truncateReadModel(tx, projection);
+  });
 }
 
 const HELD_BACK_POLL_MS = 25;
