@@ -61,6 +61,7 @@ import { createTokenVerifier } from '../src/auth/verifyToken.ts';
 import { readSettings } from '../src/config.ts';
 import type { Db } from '../src/db/db.ts';
 import { createAdmissionRoutes, createServiceCallers, startDoorParts, startIngest } from '../src/doors/index.ts';
+import { tuneGarbageCollection } from '../src/gcTuning.ts';
 import { Governor } from '../src/governance/index.ts';
 import type { AdmissionSummary, LimitSource, Recorder, TenantGovernanceRecord, UnresolvedAdmissionSummary } from '../src/governance/index.ts';
 import { createServer, listen } from '../src/http-server/server.ts';
@@ -268,6 +269,8 @@ function limitSourceFor(): LimitSource {
 }
 
 async function serveOurs(tenants: number): Promise<void> {
+  // As `governance serve` starts (src/gcTuning.ts).
+  tuneGarbageCollection();
   await withBenchLedger(url, 10, async (db, store, schema) => {
     const stats: Stats = { warming: settleWatch(tenants), flushMs: [], merged: 0, summaries: 0, requests: 0, measuring: false };
     let allSummaries = 0;

@@ -5,6 +5,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { readSettings } from './config.ts';
 import { formatSeconds, joinDashedValues, UsageError, oneLine, parseServiceUrl, parseTtl } from './cliSupport.ts';
+import { tuneGarbageCollection } from './gcTuning.ts';
 
 interface CliCommand {
   /** The synopsis line of the overall usage. */
@@ -171,6 +172,7 @@ function parse<Options extends NonNullable<ParseArgsConfig['options']>>(args: st
 
 async function serve(): Promise<void> {
   const settings = readSettings();
+  tuneGarbageCollection();
   const [{ createLogger }, { openStorage }] = await Promise.all([import('./logger.ts'), import('./db/openStorage.ts')]);
   const logger = createLogger(settings.logLevel);
   // The database opens and migrates while the rest of the service loads: PGlite compiles its WebAssembly on

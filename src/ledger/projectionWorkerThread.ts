@@ -2,6 +2,7 @@
 // connections to the PostgreSQL ledger, in a thread with its own event loop and heap, and answers the service's
 // thread over the worker port. A thread entry calls serveProjectionWorker with the projections it may run
 // (projections/worker.ts).
+import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { openPostgres } from '../db/postgres.ts';
 import type { RecordedEvent } from './eventStore.ts';
@@ -68,12 +69,35 @@ const FAULT_CHECK_MS = 1_000;
 /** How often the thread tells the service's thread that its event loop turns (projectionWorker.ts' watchdog). */
 export const BEAT_MS = 250;
 
+/**
+ * The thread's nice value (Linux: 0 is the admitting thread's, 19 the lowest). A page is background work that may
+ * wait; an admission may not. On two cores at 50,000 active tenants (bench/scale.ts, BENCH_SCALE_TRACE), the
+ * admitting thread waited 60-121 ms for a core while both projection threads applied pages; at nice 10 such a
+ * thread gets about a tenth of a core the admitting thread wants too, and every core no one else wants.
+ */
+export const PROJECTION_THREAD_NICE = 10;
+
+/**
+ * Lowers this thread's priority alone: on Linux setpriority() with pid 0 applies to the calling thread. Elsewhere
+ * it applies to the whole process, the admitting thread too, so there the thread runs at the process' priority.
+ * A higher nice value is never refused to an unprivileged thread; a failure leaves the thread as it was.
+ */
+function lowerThreadPriority(): void {
+  if (process.platform !== 'linux') return;
+  try {
+    setPriority(PROJECTION_THREAD_NICE);
+  } catch {
+    // Runs at the process' priority.
+  }
+}
+
 /** The thread's main: runs the projection named in workerData until the service's thread says stop. */
 export async function serveProjectionWorker(projections: readonly Projection[]): Promise<void> {
   const port = parentPort;
   if (!port) throw new Error('serveProjectionWorker runs in a worker thread');
   const data = workerData as ProjectionWorkerData;
   const send = (message: FromProjectionWorker) => port.postMessage(message);
+  lowerThreadPriority();
   const found = projections.find((projection) => projection.name === data.projection);
   if (!found) {
     send({ kind: 'startFailed', error: sendableError(new Error(`this worker runs no projection named ${data.projection}`)) });
