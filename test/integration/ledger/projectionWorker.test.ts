@@ -1,7 +1,7 @@
 // A projection run in a worker thread (startProjectionWorker) on the PostgreSQL ledger: it builds the same read
-// model as in the service's thread, hands what it committed back to afterCommit, outlives its thread ending, and
-// stops cleanly.
-import { existsSync } from 'node:fs';
+// model as in the service's thread, runs below the service thread's priority, hands what it committed back to
+// afterCommit, outlives its thread ending, and stops cleanly.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -12,6 +12,7 @@ import type { RecordedEvent } from '../../../src/ledger/eventStore.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
 import { startProjectionWorker } from '../../../src/ledger/projectionWorker.ts';
+import { PROJECTION_THREAD_NICE } from '../../../src/ledger/projectionWorkerThread.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
 import { admissionTrendsProjection } from '../../../projections/admissionTrends.ts';
 import { projectionWorkerEntry } from '../../../projections/workerProjections.ts';
@@ -35,6 +36,21 @@ async function trendRows(db: Db): Promise<unknown[]> {
     rows.push(...result.rows.map((row) => JSON.stringify({ table, ...row }, (_key, value: unknown) => (typeof value === 'bigint' ? String(value) : value))));
   }
   return rows.sort();
+}
+
+/** Each thread of this process and its nice value (/proc/self/task/<id>/stat, field 19). */
+function threadNiceValues(): Map<number, number> {
+  const values = new Map<number, number>();
+  for (const task of readdirSync('/proc/self/task')) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/self/task/${task}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended since the listing
+    }
+    values.set(Number(task), Number(stat.split(') ')[1]!.split(' ')[16]));
+  }
+  return values;
 }
 
 describe.skipIf(!postgresOnly)('a projection in a worker thread (PostgreSQL; needs DATABASE_URL)', () => {
@@ -75,6 +91,20 @@ describe.skipIf(!postgresOnly)('a projection in a worker thread (PostgreSQL; nee
       // The same events replayed here, from an emptied read model.
       await rebuildProjection(testDb.db, store, admissionTrendsProjection);
       expect(await trendRows(testDb.db)).toEqual(built);
+    } finally {
+      await runner.stop();
+    }
+  });
+
+  it.skipIf(process.platform !== 'linux')('runs its thread at nice 10, leaving the service thread as it was (Linux, per thread)', async () => {
+    const before = threadNiceValues();
+    const runner = await startProjectionWorker(testDb.db, store, admissionTrendsProjection, { entry: projectionWorkerEntry(), connection });
+    try {
+      await runner.waitForCaughtUp(WAIT);
+      const after = threadNiceValues();
+      const lowered = [...after].filter(([thread, nice]) => nice === PROJECTION_THREAD_NICE && before.get(thread) !== PROJECTION_THREAD_NICE);
+      expect(lowered).toHaveLength(1);
+      expect(after.get(process.pid)).toBe(before.get(process.pid));
     } finally {
       await runner.stop();
     }
