@@ -52,6 +52,12 @@ export interface Projection {
    */
   readyLagSeconds?: number;
   /**
+   * Run in a worker thread (projectionWorker.ts), the thread's nice value on Linux (0, the default, is the
+   * admitting thread's; 19 the lowest): for a projection whose pages may wait for a core (its readers lose nothing
+   * by its lag: readyLagSeconds), so that on a few busy cores they wait and admissions do not.
+   */
+  threadNice?: number;
+  /**
    * Its pages are read with ReadAllOptions.dataAsJson: where the store holds text, each event comes with its
    * data as JSON text (RecordedEvent.dataJson) for the projection to parse when it comes to it. For large
    * events (admission summaries, thousands of rows each): a page of them parsed at once was most of what the

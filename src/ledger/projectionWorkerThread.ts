@@ -70,22 +70,15 @@ const FAULT_CHECK_MS = 1_000;
 export const BEAT_MS = 250;
 
 /**
- * The thread's nice value (Linux: 0 is the admitting thread's, 19 the lowest). A page is background work that may
- * wait; an admission may not. On two cores at 50,000 active tenants (bench/scale.ts, BENCH_SCALE_TRACE), the
- * admitting thread waited 60-121 ms for a core while both projection threads applied pages; at nice 10 such a
- * thread gets about a tenth of a core the admitting thread wants too, and every core no one else wants.
+ * Lowers this thread's priority alone to the projection's threadNice: on Linux setpriority() with pid 0 applies to
+ * the calling thread. Elsewhere it applies to the whole process, the admitting thread too, so there the thread runs
+ * at the process' priority. A higher nice value is never refused to an unprivileged thread; a failure leaves the
+ * thread as it was.
  */
-export const PROJECTION_THREAD_NICE = 10;
-
-/**
- * Lowers this thread's priority alone: on Linux setpriority() with pid 0 applies to the calling thread. Elsewhere
- * it applies to the whole process, the admitting thread too, so there the thread runs at the process' priority.
- * A higher nice value is never refused to an unprivileged thread; a failure leaves the thread as it was.
- */
-function lowerThreadPriority(): void {
-  if (process.platform !== 'linux') return;
+function lowerThreadPriority(nice: number): void {
+  if (process.platform !== 'linux' || nice <= 0) return;
   try {
-    setPriority(PROJECTION_THREAD_NICE);
+    setPriority(nice);
   } catch {
     // Runs at the process' priority.
   }
@@ -97,12 +90,12 @@ export async function serveProjectionWorker(projections: readonly Projection[]):
   if (!port) throw new Error('serveProjectionWorker runs in a worker thread');
   const data = workerData as ProjectionWorkerData;
   const send = (message: FromProjectionWorker) => port.postMessage(message);
-  lowerThreadPriority();
   const found = projections.find((projection) => projection.name === data.projection);
   if (!found) {
     send({ kind: 'startFailed', error: sendableError(new Error(`this worker runs no projection named ${data.projection}`)) });
     return;
   }
+  lowerThreadPriority(found.threadNice ?? 0);
   const projection: Projection = data.forwardCommits
     ? {
         ...found,

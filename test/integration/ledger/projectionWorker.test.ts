@@ -1,6 +1,6 @@
 // A projection run in a worker thread (startProjectionWorker) on the PostgreSQL ledger: it builds the same read
-// model as in the service's thread, runs below the service thread's priority, hands what it committed back to
-// afterCommit, outlives its thread ending, and stops cleanly.
+// model as in the service's thread, runs at the priority the projection asks (threadNice), hands what it committed
+// back to afterCommit, outlives its thread ending, and stops cleanly.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,13 +8,14 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../../src/db/db.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
+import type { Projection } from '../../../src/ledger/projection.ts';
 import type { RecordedEvent } from '../../../src/ledger/eventStore.ts';
 import { createPostgresEventStore } from '../../../src/ledger/postgres/postgresEventStore.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
 import { startProjectionWorker } from '../../../src/ledger/projectionWorker.ts';
-import { PROJECTION_THREAD_NICE } from '../../../src/ledger/projectionWorkerThread.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
 import { admissionTrendsProjection } from '../../../projections/admissionTrends.ts';
+import { admissionDemandProjection } from '../../../projections/admissionDemand.ts';
 import { projectionWorkerEntry } from '../../../projections/workerProjections.ts';
 import { bucketRows, familyTables, openMarkTable, ADMISSION_TRENDS } from '../../../src/metrics/index.ts';
 import { postgresOnly, type TestDb } from '../../support/databases.ts';
@@ -96,18 +97,24 @@ describe.skipIf(!postgresOnly)('a projection in a worker thread (PostgreSQL; nee
     }
   });
 
-  it.skipIf(process.platform !== 'linux')('runs its thread at nice 10, leaving the service thread as it was (Linux, per thread)', async () => {
-    const before = threadNiceValues();
-    const runner = await startProjectionWorker(testDb.db, store, admissionTrendsProjection, { entry: projectionWorkerEntry(), connection });
-    try {
-      await runner.waitForCaughtUp(WAIT);
-      const after = threadNiceValues();
-      const lowered = [...after].filter(([thread, nice]) => nice === PROJECTION_THREAD_NICE && before.get(thread) !== PROJECTION_THREAD_NICE);
-      expect(lowered).toHaveLength(1);
-      expect(after.get(process.pid)).toBe(before.get(process.pid));
-    } finally {
-      await runner.stop();
-    }
+  it.skipIf(process.platform !== 'linux')("runs its thread at the projection's threadNice, the service thread's priority unchanged (Linux, per thread)", async () => {
+    const niceThreads = async (projection: Projection) => {
+      const before = threadNiceValues();
+      const runner = await startProjectionWorker(testDb.db, store, projection, { entry: projectionWorkerEntry(), connection });
+      try {
+        await runner.waitForCaughtUp(WAIT);
+        const after = threadNiceValues();
+        expect(after.get(process.pid)).toBe(before.get(process.pid));
+        return [...after].filter(([thread, nice]) => nice !== 0 && before.get(thread) !== nice).map(([, nice]) => nice);
+      } finally {
+        await runner.stop();
+      }
+    };
+    // The demand's pages may wait; the trends' may not (their readiness bound is seconds).
+    expect(admissionDemandProjection.threadNice).toBe(10);
+    expect(await niceThreads(admissionDemandProjection)).toEqual([10]);
+    expect(admissionTrendsProjection.threadNice).toBeUndefined();
+    expect(await niceThreads(admissionTrendsProjection)).toEqual([]);
   });
 
   it("hands each committed page's events to the service thread's afterCommit", async () => {
