@@ -146,12 +146,19 @@ export interface DemandMinute {
  * Governor spread its units: each second gets an equal share of its units and messages.
  */
 export class DemandMinutes {
-  private readonly minutes = new Map<string, DemandMinute>();
+  // Minutes by tenant, each tenant's list scanned for the dimension, allowance and minute: a tenant ID expanded
+  // from a summary reference is the same string every time (src/ledger/catalog/summaryRefs.ts), whose hash V8
+  // keeps. Making an id of the four for every second added (a number and three strings joined, then hashed) was
+  // the thread's largest cost and most of its garbage at 50,000 active tenants. Past SCANNED_MINUTES minutes of
+  // one tenant, the others are found by that id.
+  private readonly byTenant = new Map<string, DemandMinute[]>();
+  private readonly byId = new Map<string, DemandMinute>();
+  private readonly all: DemandMinute[] = [];
   /** Bytes held, for a writer that flushes past a bound. */
   bytes = 0;
 
   get size(): number {
-    return this.minutes.size;
+    return this.all.length;
   }
 
   /** Adds a span of `seconds` seconds from `fromSecond`; only its seconds in [rangeFrom, rangeTo) are kept. */
@@ -169,9 +176,7 @@ export class DemandMinutes {
     const share = 1 / seconds;
     for (let second = Math.max(fromSecond, rangeFrom); second < fromSecond + seconds && second < rangeTo; second++) {
       const minuteStart = second - (second % 60);
-      const id = `${minuteStart}\u0000${dimension}\u0000${tenantId}\u0000${allowance}`;
-      let minute = this.minutes.get(id);
-      if (minute === undefined) this.minutes.set(id, (minute = { dimension, tenantId, allowance, minuteStart, bytes: [] }));
+      const minute = this.minuteOf(dimension, tenantId, allowance, minuteStart);
       const before = minute.bytes.length;
       if (seconds === 1) pushSecond(minute.bytes, second - minuteStart, counts.units, counts.messages, counts.refusedUnits, counts.refusedMessages);
       else {
@@ -182,6 +187,31 @@ export class DemandMinutes {
   }
 
   values(): IterableIterator<DemandMinute> {
-    return this.minutes.values();
+    return this.all.values();
+  }
+
+  private minuteOf(dimension: string, tenantId: string, allowance: string, minuteStart: number): DemandMinute {
+    const scanned = this.byTenant.get(tenantId);
+    if (scanned !== undefined) {
+      for (let i = 0; i < scanned.length; i++) {
+        const minute = scanned[i]!;
+        if (minute.minuteStart === minuteStart && minute.dimension === dimension && minute.allowance === allowance) return minute;
+      }
+      if (scanned.length >= SCANNED_MINUTES) {
+        const found = this.byId.get(minuteId(dimension, tenantId, allowance, minuteStart));
+        if (found !== undefined) return found;
+      }
+    }
+    const minute: DemandMinute = { dimension, tenantId, allowance, minuteStart, bytes: [] };
+    this.all.push(minute);
+    if (scanned === undefined) this.byTenant.set(tenantId, [minute]);
+    else if (scanned.length < SCANNED_MINUTES) scanned.push(minute);
+    else this.byId.set(minuteId(dimension, tenantId, allowance, minuteStart), minute);
+    return minute;
   }
 }
+
+/** Minutes of one tenant found by scanning its list; more (many allowances or a long page) are found by id. */
+const SCANNED_MINUTES = 16;
+
+const minuteId = (dimension: string, tenantId: string, allowance: string, minuteStart: number) => `${minuteStart}\u0000${dimension}\u0000${tenantId}\u0000${allowance}`;

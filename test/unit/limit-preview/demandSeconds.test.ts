@@ -98,6 +98,34 @@ describe('per-second demand, packed per minute', () => {
   });
 });
 
+describe('DemandMinutes', () => {
+  it("keeps one record list per dimension, tenant, allowance and minute, past the minutes it scans per tenant too", () => {
+    const minutes = new DemandMinutes();
+    const T = 1_764_000_000 - (1_764_000_000 % 60);
+    const one = { units: 1, messages: 1, refusedUnits: 0, refusedMessages: 0 };
+    // 40 minutes x 2 allowances x 2 dimensions of one tenant (160 lists, most found past the scanned 16), each second
+    // of a minute added twice, in two rounds; another tenant beside it.
+    for (let round = 0; round < 2; round++) {
+      for (let minute = 0; minute < 40; minute++) {
+        for (const dimension of ['API_REQUESTS', 'INGEST']) {
+          for (const allowance of ['a', 'b']) minutes.addSpan(dimension, 'acme', allowance, T + minute * 60 + 7, 1, one);
+        }
+        minutes.addSpan('INGEST', 'globex', '', T + minute * 60 + 7, 1, one);
+      }
+    }
+    expect(minutes.size).toBe(200);
+    const seen = new Set<string>();
+    for (const minute of minutes.values()) {
+      const sums = new Float64Array(240);
+      const present = new Uint8Array(60);
+      expect(addMinute(Uint8Array.from(minute.bytes), 0, minute.bytes.length, sums, present)).toBe(true);
+      expect([present[7], sums[7 * 4], sums[7 * 4 + 1]]).toEqual([1, 2, 2]);
+      seen.add(`${minute.dimension} ${minute.tenantId} ${minute.allowance} ${minute.minuteStart}`);
+    }
+    expect(seen.size).toBe(200);
+  });
+});
+
 function series(unitsPerSecond: readonly number[]): DemandSeries {
   return {
     seconds: unitsPerSecond.map((_, i) => 1_764_000_000 + i),
