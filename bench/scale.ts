@@ -25,7 +25,8 @@
 // The two alternate: at each N the one that ran second runs first at the next.
 //
 // Per N and side: flush p50/p99 (ours: the Recorder's record(); baseline: its INSERT and upsert), the longest
-// event-loop stall (monitorEventLoopDelay), windows merged (a summary spanning more than a second), /readyz asked
+// event-loop stall (monitorEventLoopDelay) and how many stalls over the bound there were and how many of them fell
+// on a pause of the whole machine (support/hostPauses.ts; reported, not excused), windows merged (a summary spanning more than a second), /readyz asked
 // over HTTP every second (answers other than 200), the trend lag at the end, summaries per second (one per
 // admission API tenant, two per ingest tenant: INGEST and API_REQUESTS), the server's and PostgreSQL's cores,
 // the server's main thread's cores and CPU-µs per HTTP request, the generator's answers by status and its late
@@ -109,6 +110,8 @@ const SETTLED_FLUSHES = 3;
 const MAX_LAG_SECONDS = 5;
 const MAX_FLUSH_P99_MS = 500;
 const MAX_STALL_MS = 50;
+/** Stalls over the bound kept with their times (a server that stalls all along, the baseline's, would list hundreds). */
+const MAX_STALLS_KEPT = 50;
 /** How often the event-loop stall is sampled (monitorEventLoopDelay's resolution), ms. */
 const STALL_RESOLUTION_MS = 1;
 /** How often a day our side writes each key in full (src/ledger/keySourceIndex.ts: every 30-60 minutes, 45 on average). */
@@ -131,6 +134,11 @@ interface ServerReport {
   flushP50Ms: number;
   flushP99Ms: number;
   eventLoopMaxStallMs: number;
+  /**
+   * The stalls over the bound (the first MAX_STALLS_KEPT), each as the quarter second it ended in (wall clock, ms)
+   * and its length: the run tells which fell on a pause of the machine (stallsOverBoundOnHostPause).
+   */
+  stallsOverBound: { fromMs: number; toMs: number; ms: number }[];
   mergedWindows: number;
   lagAtEndSeconds: number;
   summariesPerSecond: number;
@@ -171,6 +179,8 @@ interface RunResult extends ServerReport {
    */
   hostPauses: number;
   hostPauseLongestMs: number;
+  /** Of the stalls over the bound, those whose quarter second a pause of the machine overlapped. Not a criterion. */
+  stallsOverBoundOnHostPause: number;
 }
 
 const round = (value: number) => Math.round(value * 10) / 10;
@@ -689,10 +699,26 @@ async function serveMeasured(
   const mainBefore = mainThreadCpuMicros();
   const profiler = PROFILE_MAIN_DIR ? await startMainProfile() : null;
   loop.enable();
+  // The histogram read and reset every quarter second: the longest stall is the longest of the quarters, and a
+  // quarter over the bound is kept with its time, to be set beside the machine's pauses.
+  let longestStallMs = 0;
+  const stallsOverBound: ServerReport['stallsOverBound'] = [];
+  let quarterFrom = Date.now();
+  const readQuarter = () => {
+    const now = Date.now();
+    const ms = loop.max / 1e6;
+    longestStallMs = Math.max(longestStallMs, ms);
+    if (ms > MAX_STALL_MS && stallsOverBound.length < MAX_STALLS_KEPT) stallsOverBound.push({ fromMs: quarterFrom, toMs: now, ms: round(ms) });
+    loop.reset();
+    quarterFrom = now;
+  };
+  const quarters = setInterval(readQuarter, 250);
   stats.measuring = true;
   await next('stop');
   const elapsedSeconds = (Date.now() - startedAt) / 1000;
   stats.measuring = false;
+  clearInterval(quarters);
+  readQuarter();
   loop.disable();
   if (profiler !== null) await profiler.stopInto(PROFILE_MAIN_DIR!);
   const cpu = process.cpuUsage(cpuBefore);
@@ -706,7 +732,8 @@ async function serveMeasured(
     flushes: stats.flushMs.length,
     flushP50Ms: round(percentile(stats.flushMs, 0.5)),
     flushP99Ms: round(percentile(stats.flushMs, 0.99)),
-    eventLoopMaxStallMs: round(loop.max / 1e6),
+    eventLoopMaxStallMs: round(longestStallMs),
+    stallsOverBound,
     mergedWindows: stats.merged,
     lagAtEndSeconds: round(lagAtEndSeconds),
     summariesPerSecond: Math.round(stats.summaries / elapsedSeconds),
@@ -898,6 +925,7 @@ async function run(side: Side, tenants: number): Promise<{ result: RunResult; ge
     loadAverage: round(loadavg()[0]!),
     hostPauses: hostPauses.length,
     hostPauseLongestMs: hostPauses.reduce((longest, pause) => Math.max(longest, pause.lateMs), 0),
+    stallsOverBoundOnHostPause: report.stallsOverBound.filter((stall) => hostPauses.some((pause) => pause.atMs - pause.lateMs <= stall.toMs && pause.atMs >= stall.fromMs)).length,
   };
   result.held =
     result.mergedWindows === 0 &&
@@ -957,7 +985,10 @@ async function measure(): Promise<void> {
   const perTenants = (side: Side) =>
     results
       .filter((each) => each.side === side)
-      .map(({ side: _side, statuses: _statuses, hourlyBytes: _hourly, ledgerBytesPerSummary: _bytes, flushes: _flushes, readySamples: _samples, readyFailuresAt: _failuresAt, ...each }) => each);
+      .map(({ side: _side, statuses: _statuses, hourlyBytes: _hourly, ledgerBytesPerSummary: _bytes, flushes: _flushes, readySamples: _samples, readyFailuresAt: _failuresAt, stallsOverBound, ...each }) => ({
+        ...each,
+        stallsOverBound: stallsOverBound.length,
+      }));
   const ofOurs = (pick: (each: RunResult) => number | null) => Object.fromEntries(results.filter((each) => each.side === 'ours').map((each) => [each.tenants, pick(each)]));
   const ours = largestHeld('ours');
   const baseline = largestHeld('baseline');
