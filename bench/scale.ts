@@ -25,18 +25,17 @@
 // The two alternate: at each N the one that ran second runs first at the next.
 //
 // Per N and side: flush p50/p99 (ours: the Recorder's record(); baseline: its INSERT and upsert), the longest
-// event-loop stall (monitorEventLoopDelay) and how many stalls over the bound there were and how many of them fell
-// on a pause of the whole machine (support/hostPauses.ts; reported, not excused), windows merged (a summary spanning more than a second), /readyz asked
-// over HTTP every second (answers other than 200), the trend lag at the end, summaries per second (one per
-// admission API tenant, two per ingest tenant: INGEST and API_REQUESTS), the server's and PostgreSQL's cores,
-// the server's main thread's cores and CPU-µs per HTTP request, the generator's answers by status and its late
-// requests, ledgerGbPerDay (bytes on disk, table + indexes +
-// TOAST, of the ledger's summary partitions grown over the measured window, per summary, at the full traffic's
-// summaries a second for a day, plus what the warm-up wrote (our key sources) 32 times: a key is written in
-// full again 30-60 minutes after it was, 45 on average), and
-// catchUpTimesRealTime (the run's summaries replayed into emptied trend and demand tables by the service's
-// projection set, each in its thread as after an outage, both at once, in seconds of the full traffic per
-// second). Held: no window merged, flush p99 < 500 ms, no stall > 50 ms, /readyz 200 throughout, lag <= 5 s,
+// event-loop stall (monitorEventLoopDelay), the stalls over the bound and how many of them fell on a pause of the
+// whole machine (support/hostPauses.ts; reported, not excused), windows merged (a summary spanning more than a
+// second), /readyz asked over HTTP every second (answers other than 200), the trend lag at the end, summaries
+// per second (one per admission API tenant, two per ingest tenant: INGEST and API_REQUESTS), the server's and
+// PostgreSQL's cores, the server's main thread's cores and CPU-µs per HTTP request, the generator's answers by
+// status and its late requests, ledgerGbPerDay (bytes on disk, table + indexes + TOAST, of the ledger's summary
+// partitions grown over the measured window, per summary, at the full traffic's summaries a second for a day,
+// plus what the warm-up wrote (our key sources) 32 times: a key is written in full again 30-60 minutes after it
+// was, 45 on average), and catchUpTimesRealTime (the run's summaries replayed into emptied trend and demand
+// tables by the service's projection set, each in its thread as after an outage, both at once, in seconds of the
+// full traffic per second). Held: no window merged, flush p99 < 500 ms, no stall > 50 ms, /readyz 200 throughout, lag <= 5 s,
 // every answer 200 / 202 / 429, and at least 95% of the traffic's summaries a second. Sizes go up; past two sizes in
 // a row that neither side held, the larger ones are not run (`notRun`), except in quick mode.
 //

@@ -36,9 +36,9 @@ import {
  * Events per page. A page writes each minute it closes once and rewrites the open minutes' packed rows once,
  * however many seconds it holds, so a projection catching up writes less the more seconds a page spans: at
  * 50,000 active tenants an event holds 4,000 summaries, and 256 events are about 20 s of traffic, where 32 were
- * 2.5 s (a rebuild of that traffic measured 2.3x faster). Events written as references (src/ledger/catalog/summaryRefs.ts) are a few
- * hundred bytes; a page of tables of the older shape (up to 512 KiB each) is read as text and parsed one
- * event at a time.
+ * 2.5 s (a rebuild of that traffic measured 2.3x faster). Events written as references
+ * (src/ledger/catalog/summaryRefs.ts) are a few hundred bytes; a page of tables of the older shape (up to 512 KiB
+ * each) is read as text and parsed one event at a time.
  */
 const PAGE_EVENTS = 256;
 
