@@ -44,7 +44,7 @@
 // when `dist/` is built) so readers can tell hosts apart.
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer as createBareServer, request as httpRequest } from 'node:http';
 import { Session } from 'node:inspector';
 import { loadavg, tmpdir } from 'node:os';
@@ -557,6 +557,7 @@ async function startMainProfile(): Promise<{ stopInto: (directory: string) => Pr
   return {
     async stopInto(directory) {
       const { profile } = (await post('Profiler.stop')) as { profile: unknown };
+      mkdirSync(directory, { recursive: true });
       writeFileSync(join(directory, `main-${process.pid}.cpuprofile`), JSON.stringify(profile));
       session.disconnect();
     },
@@ -645,6 +646,40 @@ async function serveMeasured(
     let lastProcess = processMs();
     let lastHost = hostBusyMs();
     let countersAt = last;
+    // Every thread of this process: its time on a core and waiting for one, and its nice value, so a stall's
+    // line names the threads that had the cores (the demand's thread is the one at nice 10; the main thread's id
+    // is the process id).
+    const threads = (): Map<string, [number, number, number]> => {
+      const found = new Map<string, [number, number, number]>();
+      for (const tid of readdirSync('/proc/self/task')) {
+        try {
+          const [onCpu, waiting] = readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ');
+          const nice = Number(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]);
+          found.set(tid, [Number(onCpu), Number(waiting), nice]);
+        } catch {
+          // The thread ended.
+        }
+      }
+      return found;
+    };
+    let lastThreads = threads();
+    // Read less often than the main thread's own counters (two files a thread): a stall's thread figures cover
+    // it and at most THREADS_EVERY_MS before it.
+    const THREADS_EVERY_MS = 100;
+    let threadsAt = performance.now();
+    // What PostgreSQL's sessions were running at the last look (every PG_LOOK_MS), for the stall lines.
+    const PG_LOOK_MS = 200;
+    let pgActive = '';
+    let looking = false;
+    setInterval(() => {
+      if (looking) return;
+      looking = true;
+      void db
+        .query<{ query: string }>(`SELECT left(regexp_replace(query, '\\s+', ' ', 'g'), 40) AS query FROM pg_stat_activity WHERE state = 'active' AND pid <> pg_backend_pid()`)
+        .then(({ rows }) => (pgActive = rows.map((row) => row.query).join(' | ')))
+        .catch(() => {})
+        .finally(() => (looking = false));
+    }, PG_LOOK_MS).unref();
     setInterval(() => {
       const now = performance.now();
       const nowMono = monoMicros();
@@ -653,12 +688,26 @@ async function serveMeasured(
         const [onCpu, waiting] = schedstat();
         const process_ = processMs();
         const host = hostBusyMs();
+        const threadsNow = stalled || now - threadsAt >= THREADS_EVERY_MS ? threads() : lastThreads;
         if (stalled) {
           const on = ((onCpu - lastOnCpu) / 1e6).toFixed(0);
           const off = ((waiting - lastWaiting) / 1e6).toFixed(0);
+          const busiest = [...threadsNow]
+            .map(([tid, [threadOn, threadWaiting, nice]]) => {
+              const before = lastThreads.get(tid) ?? [threadOn, threadWaiting, nice];
+              return { tid, on: (threadOn - before[0]) / 1e6, waiting: (threadWaiting - before[1]) / 1e6, nice };
+            })
+            .filter((thread) => thread.on >= 1 || thread.waiting >= 1)
+            .sort((a, b) => b.on - a.on)
+            .slice(0, 6)
+            .map((thread) => `${thread.tid === String(process.pid) ? 'main' : thread.tid}${thread.nice === 0 ? '' : `(nice ${thread.nice})`} ${thread.on.toFixed(0)}/${thread.waiting.toFixed(0)}`);
           console.error(
-            `stall ${(last + STALL_RESOLUTION_MS).toFixed(0)}-${now.toFixed(0)} ms: ${(now - last - STALL_RESOLUTION_MS).toFixed(0)} ms late; since the counters' last reading (at most ${COUNTERS_EVERY_MS} ms before): main thread ${on} ms on a core, ${off} ms waiting for one; this process ~${process_ - lastProcess} ms, the host ~${host - lastHost} ms busy; monotonic ${lastMono}-${nowMono} µs`,
+            `stall ${(last + STALL_RESOLUTION_MS).toFixed(0)}-${now.toFixed(0)} ms: ${(now - last - STALL_RESOLUTION_MS).toFixed(0)} ms late; since the counters' last reading (at most ${COUNTERS_EVERY_MS} ms before): main thread ${on} ms on a core, ${off} ms waiting for one; this process ~${process_ - lastProcess} ms, the host ~${host - lastHost} ms busy; threads (ms on a core/waiting, since at most ${THREADS_EVERY_MS} ms before): ${busiest.join(', ')}; PostgreSQL active (at most ${PG_LOOK_MS} ms before): [${pgActive}]; monotonic ${lastMono}-${nowMono} µs`,
           );
+        }
+        if (threadsNow !== lastThreads) {
+          lastThreads = threadsNow;
+          threadsAt = now;
         }
         lastOnCpu = onCpu;
         lastWaiting = waiting;
