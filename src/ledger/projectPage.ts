@@ -188,10 +188,16 @@ async function applyInTransaction(
   if (events.length > 0) onApplying?.({ from, events: events.map(eventRef), alone });
   try {
     return await db.transaction(async (tx) => {
-      // Checkpoint first: its row lock makes a competing runner wait here, before it applies anything.
-      if (!(await storeCheckpoint(tx, from, next))) throw new CheckpointMoved();
-      if (events.length === 0) return [];
-      const refused = await applyEvents(projection, events, tx);
+      // A competing runner waits here, before it applies anything: on the projection's advisory lock, which takes
+      // no transaction ID. The checkpoint's row is written last. On PostgreSQL every reader of the ledger waits
+      // for the transactions older than what it reads (postgres/read.ts), and a row lock is a write: taken first,
+      // it held them back for the whole page, the projection's own work in JavaScript included (the demand's
+      // pages, niced, 2-4 s at 50,000 active tenants: the trends read 7-8 s behind). Now they wait only for the
+      // page's writes.
+      await tx.query(PAGE_LOCK_SQL, [projection.name]);
+      const stored = await loadCheckpoint(tx, projection.name);
+      if (stored === undefined || stored.version !== from.version || !sameCheckpoint(stored.position, from.position)) throw new CheckpointMoved();
+      const refused = events.length === 0 ? [] : await applyEvents(projection, events, tx);
       if (refused.length > 0) {
         await quarantineEvents(
           tx,
@@ -199,12 +205,19 @@ async function applyInTransaction(
           refused.map((refusal) => ({ event: eventRef(refusal.event), reason: refusal.reason })),
         );
       }
+      if (!(await storeCheckpoint(tx, from, next))) throw new CheckpointMoved();
       return refused;
     });
   } finally {
     if (events.length > 0) onApplying?.(undefined);
   }
 }
+
+/**
+ * A projection's pages one at a time: the lock of its name in this schema (an advisory lock is the database's,
+ * and a schema is a deployment of its own), which takes no transaction ID.
+ */
+const PAGE_LOCK_SQL = "SELECT pg_advisory_xact_lock(hashtext('governance-ledger projection page'), hashtext(current_schema() || ' ' || $1))";
 
 async function applyEvents(projection: Projection, events: readonly RecordedEvent[], tx: Tx): Promise<readonly Refusal[]> {
   try {
