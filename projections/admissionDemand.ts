@@ -4,15 +4,15 @@
 // nothing of how it was spread within it, which is all a token bucket cares about.
 //
 // It reads every AdmissionsRecorded summary, as the admission trends do, and runs beside them in a worker
-// thread of its own on PostgreSQL (workerProjections.ts), paced (LIVE_PACE_MS): a page's seconds are appended
-// to each minute's row in one statement, so a row is written once per page whatever the number of seconds
-// merged into it. A reference whose source the ledger no longer holds is refused (the quarantine), as the
+// thread of its own on PostgreSQL (workerProjections.ts), paced (LIVE_PACE_MS): a page's seconds of the open
+// minutes are packed per shard of tenants, and a minute past is closed into the tenants' rows once
+// (src/limit-preview/openDemand.ts), so a tenant's minute row is written once, not once per page. A reference whose source the ledger no longer holds is refused (the quarantine), as the
 // trends refuse it; a malformed summary is passed over (summaryDemand.ts).
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Tx } from '../src/db/db.ts';
 import type { AdmissionsRecordedData, Projection, RecordedEvent, Refusal } from '../src/ledger/index.ts';
 import { eventData, lookUpSummaryEvent, SummaryKeySources } from '../src/ledger/index.ts';
-import { addSummaryDemand, appendDemandMinutes, DEMAND_PROJECTION, DemandMinutes, EVERY_REPLAYED_SUMMARY } from '../src/limit-preview/index.ts';
+import { addSummaryDemand, DEMAND_PROJECTION, DemandMinutes, EVERY_REPLAYED_SUMMARY, openFrom, writeDemand } from '../src/limit-preview/index.ts';
 
 /** Events per page, as the admission trends take them (admissionTrends.ts says why). */
 const PAGE_EVENTS = 256;
@@ -50,7 +50,7 @@ export const admissionDemandProjection: Projection = {
   name: DEMAND_PROJECTION,
   version: 1,
   eventTypes: ['AdmissionsRecorded'],
-  tables: ['gl_demand_seconds'],
+  tables: ['gl_demand_seconds', 'gl_demand_open'],
   pageSize: PAGE_EVENTS,
   livePaceMs: LIVE_PACE_MS,
   readyLagSeconds: READY_LAG_SECONDS,
@@ -68,6 +68,12 @@ const keySources = new SummaryKeySources();
 
 async function applyDemand(events: readonly RecordedEvent[], tx: Tx): Promise<Refusal[]> {
   const refusals: Refusal[] = [];
+  if (events.length === 0) return refusals;
+  // The minutes still open by the page's newest event (src/limit-preview/openDemand.ts): its seconds from then on
+  // are packed per shard, older ones appended to the tenants' rows.
+  let newest = events[0]!.recordedAt;
+  for (const event of events) if (event.recordedAt > newest) newest = event.recordedAt;
+  const from = openFrom(newest);
   let minutes = new DemandMinutes();
   for (const event of events) {
     const stored = eventData(event) as AdmissionsRecordedData;
@@ -79,12 +85,12 @@ async function applyDemand(events: readonly RecordedEvent[], tx: Tx): Promise<Re
     }
     addSummaryDemand(minutes, table, EVERY_REPLAYED_SUMMARY);
     if (minutes.bytes >= FLUSH_BYTES) {
-      await appendDemandMinutes(tx, minutes);
+      await writeDemand(tx, minutes, from);
       minutes = new DemandMinutes();
     }
     // One event's summaries at a time: the thread (or the service's own, on PGlite) turns between them.
     await yieldTurn();
   }
-  await appendDemandMinutes(tx, minutes);
+  await writeDemand(tx, minutes, from);
   return refusals;
 }

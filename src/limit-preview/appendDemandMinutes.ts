@@ -16,8 +16,9 @@ INSERT INTO gl_demand_seconds AS d (dimension, tenant_id, minute_start, allowanc
 SELECT r->>0, r->>1, (r->>2)::bigint, r->>3, decode(r->>4, 'hex') FROM jsonb_array_elements($1::jsonb) AS r
 ON CONFLICT (dimension, tenant_id, minute_start, allowance) DO UPDATE SET seconds = d.seconds || EXCLUDED.seconds`);
 
-export async function appendDemandMinutes(tx: Queryable, minutes: DemandMinutes): Promise<void> {
-  if (minutes.size === 0) return;
+/** The rows of `minutes` as the append's parameter, made a slice at a time; null when there are none. */
+export async function demandRowsParameter(minutes: DemandMinutes): Promise<string | null> {
+  if (minutes.size === 0) return null;
   let json = '[';
   let rows = 0;
   for (const minute of minutes.values()) {
@@ -25,5 +26,14 @@ export async function appendDemandMinutes(tx: Queryable, minutes: DemandMinutes)
     json += JSON.stringify([minute.dimension, minute.tenantId, minute.minuteStart, minute.allowance, Buffer.from(minute.bytes).toString('hex')]);
     if (++rows % ROWS_PER_SLICE === 0) await yieldTurn();
   }
-  await tx.query(APPEND_SQL, [`${json}]`]);
+  return `${json}]`;
+}
+
+/** Appends the rows demandRowsParameter made, in one statement. */
+export async function appendDemandRows(tx: Queryable, parameter: string | null): Promise<void> {
+  if (parameter !== null) await tx.query(APPEND_SQL, [parameter]);
+}
+
+export async function appendDemandMinutes(tx: Queryable, minutes: DemandMinutes): Promise<void> {
+  await appendDemandRows(tx, await demandRowsParameter(minutes));
 }

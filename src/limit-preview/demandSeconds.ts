@@ -186,6 +186,14 @@ export class DemandMinutes {
     }
   }
 
+  /** Appends records already packed (`bytes[start, end)`, as pushSecond wrote them) to a minute's. */
+  appendRecords(dimension: string, tenantId: string, allowance: string, minuteStart: number, bytes: ArrayLike<number>, start = 0, end = bytes.length): void {
+    if (end <= start) return;
+    const minute = this.minuteOf(dimension, tenantId, allowance, minuteStart);
+    for (let at = start; at < end; at++) minute.bytes.push(bytes[at]!);
+    this.bytes += end - start;
+  }
+
   values(): IterableIterator<DemandMinute> {
     return this.all.values();
   }

@@ -4,14 +4,17 @@
 // the source is the per-second summaries the Governor records.
 //
 // Read from the read model the admission-demand projection keeps of them (gl_demand_seconds, packed per
-// minute: demandSeconds.ts), up to its checkpoint; the summaries appended after the checkpoint (the projection
+// minute: demandSeconds.ts; and gl_demand_open, the open minutes packed per shard of tenants: openDemand.ts), up
+// to its checkpoint; the summaries appended after the checkpoint (the projection
 // applies them every 15 s, and may be further behind after a restart or a rebuild) are read from the ledger and
-// taken the same way (summaryDemand.ts). The rows and the checkpoint come from one statement, so one snapshot:
-// every summary is read once, from one place or the other.
+// taken the same way (summaryDemand.ts). The rows, the open rows and the checkpoint come from one statement, so
+// one snapshot: every summary is read once, from one place or another.
 import type { Queryable } from '../db/db.ts';
 import { ADMISSIONS_STREAM, lookUpSummaryEvent, SummaryKeySources } from '../ledger/index.ts';
 import type { Dimension } from '../governance/index.ts';
 import { addMinute, DemandMinutes, readMinuteInOrder } from './demandSeconds.ts';
+import { forEachOpenRecord, OPEN_SHARDS } from './openDemand.ts';
+import { shardOf } from '../metrics/index.ts';
 import { addSummaryDemand } from './summaryDemand.ts';
 
 /** The projection that keeps gl_demand_seconds (projections/admissionDemand.ts). */
@@ -60,7 +63,11 @@ SELECT tenant_id, allowance, array_agg(minute_start::float8 ORDER BY minute_star
        string_agg(seconds, ''::bytea ORDER BY minute_start), NULL, NULL
   FROM gl_demand_seconds
  WHERE dimension = $1 AND minute_start >= $2 AND minute_start < $3${byTenant ? ' AND tenant_id = ANY($4::text[])' : ''}
- GROUP BY tenant_id, allowance`;
+ GROUP BY tenant_id, allowance
+UNION ALL
+SELECT NULL, NULL, ARRAY[minute_start::float8], NULL, records, NULL, NULL
+  FROM gl_demand_open
+ WHERE dimension = $1 AND minute_start >= $2 AND minute_start < $3${byTenant ? ' AND shard = ANY($5::smallint[])' : ''}`;
 
 // tx_id >= the checkpoint's, beside the row comparison: the planner estimates that one from the column's
 // statistics and reads each day's partition by its (type, tx_id, global_position) index; the row comparison
@@ -94,14 +101,30 @@ export async function readRecordedDemand(q: Queryable, query: DemandQuery): Prom
   const fromSecond = Math.floor(query.from.getTime() / 1000);
   const toSecond = Math.ceil(query.to.getTime() / 1000);
   const params: unknown[] = [query.dimension, fromSecond - (fromSecond % 60), toSecond];
-  if (query.tenantIds !== null) params.push(query.tenantIds);
+  const tenants = query.tenantIds === null ? null : new Set(query.tenantIds);
+  if (query.tenantIds !== null) params.push(query.tenantIds, [...new Set(query.tenantIds.map((tenantId) => shardOf(tenantId, OPEN_SHARDS)))]);
   const { rows } = await q.query<ModelRow>(modelSql(query.tenantIds !== null), params);
 
   const byKey = new Map<string, PackedMinutes>();
+  // Minutes to merge into the rows' by (tenant, allowance): the open minutes' packed records and the ledger's tail.
+  const moreByKey = new Map<string, { minuteStart: number; bytes: Uint8Array }[]>();
+  const addMore = (tenantId: string, allowance: string, minuteStart: number, bytes: Uint8Array) => {
+    const key = `${tenantId}\u0000${allowance}`;
+    const list = moreByKey.get(key);
+    if (list === undefined) moreByKey.set(key, [{ minuteStart, bytes }]);
+    else list.push({ minuteStart, bytes });
+  };
   let after: [string, string] = ['0', '0'];
   for (const row of rows) {
     if (row.tenant_id === null) {
       if (row.commit_position !== null && row.prepare_position !== null) after = [row.commit_position, row.prepare_position];
+      else if (row.seconds !== null) {
+        // An open minute's packed row (openDemand.ts): the records of each (tenant, allowance) asked for.
+        const minuteStart = row.minutes![0]!;
+        forEachOpenRecord(row.seconds, (tenantId, allowance, records, start, end) => {
+          if (tenants === null || tenants.has(tenantId)) addMore(tenantId, allowance, minuteStart, records.subarray(start, end));
+        });
+      }
       continue;
     }
     const ends: number[] = [];
@@ -110,16 +133,11 @@ export async function readRecordedDemand(q: Queryable, query: DemandQuery): Prom
     byKey.set(`${row.tenant_id}\u0000${row.allowance!}`, { minutes: row.minutes!, ends, bytes: row.seconds! });
   }
 
-  // The seconds after the checkpoint, merged into their keys' minutes in time order (a minute may come from both).
+  // The open minutes' records and the seconds after the checkpoint, merged into their keys' minutes in time order
+  // (a minute may come from all three).
   const tail = await readTail(q, query, after, fromSecond, toSecond);
-  const tailByKey = new Map<string, { minuteStart: number; bytes: Uint8Array }[]>();
-  for (const minute of tail.values()) {
-    const key = `${minute.tenantId}\u0000${minute.allowance}`;
-    const list = tailByKey.get(key) ?? [];
-    list.push({ minuteStart: minute.minuteStart, bytes: Uint8Array.from(minute.bytes) });
-    tailByKey.set(key, list);
-  }
-  for (const [key, list] of tailByKey) {
+  for (const minute of tail.values()) addMore(minute.tenantId, minute.allowance, minute.minuteStart, Uint8Array.from(minute.bytes));
+  for (const [key, list] of moreByKey) {
     const stored = byKey.get(key);
     const all = list.map(({ minuteStart, bytes }) => ({ minuteStart, bytes }));
     if (stored !== undefined) {
