@@ -137,7 +137,9 @@ export async function writeDemand(tx: Queryable, minutes: DemandMinutes, from: n
   }
   const appended = await demandRowsParameter(rows);
 
-  if (closable.rows.length > 0) await tx.query(CLOSE_SQL, [closable.rows.map((row) => row.id)]);
+  // The open rows first: the driver turns their parameters into text before the statement is sent, and so
+  // before the transaction's first write. The rows read above are all of minutes before `from`, none of these.
   if (records.length > 0) await tx.query(INSERT_OPEN_SQL, [minuteStarts, dimensions, shards, records]);
+  if (closable.rows.length > 0) await tx.query(CLOSE_SQL, [closable.rows.map((row) => row.id)]);
   await appendDemandRows(tx, appended);
 }
