@@ -3,11 +3,12 @@
 // limit preview replays (src/limit-preview/README.md). The trends keep minutes, and a minute's total says
 // nothing of how it was spread within it, which is all a token bucket cares about.
 //
-// It reads every AdmissionsRecorded summary, as the admission trends do, and runs beside them in a worker
-// thread of its own on PostgreSQL (workerProjections.ts), paced (LIVE_PACE_MS): a page's seconds of the open
-// minutes are packed per shard of tenants, and a minute past is closed into the tenants' rows once
-// (src/limit-preview/openDemand.ts), so a tenant's minute row is written once, not once per page. A reference whose source the ledger no longer holds is refused (the quarantine), as the
-// trends refuse it; a malformed summary is passed over (summaryDemand.ts).
+// It reads every AdmissionsRecorded summary, as the admission trends do, and runs beside them in a worker thread
+// of its own on PostgreSQL (workerProjections.ts), paced (LIVE_PACE_MS): a page's seconds of the open minutes are
+// packed per shard of tenants, and a minute past is closed into the tenants' rows once
+// (src/limit-preview/openDemand.ts), so a tenant's minute row is written once, not once per page. A reference
+// whose source the ledger no longer holds is refused (the quarantine), as the trends refuse it; a malformed
+// summary is passed over (summaryDemand.ts).
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Tx } from '../src/db/db.ts';
 import type { AdmissionsRecordedData, Projection, RecordedEvent, Refusal } from '../src/ledger/index.ts';

@@ -1,6 +1,7 @@
 // Writes collected seconds (DemandMinutes) to the read model in one statement: each minute's records are
-// appended to its row (bytea ||), the row made when it is the minute's first. The projection calls it once
-// per page, in the page's checkpointed transaction, so every summary's seconds are appended exactly once.
+// appended to its row (bytea ||), the row made when it is the minute's first. writeDemand (openDemand.ts) makes
+// the parameter before the page's first write and appends once per page, in the page's checkpointed
+// transaction, so every summary's seconds are appended exactly once.
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Queryable } from '../db/db.ts';
 import { prepared } from '../db/preparedStatements.ts';
@@ -32,8 +33,4 @@ export async function demandRowsParameter(minutes: DemandMinutes): Promise<strin
 /** Appends the rows demandRowsParameter made, in one statement. */
 export async function appendDemandRows(tx: Queryable, parameter: string | null): Promise<void> {
   if (parameter !== null) await tx.query(APPEND_SQL, [parameter]);
-}
-
-export async function appendDemandMinutes(tx: Queryable, minutes: DemandMinutes): Promise<void> {
-  await appendDemandRows(tx, await demandRowsParameter(minutes));
 }

@@ -7,7 +7,6 @@ export { DEMAND_PROJECTION } from './readDemand.ts';
 export { MAX_STEPS_PER_SECOND } from './replayDemand.ts';
 export { addSummaryDemand, EVERY_REPLAYED_SUMMARY, MAX_SPAN_SECONDS } from './summaryDemand.ts';
 export { DemandMinutes } from './demandSeconds.ts';
-export { appendDemandMinutes } from './appendDemandMinutes.ts';
 export { OPEN_SHARDS, openFrom, writeDemand } from './openDemand.ts';
 export { demandRetentionDays, pruneDemand, startDemandPruning } from './pruneDemand.ts';
 export { formatPreview } from './formatPreview.ts';

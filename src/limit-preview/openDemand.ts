@@ -113,27 +113,27 @@ export async function writeDemand(tx: Queryable, minutes: DemandMinutes, from: n
     );
     if (!whole) throw new Error(`an open demand row of minute ${minuteStart} (${row.dimension}) is cut short`);
   }
-  const open = new Map<string, DemandMinute[]>();
+  const open = new Map<string, { minuteStart: number; dimension: string; shard: number; minutes: DemandMinute[] }>();
   for (const minute of minutes.values()) {
     if (minute.minuteStart < from) {
       rows.appendRecords(minute.dimension, minute.tenantId, minute.allowance, minute.minuteStart, minute.bytes);
       continue;
     }
-    const key = `${minute.minuteStart}\u0000${minute.dimension}\u0000${shardOf(minute.tenantId, OPEN_SHARDS)}`;
-    const list = open.get(key);
-    if (list === undefined) open.set(key, [minute]);
-    else list.push(minute);
+    const shard = shardOf(minute.tenantId, OPEN_SHARDS);
+    const key = `${minute.minuteStart}\u0000${minute.dimension}\u0000${shard}`;
+    const row = open.get(key);
+    if (row === undefined) open.set(key, { minuteStart: minute.minuteStart, dimension: minute.dimension, shard, minutes: [minute] });
+    else row.minutes.push(minute);
   }
   const minuteStarts: number[] = [];
   const dimensions: string[] = [];
   const shards: number[] = [];
   const records: Buffer[] = [];
-  for (const list of open.values()) {
-    const first = list[0]!;
-    minuteStarts.push(first.minuteStart);
-    dimensions.push(first.dimension);
-    shards.push(shardOf(first.tenantId, OPEN_SHARDS));
-    records.push(packOpenRecords(list));
+  for (const row of open.values()) {
+    minuteStarts.push(row.minuteStart);
+    dimensions.push(row.dimension);
+    shards.push(row.shard);
+    records.push(packOpenRecords(row.minutes));
   }
   const appended = await demandRowsParameter(rows);
 

@@ -3,12 +3,12 @@
 // tables hold minutes, too coarse for a token bucket (a minute's demand says nothing of how it was spread), so
 // the source is the per-second summaries the Governor records.
 //
-// Read from the read model the admission-demand projection keeps of them (gl_demand_seconds, packed per
-// minute: demandSeconds.ts; and gl_demand_open, the open minutes packed per shard of tenants: openDemand.ts), up
-// to its checkpoint; the summaries appended after the checkpoint (the projection
-// applies them every 15 s, and may be further behind after a restart or a rebuild) are read from the ledger and
-// taken the same way (summaryDemand.ts). The rows, the open rows and the checkpoint come from one statement, so
-// one snapshot: every summary is read once, from one place or another.
+// Read from the read model the admission-demand projection keeps of them (gl_demand_seconds, packed per minute:
+// demandSeconds.ts; and gl_demand_open, the open minutes packed per shard of tenants: openDemand.ts), up to its
+// checkpoint; the summaries appended after the checkpoint (the projection applies them every 15 s, and may be
+// further behind after a restart or a rebuild) are read from the ledger and taken the same way (summaryDemand.ts).
+// The rows, the open rows and the checkpoint come from one statement, so one snapshot: every summary is read once,
+// from one place or another.
 import type { Queryable } from '../db/db.ts';
 import { ADMISSIONS_STREAM, lookUpSummaryEvent, SummaryKeySources } from '../ledger/index.ts';
 import type { Dimension } from '../governance/index.ts';
