@@ -22,6 +22,8 @@
 //           second's summaries appended with one unnest INSERT to a plain table (which holds each tenant's
 //           per-second demand too, what our demand read model keeps) and the trend minute rows upserted
 //           by a hand-written statement; /readyz 200 while the trend rows are at most 5 s behind.
+// floor:    (BENCH_SCALE_SIDES=floor, never by default) node:http answering the same requests with constant answers,
+//           nothing checked or recorded: what the traffic's HTTP alone costs on this host, beside ours' cores.
 // The two alternate: at each N the one that ran second runs first at the next.
 //
 // Per N and side: flush p50/p99 (ours: the Recorder's record(); baseline: its INSERT and upsert), the longest
@@ -126,7 +128,11 @@ const SECRET = 'bench-secret-0123456789abcdef0123456789';
 const CEILING = { ratePerSecond: 5, burst: 5 };
 /** An ingest request: 3 readings (3 units), twice a second against the INGEST ceiling of 5: admitted, then shed. */
 const INGEST_BODY = JSON.stringify({ readings: [0, 1, 2].map((i) => ({ deviceId: 'meter-1', measurements: { [`m${i}`]: i } })) });
-type Side = 'ours' | 'baseline';
+/**
+ * ours and baseline are compared; floor (BENCH_SCALE_SIDES=floor, never by default) is measured alone: what the
+ * HTTP of this traffic costs a server that does nothing else (serveFloor).
+ */
+type Side = 'ours' | 'baseline' | 'floor';
 
 interface ServerReport {
   flushes: number;
@@ -507,6 +513,48 @@ async function serveBaseline(tenants: number): Promise<void> {
         stopped = true;
         clearTimeout(timer);
         while (flushing) await new Promise((resolve) => setTimeout(resolve, 10));
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+        return null;
+      },
+    });
+  });
+}
+
+/**
+ * The floor: node:http reading each request's body and answering it with a constant answer of the size ours
+ * gives (202 `{"accepted":3}` on the ingest door; on the admission API 100 decisions, admitted and refused in
+ * turn). No parsing, no key or token check, no metering, nothing recorded: the least any server on this host
+ * spends on this traffic's HTTP, set beside ours' cores at the same N. It records no summary, so it never holds.
+ */
+async function serveFloor(tenants: number): Promise<void> {
+  await withBenchSchema(url, 1, async (db) => {
+    const stats: Stats = { warming: settleWatch(tenants), flushMs: [], merged: 0, summaries: 0, requests: 0, measuring: false };
+    const decision = (admitted: boolean) =>
+      JSON.stringify({ admitted, behaviour: admitted ? 'ADMIT' : 'SHED', limit: 5, remaining: admitted ? 2 : 0, retryAfterSeconds: admitted ? 0 : 1, burst: 5, neverFits: false, scope: 'TENANT', source: 'TIER', quotaExceeded: false, quotaPeriod: null });
+    const decisions = `{"decisions":[${Array.from({ length: ITEMS_PER_REQUEST }, (_, i) => decision(i % 2 === 0)).join(',')}]}`;
+    const accepted = '{"accepted":3}';
+    const server = createBareServer((req, res) => {
+      if (req.url === '/readyz') {
+        res.writeHead(200).end();
+        return;
+      }
+      req.on('data', () => {});
+      req.on('end', () => {
+        const text = req.url?.startsWith('/v1/ingest/') ? accepted : decisions;
+        res.writeHead(req.url?.startsWith('/v1/ingest/') ? 202 : 200, { 'Content-Type': 'application/json', 'Content-Length': text.length }).end(text);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    server.on('request', () => void (stats.measuring && stats.requests++));
+    // Nothing is flushed: the warm-up settles on its first seconds.
+    const settling = setInterval(() => stats.warming.flushed(0, 0), 1000);
+    const port = (server.address() as { port: number }).port;
+    const ingestKeys = Array.from({ length: ingestTenantsOf(tenants) }, () => randomBytes(32).toString('base64url'));
+    await serveMeasured(db, tenants, 'floor\\_nothing', false, { port, token: SECRET, ingestKeys }, stats, {
+      lagSeconds: async () => 0,
+      finish: async () => {
+        clearInterval(settling);
         server.closeAllConnections();
         await new Promise((resolve) => server.close(resolve));
         return null;
@@ -1055,6 +1103,7 @@ async function measure(): Promise<void> {
       warmUpSeconds: ofOurs((each) => each.warmUpSeconds),
       perTenants: perTenants('ours'),
       baselinePerTenants: perTenants('baseline'),
+      ...(SIDES.includes('floor') ? { floorPerTenants: perTenants('floor') } : {}),
       notRun,
       startTime: startTimeFigure(),
       loadAverageAtStart: round(loadAtStart),
@@ -1070,5 +1119,5 @@ const [mode, ...args] = process.argv.slice(2);
 // A server in a session of its own gets no signal from the terminal: a bench stopped midway ends it through the
 // IPC channel (a finished one ends sooner on its own).
 if (mode === 'serve') process.once('disconnect', () => setTimeout(() => process.exit(1), 10_000).unref());
-if (mode === 'serve') await (args[0] === 'ours' ? serveOurs(Number(args[1])) : serveBaseline(Number(args[1])));
+if (mode === 'serve') await ({ ours: serveOurs, baseline: serveBaseline, floor: serveFloor }[args[0] as Side](Number(args[1])));
 else await measure();
