@@ -1103,7 +1103,12 @@ async function measure(): Promise<void> {
       warmUpSeconds: ofOurs((each) => each.warmUpSeconds),
       perTenants: perTenants('ours'),
       baselinePerTenants: perTenants('baseline'),
-      ...(SIDES.includes('floor') ? { floorPerTenants: perTenants('floor') } : {}),
+      ...(SIDES.includes('floor')
+        ? {
+            floorIs: "not a peer: node:http answering the same requests with constant answers of ours' size, nothing checked, metered or recorded (what this traffic's HTTP alone costs on the host; it never holds)",
+            floorPerTenants: perTenants('floor'),
+          }
+        : {}),
       notRun,
       startTime: startTimeFigure(),
       loadAverageAtStart: round(loadAtStart),
