@@ -541,8 +541,9 @@ async function serveFloor(tenants: number): Promise<void> {
       }
       req.on('data', () => {});
       req.on('end', () => {
-        const text = req.url?.startsWith('/v1/ingest/') ? accepted : decisions;
-        res.writeHead(req.url?.startsWith('/v1/ingest/') ? 202 : 200, { 'Content-Type': 'application/json', 'Content-Length': text.length }).end(text);
+        const ingest = req.url?.startsWith('/v1/ingest/') === true;
+        const text = ingest ? accepted : decisions;
+        res.writeHead(ingest ? 202 : 200, { 'Content-Type': 'application/json', 'Content-Length': text.length }).end(text);
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -663,11 +664,15 @@ async function serveMeasured(
   // default) an idle loop read 10 ms and a 40 ms stall read up to 50. At 1 ms a reading is the stall plus at most 1 ms.
   const loop = monitorEventLoopDelay({ resolution: STALL_RESOLUTION_MS });
   if (TRACE) {
-    // The main thread's time on a core and waiting for one (Linux schedstat, ns), to tell work from preemption.
+    // A thread's time on a core and waiting for one (Linux schedstat, ns), to tell work from preemption: the main
+    // thread's (schedstat) and every busy thread's (threads, below).
+    const schedstatOf = (tid: string | number): [number, number] => {
+      const [onCpu, waiting] = readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ');
+      return [Number(onCpu), Number(waiting)];
+    };
     const schedstat = (): [number, number] => {
       try {
-        const [onCpu, waiting] = readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ');
-        return [Number(onCpu), Number(waiting)];
+        return schedstatOf(process.pid);
       } catch {
         return [NaN, NaN];
       }
@@ -701,9 +706,9 @@ async function serveMeasured(
       const found = new Map<string, [number, number, number]>();
       for (const tid of readdirSync('/proc/self/task')) {
         try {
-          const [onCpu, waiting] = readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ');
+          const [onCpu, waiting] = schedstatOf(tid);
           const nice = Number(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]);
-          found.set(tid, [Number(onCpu), Number(waiting), nice]);
+          found.set(tid, [onCpu, waiting, nice]);
         } catch {
           // The thread ended.
         }

@@ -139,7 +139,8 @@ export async function readRecordedDemand(q: Queryable, query: DemandQuery): Prom
   for (const minute of tail.values()) addMore(minute.tenantId, minute.allowance, minute.minuteStart, Uint8Array.from(minute.bytes));
   for (const [key, list] of moreByKey) {
     const stored = byKey.get(key);
-    const all = list.map(({ minuteStart, bytes }) => ({ minuteStart, bytes }));
+    // The list is this read's own: the stored minutes join it.
+    const all = list;
     if (stored !== undefined) {
       for (let i = 0; i < stored.minutes.length; i++) all.push({ minuteStart: stored.minutes[i]!, bytes: stored.bytes.subarray(i === 0 ? 0 : stored.ends[i - 1]!, stored.ends[i]!) });
     }
