@@ -5,7 +5,7 @@
 // counts to the Recorder on a timer. admit allocates only its result, decide and hold nothing (and, once per
 // new tenant or allowance, that state).
 import { BURST, RATE_PER_SECOND, SHADOW_BURST, SHADOW_RATE_PER_SECOND, TALLY_MESSAGES, TALLY_SECOND, TALLY_UNITS } from './allowanceNumbers.ts';
-import { OUTCOME_QUOTA, OUTCOME_SHADOW_LIMITED } from './allowanceState.ts';
+import { DECISION_AT, DECISION_UNITS, OUTCOME_QUOTA, OUTCOME_SHADOW_LIMITED } from './allowanceState.ts';
 import type { AllowanceNumbers } from './allowanceNumbers.ts';
 import type { AllowanceState } from './allowanceState.ts';
 import { stableCallerFraction } from './callerHash.ts';
@@ -265,7 +265,10 @@ export class Governor {
   private heldQuota: QuotaMeter | null = null;
   /** Shared counters a batch has planned requests on, until reservePlanned. */
   private readonly planned: SharedAllowance[] = [];
-  private readonly tallyHeld: HeldTally = (allowance, at, units, outcome, cause) => this.tallies.count(allowance, at, units, false, outcome, cause);
+  private readonly tallyHeld: HeldTally = (allowance, at, units, outcome, cause) => {
+    this.takeDecisionNumbers(at, units);
+    this.tallies.count(allowance, false, outcome, cause);
+  };
 
   constructor(options: GovernorOptions) {
     this.now = options.now ?? Date.now;
@@ -545,7 +548,10 @@ export class Governor {
         this.heldAllowance = allowance;
         this.heldCause = cause;
       }
-      else this.tallies.count(allowance, at, units, byMessage, refused, cause);
+      else {
+        this.takeDecisionNumbers(at, units);
+        this.tallies.count(allowance, byMessage, refused, cause);
+      }
       // The shadow limit: decided on its own limiter, whatever the enforced limit decided (so it sees the
       // demand a replay of the ledger sees), never refusing; what it would have refused is counted beside the
       // decision (a message charge as a message, a readings charge as its units and one message). In the
@@ -606,24 +612,31 @@ export class Governor {
 
   /**
    * The fast path's refusal, tallied and decided (its numbers read from requestNumbers and the cell). A vouched
-   * state's tenant is known (cause -1) and its slot is the one used last.
+   * state's tenant is known (cause -1) and its slot is the one used last. Like the fast path, it passes no
+   * number that may not be a small integer to a call V8 may leave out of line: the tally reads the request's
+   * numbers from Tallies.decision, and tokensRetryAfterSeconds (tokenBucket.ts, secondsUntil) is written out
+   * here, as the bucket's fractional tokens would be boxed on their way in, an allocation every refusal (12
+   * young-generation collections in 3,000,000 refusals when V8's inlining budget ran out before secondsUntil).
    */
   private refuseFast(state: TenantMeter): void {
     const units = this.requestNumbers[REQUEST_UNITS]!;
-    const at = this.requestNumbers[REQUEST_AT]!;
     const numbers = this.numbers.values;
     const rate = numbers[state.cell + RATE_PER_SECOND]!;
     const burst = numbers[state.cell + BURST]!;
     const behaviour = SLOTS[this.lastSlotIndex]!.overLimit;
     const neverFits = units > burst;
-    if (this.counting) this.tallies.count(state.lastAllowance!, at, units, false, neverFits ? REJECTED : refusedCode(behaviour), -1);
+    if (this.counting) {
+      this.tallyRequestNumbers();
+      this.tallies.count(state.lastAllowance!, false, neverFits ? REJECTED : refusedCode(behaviour), -1);
+    }
     this.decidedFastAdmission = false;
     const out = this.decided;
     out.admitted = false;
     out.behaviour = behaviour;
     out.limit = rate;
     out.remaining = remainingTokens(numbers, state.cell);
-    out.retryAfterSeconds = tokensRetryAfterSeconds(numbers, state.cell, units, rate, burst);
+    const retryAfterSeconds = Math.ceil(((units < burst ? units : burst) - numbers[state.cell + TOKENS]!) / rate);
+    out.retryAfterSeconds = retryAfterSeconds > 1 ? retryAfterSeconds : 1;
     out.burst = burst;
     out.neverFits = neverFits;
     out.scope = 'tenant';
@@ -637,7 +650,27 @@ export class Governor {
     if (this.holding) {
       this.heldAllowance = state.lastAllowance;
       this.heldCause = -1;
-    } else this.tallies.count(state.lastAllowance!, this.requestNumbers[REQUEST_AT]!, this.requestNumbers[REQUEST_UNITS]!, false, 0, -1);
+    } else {
+      this.tallyRequestNumbers();
+      this.tallies.count(state.lastAllowance!, false, 0, -1);
+    }
+  }
+
+  /** The request's numbers (requestNumbers) as the decision the next Tallies.count counts; allocates nothing. */
+  private tallyRequestNumbers(): void {
+    const decision = this.tallies.decision;
+    decision[DECISION_AT] = this.requestNumbers[REQUEST_AT]!;
+    decision[DECISION_UNITS] = this.requestNumbers[REQUEST_UNITS]!;
+  }
+
+  /**
+   * `at` and `units` as the decision the next Tallies.count counts. For callers that hold them as numbers already
+   * (the full path, a shadow limit's count, a settled hold), where V8 inlines this small method.
+   */
+  private takeDecisionNumbers(at: number, units: number): void {
+    const decision = this.tallies.decision;
+    decision[DECISION_AT] = at;
+    decision[DECISION_UNITS] = units;
   }
 
   /** The shadow limit's decision on one charge, counted beside the enforced one (see decideInto). Allocates nothing. */
@@ -647,7 +680,8 @@ export class Governor {
       return;
     }
     if (this.shadowAdmits(allowance, byMessage, units, at, sharesCounter, sharedActive)) return;
-    this.tallies.count(allowance, at, units, byMessage, OUTCOME_SHADOW_LIMITED, -1);
+    this.takeDecisionNumbers(at, units);
+    this.tallies.count(allowance, byMessage, OUTCOME_SHADOW_LIMITED, -1);
     // A message the enforced limit refused gets no readings charge: nothing to skip.
     if (byMessage && admitted) {
       if (at === allowance.shadowRefusedMessageAt) allowance.shadowRefusedMessages++;

@@ -19,7 +19,7 @@
 // still gets one, so the batch holds at most MAX_PENDING_SUMMARIES + one summary per active key.
 import { randomUUID } from 'node:crypto';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
-import { CAUSE_NAMES } from './allowanceState.ts';
+import { CAUSE_NAMES, DECISION_AT, DECISION_SIZE } from './allowanceState.ts';
 import { Tally, type AllowanceState } from './allowanceState.ts';
 import type { AdmissionSummary, Recorder, UnresolvedAdmissionSummary } from './types.ts';
 import { RecordedInPart } from './types.ts';
@@ -93,15 +93,20 @@ export class Tallies {
   }
 
   /**
-   * Counts one decision (nothing without a Recorder). `refused` is an outcome code of AllowanceState.count
-   * (0 admitted, 1 shed, 2 rejected, 3 unauthenticated); `cause` is the unresolved cause, -1 when the
-   * tenant's ceilings are known.
+   * Where a caller of count() writes the decision's time (DECISION_AT, ms) and units (DECISION_UNITS) just
+   * before the call: numbers in a Float64Array are never boxed, arguments are (allowanceState.ts, DECISION_AT).
    */
-  count(allowance: AllowanceState, at: number, units: number, byMessage: boolean, refused: number, cause: number): void {
+  readonly decision = new Float64Array(DECISION_SIZE);
+
+  /**
+   * Counts one decision, its numbers in `decision` (nothing without a Recorder). `refused` is an outcome code
+   * of AllowanceState.count (0 admitted, 1 shed, 2 rejected, 3 unauthenticated); `cause` is the unresolved
+   * cause, -1 when the tenant's ceilings are known.
+   */
+  count(allowance: AllowanceState, byMessage: boolean, refused: number, cause: number): void {
     // A message admitted before decoding is counted by the readings charge that follows it.
     if (this.recorder === null || (byMessage && refused === 0)) return;
-    const second = Math.floor(at / 1000);
-    const window = Math.floor(second / this.windowSeconds);
+    const window = Math.floor(Math.floor(this.decision[DECISION_AT]! / 1000) / this.windowSeconds);
     // The allowance's counts so far lie in one window: counts of another go to the batch first (allocates
     // only when the window changes, at most once a flush interval for live traffic; collect would make the
     // same summary a moment later).
@@ -109,7 +114,7 @@ export class Tallies {
       if (allowance.dirty) this.handOff(allowance);
       allowance.tallyWindow = window;
     }
-    const becameDirty = allowance.count(second, byMessage ? 0 : units, byMessage ? units : 1, refused, cause);
+    const becameDirty = allowance.count(this.decision, byMessage, refused, cause);
     if (becameDirty) this.dirty.push(allowance);
   }
 
