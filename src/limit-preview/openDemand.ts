@@ -62,30 +62,41 @@ function writeKey(packed: Buffer, at: number, key: string): number {
   return at + 2 + length;
 }
 
+/** An open demand row holds bytes this module did not write: a length runs past its end. */
+export class OpenDemandRowCutShort extends Error {
+  constructor(minuteStart: number, dimension: string) {
+    super(`an open demand row of minute ${minuteStart} (${dimension}) is cut short`);
+    this.name = 'OpenDemandRowCutShort';
+  }
+}
+
 /**
- * Calls `visit` for each (tenant, allowance) of a row's `records`, with its records as `records[start, end)`.
- * Answers false at bytes this module did not write (a length past the end), having visited what came before.
+ * Calls `visit` for each (tenant, allowance) of the records of an open row (minute `minuteStart`, `dimension`),
+ * with its records as `records[start, end)`. Throws OpenDemandRowCutShort at bytes this module did not write,
+ * having visited what came before: the projection's page (writeDemand) and a preview (readDemand) both stop
+ * there rather than count a minute short.
  */
 export function forEachOpenRecord(
   records: Uint8Array,
+  row: { minuteStart: number; dimension: string },
   visit: (tenantId: string, allowance: string, records: Uint8Array, start: number, end: number) => void,
-): boolean {
+): void {
   const packed = Buffer.from(records.buffer, records.byteOffset, records.byteLength);
   let at = 0;
   while (at < packed.length) {
-    if (at + 2 > packed.length) return false;
+    if (at + 2 > packed.length) break;
     const tenantEnd = at + 2 + packed.readUInt16BE(at);
-    if (tenantEnd + 2 > packed.length) return false;
+    if (tenantEnd + 2 > packed.length) break;
     const tenantId = packed.toString('utf8', at + 2, tenantEnd);
     const allowanceEnd = tenantEnd + 2 + packed.readUInt16BE(tenantEnd);
-    if (allowanceEnd + 4 > packed.length) return false;
+    if (allowanceEnd + 4 > packed.length) break;
     const allowance = packed.toString('utf8', tenantEnd + 2, allowanceEnd);
     const end = allowanceEnd + 4 + packed.readUInt32BE(allowanceEnd);
-    if (end > packed.length) return false;
+    if (end > packed.length) break;
     visit(tenantId, allowance, records, allowanceEnd + 4, end);
     at = end;
   }
-  return true;
+  if (at !== packed.length) throw new OpenDemandRowCutShort(row.minuteStart, row.dimension);
 }
 
 // These run every page.
@@ -108,10 +119,9 @@ export async function writeDemand(tx: Queryable, minutes: DemandMinutes, from: n
   const closable = await tx.query<{ id: string; minute_start: string; dimension: string; records: Uint8Array }>(CLOSABLE_SQL, [from]);
   for (const row of closable.rows) {
     const minuteStart = Number(row.minute_start);
-    const whole = forEachOpenRecord(row.records, (tenantId, allowance, records, start, end) =>
+    forEachOpenRecord(row.records, { minuteStart, dimension: row.dimension }, (tenantId, allowance, records, start, end) =>
       rows.appendRecords(row.dimension, tenantId, allowance, minuteStart, records, start, end),
     );
-    if (!whole) throw new Error(`an open demand row of minute ${minuteStart} (${row.dimension}) is cut short`);
   }
   const open = new Map<string, { minuteStart: number; dimension: string; shard: number; minutes: DemandMinute[] }>();
   for (const minute of minutes.values()) {

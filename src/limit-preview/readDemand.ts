@@ -121,7 +121,7 @@ export async function readRecordedDemand(q: Queryable, query: DemandQuery): Prom
       else if (row.seconds !== null) {
         // An open minute's packed row (openDemand.ts): the records of each (tenant, allowance) asked for.
         const minuteStart = row.minutes![0]!;
-        forEachOpenRecord(row.seconds, (tenantId, allowance, records, start, end) => {
+        forEachOpenRecord(row.seconds, { minuteStart, dimension: query.dimension }, (tenantId, allowance, records, start, end) => {
           if (tenants === null || tenants.has(tenantId)) addMore(tenantId, allowance, minuteStart, records.subarray(start, end));
         });
       }

@@ -59,7 +59,7 @@ async function demandSeconds(db: Db): Promise<string[]> {
   for (const row of rows.rows) add(`${row.dimension} ${row.tenant_id} ${row.allowance}`, Number(row.minute_start), row.seconds, 0, row.seconds.length);
   const open = await db.query<{ dimension: string; minute_start: string; records: Uint8Array }>('SELECT dimension, minute_start, records FROM gl_demand_open');
   for (const row of open.rows) {
-    forEachOpenRecord(row.records, (tenantId, allowance, records, start, end) => add(`${row.dimension} ${tenantId} ${allowance}`, Number(row.minute_start), records, start, end));
+    forEachOpenRecord(row.records, { minuteStart: Number(row.minute_start), dimension: row.dimension }, (tenantId, allowance, records, start, end) => add(`${row.dimension} ${tenantId} ${allowance}`, Number(row.minute_start), records, start, end));
   }
   return [...seconds].map(([id, sums]) => `${id}: ${sums.join(' ')}`).sort();
 }
