@@ -70,6 +70,7 @@ import { createServer, listen } from '../src/http-server/server.ts';
 import { createLedgerRecorder } from '../src/ledger/ledgerRecorder.ts';
 import { projectionReadiness } from '../src/ledger/projectionReadiness.ts';
 import { startProjections } from '../src/ledger/projectionSet.ts';
+import type { ProjectionIsolation } from '../src/ledger/projectionWorker.ts';
 import { emptyForReplay } from '../src/ledger/rebuild.ts';
 import { processCpuMicros } from '../test/support/replicas.ts';
 import { withBenchLedger, withBenchSchema } from './support/benchSchema.ts';
@@ -147,7 +148,10 @@ interface ServerReport {
   mergedWindows: number;
   lagAtEndSeconds: number;
   summariesPerSecond: number;
+  /** The server's cores: its own process and its projection worker processes (GOVERNANCE_PROJECTION_WORKERS=process). */
   serverCores: number;
+  /** Of serverCores, the projection worker processes'. */
+  workerProcessCores: number;
   /** The main thread's cores (it admits and answers; the projection has a worker thread of its own). */
   mainThreadCores: number;
   /** The main thread's CPU time per HTTP request answered, in µs: less disturbed by a loaded host than the rates. */
@@ -209,6 +213,39 @@ async function tableBytes(db: Db, like: string): Promise<number> {
     [like],
   );
   return Number(rows[0]!.bytes);
+}
+
+/** GOVERNANCE_PROJECTION_WORKERS as the service reads it; the bench's server always runs the projections in workers. */
+function workerIsolation(): ProjectionIsolation {
+  const setting = readSettings(process.env.GOVERNANCE_PROJECTION_WORKERS === undefined ? {} : { GOVERNANCE_PROJECTION_WORKERS: process.env.GOVERNANCE_PROJECTION_WORKERS }).projectionWorkers;
+  if (setting === 'off') throw new Error('bench/scale.ts runs the projections in workers, as the service does on PostgreSQL: GOVERNANCE_PROJECTION_WORKERS=process or thread');
+  return setting;
+}
+
+/**
+ * User + system CPU of the live child processes of this process (the projection worker processes), in
+ * microseconds: they run all through the measured window, so a child that ended meanwhile is a fault reported by
+ * the projection's own error line, not a reading.
+ */
+function childrenCpuMicros(): Map<number, number> {
+  const children = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid) children.set(Number(entry), processCpuMicros(Number(entry)));
+    } catch {
+      // Ended meanwhile.
+    }
+  }
+  return children;
+}
+
+/** The CPU the children of `before` used since, and any child started since, in microseconds. */
+function childrenCpuSince(before: Map<number, number>): number {
+  let total = 0;
+  for (const [pid, micros] of childrenCpuMicros()) total += micros - (before.get(pid) ?? 0);
+  return total;
 }
 
 /**
@@ -310,7 +347,8 @@ async function serveOurs(tenants: number): Promise<void> {
     };
     const governor = new Governor({ limitSource: limitSourceFor(), recorder: timed, onError: (error) => console.error('governor:', error) });
     const projections = await startProjections(db, store, WORKER_PROJECTIONS, {
-      workers: projectionWorkers({ connectionString: url, schema }),
+      // The projection workers as the service runs them (GOVERNANCE_PROJECTION_WORKERS: process by default, or thread).
+      workers: projectionWorkers({ connectionString: url, schema }, { isolation: workerIsolation() }),
       onError: (error) => console.error('projection:', error),
     });
     // The ingest door as the service builds it, behind a trusted proxy (the load's X-Forwarded-For is each
@@ -345,7 +383,8 @@ async function serveOurs(tenants: number): Promise<void> {
         for (const projection of WORKER_PROJECTIONS) await emptyForReplay(db, store, projection);
         const started = performance.now();
         const replay = await startProjections(db, store, WORKER_PROJECTIONS, {
-          workers: projectionWorkers({ connectionString: url, schema }),
+          // The projection workers as the service runs them (GOVERNANCE_PROJECTION_WORKERS: process by default, or thread).
+      workers: projectionWorkers({ connectionString: url, schema }, { isolation: workerIsolation() }),
           onError: (error) => console.error('projection:', error),
         });
         await replay.waitForCaughtUp({ timeoutMs: CATCH_UP_TIMEOUT_MS });
@@ -702,15 +741,27 @@ async function serveMeasured(
     // Every thread of this process: its time on a core and waiting for one, and its nice value, so a stall's
     // line names the threads that had the cores (the demand's thread is the one at nice 10; the main thread's id
     // is the process id).
+    // With the projections in worker processes, their threads too, each named by process and thread
+    // (`<pid>/<tid>`), its nice value its session's when the thread's own is 0.
+    const workerPids = [...childrenCpuMicros().keys()];
     const threads = (): Map<string, [number, number, number]> => {
       const found = new Map<string, [number, number, number]>();
-      for (const tid of readdirSync('/proc/self/task')) {
+      for (const pid of ['self', ...workerPids]) {
+        let tids: string[];
         try {
-          const [onCpu, waiting] = schedstatOf(tid);
-          const nice = Number(readFileSync(`/proc/self/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]);
-          found.set(tid, [onCpu, waiting, nice]);
+          tids = readdirSync(`/proc/${pid}/task`);
         } catch {
-          // The thread ended.
+          continue; // The process ended.
+        }
+        const sessionNice = pid === 'self' ? 0 : Number(/nice (-?\d+)/.exec(readFileSync(`/proc/${pid}/autogroup`, 'utf8'))?.[1] ?? 0);
+        for (const tid of tids) {
+          try {
+            const [onCpu, waiting] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ');
+            const nice = Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]) || sessionNice;
+            found.set(pid === 'self' ? tid : `${pid}/${tid}`, [Number(onCpu), Number(waiting), nice]);
+          } catch {
+            // The thread ended.
+          }
         }
       }
       return found;
@@ -797,6 +848,7 @@ async function serveMeasured(
   const bytesBefore = await tableBytes(db, ledgerTables);
   const startedAt = Date.now();
   const cpuBefore = process.cpuUsage();
+  const childrenBefore = childrenCpuMicros();
   const mainBefore = mainThreadCpuMicros();
   const profiler = PROFILE_MAIN_DIR ? await startMainProfile() : null;
   loop.enable();
@@ -823,6 +875,7 @@ async function serveMeasured(
   loop.disable();
   if (profiler !== null) await profiler.stopInto(PROFILE_MAIN_DIR!);
   const cpu = process.cpuUsage(cpuBefore);
+  const childrenCpu = childrenCpuSince(childrenBefore);
   const mainCpu = mainThreadCpuMicros() - mainBefore;
   const lagAtEndSeconds = await end.lagSeconds();
   const grown = (await tableBytes(db, ledgerTables)) - bytesBefore;
@@ -838,7 +891,8 @@ async function serveMeasured(
     mergedWindows: stats.merged,
     lagAtEndSeconds: round(lagAtEndSeconds),
     summariesPerSecond: Math.round(stats.summaries / elapsedSeconds),
-    serverCores: round((cpu.user + cpu.system) / 1e6 / elapsedSeconds),
+    serverCores: round((cpu.user + cpu.system + childrenCpu) / 1e6 / elapsedSeconds),
+    workerProcessCores: round(childrenCpu / 1e6 / elapsedSeconds),
     mainThreadCores: Math.round((mainCpu / 1e6 / elapsedSeconds) * 100) / 100,
     mainThreadCpuMicrosPerRequest: stats.requests > 0 ? round(mainCpu / stats.requests) : 0,
     // Per summary recorded in the window, at the traffic's summaries a second (a loaded host may carry fewer:

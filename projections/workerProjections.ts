@@ -1,6 +1,6 @@
 // Which projections run in worker threads of their own on a PostgreSQL ledger, and where such a thread starts.
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { PostgresConnection, Projection, ProjectionSetOptions } from '../src/ledger/index.ts';
+import type { PostgresConnection, Projection, ProjectionIsolation, ProjectionSetOptions } from '../src/ledger/index.ts';
 import { packagePath } from '../src/packageRoot.ts';
 import { admissionTrendsProjection } from './admissionTrends.ts';
 import { admissionDemandProjection } from './admissionDemand.ts';
@@ -23,7 +23,7 @@ export function projectionWorkerEntry(): URL {
 /** startProjections' `workers` option: WORKER_PROJECTIONS in threads of their own on the PostgreSQL ledger at `connection`. */
 export function projectionWorkers(
   connection: PostgresConnection,
-  limits: { maxHeapMb?: number; maxBlockedMs?: number } = {},
+  limits: { isolation?: ProjectionIsolation; maxHeapMb?: number; maxBlockedMs?: number } = {},
 ): NonNullable<ProjectionSetOptions['workers']> {
   return { entry: projectionWorkerEntry(), connection, projections: WORKER_PROJECTIONS.map((projection) => projection.name), ...limits };
 }

@@ -1,5 +1,6 @@
 // Settings come from the environment only; the names are a contract (docs/governance-model.md) and README.md lists them.
 import { hostname } from 'node:os';
+import type { ProjectionIsolation } from './ledger/index.ts';
 
 export interface Settings {
   port: number;
@@ -98,10 +99,12 @@ export interface Settings {
   /** The verifiable ledger (docs/verifiable-ledger.md): GOVERNANCE_CHECKPOINT_SECONDS etc., see ledgerVerifiable. */
   ledgerVerifiable: LedgerVerifiableSettings;
   /**
-   * GOVERNANCE_PROJECTION_WORKERS: `on` (default) runs the admission-trends projection in a worker thread of its
-   * own when the ledger is on PostgreSQL (DATABASE_URL, no EVENTSTORE_URL); `off` keeps it in the service's thread.
+   * GOVERNANCE_PROJECTION_WORKERS: where the admission-trends and admission-demand projections run when the ledger
+   * is on PostgreSQL (DATABASE_URL, no EVENTSTORE_URL): `process` (the default; `on` says the same) in a child
+   * process each, in a session of its own; `thread` in a worker thread each; `off` in the service's thread
+   * (src/ledger/README.md, ProjectionIsolation).
    */
-  projectionWorkers: boolean;
+  projectionWorkers: ProjectionIsolation | 'off';
   /**
    * GOVERNANCE_PROJECTION_WORKER_MAX_HEAP_MB: a projection worker thread's heap (default 1024); a page that needs
    * more ends the thread, not the service, and an event that does so alone is quarantined (src/ledger/README.md).
@@ -204,7 +207,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
       origin: optional('GOVERNANCE_LEDGER_ORIGIN'),
       verifySeconds: wholeNumber(optional('GOVERNANCE_LEDGER_VERIFY_SECONDS'), 3600, 'GOVERNANCE_LEDGER_VERIFY_SECONDS'),
     },
-    projectionWorkers: onOff(optional('GOVERNANCE_PROJECTION_WORKERS'), true, 'GOVERNANCE_PROJECTION_WORKERS'),
+    projectionWorkers: projectionWorkers(optional('GOVERNANCE_PROJECTION_WORKERS')),
     projectionWorkerMaxHeapMb: positiveInteger(optional('GOVERNANCE_PROJECTION_WORKER_MAX_HEAP_MB'), 1024, 'GOVERNANCE_PROJECTION_WORKER_MAX_HEAP_MB'),
     projectionMaxBlockedSeconds: positiveInteger(optional('GOVERNANCE_PROJECTION_MAX_BLOCKED_SECONDS'), 30, 'GOVERNANCE_PROJECTION_MAX_BLOCKED_SECONDS'),
     grpcPort: portNumber(optional('GOVERNANCE_GRPC_PORT'), 8081, 'GOVERNANCE_GRPC_PORT'),
@@ -225,6 +228,12 @@ function streamReplicas(text: string | undefined): number | undefined {
   const value = Number(text);
   if (!Number.isInteger(value) || value < 1 || value > 5) throw new Error(`GOVERNANCE_NATS_REPLICAS must be a whole number from 1 to 5, not "${text}"`);
   return value;
+}
+
+function projectionWorkers(text: string | undefined): Settings['projectionWorkers'] {
+  if (text === undefined || text === 'on' || text === 'process') return 'process';
+  if (text === 'thread' || text === 'off') return text;
+  throw new Error(`GOVERNANCE_PROJECTION_WORKERS must be process, thread, on (process) or off, not "${text}"`);
 }
 
 function onOff(text: string | undefined, fallback: boolean, name: string): boolean {

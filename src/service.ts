@@ -168,10 +168,14 @@ export async function startService(
   // On PostgreSQL the heaviest projection runs in a thread of its own (its own connections to the same schema);
   // PGlite is one connection in this process, and an EventStoreDB ledger is read here.
   const workers =
-    settings.projectionWorkers && settings.databaseUrl && !settings.eventStoreUrl
+    settings.projectionWorkers !== 'off' && settings.databaseUrl && !settings.eventStoreUrl
       ? projectionWorkers(
           { connectionString: settings.databaseUrl, schema: settings.dbSchema },
-          { maxHeapMb: settings.projectionWorkerMaxHeapMb, maxBlockedMs: settings.projectionMaxBlockedSeconds * 1_000 },
+          {
+            isolation: settings.projectionWorkers,
+            maxHeapMb: settings.projectionWorkerMaxHeapMb,
+            maxBlockedMs: settings.projectionMaxBlockedSeconds * 1_000,
+          },
         )
       : undefined;
   // Start-up waits for no projection to catch up: the runners start from their checkpoints and apply in the

@@ -26,5 +26,5 @@ export { lookUpSummaryEvent } from './postgres/lookUpSummaryEvent.ts';
 export * from './retention/startLedgerRetention.ts';
 export { appendInTransaction, appendStreamsInTransaction, type StreamAppend } from './postgres/appendInTransaction.ts';
 export { serveProjectionWorker } from './projectionWorkerThread.ts';
-export type { PostgresConnection } from './projectionWorker.ts';
+export type { PostgresConnection, ProjectionIsolation } from './projectionWorker.ts';
 export * from './verifiable/index.ts';

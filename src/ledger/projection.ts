@@ -52,9 +52,10 @@ export interface Projection {
    */
   readyLagSeconds?: number;
   /**
-   * Run in a worker thread (projectionWorker.ts), the thread's nice value on Linux (0, the default, is the
-   * admitting thread's; 19 the lowest): for a projection whose pages may wait for a core (its readers lose nothing
-   * by its lag: readyLagSeconds), so that on a few busy cores they wait and admissions do not.
+   * Run in a worker (projectionWorker.ts), its nice value on Linux (0, the default, is the admitting thread's; 19
+   * the lowest): a child process' whole session's, a thread's own. For a projection whose pages may wait for a
+   * core (its readers lose nothing by its lag: readyLagSeconds), so that on a few busy cores they wait and
+   * admissions do not.
    */
   threadNice?: number;
   /**

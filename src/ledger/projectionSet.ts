@@ -2,7 +2,7 @@ import type { Db } from '../db/db.ts';
 import type { EventStore } from './eventStore.ts';
 import type { Projection } from './projection.ts';
 import { startProjectionRunner, type ProjectionLag, type ProjectionRunner, type ProjectionRunnerOptions } from './projectionRunner.ts';
-import { startProjectionWorker, type PostgresConnection } from './projectionWorker.ts';
+import { startProjectionWorker, type PostgresConnection, type ProjectionIsolation } from './projectionWorker.ts';
 
 export interface ProjectionSetOptions extends ProjectionRunnerOptions {
   /**
@@ -13,6 +13,8 @@ export interface ProjectionSetOptions extends ProjectionRunnerOptions {
     entry: URL;
     connection: PostgresConnection;
     projections: readonly string[];
+    /** Worker threads (the default) or child processes (startProjectionWorker's isolation). */
+    isolation?: ProjectionIsolation;
     /** Each thread's heap, MB (startProjectionWorker's maxHeapMb). */
     maxHeapMb?: number;
     /** How long a thread's event loop may stay blocked on a page, ms (startProjectionWorker's maxBlockedMs). */
@@ -51,6 +53,7 @@ export async function startProjections(
               ...runnerOptions,
               entry: workers.entry,
               connection: workers.connection,
+              isolation: workers.isolation,
               maxHeapMb: workers.maxHeapMb,
               maxBlockedMs: workers.maxBlockedMs,
             })

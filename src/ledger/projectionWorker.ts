@@ -18,6 +18,10 @@
 // one, the next thread applies that page one event at a time (isolateFirstPage), and when a thread ends while
 // it applied one event alone, that event is set aside here, in the transaction that moves the checkpoint past
 // it (quarantineAlone), and the next thread goes on after it. So a poison event costs two threads, not a loop.
+import { fork } from 'node:child_process';
+import { constants as osConstants } from 'node:os';
+import { EventEmitter } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import type { Db } from '../db/db.ts';
 import type { EventStore } from './eventStore.ts';
@@ -36,9 +40,21 @@ import { eventRef, quarantineAlone } from './quarantine.ts';
 
 export type { PostgresConnection } from './projectionWorkerThread.ts';
 
+/**
+ * Where a projection worker runs: a worker thread of the service's process, or a child process in a session of its
+ * own. On Linux the scheduler shares the cores between sessions first (autogroups, sched(7)), and a thread's nice
+ * value orders only the threads of its session: a thread's page, however niced, and the garbage collections V8's
+ * helper threads do for it (at the service's priority) were charged to the admitting thread's session, which then
+ * waited for a core (60-120 ms at 50,000 active tenants on two cores: bench/scale.ts). A child process' page is
+ * charged to its own session, and its nice value (Projection.threadNice) lowers that whole session.
+ */
+export type ProjectionIsolation = 'thread' | 'process';
+
 export interface ProjectionWorkerOptions extends ProjectionRunnerOptions {
-  /** The thread's module: one that calls serveProjectionWorker with this projection among its own. */
+  /** The worker's module: one that calls serveProjectionWorker with this projection among its own. */
   entry: URL;
+  /** A worker thread (the default) or a child process. */
+  isolation?: ProjectionIsolation;
   connection: PostgresConnection;
   /** How long stop() waits for the thread's last page to commit before it ends the thread. */
   stopTimeoutMs?: number;
@@ -66,6 +82,58 @@ function threadStart(entry: URL): { start: URL | string; eval: boolean } {
   return { start: `import(${JSON.stringify(tsx)}).then((tsx) => { tsx.register(); return import(${JSON.stringify(entry.href)}); })`, eval: true };
 }
 
+/** The running worker as startProjectionWorker sees it: a Worker, or a child process made to look like one. */
+interface WorkerHost extends EventEmitter {
+  postMessage(message: ToProjectionWorker): void;
+  terminate(): Promise<unknown>;
+}
+
+/**
+ * A child process running `entry` (from the TypeScript sources, with tsx's loader) in a session of its own, its
+ * V8 old generation limited to `maxHeapMb`. It emits what a Worker emits: 'message'; 'error' with the uncaught
+ * exception the process sent before it exited, or an Error whose code is ERR_WORKER_OUT_OF_MEMORY when V8 ended it
+ * out of heap (its last words on stderr, which is passed on); 'exit' with the exit code (128 + the signal's number
+ * when a signal ended it).
+ */
+function processHost(entry: URL, maxHeapMb: number, data: ProjectionWorkerData): WorkerHost {
+  const loader = entry.pathname.endsWith('.ts') ? ['--import', import.meta.resolve('tsx')] : [];
+  const child = fork(fileURLToPath(entry), [], {
+    execArgv: [...loader, `--max-old-space-size=${maxHeapMb}`],
+    serialization: 'advanced',
+    detached: true,
+    stdio: ['ignore', 'inherit', 'pipe', 'ipc'],
+  });
+  const host = new EventEmitter() as WorkerHost;
+  let lastWords = '';
+  child.stderr?.on('data', (chunk: Buffer) => {
+    process.stderr.write(chunk);
+    lastWords = (lastWords + chunk.toString('utf8')).slice(-4_096);
+  });
+  let crashed = false;
+  child.on('message', (message: FromProjectionWorker) => {
+    if (message.kind === 'crashed') {
+      crashed = true;
+      host.emit('error', new ProjectionWorkerError(message.error));
+    } else host.emit('message', message);
+  });
+  child.on('error', (error) => host.emit('error', error));
+  child.on('exit', (code, signal) => {
+    if (!crashed && /JavaScript heap out of memory|Reached heap limit/.test(lastWords)) {
+      host.emit('error', Object.assign(new Error(`the projection's worker process ran out of memory (${maxHeapMb} MB)`), { code: 'ERR_WORKER_OUT_OF_MEMORY' }));
+    }
+    host.emit('exit', code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0));
+  });
+  host.postMessage = (message) => {
+    if (child.connected) child.send(message);
+  };
+  host.terminate = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    return Promise.resolve();
+  };
+  host.postMessage({ kind: 'start', data });
+  return host;
+}
+
 /** An error from the thread, with its name, message and stack as they were there. */
 export class ProjectionWorkerError extends Error {
   /** It ends the runner for good (SentError.fatal): no new thread is started for it. */
@@ -86,7 +154,7 @@ interface PendingWait {
   timer: NodeJS.Timeout;
 }
 
-/** Starts `projection` in a worker thread; resolves once its runner has started there (or rejects as starting it did). */
+/** Starts `projection` in a worker thread or process (isolation); resolves once its runner has started there (or rejects as starting it did). */
 export async function startProjectionWorker(
   db: Db,
   store: EventStore,
@@ -94,6 +162,7 @@ export async function startProjectionWorker(
   {
     entry,
     connection,
+    isolation = 'thread',
     stopTimeoutMs = 10_000,
     maxHeapMb = DEFAULT_WORKER_MAX_HEAP_MB,
     maxBlockedMs = DEFAULT_WORKER_MAX_BLOCKED_MS,
@@ -108,6 +177,8 @@ export async function startProjectionWorker(
   // Several beats at the least: a beat late by a garbage collection is not a blocked loop.
   const blockedMs = Math.max(maxBlockedMs, BEAT_MS * 8);
   const threadModule = threadStart(entry);
+  /** What the messages and quarantine reasons call the worker. */
+  const noun = isolation === 'process' ? 'worker process' : 'worker thread';
   /** The next thread applies its first page one event at a time: the one before ended while it applied that page. */
   let isolateNext = false;
   /** The transaction the current thread is in the middle of, as it said (ApplyAttempt). */
@@ -117,7 +188,7 @@ export async function startProjectionWorker(
   /** The last uncaught error of the current thread ('error' comes before 'exit'). */
   let threadError: unknown;
 
-  let worker: Worker | undefined;
+  let worker: WorkerHost | undefined;
   /** The current thread's runner has started: it hears waits from now on. */
   let ready = false;
   let stopped = false;
@@ -157,13 +228,16 @@ export async function startProjectionWorker(
         runner: { ...runner, isolateFirstPage: isolateNext },
         forwardCommits: projection.afterCommit !== undefined,
       };
-      const thread = new Worker(threadModule.start, {
-        workerData,
-        eval: threadModule.eval,
-        stdout: false,
-        stderr: false,
-        resourceLimits: { maxOldGenerationSizeMb: maxHeapMb },
-      });
+      const thread: WorkerHost =
+        isolation === 'process'
+          ? processHost(entry, maxHeapMb, workerData)
+          : new Worker(threadModule.start, {
+              workerData,
+              eval: threadModule.eval,
+              stdout: false,
+              stderr: false,
+              resourceLimits: { maxOldGenerationSizeMb: maxHeapMb },
+            });
       worker = thread;
       ready = false;
       inFlight = undefined;
@@ -177,7 +251,7 @@ export async function startProjectionWorker(
         if (now - lastWatchAt > WATCH_MS * 4) lastBeatAt = now;
         lastWatchAt = now;
         if (inFlight === undefined || endedBecause !== undefined || now - lastBeatAt <= blockedMs) return;
-        endedBecause = `it held the projection's worker thread's event loop for more than ${blockedMs / 1_000} s`;
+        endedBecause = `it held the projection's ${noun}'s event loop for more than ${blockedMs / 1_000} s`;
         void thread.terminate();
       }, WATCH_MS);
       watchdog.unref();
@@ -238,11 +312,11 @@ export async function startProjectionWorker(
           ready = false;
         }
         if (!started) {
-          reject(new Error(`projection ${projection.name}: its worker thread ended (code ${code}) before it started`));
+          reject(new Error(`projection ${projection.name}: its ${noun} ended (code ${code}) before it started`));
           return;
         }
         if (stopped || fatal !== undefined) return;
-        report(new Error(`projection ${projection.name}: its worker thread ended (code ${code}); starting another`));
+        report(new Error(`projection ${projection.name}: its ${noun} ended (code ${code}); starting another`));
         const attempt = inFlight;
         inFlight = undefined;
         if (attempt === undefined) {
@@ -256,7 +330,7 @@ export async function startProjectionWorker(
           return;
         }
         // Ended while it applied one event alone: that event is set aside, and the next thread goes on after it.
-        void setAside(attempt, endedBecause ?? threadEndReason(code, threadError, maxHeapMb)).finally(scheduleRestart);
+        void setAside(attempt, endedBecause ?? threadEndReason(noun, code, threadError, maxHeapMb)).finally(scheduleRestart);
       });
     });
 
@@ -325,9 +399,9 @@ export async function startProjectionWorker(
 }
 
 /** Why a thread ended, as a quarantine reason: out of memory, or the code and error it ended with. */
-function threadEndReason(code: number, error: unknown, maxHeapMb: number): string {
+function threadEndReason(noun: string, code: number, error: unknown, maxHeapMb: number): string {
   const errorCode = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
-  if (errorCode === 'ERR_WORKER_OUT_OF_MEMORY') return `it ran the projection's worker thread out of memory (its heap is limited to ${maxHeapMb} MB)`;
+  if (errorCode === 'ERR_WORKER_OUT_OF_MEMORY') return `it ran the projection's ${noun} out of memory (its heap is limited to ${maxHeapMb} MB)`;
   const detail = error instanceof Error ? `: ${error.name}: ${error.message}` : '';
-  return `it ended the projection's worker thread (exit code ${code}${detail})`;
+  return `it ended the projection's ${noun} (exit code ${code}${detail})`;
 }

@@ -1,7 +1,8 @@
-// The worker-thread side of startProjectionWorker (projectionWorker.ts): runs one projection's runner on its own
-// connections to the PostgreSQL ledger, in a thread with its own event loop and heap, and answers the service's
-// thread over the worker port. A thread entry calls serveProjectionWorker with the projections it may run
-// (projections/worker.ts).
+// The worker side of startProjectionWorker (projectionWorker.ts): runs one projection's runner on its own
+// connections to the PostgreSQL ledger, with its own event loop and heap, and answers the service over a channel:
+// a worker thread's port, or a child process' IPC channel (ProjectionIsolation). An entry module calls
+// serveProjectionWorker with the projections it may run (projections/worker.ts); the same module serves either.
+import { writeFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { openPostgres } from '../db/postgres.ts';
@@ -42,7 +43,11 @@ export interface SentError {
   fatal: boolean;
 }
 
-export type ToProjectionWorker = { kind: 'waitForCaughtUp'; id: number; timeoutMs: number } | { kind: 'stop' };
+export type ToProjectionWorker =
+  | { kind: 'waitForCaughtUp'; id: number; timeoutMs: number }
+  | { kind: 'stop' }
+  /** A child process' first message: what a thread gets as its workerData. */
+  | { kind: 'start'; data: ProjectionWorkerData };
 
 export type FromProjectionWorker =
   | { kind: 'started' }
@@ -55,7 +60,9 @@ export type FromProjectionWorker =
   | { kind: 'beat' }
   /** A transaction that applies these events begins (attempt), or the last one ended (undefined). */
   | { kind: 'applying'; attempt: ApplyAttempt | undefined }
-  | { kind: 'quarantined'; notice: QuarantineNotice };
+  | { kind: 'quarantined'; notice: QuarantineNotice }
+  /** A child process' uncaught exception, sent before it exits (a thread's comes as the Worker's 'error'). */
+  | { kind: 'crashed'; error: SentError };
 
 export function sendableError(error: unknown): SentError {
   const fatal = error instanceof ProjectionSuperseded || error instanceof CheckpointOfAnotherLedger;
@@ -84,17 +91,90 @@ function lowerThreadPriority(nice: number): void {
   }
 }
 
-/** The thread's main: runs the projection named in workerData until the service's thread says stop. */
+/**
+ * A child process (a session of its own) lowers its whole session's priority: on Linux the scheduler shares the
+ * cores between sessions first (autogroups, sched(7)), and a thread's nice value only orders the threads of its
+ * own session. A higher value is never refused to an unprivileged process; the kernel refuses changes that come
+ * faster than ten a second (EAGAIN), so one such refusal is tried again; any other failure leaves it as it was.
+ */
+async function lowerSessionPriority(nice: number): Promise<void> {
+  if (process.platform !== 'linux' || nice <= 0) return;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      writeFileSync('/proc/self/autogroup', String(nice));
+      return;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') return;
+      await new Promise((resolve) => setTimeout(resolve, 150));
+    }
+  }
+}
+
+/** How the worker hears the service and answers it: a thread's port, or a child process' IPC channel. */
+interface Channel {
+  data: ProjectionWorkerData;
+  isProcess: boolean;
+  send(message: FromProjectionWorker): void;
+  onMessage(listener: (message: ToProjectionWorker) => void): void;
+  /** Ends the worker once its storage is closed. */
+  close(): void;
+  /** Sends a start's failure and ends the worker (a thread ends by itself once its main returns). */
+  failStart(error: SentError): void;
+}
+
+function threadChannel(port: NonNullable<typeof parentPort>): Channel {
+  return {
+    data: workerData as ProjectionWorkerData,
+    isProcess: false,
+    send: (message) => port.postMessage(message),
+    onMessage: (listener) => port.on('message', listener),
+    // Nothing else keeps the thread alive: it ends once the port closes (the service's thread waits for its exit).
+    close: () => port.close(),
+    failStart: (error) => port.postMessage({ kind: 'startFailed', error } satisfies FromProjectionWorker),
+  };
+}
+
+/**
+ * A child process' channel, once the service's first message (its workerData) came. The process ends when the
+ * channel does (the service ended, even by SIGKILL: no runner outlives it), and an uncaught exception is sent
+ * to the service before the process exits, as a thread's comes to the Worker.
+ */
+async function processChannel(): Promise<Channel> {
+  const sendRaw = process.send?.bind(process);
+  if (!sendRaw) throw new Error('serveProjectionWorker runs in a worker thread or a child process with an IPC channel');
+  process.on('disconnect', () => process.exit(0));
+  process.on('uncaughtException', (error) => {
+    sendRaw({ kind: 'crashed', error: sendableError(error) } satisfies FromProjectionWorker, undefined, {}, () => process.exit(1));
+  });
+  const listeners: ((message: ToProjectionWorker) => void)[] = [];
+  const data = await new Promise<ProjectionWorkerData>((resolve) => {
+    process.on('message', (message: ToProjectionWorker) => {
+      if (message.kind === 'start') resolve(message.data);
+      else for (const listener of listeners) listener(message);
+    });
+  });
+  return {
+    data,
+    isProcess: true,
+    send: (message) => {
+      if (process.connected) sendRaw(message);
+    },
+    onMessage: (listener) => listeners.push(listener),
+    close: () => process.exit(0),
+    failStart: (error) => sendRaw({ kind: 'startFailed', error } satisfies FromProjectionWorker, undefined, {}, () => process.exit(0)),
+  };
+}
+
+/** The worker's main: runs the projection named in its workerData until the service says stop. */
 export async function serveProjectionWorker(projections: readonly Projection[]): Promise<void> {
-  const port = parentPort;
-  if (!port) throw new Error('serveProjectionWorker runs in a worker thread');
-  const data = workerData as ProjectionWorkerData;
-  const send = (message: FromProjectionWorker) => port.postMessage(message);
+  const channel = parentPort ? threadChannel(parentPort) : await processChannel();
+  const { data, send } = channel;
   const found = projections.find((projection) => projection.name === data.projection);
   if (!found) {
-    send({ kind: 'startFailed', error: sendableError(new Error(`this worker runs no projection named ${data.projection}`)) });
+    channel.failStart(sendableError(new Error(`this worker runs no projection named ${data.projection}`)));
     return;
   }
+  if (channel.isProcess) await lowerSessionPriority(found.threadNice ?? 0);
   lowerThreadPriority(found.threadNice ?? 0);
   const projection: Projection = data.forwardCommits
     ? {
@@ -128,7 +208,7 @@ export async function serveProjectionWorker(projections: readonly Projection[]):
     });
   } catch (error) {
     await closeStorage();
-    send({ kind: 'startFailed', error: sendableError(error) });
+    channel.failStart(sendableError(error));
     return;
   }
   const beat = setInterval(() => send({ kind: 'beat' }), BEAT_MS);
@@ -139,7 +219,7 @@ export async function serveProjectionWorker(projections: readonly Projection[]):
     }
   }, FAULT_CHECK_MS);
 
-  port.on('message', (message: ToProjectionWorker) => {
+  channel.onMessage((message) => {
     if (message.kind === 'waitForCaughtUp') {
       runner.waitForCaughtUp({ timeoutMs: message.timeoutMs }).then(
         () => send({ kind: 'caughtUp', id: message.id }),
@@ -152,8 +232,7 @@ export async function serveProjectionWorker(projections: readonly Projection[]):
     void (async () => {
       await runner.stop();
       await closeStorage();
-      // Nothing else keeps the thread alive: it ends once the port closes (the service's thread waits for its exit).
-      port.close();
+      channel.close();
     })();
   });
   send({ kind: 'started' });

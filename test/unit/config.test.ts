@@ -29,11 +29,13 @@ describe('readSettings', () => {
     for (const bad of ['-1', '1.5', 'soon']) expect(() => readSettings({ GOVERNANCE_DRAIN_SECONDS: bad })).toThrow(/GOVERNANCE_DRAIN_SECONDS must be a whole number/);
   });
 
-  it('runs the admission trends in a worker thread unless GOVERNANCE_PROJECTION_WORKERS is off', () => {
-    expect(readSettings({}).projectionWorkers).toBe(true);
-    expect(readSettings({ GOVERNANCE_PROJECTION_WORKERS: 'off' }).projectionWorkers).toBe(false);
-    expect(readSettings({ GOVERNANCE_PROJECTION_WORKERS: 'on' }).projectionWorkers).toBe(true);
-    expect(() => readSettings({ GOVERNANCE_PROJECTION_WORKERS: 'yes' })).toThrow(/GOVERNANCE_PROJECTION_WORKERS must be on or off, not "yes"/);
+  it('runs the worker projections in child processes unless GOVERNANCE_PROJECTION_WORKERS says thread or off', () => {
+    expect(readSettings({}).projectionWorkers).toBe('process');
+    expect(readSettings({ GOVERNANCE_PROJECTION_WORKERS: 'off' }).projectionWorkers).toBe('off');
+    expect(readSettings({ GOVERNANCE_PROJECTION_WORKERS: 'on' }).projectionWorkers).toBe('process');
+    expect(readSettings({ GOVERNANCE_PROJECTION_WORKERS: 'process' }).projectionWorkers).toBe('process');
+    expect(readSettings({ GOVERNANCE_PROJECTION_WORKERS: 'thread' }).projectionWorkers).toBe('thread');
+    expect(() => readSettings({ GOVERNANCE_PROJECTION_WORKERS: 'yes' })).toThrow(/process, thread, on \(process\) or off/);
   });
 
   it('keeps 30 days of raw admission summaries unless GOVERNANCE_LEDGER_RETENTION_DAYS says otherwise, archiving under the data directory', () => {

@@ -70,9 +70,11 @@ export async function openApiHarness(target: StorageTarget): Promise<ApiHarness>
     store,
     withApiPublishers([...controlPlaneProjections(), commandBacklogProjection, commandListProjection, admissionTrendsProjection, unresolvedAdmissionsProjection], pubsub),
     {
-      // On PostgreSQL as the service runs them: the admission trends in a worker thread, whose commits reach
-      // the sheds subscription through the thread's messages.
-      workers: opened.env ? projectionWorkers({ connectionString: opened.env.DATABASE_URL!, schema: opened.env.GOVERNANCE_DB_SCHEMA }) : undefined,
+      // On PostgreSQL as the service runs them: the admission trends in a worker process, whose commits reach
+      // the sheds subscription through the process' messages.
+      workers: opened.env
+        ? projectionWorkers({ connectionString: opened.env.DATABASE_URL!, schema: opened.env.GOVERNANCE_DB_SCHEMA }, { isolation: 'process' })
+        : undefined,
     },
   );
   const controlPlane = createControlPlane({ db, store });

@@ -1,6 +1,7 @@
-// A projection run in a worker thread (startProjectionWorker) on the PostgreSQL ledger: it builds the same read
-// model as in the service's thread, runs at the priority the projection asks (threadNice), hands what it committed
-// back to afterCommit, outlives its thread ending, and stops cleanly.
+// A projection run in a worker thread or a child process (startProjectionWorker's isolation) on the PostgreSQL
+// ledger: it builds the same read model as in the service's thread, runs at the priority the projection asks
+// (threadNice: the thread's, or the child's whole session's), hands what it committed back to afterCommit,
+// outlives its worker ending, and stops cleanly.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -54,7 +55,27 @@ function threadNiceValues(): Map<number, number> {
   return values;
 }
 
-describe.skipIf(!postgresOnly)('a projection in a worker thread (PostgreSQL; needs DATABASE_URL)', () => {
+/** The nice value of the autogroup (the session) of process `pid` (/proc/<pid>/autogroup: "/autogroup-N nice V"). */
+function sessionNice(pid: number): number {
+  return Number(/nice (-?\d+)/.exec(readFileSync(`/proc/${pid}/autogroup`, 'utf8'))![1]);
+}
+
+/** The live child processes of this process. */
+function childProcesses(): Set<number> {
+  const children = new Set<number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid) children.add(Number(entry));
+    } catch {
+      // ended since the listing
+    }
+  }
+  return children;
+}
+
+describe.skipIf(!postgresOnly).each(['thread', 'process'] as const)('a projection in a worker %s (PostgreSQL; needs DATABASE_URL)', (isolation) => {
   let testDb: TestDb;
   let store: EventStore;
   let connection: { connectionString: string; schema: string };
@@ -77,7 +98,7 @@ describe.skipIf(!postgresOnly)('a projection in a worker thread (PostgreSQL; nee
       admissionSummary({ fromSecond: T0, admittedUnits: 5, shedUnits: 2, hitSeconds: 1 }),
       admissionSummary({ tenantId: 'globex', fromSecond: T0 + 50, seconds: 20, admittedUnits: 40 }),
     ]);
-    const runner = await startProjectionWorker(testDb.db, store, admissionTrendsProjection, { entry: projectionWorkerEntry(), connection });
+    const runner = await startProjectionWorker(testDb.db, store, admissionTrendsProjection, { entry: projectionWorkerEntry(), connection, isolation });
     try {
       await runner.waitForCaughtUp(WAIT);
       // After (live), in a minute already written.
@@ -97,10 +118,10 @@ describe.skipIf(!postgresOnly)('a projection in a worker thread (PostgreSQL; nee
     }
   });
 
-  it.skipIf(process.platform !== 'linux')("runs its thread at the projection's threadNice, the service thread's priority unchanged (Linux, per thread)", async () => {
+  it.skipIf(process.platform !== 'linux' || isolation !== 'thread')("runs its thread at the projection's threadNice, the service thread's priority unchanged (Linux, per thread)", async () => {
     const niceThreads = async (projection: Projection) => {
       const before = threadNiceValues();
-      const runner = await startProjectionWorker(testDb.db, store, projection, { entry: projectionWorkerEntry(), connection });
+      const runner = await startProjectionWorker(testDb.db, store, projection, { entry: projectionWorkerEntry(), connection, isolation });
       try {
         await runner.waitForCaughtUp(WAIT);
         const after = threadNiceValues();
@@ -117,13 +138,37 @@ describe.skipIf(!postgresOnly)('a projection in a worker thread (PostgreSQL; nee
     expect(await niceThreads(admissionTrendsProjection)).toEqual([]);
   });
 
+  it.skipIf(process.platform !== 'linux' || isolation !== 'process')(
+    "runs its process in a session of its own at the projection's threadNice, this process' session unchanged (Linux, autogroups)",
+    async () => {
+      const ownSession = readFileSync('/proc/self/autogroup', 'utf8');
+      const niceSession = async (projection: Projection) => {
+        const before = childProcesses();
+        const runner = await startProjectionWorker(testDb.db, store, projection, { entry: projectionWorkerEntry(), connection, isolation });
+        try {
+          await runner.waitForCaughtUp(WAIT);
+          const started = [...childProcesses()].filter((pid) => !before.has(pid));
+          expect(started).toHaveLength(1);
+          const child = started[0]!;
+          expect(readFileSync(`/proc/${child}/autogroup`, 'utf8')).not.toBe(ownSession);
+          expect(readFileSync('/proc/self/autogroup', 'utf8')).toBe(ownSession);
+          return sessionNice(child);
+        } finally {
+          await runner.stop();
+        }
+      };
+      expect(await niceSession(admissionDemandProjection)).toBe(10);
+      expect(await niceSession(admissionTrendsProjection)).toBe(0);
+    },
+  );
+
   it("hands each committed page's events to the service thread's afterCommit", async () => {
     const committed: RecordedEvent[] = [];
     const runner = await startProjectionWorker(
       testDb.db,
       store,
       { ...admissionTrendsProjection, afterCommit: (events) => committed.push(...events) },
-      { entry: projectionWorkerEntry(), connection },
+      { entry: projectionWorkerEntry(), connection, isolation },
     );
     try {
       await runner.waitForCaughtUp(WAIT);
@@ -144,6 +189,7 @@ describe.skipIf(!postgresOnly)('a projection in a worker thread (PostgreSQL; nee
     const runner = await startProjectionWorker(testDb.db, store, admissionTrendsProjection, {
       entry: CRASHING_ENTRY,
       connection,
+      isolation,
       retryDelayMs: 50,
       onError: (error) => errors.push(error),
     });
@@ -155,7 +201,7 @@ describe.skipIf(!postgresOnly)('a projection in a worker thread (PostgreSQL; nee
     try {
       await runner.waitForCaughtUp(WAIT);
       await record([admissionSummary({ tenantId: CRASHING_TENANT, fromSecond: T0 + 180, admittedUnits: 1 })]);
-      await expect.poll(reported, { timeout: WAIT.timeoutMs }).toMatch(/worker thread ended \(code 1\); starting another/);
+      await expect.poll(reported, { timeout: WAIT.timeoutMs }).toMatch(new RegExp(`worker ${isolation} ended \\(code 1\\); starting another`));
       // The page committed before its thread ended: the next thread does not apply it again.
       await record([admissionSummary({ tenantId: 'after-the-crash', fromSecond: T0 + 180, admittedUnits: 2 })]);
       await runner.waitForCaughtUp(WAIT);
@@ -183,7 +229,7 @@ describe.skipIf(!postgresOnly)('a projection in a worker thread (PostgreSQL; nee
       // Asked before the thread meets the page: that thread ends, and the next one answers.
       await runner.waitForCaughtUp(WAIT);
       expect(existsSync(marker)).toBe(true);
-      expect(reported()).toMatch(/worker thread ended \(code 1\); starting another/);
+      expect(reported()).toMatch(new RegExp(`worker ${isolation} ended \\(code 1\\); starting another`));
       const { rows } = await testDb.db.query<{ admitted_units: string }>(
         `SELECT admitted_units::text FROM ${bucketRows(ADMISSION_TRENDS, 'MINUTE')} AS minutes WHERE tenant_id = 'crash-before-commit'`,
       );
@@ -197,14 +243,20 @@ describe.skipIf(!postgresOnly)('a projection in a worker thread (PostgreSQL; nee
 
   it('refuses to start a projection its thread does not serve, saying so', async () => {
     await expect(
-      startProjectionWorker(testDb.db, store, { ...admissionTrendsProjection, name: 'no-such-projection' }, { entry: projectionWorkerEntry(), connection }),
+      startProjectionWorker(testDb.db, store, { ...admissionTrendsProjection, name: 'no-such-projection' }, { entry: projectionWorkerEntry(), connection, isolation }),
     ).rejects.toThrow(/runs no projection named no-such-projection/);
   });
 
-  it('stops: the thread ends and waits are refused from then on', async () => {
-    const runner = await startProjectionWorker(testDb.db, store, admissionTrendsProjection, { entry: projectionWorkerEntry(), connection });
+  it('stops: the worker ends and waits are refused from then on', async () => {
+    const before = childProcesses();
+    const runner = await startProjectionWorker(testDb.db, store, admissionTrendsProjection, { entry: projectionWorkerEntry(), connection, isolation });
     await runner.waitForCaughtUp(WAIT);
+    const started = [...childProcesses()].filter((pid) => !before.has(pid));
+    expect(started).toHaveLength(isolation === 'process' ? 1 : 0);
     await runner.stop();
+    // A child process has exited (and been reaped) by the time stop() resolves.
+    const left = childProcesses();
+    expect(started.filter((pid) => left.has(pid))).toEqual([]);
     await expect(runner.waitForCaughtUp()).rejects.toThrow(/is stopped/);
     await runner.stop();
   });

@@ -19,7 +19,7 @@ const T0 = Date.UTC(2026, 5, 1, 12, 0, 0) / 1000;
 const POISON_ENTRY = new URL('../../support/poisonProjectionWorker.ts', import.meta.url);
 if (!postgresOnly) console.warn('DATABASE_URL is not set: the projection worker quarantine suite (PostgreSQL only) is skipped.');
 
-describe.skipIf(!postgresOnly)('a projection worker thread ended by a stored event (PostgreSQL; needs DATABASE_URL)', () => {
+describe.skipIf(!postgresOnly).each(['thread', 'process'] as const)('a projection worker %s ended by a stored event (PostgreSQL; needs DATABASE_URL)', (isolation) => {
   let testDb: TestDb;
   let store: EventStore;
 
@@ -48,6 +48,7 @@ describe.skipIf(!postgresOnly)('a projection worker thread ended by a stored eve
     const faults: string[] = [];
     const runner = await startProjectionWorker(testDb.db, store, admissionTrendsProjection, {
       entry: POISON_ENTRY,
+      isolation,
       connection: { connectionString: testDb.env!.DATABASE_URL!, schema: testDb.env!.GOVERNANCE_DB_SCHEMA! },
       retryDelayMs: 50,
       maxHeapMb: 96,
@@ -62,10 +63,10 @@ describe.skipIf(!postgresOnly)('a projection worker thread ended by a stored eve
       await runner.waitForCaughtUp({ timeoutMs: 120_000 });
       const quarantined = await listQuarantine(testDb.db, { projection: admissionTrendsProjection.name });
       expect(quarantined.map((event) => event.id)).toEqual([events[1]!.id, events[3]!.id]);
-      expect(quarantined[0]!.reason).toMatch(/^it ran the projection's worker thread out of memory \(its heap is limited to 96 MB\) when applied alone$/);
-      expect(quarantined[1]!.reason).toBe("it held the projection's worker thread's event loop for more than 8 s when applied alone");
+      expect(quarantined[0]!.reason).toBe(`it ran the projection's worker ${isolation} out of memory (its heap is limited to 96 MB) when applied alone`);
+      expect(quarantined[1]!.reason).toBe(`it held the projection's worker ${isolation}'s event loop for more than 8 s when applied alone`);
       expect(notices.map((notice) => notice.id)).toEqual([events[1]!.id, events[3]!.id]);
-      expect(faults.filter((fault) => /worker thread ended/.test(fault))).toHaveLength(4);
+      expect(faults.filter((fault) => new RegExp(`worker ${isolation} ended`).test(fault))).toHaveLength(4);
       const { rows } = await testDb.db.query<{ tenant_id: string; admitted_units: string }>(
         `SELECT tenant_id, admitted_units::text FROM ${bucketRows(ADMISSION_TRENDS, 'MINUTE')} AS minutes ORDER BY tenant_id`,
       );
