@@ -44,24 +44,31 @@ export async function startProjections(
     if (names.has(projection.name)) throw new Error(`two projections are named ${projection.name}`);
     names.add(projection.name);
   }
+  // The workers start together (each boots a process or a thread of its own: its start is mostly waiting), while
+  // the service's own runners start one after another here.
+  const workerStarts = new Map<string, Promise<ProjectionRunner>>();
+  if (workers) {
+    for (const projection of projections) {
+      if (!inWorker.has(projection.name)) continue;
+      const started = startProjectionWorker(db, store, projection, {
+        ...runnerOptions,
+        entry: workers.entry,
+        connection: workers.connection,
+        isolation: workers.isolation,
+        maxHeapMb: workers.maxHeapMb,
+        maxBlockedMs: workers.maxBlockedMs,
+      });
+      started.catch(() => {});
+      workerStarts.set(projection.name, started);
+    }
+  }
   const runners: ProjectionRunner[] = [];
   try {
-    for (const projection of projections) {
-      runners.push(
-        workers && inWorker.has(projection.name)
-          ? await startProjectionWorker(db, store, projection, {
-              ...runnerOptions,
-              entry: workers.entry,
-              connection: workers.connection,
-              isolation: workers.isolation,
-              maxHeapMb: workers.maxHeapMb,
-              maxBlockedMs: workers.maxBlockedMs,
-            })
-          : await startProjectionRunner(db, store, projection, runnerOptions),
-      );
-    }
+    for (const projection of projections) runners.push(await (workerStarts.get(projection.name) ?? startProjectionRunner(db, store, projection, runnerOptions)));
   } catch (error) {
-    await Promise.all(runners.map((runner) => runner.stop()));
+    // Every runner that started, the workers that started after the failure too, is stopped.
+    const workersStarted = (await Promise.allSettled(workerStarts.values())).flatMap((start) => (start.status === 'fulfilled' ? [start.value] : []));
+    await Promise.all([...new Set([...runners, ...workersStarted])].map((runner) => runner.stop()));
     throw error;
   }
   return {

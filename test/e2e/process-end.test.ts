@@ -5,9 +5,11 @@
 //   request in flight when the listener closes finishes with `Connection: close`, and the process exits 0
 //   within 10 s with every acknowledged admission in the ledger;
 // - SIGKILL: what was acknowledged more than one flush interval (1 s) plus a stated margin (500 ms: the tick's
-//   offset after the boundary, one append, a late timer) before the kill is already in the ledger;
+//   offset after the boundary, one append, a late timer) before the kill is already in the ledger, and the
+//   projection worker processes (PostgreSQL) end with it;
 // - an uncaught exception or an unhandled rejection: logged, everything flushed, exit code 1.
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -90,6 +92,23 @@ async function ingestKey(env: Record<string, string>): Promise<string> {
   } finally {
     await db.close();
   }
+}
+
+/** The live child processes of process `pid` (Linux: /proc). */
+function childrenOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // A zombie (state Z) has ended; only its parent has not reaped it yet.
+      const [state, parent] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(parent) === pid && state !== 'Z') children.push(Number(entry));
+    } catch {
+      // Ended since the listing.
+    }
+  }
+  return children;
 }
 
 async function start(command: string, args: string[], env: Record<string, string>): Promise<Started> {
@@ -280,10 +299,23 @@ describe('how the serving process ends', () => {
       intervalMs: 20,
       description: 'three flush intervals of acknowledged traffic',
     });
+    // On PostgreSQL the trends and the demand run in worker processes of their own (GOVERNANCE_PROJECTION_WORKERS).
+    const workers = process.platform === 'linux' ? childrenOf(started.child.pid!) : [];
+    if (process.platform === 'linux') expect(workers).toHaveLength(2);
     const killedAtMs = Date.now();
     started.child.kill('SIGKILL');
     stop = true;
     expect(await started.exited).toMatchObject({ signal: 'SIGKILL' });
+    // No projection runner outlives the service: each worker ends when its IPC channel closes.
+    const alive = (pid: number) => {
+      try {
+        process.kill(pid, 0);
+        return !/\) Z /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+      } catch {
+        return false;
+      }
+    };
+    await waitFor(() => workers.every((pid) => !alive(pid)), { timeoutMs: 5_000, intervalMs: 50, description: 'the projection worker processes to end with the service' });
     await traffic;
     const recorded = await ledgerAdmitted(env);
 
