@@ -71,6 +71,7 @@ import { createLedgerRecorder } from '../src/ledger/ledgerRecorder.ts';
 import { projectionReadiness } from '../src/ledger/projectionReadiness.ts';
 import { startProjections } from '../src/ledger/projectionSet.ts';
 import type { ProjectionIsolation } from '../src/ledger/projectionWorker.ts';
+import { sessionNice, setSessionNice } from '../src/sessionPriority.ts';
 import { emptyForReplay } from '../src/ledger/rebuild.ts';
 import { processCpuMicros } from '../test/support/replicas.ts';
 import { withBenchLedger, withBenchSchema } from './support/benchSchema.ts';
@@ -91,6 +92,13 @@ const PROFILE_DIR = process.env.BENCH_SCALE_PROFILE;
  * and each turn of its event loop over 30 ms late to stderr, and its garbage collections (--trace-gc-nvp).
  */
 const TRACE = process.env.BENCH_SCALE_TRACE === '1';
+/**
+ * BENCH_SCALE_NICE: the nice value of every server's session (-5 unless set; 0 runs them as started), as the
+ * service's GOVERNANCE_NICE sets its own: on two cores at nice 0 the admitting thread waited 50-115 ms for a core
+ * beside PostgreSQL, wrk and the projections (bench/RESULTS.md, 2026-12-05 17:20-19:00). Below 0 needs
+ * CAP_SYS_NICE; refused, the run says so and each line's `serverNice` is what the server ran at.
+ */
+const SERVER_NICE = Number(process.env.BENCH_SCALE_NICE ?? -5);
 /**
  * BENCH_SCALE_PROFILE_MAIN=DIR: our server profiles its admitting thread alone while measuring (node:inspector,
  * a sample every 500 µs), and writes the profile there: --cpu-prof (BENCH_SCALE_PROFILE) profiles every thread,
@@ -152,6 +160,8 @@ interface ServerReport {
   serverCores: number;
   /** Of serverCores, the projection worker processes'. */
   workerProcessCores: number;
+  /** The nice value of the server's session (BENCH_SCALE_NICE, as granted); null where there are no autogroups. */
+  serverNice: number | null;
   /** The main thread's cores (it admits and answers; the projection has a worker thread of its own). */
   mainThreadCores: number;
   /** The main thread's CPU time per HTTP request answered, in µs: less disturbed by a loaded host than the rates. */
@@ -893,6 +903,7 @@ async function serveMeasured(
     summariesPerSecond: Math.round(stats.summaries / elapsedSeconds),
     serverCores: round((cpu.user + cpu.system + childrenCpu) / 1e6 / elapsedSeconds),
     workerProcessCores: round(childrenCpu / 1e6 / elapsedSeconds),
+    serverNice: sessionNice(),
     mainThreadCores: Math.round((mainCpu / 1e6 / elapsedSeconds) * 100) / 100,
     mainThreadCpuMicrosPerRequest: stats.requests > 0 ? round(mainCpu / stats.requests) : 0,
     // Per summary recorded in the window, at the traffic's summaries a second (a loaded host may carry fewer:
@@ -1157,6 +1168,8 @@ async function measure(): Promise<void> {
       baselineIs:
         'a bare minimum doing the same durable work: node:http reading the same requests (ingest keys in a Map), a fixed window per tenant and dimension in a Map, each second one unnest INSERT of the summaries (a row per tenant and second: the per-second demand our demand read model keeps) and one upsert of the trend minute rows',
       generator: `wrk (1 thread, ${CONNECTIONS} connections, paced by a Lua schedule: every second ${INGEST_SHARE * 100}% of the tenants 2 HTTP ingest requests each, the rest in admission API batches of ${ITEMS_PER_REQUEST} items) in a process of its own, ${pinned ? 'pinned to core 1 with taskset (the servers and PostgreSQL unpinned)' : 'unpinned'}`,
+      // Each server's session's nice value asked for (every side alike; each run's serverNice says what it got).
+      serverNice: SERVER_NICE,
       ledgerGbPerDay: ofOurs((each) => each.ledgerGbPerDay),
       catchUpTimesRealTime: ofOurs((each) => each.catchUpTimesRealTime),
       warmUpSeconds: ofOurs((each) => each.warmUpSeconds),
@@ -1183,5 +1196,11 @@ const [mode, ...args] = process.argv.slice(2);
 // A server in a session of its own gets no signal from the terminal: a bench stopped midway ends it through the
 // IPC channel (a finished one ends sooner on its own).
 if (mode === 'serve') process.once('disconnect', () => setTimeout(() => process.exit(1), 10_000).unref());
+// Every server's session at SERVER_NICE, as the service runs with GOVERNANCE_NICE (src/sessionPriority.ts): the
+// same for each side, so none has a larger share of the cores than another.
+if (mode === 'serve') {
+  const set = await setSessionNice(SERVER_NICE);
+  if (set.refused !== undefined) console.error(`bench: the server's session stays at nice ${set.nice} (BENCH_SCALE_NICE=${SERVER_NICE} refused: ${set.refused})`);
+}
 if (mode === 'serve') await ({ ours: serveOurs, baseline: serveBaseline, floor: serveFloor }[args[0] as Side](Number(args[1])));
 else await measure();

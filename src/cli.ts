@@ -180,6 +180,12 @@ async function serve(): Promise<void> {
   // the start with its error).
   const storage = openStorage(settings, logger);
   storage.catch(() => {});
+  if (settings.nice !== undefined) {
+    const { setSessionNice } = await import('./sessionPriority.ts');
+    const set = await setSessionNice(settings.nice);
+    if (set.refused === undefined) logger.info({ nice: set.nice }, 'session priority set (GOVERNANCE_NICE)');
+    else logger.warn({ asked: settings.nice, nice: set.nice, refused: set.refused }, 'GOVERNANCE_NICE refused: the session runs at its priority as started');
+  }
   const [{ startService }, { createServer, listen }, { startRlsServer }, { endProcessOnSignalsAndCrashes }] = await Promise.all([
     import('./service.ts'),
     import('./http-server/server.ts'),

@@ -53,6 +53,12 @@ export interface Settings {
    * so a load balancer stops sending before the listener closes (default 5; 0 closes at once).
    */
   drainSeconds: number;
+  /**
+   * GOVERNANCE_NICE: the nice value (-20..19) the service sets for its session on Linux at start (its share of the
+   * cores beside PostgreSQL, its projection workers and the rest of the host: src/sessionPriority.ts); unset
+   * leaves it as started. A value below 0 needs CAP_SYS_NICE; refused, the service says so and runs as it was.
+   */
+  nice?: number;
   /** GOVERNANCE_REDIS_KEY_PREFIX: the prefix of every shared counter's key in Redis (default `governance:`). */
   redisKeyPrefix: string;
   /** MQTT_URL: the platform broker the MQTT doors consume from (MQTT live and backlog, Sparkplug B); off when unset. */
@@ -179,6 +185,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     commandTtlSeconds: positiveInteger(optional('GOVERNANCE_COMMAND_TTL_SECONDS'), 3600, 'GOVERNANCE_COMMAND_TTL_SECONDS'),
     readyMaxLagSeconds: positiveInteger(optional('GOVERNANCE_READY_MAX_LAG_SECONDS'), 30, 'GOVERNANCE_READY_MAX_LAG_SECONDS'),
     drainSeconds: wholeNumber(optional('GOVERNANCE_DRAIN_SECONDS'), 5, 'GOVERNANCE_DRAIN_SECONDS'),
+    nice: niceValue(optional('GOVERNANCE_NICE')),
     redisKeyPrefix: redisKeyPrefix(optional('GOVERNANCE_REDIS_KEY_PREFIX') ?? 'governance:'),
     mqttUrl: optional('MQTT_URL'),
     mqttTopicRoot: topicLevel(optional('MQTT_TOPIC_ROOT') ?? 'devicechain', 'MQTT_TOPIC_ROOT'),
@@ -227,6 +234,13 @@ function streamReplicas(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const value = Number(text);
   if (!Number.isInteger(value) || value < 1 || value > 5) throw new Error(`GOVERNANCE_NATS_REPLICAS must be a whole number from 1 to 5, not "${text}"`);
+  return value;
+}
+
+function niceValue(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (text.trim() === '' || !Number.isInteger(value) || value < -20 || value > 19) throw new Error(`GOVERNANCE_NICE must be a whole number from -20 to 19, not "${text}"`);
   return value;
 }
 

@@ -2,10 +2,10 @@
 // connections to the PostgreSQL ledger, with its own event loop and heap, and answers the service over a channel:
 // a worker thread's port, or a child process' IPC channel (ProjectionIsolation). An entry module calls
 // serveProjectionWorker with the projections it may run (projections/worker.ts); the same module serves either.
-import { writeFileSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { openPostgres } from '../db/postgres.ts';
+import { setSessionNice } from '../sessionPriority.ts';
 import type { RecordedEvent } from './eventStore.ts';
 import { createPostgresEventStore } from './postgres/postgresEventStore.ts';
 import type { Projection } from './projection.ts';
@@ -91,25 +91,6 @@ function lowerThreadPriority(nice: number): void {
   }
 }
 
-/**
- * A child process (a session of its own) lowers its whole session's priority: on Linux the scheduler shares the
- * cores between sessions first (autogroups, sched(7)), and a thread's nice value only orders the threads of its
- * own session. A higher value is never refused to an unprivileged process; the kernel refuses changes that come
- * faster than ten a second (EAGAIN), so one such refusal is tried again; any other failure leaves it as it was.
- */
-async function lowerSessionPriority(nice: number): Promise<void> {
-  if (process.platform !== 'linux' || nice <= 0) return;
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      writeFileSync('/proc/self/autogroup', String(nice));
-      return;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') return;
-      await new Promise((resolve) => setTimeout(resolve, 150));
-    }
-  }
-}
-
 /** How the worker hears the service and answers it: a thread's port, or a child process' IPC channel. */
 interface Channel {
   data: ProjectionWorkerData;
@@ -174,7 +155,8 @@ export async function serveProjectionWorker(projections: readonly Projection[]):
     channel.failStart(sendableError(new Error(`this worker runs no projection named ${data.projection}`)));
     return;
   }
-  if (channel.isProcess) await lowerSessionPriority(found.threadNice ?? 0);
+  // A child process is a session of its own (projectionWorker.ts): its nice value is its session's (sessionPriority.ts).
+  if (channel.isProcess && (found.threadNice ?? 0) > 0) await setSessionNice(found.threadNice!);
   lowerThreadPriority(found.threadNice ?? 0);
   const projection: Projection = data.forwardCommits
     ? {

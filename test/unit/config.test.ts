@@ -29,6 +29,13 @@ describe('readSettings', () => {
     for (const bad of ['-1', '1.5', 'soon']) expect(() => readSettings({ GOVERNANCE_DRAIN_SECONDS: bad })).toThrow(/GOVERNANCE_DRAIN_SECONDS must be a whole number/);
   });
 
+  it('reads GOVERNANCE_NICE as a whole number from -20 to 19, unset by default', () => {
+    expect(readSettings({}).nice).toBeUndefined();
+    expect(readSettings({ GOVERNANCE_NICE: '-5' }).nice).toBe(-5);
+    expect(readSettings({ GOVERNANCE_NICE: '19' }).nice).toBe(19);
+    for (const bad of ['-21', '20', '1.5', 'high']) expect(() => readSettings({ GOVERNANCE_NICE: bad })).toThrow(/GOVERNANCE_NICE must be a whole number from -20 to 19/);
+  });
+
   it('runs the worker projections in child processes unless GOVERNANCE_PROJECTION_WORKERS says thread or off', () => {
     expect(readSettings({}).projectionWorkers).toBe('process');
     expect(readSettings({ GOVERNANCE_PROJECTION_WORKERS: 'off' }).projectionWorkers).toBe('off');
