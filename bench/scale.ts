@@ -93,12 +93,12 @@ const PROFILE_DIR = process.env.BENCH_SCALE_PROFILE;
  */
 const TRACE = process.env.BENCH_SCALE_TRACE === '1';
 /**
- * BENCH_SCALE_NICE: the nice value of every server's session (-5 unless set; 0 runs them as started), as the
- * service's GOVERNANCE_NICE sets its own: on two cores at nice 0 the admitting thread waited 50-115 ms for a core
- * beside PostgreSQL, wrk and the projections (bench/RESULTS.md, 2026-12-05 17:20-19:00). Below 0 needs
- * CAP_SYS_NICE; refused, the run says so and each line's `serverNice` is what the server ran at.
+ * BENCH_SCALE_NICE: the nice value of every server's session, as the service's GOVERNANCE_NICE sets its own; unset,
+ * the sessions run as started (nice 0). At -5 on a slower host 50,000 held in 2 of 4 runs, against 1 of 5 at 0
+ * (bench/RESULTS.md, 2026-12-05 17:20-19:15): not enough to tell, so not the default. Below 0 needs CAP_SYS_NICE;
+ * refused, the run says so. Each line's `serverNice` is what the server ran at.
  */
-const SERVER_NICE = Number(process.env.BENCH_SCALE_NICE ?? -5);
+const SERVER_NICE = process.env.BENCH_SCALE_NICE === undefined ? undefined : Number(process.env.BENCH_SCALE_NICE);
 /**
  * BENCH_SCALE_PROFILE_MAIN=DIR: our server profiles its admitting thread alone while measuring (node:inspector,
  * a sample every 500 µs), and writes the profile there: --cpu-prof (BENCH_SCALE_PROFILE) profiles every thread,
@@ -1168,8 +1168,8 @@ async function measure(): Promise<void> {
       baselineIs:
         'a bare minimum doing the same durable work: node:http reading the same requests (ingest keys in a Map), a fixed window per tenant and dimension in a Map, each second one unnest INSERT of the summaries (a row per tenant and second: the per-second demand our demand read model keeps) and one upsert of the trend minute rows',
       generator: `wrk (1 thread, ${CONNECTIONS} connections, paced by a Lua schedule: every second ${INGEST_SHARE * 100}% of the tenants 2 HTTP ingest requests each, the rest in admission API batches of ${ITEMS_PER_REQUEST} items) in a process of its own, ${pinned ? 'pinned to core 1 with taskset (the servers and PostgreSQL unpinned)' : 'unpinned'}`,
-      // Each server's session's nice value asked for (every side alike; each run's serverNice says what it got).
-      serverNice: SERVER_NICE,
+      // Each server's session's nice value asked for (every side alike; null: as started; each run's serverNice says what it got).
+      serverNice: SERVER_NICE ?? null,
       ledgerGbPerDay: ofOurs((each) => each.ledgerGbPerDay),
       catchUpTimesRealTime: ofOurs((each) => each.catchUpTimesRealTime),
       warmUpSeconds: ofOurs((each) => each.warmUpSeconds),
@@ -1198,7 +1198,7 @@ const [mode, ...args] = process.argv.slice(2);
 if (mode === 'serve') process.once('disconnect', () => setTimeout(() => process.exit(1), 10_000).unref());
 // Every server's session at SERVER_NICE, as the service runs with GOVERNANCE_NICE (src/sessionPriority.ts): the
 // same for each side, so none has a larger share of the cores than another.
-if (mode === 'serve') {
+if (mode === 'serve' && SERVER_NICE !== undefined) {
   const set = await setSessionNice(SERVER_NICE);
   if (set.refused !== undefined) console.error(`bench: the server's session stays at nice ${set.nice} (BENCH_SCALE_NICE=${SERVER_NICE} refused: ${set.refused})`);
 }

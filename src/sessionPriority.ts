@@ -5,8 +5,8 @@
 //
 // Two uses: a projection worker process lowers its session to the projection's threadNice (any process may); the
 // service raises its own when GOVERNANCE_NICE asks (a value below 0 needs CAP_SYS_NICE, as nice(1) does). On two
-// cores at 50,000 active tenants the admitting thread waited 50-115 ms for a core at nice 0 beside PostgreSQL, the
-// load and the projections, and never over 27 ms at -5 (bench/scale.ts, bench/RESULTS.md 2026-12-05 17:20-19:00).
+// cores at 50,000 active tenants the admitting thread waited 50-115 ms for a core at times, beside PostgreSQL, the
+// load and the projections (bench/scale.ts, bench/RESULTS.md 2026-12-05 17:20-19:15).
 // Under systemd (a cgroup of its own, where autogroups do not apply) CPUWeight= is the same knob.
 import { readFileSync, writeFileSync } from 'node:fs';
 
