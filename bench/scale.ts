@@ -73,7 +73,7 @@ import { startProjections } from '../src/ledger/projectionSet.ts';
 import type { ProjectionIsolation } from '../src/ledger/projectionWorker.ts';
 import { sessionNice, setSessionNice } from '../src/sessionPriority.ts';
 import { emptyForReplay } from '../src/ledger/rebuild.ts';
-import { processCpuMicros } from '../test/support/replicas.ts';
+import { childProcessesOf, processCpuMicros } from '../test/support/replicas.ts';
 import { withBenchLedger, withBenchSchema } from './support/benchSchema.ts';
 import { probeHostPauses } from './support/hostPauses.ts';
 import { pacedHttpLoad, type PacedRequest } from './support/load.ts';
@@ -239,11 +239,9 @@ function workerIsolation(): ProjectionIsolation {
  */
 function childrenCpuMicros(): Map<number, number> {
   const children = new Map<number, number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
+  for (const pid of childProcessesOf(process.pid)) {
     try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid) children.set(Number(entry), processCpuMicros(Number(entry)));
+      children.set(pid, processCpuMicros(pid));
     } catch {
       // Ended meanwhile.
     }

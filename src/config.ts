@@ -112,13 +112,13 @@ export interface Settings {
    */
   projectionWorkers: ProjectionIsolation | 'off';
   /**
-   * GOVERNANCE_PROJECTION_WORKER_MAX_HEAP_MB: a projection worker thread's heap (default 1024); a page that needs
-   * more ends the thread, not the service, and an event that does so alone is quarantined (src/ledger/README.md).
+   * GOVERNANCE_PROJECTION_WORKER_MAX_HEAP_MB: a projection worker's heap (default 1024); a page that needs
+   * more ends the worker, not the service, and an event that does so alone is quarantined (src/ledger/README.md).
    */
   projectionWorkerMaxHeapMb: number;
   /**
-   * GOVERNANCE_PROJECTION_MAX_BLOCKED_SECONDS: how long a projection worker thread's event loop may stay blocked
-   * while it applies a page before the thread is ended (default 30); an event that does so alone is quarantined.
+   * GOVERNANCE_PROJECTION_MAX_BLOCKED_SECONDS: how long a projection worker's event loop may stay blocked
+   * while it applies a page before the worker is ended (default 30); an event that does so alone is quarantined.
    */
   projectionMaxBlockedSeconds: number;
   /** GOVERNANCE_GRPC_PORT: Envoy's rate limit service (gRPC) listens here (default 8081). */

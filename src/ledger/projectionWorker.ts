@@ -1,5 +1,6 @@
-// Runs a projection in a worker thread on the PostgreSQL ledger, behind the same ProjectionRunner interface as
-// one run in the service's own thread.
+// Runs a projection in a worker on the PostgreSQL ledger, behind the same ProjectionRunner interface as one run
+// in the service's own thread. A worker is a worker thread, or a child process in a session of its own
+// (ProjectionIsolation, below): what follows says "thread" for either.
 //
 // Why: at tens of thousands of active tenants the admission-trends projection reads, parses and merges tens of
 // thousands of summaries a second. In the thread that admits, that work and the garbage it leaves held the event

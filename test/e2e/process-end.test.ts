@@ -9,7 +9,7 @@
 //   projection worker processes (PostgreSQL) end with it;
 // - an uncaught exception or an unhandled rejection: logged, everything flushed, exit code 1.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -26,6 +26,7 @@ import { ADMISSIONS_STREAM } from '../../src/ledger/catalog/admissions.ts';
 import { openEventStore } from '../../src/ledger/openEventStore.ts';
 import { databaseUrl } from '../support/databases.ts';
 import { answers, freePort } from '../support/privateServers.ts';
+import { childProcessesOf } from '../support/replicas.ts';
 import { readWholeLedger } from '../support/readLedger.ts';
 import { waitFor } from '../support/waitFor.ts';
 import { admissionSummaryReader } from '../../src/ledger/catalog/summaryRefs.ts';
@@ -92,23 +93,6 @@ async function ingestKey(env: Record<string, string>): Promise<string> {
   } finally {
     await db.close();
   }
-}
-
-/** The live child processes of process `pid` (Linux: /proc). */
-function childrenOf(pid: number): number[] {
-  const children: number[] = [];
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // A zombie (state Z) has ended; only its parent has not reaped it yet.
-      const [state, parent] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      if (Number(parent) === pid && state !== 'Z') children.push(Number(entry));
-    } catch {
-      // Ended since the listing.
-    }
-  }
-  return children;
 }
 
 async function start(command: string, args: string[], env: Record<string, string>): Promise<Started> {
@@ -300,7 +284,7 @@ describe('how the serving process ends', () => {
       description: 'three flush intervals of acknowledged traffic',
     });
     // On PostgreSQL the trends and the demand run in worker processes of their own (GOVERNANCE_PROJECTION_WORKERS).
-    const workers = process.platform === 'linux' ? childrenOf(started.child.pid!) : [];
+    const workers = process.platform === 'linux' ? childProcessesOf(started.child.pid!) : [];
     if (process.platform === 'linux') expect(workers).toHaveLength(2);
     const killedAtMs = Date.now();
     started.child.kill('SIGKILL');

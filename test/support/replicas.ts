@@ -175,6 +175,22 @@ export async function startReplica(options: ReplicaOptions): Promise<Replica> {
 const CLOCK_TICKS_PER_SECOND = 100;
 
 /** User + system CPU time of a process from /proc/<pid>/stat, in microseconds. */
+/** The live child processes of process `pid` (Linux: /proc), zombies (ended, not yet reaped) left out. */
+export function childProcessesOf(pid: number): number[] {
+  const children: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const [state, parent] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(parent) === pid && state !== 'Z') children.push(Number(entry));
+    } catch {
+      // Ended since the listing.
+    }
+  }
+  return children;
+}
+
 export function processCpuMicros(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
   // The command name (field 2) is in parentheses and may hold spaces: count fields after its closing one.

@@ -20,6 +20,7 @@ import { admissionDemandProjection } from '../../../projections/admissionDemand.
 import { projectionWorkerEntry } from '../../../projections/workerProjections.ts';
 import { bucketRows, familyTables, openMarkTable, ADMISSION_TRENDS } from '../../../src/metrics/index.ts';
 import { postgresOnly, type TestDb } from '../../support/databases.ts';
+import { childProcessesOf } from '../../support/replicas.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
 import type { AdmissionSummary } from '../../../src/governance/index.ts';
 
@@ -61,19 +62,7 @@ function sessionNice(pid: number): number {
 }
 
 /** The live child processes of this process. */
-function childProcesses(): Set<number> {
-  const children = new Set<number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === process.pid) children.add(Number(entry));
-    } catch {
-      // ended since the listing
-    }
-  }
-  return children;
-}
+const childProcesses = () => new Set(childProcessesOf(process.pid));
 
 describe.skipIf(!postgresOnly).each(['thread', 'process'] as const)('a projection in a worker %s (PostgreSQL; needs DATABASE_URL)', (isolation) => {
   let testDb: TestDb;
