@@ -1,4 +1,5 @@
-// Which projections run in worker threads of their own on a PostgreSQL ledger, and where such a thread starts.
+// Which projections run in workers of their own (processes or threads) on a PostgreSQL ledger, and where such a
+// worker starts.
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { PostgresConnection, Projection, ProjectionIsolation, ProjectionSetOptions } from '../src/ledger/index.ts';
 import { packagePath } from '../src/packageRoot.ts';
@@ -20,7 +21,7 @@ export function projectionWorkerEntry(): URL {
   return pathToFileURL(packagePath('dist', 'service', 'projection-worker.js'));
 }
 
-/** startProjections' `workers` option: WORKER_PROJECTIONS in threads of their own on the PostgreSQL ledger at `connection`. */
+/** startProjections' `workers` option: WORKER_PROJECTIONS in workers of their own on the PostgreSQL ledger at `connection`. */
 export function projectionWorkers(
   connection: PostgresConnection,
   limits: { isolation?: ProjectionIsolation; maxHeapMb?: number; maxBlockedMs?: number } = {},

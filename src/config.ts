@@ -1,6 +1,7 @@
 // Settings come from the environment only; the names are a contract (docs/governance-model.md) and README.md lists them.
 import { hostname } from 'node:os';
 import type { ProjectionIsolation } from './ledger/index.ts';
+import { isNiceValue } from './sessionPriority.ts';
 
 export interface Settings {
   port: number;
@@ -240,7 +241,7 @@ function streamReplicas(text: string | undefined): number | undefined {
 function niceValue(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const value = Number(text);
-  if (text.trim() === '' || !Number.isInteger(value) || value < -20 || value > 19) throw new Error(`GOVERNANCE_NICE must be a whole number from -20 to 19, not "${text}"`);
+  if (text.trim() === '' || !isNiceValue(value)) throw new Error(`GOVERNANCE_NICE must be a whole number from -20 to 19, not "${text}"`);
   return value;
 }
 

@@ -165,7 +165,8 @@ export async function startService(
   );
   // GraphQL subscriptions hear of what the projections commit.
   const pubsub = createApiPubSub();
-  // On PostgreSQL the heaviest projection runs in a thread of its own (its own connections to the same schema);
+  // On PostgreSQL the heaviest projections run in workers of their own (GOVERNANCE_PROJECTION_WORKERS: a process
+  // or a thread each, on its own connections to the same schema);
   // PGlite is one connection in this process, and an EventStoreDB ledger is read here.
   const workers =
     settings.projectionWorkers !== 'off' && settings.databaseUrl && !settings.eventStoreUrl

@@ -20,6 +20,11 @@ export interface SessionNice {
   refused?: string;
 }
 
+/** Whether `value` is a nice value: a whole number from -20 to 19. */
+export function isNiceValue(value: number): boolean {
+  return Number.isInteger(value) && value >= -20 && value <= 19;
+}
+
 /** The session's nice value now, or null where there are no autogroups. */
 export function sessionNice(): number | null {
   if (process.platform !== 'linux') return null;
@@ -37,7 +42,7 @@ export function sessionNice(): number | null {
  * says why.
  */
 export async function setSessionNice(nice: number): Promise<SessionNice> {
-  if (!Number.isInteger(nice) || nice < -20 || nice > 19) throw new RangeError(`a nice value is a whole number from -20 to 19, not ${nice}`);
+  if (!isNiceValue(nice)) throw new RangeError(`a nice value is a whole number from -20 to 19, not ${nice}`);
   if (sessionNice() === null) return { nice: null, refused: 'this host has no autogroups (Linux only, sched_autogroup_enabled)' };
   let refused = '';
   for (let attempt = 0; attempt < 2; attempt++) {
