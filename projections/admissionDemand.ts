@@ -79,7 +79,7 @@ async function applyDemand(events: readonly RecordedEvent[], tx: Tx): Promise<Re
   for (const event of events) {
     const stored = eventData(event) as AdmissionsRecordedData;
     keySources.remember(event.id, stored);
-    const table = await keySources.tableOf(stored, (eventId) => lookUpSummaryEvent(tx, eventId));
+    const table = await keySources.decodedOf(stored, (eventId) => lookUpSummaryEvent(tx, eventId));
     if (typeof table === 'string') {
       refusals.push({ event, reason: table });
       continue;

@@ -20,13 +20,14 @@
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import type { Tx } from '../src/db/db.ts';
 import type { RecordedEvent, Projection, AdmissionsRecordedData, Refusal } from '../src/ledger/index.ts';
-import { entriesOf, eventData, forEachEntry, lookUpSummaryEvent, SHADOW_QUOTA_ADMISSION_FIELDS, summaryColumns, SummaryKeySources } from '../src/ledger/index.ts';
+import { COUNT_FIELDS, entriesOf, eventData, forEachEntry, KEY_FIELDS, lookUpSummaryEvent, SHADOW_QUOTA_ADMISSION_FIELDS, summaryColumns, SummaryKeySources, type DecodedSummaryRefs } from '../src/ledger/index.ts';
 import {
   ADMISSION_TRENDS,
   familyTables,
   OpenMinutes,
   RollupRows,
   rollUpMinutes,
+  SourceShardHashes,
   splitAcrossMinutes,
   summariesProblem,
   wholeCount,
@@ -136,8 +137,9 @@ const keySources = new SummaryKeySources();
 async function addAdmissions(page: Page, event: RecordedEvent, tx: Tx): Promise<string | undefined> {
   const stored = eventData(event) as AdmissionsRecordedData;
   keySources.remember(event.id, stored);
-  const data = await keySources.tableOf(stored, (eventId) => lookUpSummaryEvent(tx, eventId));
+  const data = await keySources.decodedOf(stored, (eventId) => lookUpSummaryEvent(tx, eventId));
   if (typeof data === 'string') return data;
+  if ('positions' in data) return addDecoded(page, data);
   const table = summaryColumns(data, READ);
   if (table === null) {
     // Events written before summaries were tables: a list of objects.
@@ -170,13 +172,48 @@ async function addAdmissions(page: Page, event: RecordedEvent, tx: Tx): Promise<
   return undefined;
 }
 
+/**
+ * The summaries of a reference (nearly every event: src/ledger/catalog/summaryRefs.ts), read in place from its
+ * columns, each tenant's shard found by its position in the source (SourceShardHashes); as addAdmissions.
+ */
+async function addDecoded(page: Page, decoded: DecodedSummaryRefs): Promise<string | undefined> {
+  const { source, positions, columns } = decoded;
+  const fromColumn = columns[REF_FROM_SECOND]!;
+  const secondsColumn = columns[REF_SECONDS]!;
+  const reason = summariesProblem(positions.length, (index) => fromColumn[index], (index) => secondsColumn[index]);
+  if (reason !== undefined) return reason;
+  const hashes = shardHashes.of(source);
+  // A reference carries the ADMISSION_FIELDS counts only (a summary with shadow or quota counts is written in a table).
+  for (let field = KEY_FIELDS.length + COUNT_FIELDS.length; field < values.length; field++) values[field] = undefined;
+  for (let start = 0; start < positions.length; start += SLICE_SUMMARIES) {
+    const end = Math.min(positions.length, start + SLICE_SUMMARIES);
+    for (let index = start; index < end; index++) {
+      const position = positions[index]!;
+      values[0] = source.tenantId[position];
+      values[1] = source.dimension[position];
+      values[2] = source.allowance[position];
+      for (let column = 0; column < columns.length; column++) values[KEY_FIELDS.length + column] = columns[column]![index];
+      addSummary(page, values, SourceShardHashes.hashOf(hashes, source, position));
+    }
+    await yieldTurn();
+  }
+  return undefined;
+}
+
+/** Where a reference's fromSecond and seconds are among its columns (COUNT_FIELDS' order). */
+const REF_FROM_SECOND = COUNT_FIELDS.indexOf('fromSecond');
+const REF_SECONDS = COUNT_FIELDS.indexOf('seconds');
+
+/** The shard hashes of the key sources' tenants, by position (openRows.ts). */
+const shardHashes = new SourceShardHashes();
+
 // Reused for every summary (addValues copies what it keeps): a summary's values in READ order, and its key
 // and counts in ADMISSION_TRENDS' order.
 const values: unknown[] = new Array<unknown>(READ.length);
 const keys: string[] = ['', '', ''];
 const counts: number[] = new Array<number>(ADMISSION_TRENDS.counts.length).fill(0);
 
-function addSummary(page: Page, summary: readonly unknown[]): void {
+function addSummary(page: Page, summary: readonly unknown[], shardHash?: number): void {
   const fromSecond = summary[3] as number;
   const seconds = wholeCount(summary[4]);
   keys[0] = summary[0] as string;
@@ -191,7 +228,7 @@ function addSummary(page: Page, summary: readonly unknown[]): void {
   // Nearly every summary covers one second, within one minute: no split to make.
   const minuteStart = Math.floor(fromSecond / 60) * 60;
   if (Number.isFinite(fromSecond) && fromSecond + Math.max(1, seconds) <= minuteStart + 60) {
-    addValues(page, minuteStart, counts);
+    addValues(page, minuteStart, counts, shardHash);
     return;
   }
   const whole = Object.fromEntries(ADMISSION_TRENDS.counts.map((name, index) => [name, counts[index]!]));
@@ -200,11 +237,12 @@ function addSummary(page: Page, summary: readonly unknown[]): void {
       page,
       piece.minuteStart,
       ADMISSION_TRENDS.counts.map((name) => piece.counts[name]!),
+      shardHash,
     );
   }
 }
 
 /** A minute of `keys`' counts, to its open minute, or to the page's rows when that minute is not open. */
-function addValues(page: Page, minuteStart: number, minuteCounts: readonly number[]): void {
-  if (!open.add(keys, minuteStart, minuteCounts, page.nowSeconds)) page.rows.addValues(keys, minuteStart, minuteCounts);
+function addValues(page: Page, minuteStart: number, minuteCounts: readonly number[], shardHash?: number): void {
+  if (!open.add(keys, minuteStart, minuteCounts, page.nowSeconds, shardHash)) page.rows.addValues(keys, minuteStart, minuteCounts);
 }

@@ -90,6 +90,14 @@ interface WorkerHost extends EventEmitter {
 }
 
 /**
+ * The service's own profiling and GC tracing flags (`--cpu-prof`, `--cpu-prof-dir=DIR`, `--heap-prof`, `--trace-gc`
+ * and the like, in their `--flag=value` form), passed on to each worker process as a worker thread shares them: a
+ * profile of the service is then a profile of its projections too. A name of its own (`--cpu-prof-name`) is not
+ * passed on: the processes would write one file over another.
+ */
+const DIAGNOSTIC_FLAGS = process.execArgv.filter((flag) => /^--(cpu-prof|heap-prof|trace-gc)/.test(flag) && !/^--(cpu|heap)-prof-name/.test(flag));
+
+/**
  * A child process running `entry` (from the TypeScript sources, with tsx's loader) in a session of its own, its
  * V8 old generation limited to `maxHeapMb`. It emits what a Worker emits: 'message'; 'error' with the uncaught
  * exception the process sent before it exited, or an Error whose code is ERR_WORKER_OUT_OF_MEMORY when V8 ended it
@@ -99,7 +107,7 @@ interface WorkerHost extends EventEmitter {
 function processHost(entry: URL, maxHeapMb: number, data: ProjectionWorkerData): WorkerHost {
   const loader = entry.pathname.endsWith('.ts') ? ['--import', import.meta.resolve('tsx')] : [];
   const child = fork(fileURLToPath(entry), [], {
-    execArgv: [...loader, `--max-old-space-size=${maxHeapMb}`],
+    execArgv: [...loader, ...DIAGNOSTIC_FLAGS, `--max-old-space-size=${maxHeapMb}`],
     serialization: 'advanced',
     detached: true,
     stdio: ['ignore', 'inherit', 'pipe', 'ipc'],

@@ -11,6 +11,7 @@
 //
 // At 6 M recorded tenant-seconds (a 7-day preview of 1,000 active tenants) this is about 25 MB to read,
 // where the ledger's JSON of the same seconds was several GB of summaries to parse and expand.
+import type { SourceKeys } from '../ledger/index.ts';
 
 /** The counts of one recorded second, as read. */
 export interface SecondCounts {
@@ -154,11 +155,41 @@ export class DemandMinutes {
   private readonly byTenant = new Map<string, DemandMinute[]>();
   private readonly byId = new Map<string, DemandMinute>();
   private readonly all: DemandMinute[] = [];
+  private readonly bySource = new WeakMap<SourceKeys, PositionMinutes>();
   /** Bytes held, for a writer that flushes past a bound. */
   bytes = 0;
 
   get size(): number {
     return this.all.length;
+  }
+
+  /**
+   * The minutes found so far for the positions of `source` (a key source: src/ledger/catalog/summaryRefs.ts),
+   * for addSecondAt; kept while these minutes are.
+   */
+  positionsOf(source: SourceKeys): PositionMinutes {
+    let found = this.bySource.get(source);
+    if (found === undefined) this.bySource.set(source, (found = { minuteStart: Number.NaN, minutes: new Array<DemandMinute | undefined>(source.tenantId.length).fill(undefined) }));
+    return found;
+  }
+
+  /**
+   * addSpan of one second (`second`, kept whatever the range: the caller has checked it), its minute found by the
+   * position of its keys in their source: the same position is the same keys in every reference to the source,
+   * so a page of references finds each tenant's minute once per minute, not once per second by its keys.
+   */
+  addSecondAt(at: PositionMinutes, position: number, dimension: string, tenantId: string, allowance: string, second: number, counts: SecondCounts): void {
+    if (counts.units <= 0 && counts.messages <= 0) return;
+    const minuteStart = second - (second % 60);
+    if (at.minuteStart !== minuteStart) {
+      at.minuteStart = minuteStart;
+      at.minutes.fill(undefined);
+    }
+    let minute = at.minutes[position];
+    if (minute === undefined) at.minutes[position] = minute = this.minuteOf(dimension, tenantId, allowance, minuteStart);
+    const before = minute.bytes.length;
+    pushSecond(minute.bytes, second - minuteStart, counts.units, counts.messages, counts.refusedUnits, counts.refusedMessages);
+    this.bytes += minute.bytes.length - before;
   }
 
   /** Adds a span of `seconds` seconds from `fromSecond`; only its seconds in [rangeFrom, rangeTo) are kept. */
@@ -217,6 +248,12 @@ export class DemandMinutes {
     else this.byId.set(minuteId(dimension, tenantId, allowance, minuteStart), minute);
     return minute;
   }
+}
+
+/** A key source's positions' minutes, all of one minute (DemandMinutes.positionsOf). */
+export interface PositionMinutes {
+  minuteStart: number;
+  minutes: (DemandMinute | undefined)[];
 }
 
 /** Minutes of one tenant found by scanning its list; more (many allowances or a long page) are found by id. */

@@ -235,7 +235,7 @@ async function readTail(q: Queryable, query: DemandQuery, after: [string, string
     for (const event of rows) {
       const stored: unknown = JSON.parse(event.data);
       keySources.remember(event.id, stored);
-      const table = await keySources.tableOf(stored, (eventId) => lookUpSummaryEvent(q, eventId));
+      const table = await keySources.decodedOf(stored, (eventId) => lookUpSummaryEvent(q, eventId));
       // A reference whose source the ledger no longer holds: the projection sets it aside, and so does this.
       if (typeof table !== 'string') addSummaryDemand(minutes, table as Parameters<typeof addSummaryDemand>[1], filter);
     }

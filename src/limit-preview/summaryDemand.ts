@@ -2,7 +2,7 @@
 // the caller) as seconds of DemandMinutes. The projection (projections/admissionDemand.ts) adds every rate
 // dimension's summaries; a preview reading the ledger's tail (readDemand.ts) only those of its dimension,
 // tenants and range. Both read the same way, so the tail reads as the read model would once applied.
-import { ADMISSION_FIELDS, entriesOf, summaryTable, type AdmissionsRecordedData, type SummaryTable } from '../ledger/index.ts';
+import { ADMISSION_FIELDS, COUNT_FIELDS, entriesOf, summaryTable, type AdmissionsRecordedData, type DecodedSummaryRefs, type SummaryTable } from '../ledger/index.ts';
 import { DIMENSION_CATALOG, DIMENSIONS, type AdmissionSummary } from '../governance/index.ts';
 import type { DemandMinutes, SecondCounts } from './demandSeconds.ts';
 
@@ -48,13 +48,14 @@ const at = (row: readonly unknown[], column: number) => (column < 0 ? 0 : count(
 const counts: SecondCounts = { units: 0, messages: 0, refusedUnits: 0, refusedMessages: 0 };
 
 /**
- * Adds the demand of an event's data (a table or the list shape of older events; a reference must be
- * expanded first) to `minutes`: per summary, units and messages offered (admitted + shed + rejected) and
+ * Adds the demand of an event's data (a table, the list shape of older events, or a reference decoded by
+ * SummaryKeySources.decodedOf) to `minutes`: per summary, units and messages offered (admitted + shed + rejected) and
  * the part refused then (shed + rejected). A malformed summary (no tenant, a start that is no whole second
  * within 1970..9999, a span over MAX_SPAN_SECONDS) is passed over.
  */
-export function addSummaryDemand(minutes: DemandMinutes, data: AdmissionsRecordedData | SummaryTable<AdmissionSummary>, filter: SummaryFilter): void {
+export function addSummaryDemand(minutes: DemandMinutes, data: AdmissionsRecordedData | SummaryTable<AdmissionSummary> | DecodedSummaryRefs, filter: SummaryFilter): void {
   if (data === null || typeof data !== 'object' || 'keysOf' in data) return;
+  if ('positions' in data) return addDecoded(minutes, data, filter);
   const table = 'entries' in data ? summaryTable(ADMISSION_FIELDS, entriesOf(data)) : data;
   const { fields, rows } = table;
   if (!Array.isArray(fields) || !Array.isArray(rows)) return;
@@ -78,5 +79,41 @@ export function addSummaryDemand(minutes: DemandMinutes, data: AdmissionsRecorde
     counts.messages = at(row, admittedMessagesAt) + counts.refusedMessages;
     const allowance = allowanceAt >= 0 && typeof row[allowanceAt] === 'string' ? (row[allowanceAt] as string) : '';
     minutes.addSpan(dimension, tenantId, allowance, fromSecond as number, seconds, counts, filter.fromSecond, filter.toSecond);
+  }
+}
+
+// Where a reference's counts are among its columns (COUNT_FIELDS' order).
+const [REF_FROM, REF_SECONDS, REF_ADMITTED_UNITS, REF_ADMITTED_MESSAGES, REF_SHED_UNITS, REF_SHED_MESSAGES, REF_REJECTED_UNITS, REF_REJECTED_MESSAGES] = (
+  ['fromSecond', 'seconds', 'admittedUnits', 'admittedMessages', 'shedUnits', 'shedMessages', 'rejectedUnits', 'rejectedMessages'] as const
+).map((field) => COUNT_FIELDS.indexOf(field)) as [number, number, number, number, number, number, number, number];
+
+/**
+ * A reference decoded (SummaryKeySources.decodedOf), read in place from its columns: a summary of one second finds
+ * its minute by its keys' position in the source (DemandMinutes.addSecondAt), not by its keys. The same summaries
+ * are kept and passed over as in a table.
+ */
+function addDecoded(minutes: DemandMinutes, decoded: DecodedSummaryRefs, filter: SummaryFilter): void {
+  const { source, positions, columns } = decoded;
+  const at = minutes.positionsOf(source);
+  for (let i = 0; i < positions.length; i++) {
+    const position = positions[i]!;
+    const dimension = source.dimension[position];
+    const tenantId = source.tenantId[position];
+    const fromSecond = columns[REF_FROM]![i]!;
+    if (typeof dimension !== 'string' || !filter.dimension(dimension)) continue;
+    if (typeof tenantId !== 'string' || (filter.tenants !== null && !filter.tenants.has(tenantId))) continue;
+    if (fromSecond < 0 || fromSecond > LAST_SECOND) continue;
+    const seconds = Math.max(1, Math.floor(count(columns[REF_SECONDS]![i])));
+    if (seconds > MAX_SPAN_SECONDS) continue;
+    if (fromSecond + seconds <= filter.fromSecond || fromSecond >= filter.toSecond) continue;
+    counts.refusedUnits = count(columns[REF_SHED_UNITS]![i]) + count(columns[REF_REJECTED_UNITS]![i]);
+    counts.refusedMessages = count(columns[REF_SHED_MESSAGES]![i]) + count(columns[REF_REJECTED_MESSAGES]![i]);
+    counts.units = count(columns[REF_ADMITTED_UNITS]![i]) + counts.refusedUnits;
+    counts.messages = count(columns[REF_ADMITTED_MESSAGES]![i]) + counts.refusedMessages;
+    const rawAllowance = source.allowance[position];
+    const allowance = typeof rawAllowance === 'string' ? rawAllowance : '';
+    // One second in the range (nearly every summary): found by position. A span: by its keys, second by second.
+    if (seconds === 1) minutes.addSecondAt(at, position, dimension, tenantId, allowance, fromSecond, counts);
+    else minutes.addSpan(dimension, tenantId, allowance, fromSecond, seconds, counts, filter.fromSecond, filter.toSecond);
   }
 }

@@ -104,24 +104,51 @@ export function sourceKeysOf(data: unknown): SourceKeys | null {
 }
 
 /**
- * A reference as the summary table it stands for (rows in ADMISSION_FIELDS' order), or the reason it cannot
- * be read: a position outside the source, columns of another length than the positions, a value no integer.
+ * A reference decoded, without a row made per summary: its summaries' positions into the source's rows, and one
+ * column per COUNT_FIELDS field (in that order), summary `i`'s values at index `i`. A reader that adds summaries
+ * up (the trends, the demand) reads them in place, and may keep what it found for a position of a source (a
+ * tenant's shard, its row): the same position is the same keys in every reference to that source.
  */
-export function expandSummaryRefs(data: SummaryRefTable, source: SourceKeys): SummaryTable<AdmissionSummary> | string {
+export interface DecodedSummaryRefs {
+  source: SourceKeys;
+  positions: number[];
+  columns: number[][];
+}
+
+/**
+ * A reference as its positions and columns (DecodedSummaryRefs), or the reason it cannot be read: a position
+ * outside the source, columns of another length than the positions, a value no integer.
+ */
+export function decodeSummaryRefs(data: SummaryRefTable, source: SourceKeys): DecodedSummaryRefs | string {
   const limit = source.tenantId.length;
-  const deltas = runLengthDecode(data.at, 1_000_000);
-  if (deltas === null) return 'its positions ("at") are not a run-length code';
+  const positions = runLengthDecode(data.at, 1_000_000);
+  if (positions === null) return 'its positions ("at") are not a run-length code';
   const columns: number[][] = [];
   for (const field of COUNT_FIELDS) {
-    const column = runLengthDecode(data.columns?.[field] ?? `0*${deltas.length}`, deltas.length);
-    if (column === null || column.length !== deltas.length) return `its column ${field} does not hold one integer per position`;
+    const column = runLengthDecode(data.columns?.[field] ?? `0*${positions.length}`, positions.length);
+    if (column === null || column.length !== positions.length) return `its column ${field} does not hold one integer per position`;
     columns.push(column);
   }
-  const rows: unknown[][] = new Array<unknown[]>(deltas.length);
-  let position = 0;
-  for (let i = 0; i < deltas.length; i++) {
-    position = i === 0 ? deltas[0]! : position + deltas[i]!;
+  // The deltas become positions in place.
+  for (let i = 0; i < positions.length; i++) {
+    const position = i === 0 ? positions[0]! : positions[i - 1]! + positions[i]!;
     if (position < 0 || position >= limit) return `position ${position} is outside its source's ${limit} rows`;
+    positions[i] = position;
+  }
+  return { source, positions, columns };
+}
+
+/**
+ * A reference as the summary table it stands for (rows in ADMISSION_FIELDS' order), or the reason it cannot
+ * be read (decodeSummaryRefs').
+ */
+export function expandSummaryRefs(data: SummaryRefTable, source: SourceKeys): SummaryTable<AdmissionSummary> | string {
+  const decoded = decodeSummaryRefs(data, source);
+  if (typeof decoded === 'string') return decoded;
+  const { positions, columns } = decoded;
+  const rows: unknown[][] = new Array<unknown[]>(positions.length);
+  for (let i = 0; i < positions.length; i++) {
+    const position = positions[i]!;
     const row = new Array<unknown>(ADMISSION_FIELDS.length);
     row[0] = source.tenantId[position];
     row[1] = source.dimension[position];
@@ -173,6 +200,18 @@ export class SummaryKeySources {
    */
   async tableOf<Data>(data: Data, lookUp: (eventId: string) => Promise<unknown>): Promise<Exclude<Data, SummaryRefTable> | SummaryTable<AdmissionSummary> | string> {
     if (!isSummaryRefTable(data)) return data as Exclude<Data, SummaryRefTable>;
+    const source = await this.sourceOf(data, lookUp);
+    return typeof source === 'string' ? source : expandSummaryRefs(data, source);
+  }
+
+  /** tableOf for a reader that adds summaries up: a reference decoded (decodeSummaryRefs), not expanded into rows. */
+  async decodedOf<Data>(data: Data, lookUp: (eventId: string) => Promise<unknown>): Promise<Exclude<Data, SummaryRefTable> | DecodedSummaryRefs | string> {
+    if (!isSummaryRefTable(data)) return data as Exclude<Data, SummaryRefTable>;
+    const source = await this.sourceOf(data, lookUp);
+    return typeof source === 'string' ? source : decodeSummaryRefs(data, source);
+  }
+
+  private async sourceOf(data: SummaryRefTable, lookUp: (eventId: string) => Promise<unknown>): Promise<SourceKeys | string> {
     let source = this.get(data.keysOf);
     if (source === undefined) {
       const found = await lookUp(data.keysOf);
@@ -181,8 +220,7 @@ export class SummaryKeySources {
         source = this.get(data.keysOf) ?? sourceKeysOf(found) ?? undefined;
       }
     }
-    if (source === undefined) return `the event its keys refer to (${String(data.keysOf)}) is not in the ledger`;
-    return expandSummaryRefs(data, source);
+    return source ?? `the event its keys refer to (${String(data.keysOf)}) is not in the ledger`;
   }
 }
 

@@ -24,7 +24,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../../db/db.ts';
 import { prepared } from '../../db/preparedStatements.ts';
-import { shardOf } from './openRows.ts';
+import { shardHashOf } from './openRows.ts';
 import { openMarkTable, openTable, type RollupFamily } from './rollupFamily.ts';
 import { RollupRows } from './upsertRollups.ts';
 
@@ -107,9 +107,10 @@ export class OpenMinutes {
   /**
    * Adds counts to an open minute and answers true; or answers false when the minute is not open (older than the
    * one before the newest, or too far ahead of `nowSeconds`): the caller adds it to the minute table. Keys in
-   * `family.keys` order (the first is the tenant), counts in `family.counts` order; both are copied.
+   * `family.keys` order (the first is the tenant), counts in `family.counts` order; both are copied. `shardHash`:
+   * the tenant's shardHashOf, when the caller knows it (openRows.ts' SourceShardHashes).
    */
-  add(keys: readonly string[], minuteStart: number, counts: readonly number[], nowSeconds: number): boolean {
+  add(keys: readonly string[], minuteStart: number, counts: readonly number[], nowSeconds: number, shardHash = shardHashOf(keys[0]!)): boolean {
     if (minuteStart > nowSeconds + MAX_AHEAD_SECONDS) return false;
     if (minuteStart > this.newestMinute) {
       this.newestMinute = minuteStart;
@@ -118,7 +119,7 @@ export class OpenMinutes {
     }
     if (minuteStart < this.newestMinute - 60) return false;
     const shards = this.shardsOf(minuteStart);
-    const shard = shardOf(keys[0]!, this.shards);
+    const shard = shardHash % this.shards;
     let rows = shards[shard];
     // Closed by closeOldest earlier in this page: open again.
     if (rows === undefined) shards[shard] = rows = new RollupRows(this.family);

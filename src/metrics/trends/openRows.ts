@@ -8,6 +8,7 @@
 // so a read of one tenant reads one shard.
 import { createHash } from 'node:crypto';
 import { BUCKET_SECONDS, type TrendBucket } from './buckets.ts';
+import type { SourceKeys } from '../../ledger/index.ts';
 import { openTable, type RollupFamily } from './rollupFamily.ts';
 
 /** Tenants whose shard is remembered (a page asks for the same tenants' shards every second); cleared past it. */
@@ -16,13 +17,44 @@ const shards = new Map<string, number>();
 
 /** The shard of `tenantId` among `count` (the first four bytes of its md5, modulo `count`). */
 export function shardOf(tenantId: string, count: number): number {
-  let shard = shards.get(tenantId);
-  if (shard === undefined) {
+  return shardHashOf(tenantId) % count;
+}
+
+/** The first four bytes of the md5 of `tenantId` (UTF-8), big-endian: its shard among any count is this modulo the count. */
+export function shardHashOf(tenantId: string): number {
+  let hash = shards.get(tenantId);
+  if (hash === undefined) {
     if (shards.size >= REMEMBERED_SHARDS) shards.clear();
-    shard = createHash('md5').update(tenantId, 'utf8').digest().readUInt32BE(0);
-    shards.set(tenantId, shard);
+    hash = createHash('md5').update(tenantId, 'utf8').digest().readUInt32BE(0);
+    shards.set(tenantId, hash);
   }
-  return shard % count;
+  return hash;
+}
+
+/**
+ * shardHashOf of a key source's tenants (src/ledger/catalog/summaryRefs.ts), by position, kept with the source
+ * while it is remembered: a reference's summaries find their shard by position, not by a look-up of their tenant
+ * ID in a map of every active tenant (at 50,000 active tenants that look-up was a tenth of the trends' work).
+ * Filled as positions are first asked for, so a source of 50,000 keys costs no one turn of md5s.
+ */
+export class SourceShardHashes {
+  private readonly bySource = new WeakMap<SourceKeys, Float64Array>();
+
+  /** The hashes of `source`'s positions so far: 0 where not yet known, else the hash + 1 (hashOf fills them). */
+  of(source: SourceKeys): Float64Array {
+    let hashes = this.bySource.get(source);
+    if (hashes === undefined) this.bySource.set(source, (hashes = new Float64Array(source.tenantId.length)));
+    return hashes;
+  }
+
+  /** The shard hash of `source`'s tenant at `position`, `hashes` being `of(source)`. */
+  static hashOf(hashes: Float64Array, source: SourceKeys, position: number): number {
+    const known = hashes[position]!;
+    if (known !== 0) return known - 1;
+    const hash = shardHashOf(String(source.tenantId[position]));
+    hashes[position] = hash + 1;
+    return hash;
+  }
 }
 
 /** SQL for the shard of the tenant ID `expression` (a parameter such as `$1`) among `count`: shardOf's rule. */

@@ -4,6 +4,7 @@ import type { TestDb } from '../../support/databases.ts';
 import type { EventStore } from '../../../src/ledger/eventStore.ts';
 import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../../src/ledger/catalog/admissions.ts';
 import { isSummaryRefTable, SummaryKeySources } from '../../../src/ledger/catalog/summaryRefs.ts';
+import { addSummaryDemand, DemandMinutes, EVERY_REPLAYED_SUMMARY } from '../../../src/limit-preview/index.ts';
 import { lookUpSummaryEvent } from '../../../src/ledger/postgres/lookUpSummaryEvent.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
@@ -107,6 +108,46 @@ describeOnEachStorage('summary references on $name', (target) => {
     clock += 1000;
     const events = await appendedBy(() => recorder.record(second(['m'], clock / 1000), [], 'm-2'));
     expect(events.some((event) => isSummaryRefTable(event.data))).toBe(false);
+  });
+
+  it('the demand read model adds references up in place, each minute found by position, as it adds the tables they stand for', async () => {
+    // Two seconds before a minute's end and two after, tenants in another order each second, one absent once, a
+    // span of three seconds across the minute, and two dimensions: every path of the position look-up.
+    let clock = T0 + 10_800_000 + 58_000;
+    const recorder = createLedgerRecorder(store, { referenceKeys: true, now: () => clock });
+    const events = await appendedBy(async () => {
+      for (const [s, tenants] of [['demand-a', 'demand-b', 'demand-c'], ['demand-c', 'demand-a'], ['demand-b', 'demand-c', 'demand-a'], ['demand-a', 'demand-b', 'demand-c']].entries()) {
+        const fromSecond = clock / 1000;
+        const summaries = second(tenants, fromSecond, { dimension: 'API_REQUESTS', admittedUnits: 2 + s });
+        summaries.push(...second(['demand-a'], fromSecond, { admittedUnits: 5 + s, shedUnits: s }));
+        if (s === 1) summaries.push(...second(['demand-b'], fromSecond, { dimension: 'EGRESS', seconds: 3, admittedUnits: 9 }));
+        await recorder.record(summaries, [], `demand-${s}`);
+        clock += 1000;
+      }
+    });
+    const viaTables = new DemandMinutes();
+    const viaPositions = new DemandMinutes();
+    const tableSources = new SummaryKeySources();
+    const positionSources = new SummaryKeySources();
+    let decodedEvents = 0;
+    for (const event of events) {
+      const data = event.data as AdmissionsRecordedData;
+      tableSources.remember(event.id, data);
+      positionSources.remember(event.id, data);
+      const table = await tableSources.tableOf(data, (id) => lookUpSummaryEvent(testDb.db, id));
+      const decoded = await positionSources.decodedOf(data, (id) => lookUpSummaryEvent(testDb.db, id));
+      if (typeof table === 'string' || typeof decoded === 'string') throw new Error(String(table));
+      addSummaryDemand(viaTables, table, EVERY_REPLAYED_SUMMARY);
+      if ('positions' in decoded) decodedEvents++;
+      addSummaryDemand(viaPositions, decoded, EVERY_REPLAYED_SUMMARY);
+    }
+    expect(decodedEvents).toBe(3);
+    const minutesOf = (minutes: DemandMinutes) =>
+      [...minutes.values()].map((minute) => `${minute.minuteStart} ${minute.dimension} ${minute.tenantId} ${minute.allowance} ${minute.bytes.join('.')}`).sort();
+    expect(minutesOf(viaPositions)).toEqual(minutesOf(viaTables));
+    // Two minutes each of API_REQUESTS, INGEST and EGRESS (the span's).
+    expect(new Set(minutesOf(viaTables).map((line) => line.split(' ').slice(0, 2).join(' '))).size).toBe(6);
+    expect(viaPositions.bytes).toBe(viaTables.bytes);
   });
 
   it('the trend projection reads references as the summaries they stand for, and sets aside one whose source is gone', async () => {
