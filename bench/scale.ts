@@ -537,6 +537,12 @@ async function serveBaseline(tenants: number): Promise<void> {
           );
         }
         trendSecond = now;
+      } catch (error) {
+        // Kept for the next flush, as a durable writer would (the service's Recorder keeps its batch too): a
+        // statement PostgreSQL did not answer in time (at 200,000 one took past the pool's read timeout) used to
+        // end this server and the bench with it. The flush's time still counts.
+        closed = batch.concat(closed);
+        console.error(`baseline: a flush of ${batch.length} summaries failed and is kept for the next: ${error instanceof Error ? error.message : String(error)}`);
       } finally {
         if (stats.measuring) {
           stats.flushMs.push(performance.now() - started);
@@ -924,6 +930,9 @@ function isSettled(message: unknown): boolean {
   return typeof message === 'object' && message !== null && 'settled' in message;
 }
 
+/** A run's server ended before it reported (its own fault): the run is not held, the bench goes on. */
+class ServerEnded extends Error {}
+
 /** The child's next message but `{settled}` (which `settledOf` hears). */
 function nextMessage<T>(child: ChildProcess): Promise<T> {
   return new Promise((resolve, reject) => {
@@ -1013,6 +1022,14 @@ async function run(side: Side, tenants: number): Promise<{ result: RunResult; ge
   // server's threads competed one for one with wrk and this process, so the generator's CPU came out of the
   // server's share and its main thread waited 30-50 ms for a core at times (BENCH_SCALE_TRACE's schedstat).
   const server = fork(self, ['serve', side, String(tenants)], { execArgv, stdio: 'inherit', detached: true });
+  // A server that ends before its report (a fault of its own) ends its run, not the bench: the run is not held.
+  let ended: string | undefined;
+  server.once('exit', (code, signal) => (ended = `the server ended (${signal ?? `exit code ${code}`}) before its report`));
+  server.on('error', () => {});
+  const send = (message: string) => {
+    if (ended !== undefined || !server.connected) throw new ServerEnded(ended ?? 'the server closed its channel before its report');
+    server.send(message);
+  };
   const settled = settledOf(server);
   const announced = await nextMessage<Announced>(server);
   let stopLoad = () => {};
@@ -1032,74 +1049,86 @@ async function run(side: Side, tenants: number): Promise<{ result: RunResult; ge
     stop: loadStopped,
   });
   loadDone.catch(() => {});
-  await new Promise((resolve) => setTimeout(resolve, (WARM_SECONDS + 1) * 1000));
-  // The cap's timer is cleared once settled: a pending one would hold the process open at the end (--quick).
-  let capTimer: NodeJS.Timeout | undefined;
-  await Promise.race([settled, new Promise((resolve) => (capTimer = setTimeout(resolve, loadStartedAt + MAX_WARM_SECONDS * 1000 - Date.now())))]);
-  clearTimeout(capTimer);
-  const warmUpSeconds = Math.round((Date.now() - loadStartedAt) / 100) / 10;
-  const hostProbe = probeHostPauses();
-  server.send('start');
-  const postgresBefore = postgresCpuMicros();
-  const startedAt = Date.now();
-  // /readyz asked once a second on the run's clock (an answer that is slow does not delay the next question).
-  const answers: Promise<ReadyAnswer>[] = [];
-  for (let second = 1; second <= SECONDS; second++) {
-    await new Promise((resolve) => setTimeout(resolve, startedAt + second * 1000 - Date.now()));
-    answers.push(readyzStatus(announced.port));
+  try {
+    await new Promise((resolve) => setTimeout(resolve, (WARM_SECONDS + 1) * 1000));
+    // The cap's timer is cleared once settled: a pending one would hold the process open at the end (--quick).
+    let capTimer: NodeJS.Timeout | undefined;
+    await Promise.race([settled, new Promise((resolve) => (capTimer = setTimeout(resolve, loadStartedAt + MAX_WARM_SECONDS * 1000 - Date.now())))]);
+    clearTimeout(capTimer);
+    const warmUpSeconds = Math.round((Date.now() - loadStartedAt) / 100) / 10;
+    const hostProbe = probeHostPauses();
+    send('start');
+    const postgresBefore = postgresCpuMicros();
+    const startedAt = Date.now();
+    // /readyz asked once a second on the run's clock (an answer that is slow does not delay the next question).
+    const answers: Promise<ReadyAnswer>[] = [];
+    for (let second = 1; second <= SECONDS; second++) {
+      await new Promise((resolve) => setTimeout(resolve, startedAt + second * 1000 - Date.now()));
+      answers.push(readyzStatus(announced.port));
+    }
+    const postgresCores = (postgresCpuMicros() - postgresBefore) / 1e6 / ((Date.now() - startedAt) / 1000);
+    send('stop');
+    const hostPauses = hostProbe.stop(startedAt, Date.now());
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    stopLoad();
+    const readyAnswers = await Promise.all(answers);
+    const readySamples = readyAnswers.length;
+    // Which second of the measured window each answer other than 200 came in, and why.
+    const readyFailuresAt = readyAnswers.flatMap((answer, index) => (answer.status === 200 ? [] : [{ second: index + 1, ...answer }]));
+    const readyFailures = readyFailuresAt.length;
+    const load = await loadDone;
+    rmSync(scripts, { recursive: true, force: true });
+    const reportDone = nextMessage<ServerReport>(server);
+    send('finish');
+    const report = await reportDone.catch((error: unknown) => {
+      throw new ServerEnded(ended ?? String(error));
+    });
+    // Each child ends on its own once disconnected (a profiled server writes its profile then); killed after 10 s.
+    if (server.connected) server.disconnect();
+    if (server.exitCode === null) {
+      const exited = new Promise((resolve) => server.once('exit', resolve));
+      if ((await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve('late'), 10_000))])) === 'late') server.kill();
+    }
+    const unexpected = Object.entries(load.statuses).filter(([status]) => !['200', '202', '429'].includes(status));
+    if (unexpected.length > 0 || load.errors > 0) console.error(`load: ${load.errors} socket errors, unexpected answers ${JSON.stringify(Object.fromEntries(unexpected))}`);
+    const result: RunResult = {
+      side,
+      tenants,
+      ingestTenants: announced.ingestKeys.length,
+      held: false,
+      ...report,
+      readySamples,
+      readyFailures,
+      readyFailuresAt,
+      postgresCores: round(postgresCores),
+      statuses: load.statuses,
+      loadErrors: load.errors + unexpected.reduce((sum, [, count]) => sum + count, 0),
+      loadLateRequests: load.late,
+      generatorCores: Math.round((load.generatorCpuMicros / 1e6 / (load.requests / load.requestsPerSecond)) * 100) / 100,
+      warmUpSeconds,
+      loadAverage: round(loadavg()[0]!),
+      hostPauses: hostPauses.length,
+      hostPauseLongestMs: hostPauses.reduce((longest, pause) => Math.max(longest, pause.lateMs), 0),
+      stallsOverBoundOnHostPause: report.stallsOverBound.filter((stall) => hostPauses.some((pause) => pause.atMs - pause.lateMs <= stall.toMs && pause.atMs >= stall.fromMs)).length,
+    };
+    result.held =
+      result.mergedWindows === 0 &&
+      result.flushP99Ms < MAX_FLUSH_P99_MS &&
+      result.eventLoopMaxStallMs <= MAX_STALL_MS &&
+      result.readyFailures === 0 &&
+      result.lagAtEndSeconds <= MAX_LAG_SECONDS &&
+      result.loadErrors === 0 &&
+      result.summariesPerSecond >= summariesOf(tenants) * 0.95;
+    return { result, generatorPinned: load.pinned };
+  } catch (error) {
+    // The server ended mid-run: its load is stopped before the next run starts.
+    if (error instanceof ServerEnded) {
+      stopLoad();
+      await loadDone.catch(() => {});
+      rmSync(scripts, { recursive: true, force: true });
+    }
+    throw error;
   }
-  const postgresCores = (postgresCpuMicros() - postgresBefore) / 1e6 / ((Date.now() - startedAt) / 1000);
-  server.send('stop');
-  const hostPauses = hostProbe.stop(startedAt, Date.now());
-  await new Promise((resolve) => setTimeout(resolve, 1000));
-  stopLoad();
-  const readyAnswers = await Promise.all(answers);
-  const readySamples = readyAnswers.length;
-  // Which second of the measured window each answer other than 200 came in, and why.
-  const readyFailuresAt = readyAnswers.flatMap((answer, index) => (answer.status === 200 ? [] : [{ second: index + 1, ...answer }]));
-  const readyFailures = readyFailuresAt.length;
-  const load = await loadDone;
-  rmSync(scripts, { recursive: true, force: true });
-  const reportDone = nextMessage<ServerReport>(server);
-  server.send('finish');
-  const report = await reportDone;
-  // Each child ends on its own once disconnected (a profiled server writes its profile then); killed after 10 s.
-  if (server.connected) server.disconnect();
-  if (server.exitCode === null) {
-    const exited = new Promise((resolve) => server.once('exit', resolve));
-    if ((await Promise.race([exited, new Promise((resolve) => setTimeout(() => resolve('late'), 10_000))])) === 'late') server.kill();
-  }
-  const unexpected = Object.entries(load.statuses).filter(([status]) => !['200', '202', '429'].includes(status));
-  if (unexpected.length > 0 || load.errors > 0) console.error(`load: ${load.errors} socket errors, unexpected answers ${JSON.stringify(Object.fromEntries(unexpected))}`);
-  const result: RunResult = {
-    side,
-    tenants,
-    ingestTenants: announced.ingestKeys.length,
-    held: false,
-    ...report,
-    readySamples,
-    readyFailures,
-    readyFailuresAt,
-    postgresCores: round(postgresCores),
-    statuses: load.statuses,
-    loadErrors: load.errors + unexpected.reduce((sum, [, count]) => sum + count, 0),
-    loadLateRequests: load.late,
-    generatorCores: Math.round((load.generatorCpuMicros / 1e6 / (load.requests / load.requestsPerSecond)) * 100) / 100,
-    warmUpSeconds,
-    loadAverage: round(loadavg()[0]!),
-    hostPauses: hostPauses.length,
-    hostPauseLongestMs: hostPauses.reduce((longest, pause) => Math.max(longest, pause.lateMs), 0),
-    stallsOverBoundOnHostPause: report.stallsOverBound.filter((stall) => hostPauses.some((pause) => pause.atMs - pause.lateMs <= stall.toMs && pause.atMs >= stall.fromMs)).length,
-  };
-  result.held =
-    result.mergedWindows === 0 &&
-    result.flushP99Ms < MAX_FLUSH_P99_MS &&
-    result.eventLoopMaxStallMs <= MAX_STALL_MS &&
-    result.readyFailures === 0 &&
-    result.lagAtEndSeconds <= MAX_LAG_SECONDS &&
-    result.loadErrors === 0 &&
-    result.summariesPerSecond >= summariesOf(tenants) * 0.95;
-  return { result, generatorPinned: load.pinned };
 }
 
 /** The host's start-time figure: the compiled service's start on PostgreSQL (median of 3), or null without dist/. */
@@ -1124,6 +1153,7 @@ function startTimeFigure(): unknown {
 async function measure(): Promise<void> {
   const loadAtStart = loadavg()[0]!;
   const results: RunResult[] = [];
+  const endedRuns: { side: Side; tenants: number; ended: string }[] = [];
   const notRun: number[] = [];
   let pinned = true;
   let order: Side[] = SIDES;
@@ -1131,14 +1161,24 @@ async function measure(): Promise<void> {
     // Sizes go up: past two in a row that neither side held, a larger one is not run (it would take long to say
     // no). One was the rule before: a single pause of the machine (59 ms, seen by the probe) at 10,000 failed both
     // sides on a stall and ended a ladder there.
-    const sizesRun = [...new Set(results.map((each) => each.tenants))];
+    const sizesRun = [...new Set([...results, ...endedRuns].map((each) => each.tenants))].sort((a, b) => a - b);
     const heldNone = (size: number | undefined) => size !== undefined && !results.some((each) => each.held && each.tenants === size);
     if (!QUICK && sizesRun.length >= 2 && heldNone(sizesRun.at(-1)) && heldNone(sizesRun.at(-2))) {
       notRun.push(tenants);
       continue;
     }
     for (const side of order) {
-      const { result, generatorPinned } = await run(side, tenants);
+      let ran: Awaited<ReturnType<typeof run>>;
+      try {
+        ran = await run(side, tenants);
+      } catch (error) {
+        if (!(error instanceof ServerEnded)) throw error;
+        // Said as a line of its own and counted as not held; its figures are not there to report.
+        console.log(JSON.stringify({ side, tenants, held: false, ended: error.message }));
+        endedRuns.push({ side, tenants, ended: error.message });
+        continue;
+      }
+      const { result, generatorPinned } = ran;
       pinned &&= generatorPinned;
       console.log(JSON.stringify(result));
       results.push(result);
@@ -1180,6 +1220,8 @@ async function measure(): Promise<void> {
           }
         : {}),
       notRun,
+      // Runs whose server ended before its report (not held; nothing measured to report).
+      ended: endedRuns,
       startTime: startTimeFigure(),
       loadAverageAtStart: round(loadAtStart),
       loadAverageAtEnd: round(loadavg()[0]!),

@@ -8,7 +8,9 @@
 // come as JSON text where the ledger holds text (readsDataAsJson) and each is parsed when its turn comes, so
 // only one event's summaries are alive at a time; a summary is read from its row by column and added to its
 // row of the read model without an object made for it (summaryColumns, RollupRows.addValues), and a page
-// yields the event loop every 1,000 summaries, so admissions never wait long on it.
+// yields the event loop every 1,000 summaries, so admissions never wait long on it. A summary reference (nearly
+// every event) is read in place from its columns, its tenant's shard kept by its position in the key source
+// (SummaryKeySources.decodedOf, SourceShardHashes).
 //
 // The newest minute and the one before are held open (src/metrics/trends/openMinutes.ts): a page rewrites their
 // packed rows (64 rows of arrays, not a row per tenant) and writes a minute to the minute table once, when it
