@@ -169,24 +169,22 @@ export class DemandMinutes {
    */
   positionsOf(source: SourceKeys): PositionMinutes {
     let found = this.bySource.get(source);
-    if (found === undefined) this.bySource.set(source, (found = { minuteStart: Number.NaN, minutes: new Array<DemandMinute | undefined>(source.tenantId.length).fill(undefined) }));
+    if (found === undefined) this.bySource.set(source, (found = new Array<DemandMinute | undefined>(source.tenantId.length).fill(undefined)));
     return found;
   }
 
   /**
    * addSpan of one second (`second`, kept whatever the range: the caller has checked it), its minute found by the
    * position of its keys in their source: the same position is the same keys in every reference to the source,
-   * so a page of references finds each tenant's minute once per minute, not once per second by its keys.
+   * so a page of references finds each tenant's minute once per minute, not once per second by its keys. A
+   * position's minute is kept until a second of another minute comes for it (summaries of two minutes in one
+   * reference cost a look-up each, as by keys, and no clearing of the whole list).
    */
   addSecondAt(at: PositionMinutes, position: number, dimension: string, tenantId: string, allowance: string, second: number, counts: SecondCounts): void {
     if (counts.units <= 0 && counts.messages <= 0) return;
     const minuteStart = second - (second % 60);
-    if (at.minuteStart !== minuteStart) {
-      at.minuteStart = minuteStart;
-      at.minutes.fill(undefined);
-    }
-    let minute = at.minutes[position];
-    if (minute === undefined) at.minutes[position] = minute = this.minuteOf(dimension, tenantId, allowance, minuteStart);
+    let minute = at[position];
+    if (minute === undefined || minute.minuteStart !== minuteStart) at[position] = minute = this.minuteOf(dimension, tenantId, allowance, minuteStart);
     const before = minute.bytes.length;
     pushSecond(minute.bytes, second - minuteStart, counts.units, counts.messages, counts.refusedUnits, counts.refusedMessages);
     this.bytes += minute.bytes.length - before;
@@ -250,11 +248,8 @@ export class DemandMinutes {
   }
 }
 
-/** A key source's positions' minutes, all of one minute (DemandMinutes.positionsOf). */
-export interface PositionMinutes {
-  minuteStart: number;
-  minutes: (DemandMinute | undefined)[];
-}
+/** The minute last found for each position of a key source (DemandMinutes.positionsOf). */
+export type PositionMinutes = (DemandMinute | undefined)[];
 
 /** Minutes of one tenant found by scanning its list; more (many allowances or a long page) are found by id. */
 const SCANNED_MINUTES = 16;

@@ -67,19 +67,35 @@ export function addSummaryDemand(minutes: DemandMinutes, data: AdmissionsRecorde
     const dimension = row[dimensionAt];
     const tenantId = row[tenantAt];
     const fromSecond = row[fromAt];
-    if (typeof dimension !== 'string' || !filter.dimension(dimension)) continue;
-    if (typeof tenantId !== 'string' || (filter.tenants !== null && !filter.tenants.has(tenantId))) continue;
-    if (!Number.isSafeInteger(fromSecond) || (fromSecond as number) < 0 || (fromSecond as number) > LAST_SECOND) continue;
-    const seconds = secondsAt < 0 ? 1 : Math.max(1, Math.floor(count(row[secondsAt])));
-    if (seconds > MAX_SPAN_SECONDS) continue;
-    if ((fromSecond as number) + seconds <= filter.fromSecond || (fromSecond as number) >= filter.toSecond) continue;
-    counts.refusedUnits = at(row, shedUnitsAt) + at(row, rejectedUnitsAt);
-    counts.refusedMessages = at(row, shedMessagesAt) + at(row, rejectedMessagesAt);
-    counts.units = at(row, admittedUnitsAt) + counts.refusedUnits;
-    counts.messages = at(row, admittedMessagesAt) + counts.refusedMessages;
+    const seconds = keptSeconds(filter, dimension, tenantId, fromSecond, secondsAt < 0 ? 1 : count(row[secondsAt]));
+    if (seconds === 0) continue;
+    setCounts(at(row, admittedUnitsAt), at(row, admittedMessagesAt), at(row, shedUnitsAt), at(row, shedMessagesAt), at(row, rejectedUnitsAt), at(row, rejectedMessagesAt));
     const allowance = allowanceAt >= 0 && typeof row[allowanceAt] === 'string' ? (row[allowanceAt] as string) : '';
-    minutes.addSpan(dimension, tenantId, allowance, fromSecond as number, seconds, counts, filter.fromSecond, filter.toSecond);
+    minutes.addSpan(dimension as string, tenantId as string, allowance, fromSecond as number, seconds, counts, filter.fromSecond, filter.toSecond);
   }
+}
+
+/**
+ * The seconds a summary spans (at least 1) when it is kept, or 0 when it is passed over: a dimension or tenant
+ * the filter leaves out, no tenant, a start that is no whole second within 1970..9999, a span over
+ * MAX_SPAN_SECONDS, or no second within the filter's range. One rule for tables and references.
+ */
+function keptSeconds(filter: SummaryFilter, dimension: unknown, tenantId: unknown, fromSecond: unknown, spanned: number): number {
+  if (typeof dimension !== 'string' || !filter.dimension(dimension)) return 0;
+  if (typeof tenantId !== 'string' || (filter.tenants !== null && !filter.tenants.has(tenantId))) return 0;
+  if (!Number.isSafeInteger(fromSecond) || (fromSecond as number) < 0 || (fromSecond as number) > LAST_SECOND) return 0;
+  const seconds = Math.max(1, Math.floor(spanned));
+  if (seconds > MAX_SPAN_SECONDS) return 0;
+  if ((fromSecond as number) + seconds <= filter.fromSecond || (fromSecond as number) >= filter.toSecond) return 0;
+  return seconds;
+}
+
+/** A summary's counts as `counts` holds them: offered (admitted + shed + rejected) and refused (shed + rejected). */
+function setCounts(admittedUnits: number, admittedMessages: number, shedUnits: number, shedMessages: number, rejectedUnits: number, rejectedMessages: number): void {
+  counts.refusedUnits = shedUnits + rejectedUnits;
+  counts.refusedMessages = shedMessages + rejectedMessages;
+  counts.units = admittedUnits + counts.refusedUnits;
+  counts.messages = admittedMessages + counts.refusedMessages;
 }
 
 // Where a reference's counts are among its columns (COUNT_FIELDS' order).
@@ -100,20 +116,20 @@ function addDecoded(minutes: DemandMinutes, decoded: DecodedSummaryRefs, filter:
     const dimension = source.dimension[position];
     const tenantId = source.tenantId[position];
     const fromSecond = columns[REF_FROM]![i]!;
-    if (typeof dimension !== 'string' || !filter.dimension(dimension)) continue;
-    if (typeof tenantId !== 'string' || (filter.tenants !== null && !filter.tenants.has(tenantId))) continue;
-    if (fromSecond < 0 || fromSecond > LAST_SECOND) continue;
-    const seconds = Math.max(1, Math.floor(count(columns[REF_SECONDS]![i])));
-    if (seconds > MAX_SPAN_SECONDS) continue;
-    if (fromSecond + seconds <= filter.fromSecond || fromSecond >= filter.toSecond) continue;
-    counts.refusedUnits = count(columns[REF_SHED_UNITS]![i]) + count(columns[REF_REJECTED_UNITS]![i]);
-    counts.refusedMessages = count(columns[REF_SHED_MESSAGES]![i]) + count(columns[REF_REJECTED_MESSAGES]![i]);
-    counts.units = count(columns[REF_ADMITTED_UNITS]![i]) + counts.refusedUnits;
-    counts.messages = count(columns[REF_ADMITTED_MESSAGES]![i]) + counts.refusedMessages;
+    const seconds = keptSeconds(filter, dimension, tenantId, fromSecond, count(columns[REF_SECONDS]![i]));
+    if (seconds === 0) continue;
+    setCounts(
+      count(columns[REF_ADMITTED_UNITS]![i]),
+      count(columns[REF_ADMITTED_MESSAGES]![i]),
+      count(columns[REF_SHED_UNITS]![i]),
+      count(columns[REF_SHED_MESSAGES]![i]),
+      count(columns[REF_REJECTED_UNITS]![i]),
+      count(columns[REF_REJECTED_MESSAGES]![i]),
+    );
     const rawAllowance = source.allowance[position];
     const allowance = typeof rawAllowance === 'string' ? rawAllowance : '';
     // One second in the range (nearly every summary): found by position. A span: by its keys, second by second.
-    if (seconds === 1) minutes.addSecondAt(at, position, dimension, tenantId, allowance, fromSecond, counts);
-    else minutes.addSpan(dimension, tenantId, allowance, fromSecond, seconds, counts, filter.fromSecond, filter.toSecond);
+    if (seconds === 1) minutes.addSecondAt(at, position, dimension as string, tenantId as string, allowance, fromSecond, counts);
+    else minutes.addSpan(dimension as string, tenantId as string, allowance, fromSecond, seconds, counts, filter.fromSecond, filter.toSecond);
   }
 }
