@@ -538,7 +538,11 @@ export class Governor {
       else quotaMeter.giveBack(units);
       if (admitted && this.holding) this.heldQuota = quotaMeter;
     }
-    if (admitted && sharesCounter && !sharedActive) shared.fallbackAdmissions++;
+    if (admitted && sharesCounter && !sharedActive) {
+      shared.fallbackAdmissions++;
+      // Owed to the shared counter once it answers again (a fixed window's; sharedCounting.ts).
+      if (slot.kind === 'FIXED_WINDOW') shared.counterOf(allowance, byMessage).admittedAlone(units, at);
+    }
     const neverFits = !admitted && overCapacity;
     if (this.counting) {
       const refused = admitted ? 0 : quotaRefused ? OUTCOME_QUOTA : neverFits ? REJECTED : refusedCode(behaviour);

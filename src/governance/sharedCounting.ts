@@ -26,7 +26,12 @@
 // What the batch leaves of its reservation is held for the next admissions as any slice is.
 //
 // When a reservation fails the Governor falls back to local metering at half the limit (OpenRUM) and probes
-// Redis again every `retryMs`; the first answer returns it to shared counting.
+// Redis again every `retryMs`; the first answer returns it to shared counting. What a replica admitted alone in
+// a fixed window is owed to the shared counter as credit is (`admittedAlone`): the next reservation for that
+// window debits it, so a window in which the replicas return counts what they admitted alone, and the return
+// adds at most the credit bound above, not a whole limit more (two replicas cut off together admitted 2 x the
+// limit in the second of their return without it). A token bucket's fallback admissions are not carried over:
+// the shared bucket refills while they are made, so what they owe depends on when they were made.
 //
 // A shadow limit (mode SHADOW) is counted the same way, on counters of its own (`shadowCounterOf`): its decisions
 // refuse nothing, but what it would have refused is then what one limit shared by every replica would refuse.
@@ -169,7 +174,7 @@ export function fallbackBurst(burst: number): number {
 export class SharedAllowance {
   /** Units reserved in Redis and not yet used here. */
   private granted = 0;
-  /** Units admitted on credit before a reply arrived. */
+  /** Units admitted on credit before a reply arrived, or alone while the shared budget was unreachable (admittedAlone). */
   private debt = 0;
   private inFlight = false;
   /** A reply has arrived for the current window (token bucket: ever). */
@@ -188,6 +193,8 @@ export class SharedAllowance {
   private planAtMs = 0;
   private planRate = 0;
   private planBurst = 0;
+  /** Units were admitted alone (admittedAlone) since the last reservation was sent: owed, and not yet on their way. */
+  private aloneSinceAsk = false;
   /** Called once the reservation in flight is answered or has failed (reservePlanned waits on them). */
   private readonly settleWaiters: (() => void)[] = [];
 
@@ -292,15 +299,37 @@ export class SharedAllowance {
 
   /** The budget was unreachable: ask for a minimum slice, unless a reservation is already on its way. */
   probe(units: number, at: number, rate: number, burst: number): void {
+    if (this.kind === 'FIXED_WINDOW') this.enterWindow(Math.floor(at / 1000));
     if (!this.inFlight) this.ask(rate, burst, at, minimumSlice(rate, units));
+  }
+
+  /**
+   * `units` were admitted here alone (the fallback at half the limit) at `at`. In a fixed window they are owed to
+   * the shared counter of that window, as units admitted on credit are: the next reservation for the window
+   * debits them (at most one limit, the script's bound). A window that has passed owes nothing any more.
+   */
+  admittedAlone(units: number, at: number): void {
+    if (this.kind !== 'FIXED_WINDOW') return;
+    const second = Math.floor(at / 1000);
+    this.enterWindow(second);
+    if (second !== this.windowSecond) return;
+    this.debt += units;
+    this.aloneSinceAsk = true;
   }
 
   private ask(rate: number, burst: number, at: number, wantUnits: number): void {
     this.inFlight = true;
     this.askedRate = rate;
-    const debtUnits = this.debt;
+    // What is owed belongs to the window it was taken in: a reservation for another window (an admission of an
+    // earlier second, metered late) carries none of it.
+    const debtUnits = this.kind === 'FIXED_WINDOW' && Math.floor(at / 1000) !== this.windowSecond ? 0 : this.debt;
     const windowSecond = this.windowSecond;
     this.offeredSinceAsk = 0;
+    if (debtUnits > 0) this.aloneSinceAsk = false;
+    // Units admitted alone while this reservation was on its way (the last probes of a fallback): disclosed at
+    // once when it is answered, not with whatever reservation comes next, since the other replicas are granted
+    // slices of the same window meanwhile.
+    let discloseRest = false;
     this.counting.reserve(
       { key: this.key, kind: this.kind, ratePerSecond: rate, burst, atMs: at, wantUnits, debtUnits },
       (granted) => {
@@ -308,6 +337,7 @@ export class SharedAllowance {
         // A slice of a window that has passed is of no use any more.
         if (this.kind === 'FIXED_WINDOW' && this.windowSecond !== windowSecond) return;
         this.debt -= debtUnits;
+        discloseRest = this.aloneSinceAsk && this.debt > 0;
         this.warm = true;
         this.granted += granted;
         if (granted < wantUnits) {
@@ -321,6 +351,8 @@ export class SharedAllowance {
         this.inFlight = false;
         const waiters = this.settleWaiters;
         if (waiters.length > 0) for (const waiter of waiters.splice(0)) waiter();
+        // Unless a waiter's reservation carries it already.
+        if (discloseRest && !this.inFlight && this.windowSecond === windowSecond && this.debt > 0) this.ask(rate, burst, at, 0);
       },
     );
   }

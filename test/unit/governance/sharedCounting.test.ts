@@ -8,14 +8,17 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Governor, type ReserveRequest, type SharedBudget } from '../../../src/governance/index.ts';
 import { MemoryLimitSource } from './memoryLimitSource.ts';
 
-/** A fixed-window budget as RESERVE_WINDOW keeps it: a count per key and second, grants up to the limit asked under. */
+/**
+ * A fixed-window budget as RESERVE_WINDOW keeps it: a count per key and second, debts added up to the limit, grants
+ * up to the limit asked under.
+ */
 class MemoryWindowBudget implements SharedBudget {
   readonly used = new Map<string, number>();
   readonly limitsAsked: number[] = [];
   async reserve(request: ReserveRequest): Promise<number> {
     this.limitsAsked.push(request.ratePerSecond);
     const key = `${request.key}:${Math.floor(request.atMs / 1000)}`;
-    const used = (this.used.get(key) ?? 0) + request.debtUnits;
+    const used = Math.min((this.used.get(key) ?? 0) + request.debtUnits, request.ratePerSecond);
     const grant = Math.max(0, Math.min(request.wantUnits, request.ratePerSecond - used));
     this.used.set(key, used + grant);
     return grant;
@@ -119,4 +122,57 @@ describe('shared counting across replicas with different views of a limit', () =
     expect(mostHeld).toBeLessThanOrEqual(10_000);
     expect([...budget.used.values()].reduce((sum, units) => sum + units, 0)).toBeLessThanOrEqual(200 + 10_000);
   });
+
+  it('debits what replicas admitted alone in a window when they return within it, and nothing of a window that has passed', async () => {
+    const budget = new DownableWindowBudget();
+    const source = () => new MemoryLimitSource().tenant('acme', { API_REQUESTS: { override: { ratePerSecond: 1_000 } } });
+    const replicas = [replica(source(), budget), replica(source(), budget)];
+    for (const governor of replicas) {
+      governor.admit(touch);
+      await governor.loadsSettled();
+    }
+    const second = Math.floor(AT / 1000);
+    budget.down = true;
+    let admitted = 0;
+    // An earlier window first: what is admitted alone there is owed to no later window.
+    for (const governor of replicas) {
+      for (let i = 0; i < 1_000; i++) {
+        if (governor.admit({ ...request, at: AT - 1000 }).admitted) admitted++;
+        if (i === 0) await governor.reservationsSettled();
+      }
+    }
+    admitted = 0;
+    for (const governor of replicas) {
+      for (let i = 0; i < 1_000; i++) if (governor.admit(request).admitted) admitted++;
+      expect(governor.stats().sharedFallbackActive).toBe(true);
+    }
+    // Each alone at half the limit.
+    expect(admitted).toBe(1_000);
+    budget.down = false;
+    clock += 1_000; // the probe is due (retryMs)
+    for (let step = 0; step < 100; step++) {
+      for (const governor of replicas) for (let i = 0; i < 20; i++) if (governor.admit(request).admitted) admitted++;
+      await Promise.all(replicas.map((governor) => governor.reservationsSettled()));
+    }
+    expect(replicas.map((governor) => governor.stats().sharedFallbackActive)).toEqual([false, false]);
+    // The window's 1,000 were admitted alone; the shared count was debited with them, so the return adds at most
+    // the first probe's minimum slice (1 % of the limit), not the whole limit again.
+    expect(admitted).toBeLessThanOrEqual(1_000 + 10);
+    expect(budget.used.get(`API_REQUESTS:-:readings:{acme}:${second}`)).toBe(1_000);
+    // Owed to this window: both replicas' halves, each debited once; nothing to the window that had passed.
+    expect(budget.debts).toEqual(new Map([[`API_REQUESTS:-:readings:{acme}:${second}`, 1_000]]));
+  });
 });
+
+/** MemoryWindowBudget that refuses every reservation while down, as an unreachable Redis does. */
+class DownableWindowBudget extends MemoryWindowBudget {
+  down = false;
+  /** Debts received per key and second. */
+  readonly debts = new Map<string, number>();
+  override async reserve(request: ReserveRequest): Promise<number> {
+    if (this.down) throw new Error('the shared budget is unreachable');
+    const key = `${request.key}:${Math.floor(request.atMs / 1000)}`;
+    if (request.debtUnits > 0) this.debts.set(key, (this.debts.get(key) ?? 0) + request.debtUnits);
+    return super.reserve(request);
+  }
+}
