@@ -6,6 +6,7 @@ import { openStorage, storageUnavailableIn, type Db } from './db/index.ts';
 import {
   createLedgerRecorder,
   openEventStore,
+  partitionClockMs,
   projectionQuarantineCounts,
   projectionReadiness,
   startLedgerRetention,
@@ -119,7 +120,12 @@ export async function startService(
   // One Recorder for every decision: the Governor's own tallies and the leasing clients' summaries.
   // Summaries refer to the keys stored earlier in the hour where readers can look the source up by id: the
   // ledger in the read models' database (src/ledger/catalog/summaryRefs.ts).
-  const recorder = fanOutRecorder(createLedgerRecorder(store, { referenceKeys: !settings.eventStoreUrl }), createMetricsRecorder(metrics));
+  // Near a midnight they keep to the database's clock, which picks the day partition.
+  const referenceKeys = !settings.eventStoreUrl;
+  const recorder = fanOutRecorder(
+    createLedgerRecorder(store, { referenceKeys, storeClockMs: referenceKeys ? () => partitionClockMs(db) : undefined }),
+    createMetricsRecorder(metrics),
+  );
   // Quota thresholds crossed, recorded in the ledger (once each, whichever replicas notice them).
   const quotaNotices = createQuotaNoticeWriter(store, { onError: (error) => logger.warn({ err: error }, 'quota notices not recorded yet') });
   const governor = new Governor({

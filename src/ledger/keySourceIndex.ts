@@ -2,28 +2,42 @@
 // allowance) it has stored within the last hour is listed, as (event id, row). Only events the ledger
 // acknowledged are registered, so a reference always names a stored event. A listing is referred to for
 // between half an hour and an hour (drawn per listing), then the key is listed again; the index starts empty
-// every UTC day, and holds nothing within five minutes of a UTC midnight, so a reference and its source lie in
-// the same day partition (and the same archive file) unless the database's clock is five minutes off the
-// Recorder's. Listings expired all at once every UTC hour before: at 50,000 active tenants the hour's first
+// every UTC day, and holds nothing near a UTC midnight of the database's clock (which stamps recorded_at and so
+// picks the day partition), so a reference and its source lie in the same day partition (and the same archive
+// file): from a minute before it (a reference planned then is recorded before it even if its append takes two
+// query timeouts) to the moment it has surely passed, both widened by how far the Recorder's estimate of that
+// clock may be off (storeClock.ts). Without an estimate, five minutes either side of the Recorder's own
+// midnight, as before the estimate: that window wrote every summary in full for ten minutes a day, which at
+// 20,000 and 50,000 active tenants broke the flush and stall bounds (bench/RESULTS.md, 2026-12-06). Listings expired all at once every UTC hour before: at 50,000 active tenants the hour's first
 // flush wrote 51,000 summaries in full (3.5 MB, ~1 s of flush and the loop's slices behind it, 4.7 s when it
 // fell in the service's catch-up after its start); drawn per listing, about 30 keys a second are listed again.
 import type { AdmissionSummary } from '../governance/index.ts';
 import { fitsAdmissionFields } from './catalog/admissions.ts';
+import type { StoreTime } from './storeClock.ts';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 /** A listing is referred to for an hour shortened by up to this share, drawn per listing. */
 const LISTING_SPREAD = 0.5;
+/** Either side of a midnight when the database's clock is not known: five minutes off the Recorder's is allowed for. */
 const MIDNIGHT_MARGIN_MS = 5 * 60_000;
+/** Before a midnight of the database's clock: two of the pool's query timeouts (src/db/postgres.ts, 30 s). */
+const BEFORE_MIDNIGHT_MS = 60_000;
 
 /** Keys the index holds at most (about 100 bytes each); past it, new keys are written out in full. */
 const MAX_KEYS = 1_000_000;
 
-/** The UTC day keys may be referred to in, or null near a UTC midnight (no references then). */
-export function keyEpoch(nowMs: number): number | null {
-  const ofDay = ((nowMs % DAY_MS) + DAY_MS) % DAY_MS;
-  if (ofDay < MIDNIGHT_MARGIN_MS || ofDay >= DAY_MS - MIDNIGHT_MARGIN_MS) return null;
-  return Math.floor(nowMs / DAY_MS);
+/**
+ * The UTC day (of the database's clock) keys may be referred to in, or null near a UTC midnight (no references
+ * then). After a midnight the database's clock has passed it for sure once its estimate, less the estimate's
+ * error, has: a source planned then is recorded in the new day, and so is every reference to it.
+ */
+export function keyEpoch(store: StoreTime): number | null {
+  const before = store.errorMs === null ? MIDNIGHT_MARGIN_MS : BEFORE_MIDNIGHT_MS + store.errorMs;
+  const after = store.errorMs === null ? MIDNIGHT_MARGIN_MS : store.errorMs;
+  const ofDay = ((store.nowMs % DAY_MS) + DAY_MS) % DAY_MS;
+  if (ofDay < after || ofDay >= DAY_MS - before) return null;
+  return Math.floor(store.nowMs / DAY_MS);
 }
 
 /**
@@ -87,9 +101,13 @@ export class KeySourceIndex {
   /** The time of the latest advance: listings that expired by then are not found. */
   private nowMs = 0;
 
-  /** Starts the index over when the day changed (or a midnight is near); answers the epoch in force. */
-  advance(nowMs: number): number | null {
-    const epoch = keyEpoch(nowMs);
+  /**
+   * Starts the index over when the day changed (or a midnight is near); answers the epoch in force. `nowMs` is
+   * the Recorder's clock (listings expire by it), `store` the database's as estimated (the day is its day); by
+   * default not known.
+   */
+  advance(nowMs: number, store: StoreTime = { nowMs, errorMs: null }): number | null {
+    const epoch = keyEpoch(store);
     this.nowMs = nowMs;
     if (epoch !== this.epoch) {
       this.places = new Map();

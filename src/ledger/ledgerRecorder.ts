@@ -24,6 +24,7 @@ import type { AdmissionsRecordedData, SummaryRefTable, SummaryTable, UnresolvedA
 import { COUNT_FIELDS, positionsCodeOf, runLengthCodeOf } from './catalog/summaryRefs.ts';
 import { eventBytes, MAX_APPEND_BYTES, splitBySize, startsNewGroup } from './appendSize.ts';
 import { isReferable, KeySourceIndex, type KeyPlace } from './keySourceIndex.ts';
+import { StoreClock } from './storeClock.ts';
 import { WrongExpectedRevision, type EventStore, type ExpectedRevision, type NewEvent } from './eventStore.ts';
 import { RecordedInPart } from '../governance/index.ts';
 import type { AdmissionSummary, Recorder, UnresolvedAdmissionSummary } from '../governance/index.ts';
@@ -45,6 +46,12 @@ export interface LedgerRecorderOptions {
    * database (PostgreSQL, PGlite); off by default.
    */
   referenceKeys?: boolean;
+  /**
+   * Reads the clock that stamps summary events as they are recorded, the one that picks their day partition
+   * (summaryPartitions.ts, partitionClockMs), so references keep off that clock's midnights by a minute instead
+   * of five either side of the Recorder's own (keySourceIndex.ts, storeClock.ts). Without it the wide margin.
+   */
+  storeClockMs?: () => Promise<number>;
 }
 
 /** The events a batch was made into, kept while an append of it has an unknown outcome. */
@@ -137,6 +144,7 @@ class SummaryTableData<Entry extends object> implements SummaryTable<Entry> {
 export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendLimitBytes'>, options: LedgerRecorderOptions = {}): Recorder {
   const { actor = 'governor', maxEntriesPerEvent = 4_000, now = Date.now, referenceKeys = false } = options;
   const keyIndex = referenceKeys ? new KeySourceIndex() : null;
+  const storeClock = referenceKeys ? new StoreClock(options.storeClockMs, now) : null;
   // Plans of batches whose append failed, by batch id, so an offer again is the same events (with references
   // only: without, a batch makes the same events every time).
   const plans = new Map<string, Plan>();
@@ -177,6 +185,7 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
   return {
     async record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[], batchId?: string) {
       const remembered = batchId !== undefined ? plans.get(batchId) : undefined;
+      storeClock?.readIfDue();
       const slicer = new Slicer();
       const plan = remembered ?? (await planEvents(admissions, unresolved, batchId, slicer));
       const { events, eventSizes, eventEntries } = plan;
@@ -227,7 +236,7 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
   ): Promise<Plan> {
     const plannedAtMs = now();
     const metadata = { actor, occurredAt: new Date(plannedAtMs).toISOString() };
-    const epoch = keyIndex?.advance(plannedAtMs) ?? null;
+    const epoch = keyIndex?.advance(plannedAtMs, storeClock!.at(plannedAtMs)) ?? null;
     const events: AdmissionEvent[] = [];
     const eventSizes: number[] = [];
     // The summaries each event carries, so a failure part-way can name those stored (RecordedInPart).

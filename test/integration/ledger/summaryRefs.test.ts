@@ -6,6 +6,7 @@ import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../..
 import { isSummaryRefTable, SummaryKeySources } from '../../../src/ledger/catalog/summaryRefs.ts';
 import { addSummaryDemand, DemandMinutes, EVERY_REPLAYED_SUMMARY } from '../../../src/limit-preview/index.ts';
 import { lookUpSummaryEvent } from '../../../src/ledger/postgres/lookUpSummaryEvent.ts';
+import { partitionClockMs } from '../../../src/ledger/postgres/summaryPartitions.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
 import { listQuarantine } from '../../../src/ledger/quarantine.ts';
@@ -108,6 +109,32 @@ describeOnEachStorage('summary references on $name', (target) => {
     clock += 1000;
     const events = await appendedBy(() => recorder.record(second(['m'], clock / 1000), [], 'm-2'));
     expect(events.some((event) => isSummaryRefTable(event.data))).toBe(false);
+  });
+
+  it('with the database\'s clock read, refers to keys up to a minute before its midnight, and not within that minute', async () => {
+    const midnight = Math.ceil(T0 / 86_400_000) * 86_400_000;
+    let clock = midnight - 4 * 60_000;
+    // The database's clock as the Recorder reads it: here the test's, so its midnight is the one named.
+    const recorder = createLedgerRecorder(store, { referenceKeys: true, now: () => clock, storeClockMs: async () => clock });
+    // The first flush plans before the first reading is in (the wide margin: in full).
+    const first = await appendedBy(() => recorder.record(second(['n'], clock / 1000), [], 'n-1'));
+    expect(first.some((event) => isSummaryRefTable(event.data))).toBe(false);
+    clock += 1000;
+    await recorder.record(second(['n'], clock / 1000), [], 'n-2');
+    clock += 1000;
+    const referring = await appendedBy(() => recorder.record(second(['n'], clock / 1000), [], 'n-3'));
+    expect(referring.some((event) => isSummaryRefTable(event.data))).toBe(true);
+    clock = midnight - 59_000;
+    const inFull = await appendedBy(() => recorder.record(second(['n'], clock / 1000), [], 'n-4'));
+    expect(inFull.some((event) => isSummaryRefTable(event.data))).toBe(false);
+  });
+
+  it('reads the clock that picks the day partition off the database', async () => {
+    const before = Date.now();
+    const ms = await partitionClockMs(testDb.db);
+    // The same machine's clock: within the query's own time of ours.
+    expect(ms).toBeGreaterThanOrEqual(before - 1_000);
+    expect(ms).toBeLessThanOrEqual(Date.now() + 1_000);
   });
 
   it('the demand read model adds references up in place, each minute found by position, as it adds the tables they stand for', async () => {

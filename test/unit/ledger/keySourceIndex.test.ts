@@ -72,6 +72,26 @@ describe('the key index', () => {
     expect(index.find(summary({ tenantId: 'acme' }))).toBeUndefined();
   });
 
+  it('with the database\'s clock known, refers to nothing from a minute before its midnight (and the error) until it has surely passed', () => {
+    const index = new KeySourceIndex();
+    const midnight = Date.UTC(2026, 11, 4);
+    const known = (storeMs: number) => ({ nowMs: storeMs, errorMs: 1_500 });
+    // The Recorder's clock is beside the point: only the database's picks the day.
+    const epoch = index.advance(midnight - 10 * 60_000, known(midnight - 10 * 60_000));
+    expect(epoch).toBe(Math.floor((midnight - 1) / 86_400_000));
+    index.register(epoch, 'e1', [summary({ tenantId: 'acme' })], midnight - 10 * 60_000);
+    expect(index.advance(midnight - 4 * 60_000, known(midnight - 61_501))).toBe(epoch);
+    expect(index.find(summary({ tenantId: 'acme' }))).toMatchObject({ eventId: 'e1' });
+    expect(index.advance(midnight - 4 * 60_000, known(midnight - 61_500))).toBeNull();
+    expect(index.find(summary({ tenantId: 'acme' }))).toBeUndefined();
+    expect(index.advance(midnight, known(midnight + 1_499))).toBeNull();
+    expect(index.advance(midnight, known(midnight + 1_500))).toBe(epoch! + 1);
+    // The database's clock three minutes ahead of the Recorder's: its midnight, not the Recorder's.
+    const ahead = new KeySourceIndex();
+    expect(ahead.advance(midnight - 3 * 60_000 + 2_000, known(midnight + 2_000))).toBe(epoch! + 1);
+    expect(ahead.advance(midnight - 3 * 60_000 - 60_000, known(midnight - 60_000))).toBeNull();
+  });
+
   it('writes a summary as a reference only with integer counts in every count column, and no shadow or quota counts', () => {
     expect(hasIntegerCounts(summary({}))).toBe(true);
     expect(isReferable(summary({}))).toBe(true);
