@@ -182,6 +182,11 @@ describe.skipIf(!cluster)('shared counters on a Redis Cluster (3 masters, 3 repl
       expect(ratio).toBeGreaterThanOrEqual(0.95);
       expect(ratio).toBeLessThanOrEqual(1.1);
     }
+    // After the second of the kill (where a replica's half-limit meter starts empty beside what it had admitted
+    // shared), what a replica admitted alone is debited from the shared count when it returns: at most its
+    // half still unknown to the counter while the other is already back, 1.5 x with two (and the credit of two
+    // minimum slices). Before the debit the second of the return reached 1.96 x.
+    for (let second = Math.floor(killedAt / 1000) + 1; second <= lastSecond; second++) expect(ratioIn(second)).toBeLessThanOrEqual(1.52);
     // Real traffic never passed 1.10 x the limit before the kill. (Below the limit it may be: on a loaded machine
     // a slice's reply can come after the requests that needed it, which slow replies cost, docs/scaling.md.)
     for (let second = firstSecond; second < Math.floor(killedAt / 1000); second++) expect(ratioIn(second)).toBeLessThanOrEqual(1.1);
