@@ -79,7 +79,8 @@ export async function serveTs(env: Record<string, string>, stdin: 'pipe' | 'igno
     });
   } catch (error) {
     service.child.kill('SIGKILL');
-    throw error;
+    // What it printed says where it stopped (a start that hung once in CI said nothing).
+    throw new Error(`${(error as Error).message}; what the service printed (the last 8,000 characters):\n${service.output().slice(-8_000)}`);
   }
   if (service.child.exitCode !== null) throw new Error(`the service exited with ${service.child.exitCode} before it listened:\n${service.output()}`);
   return service;
