@@ -540,8 +540,8 @@ export class Governor {
     }
     if (admitted && sharesCounter && !sharedActive) {
       shared.fallbackAdmissions++;
-      // Owed to the shared counter once it answers again (a fixed window's; sharedCounting.ts).
-      if (slot.kind === 'FIXED_WINDOW') shared.counterOf(allowance, byMessage).admittedAlone(units, at);
+      // Owed to the shared counter once it answers again (a fixed window's: SharedAllowance.admittedAlone).
+      shared.counterOf(allowance, byMessage).admittedAlone(units, at);
     }
     const neverFits = !admitted && overCapacity;
     if (this.counting) {

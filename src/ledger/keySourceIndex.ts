@@ -8,8 +8,9 @@
 // query timeouts) to the moment it has surely passed, both widened by how far the Recorder's estimate of that
 // clock may be off (storeClock.ts). Without an estimate, five minutes either side of the Recorder's own
 // midnight, as before the estimate: that window wrote every summary in full for ten minutes a day, which at
-// 20,000 and 50,000 active tenants broke the flush and stall bounds (bench/RESULTS.md, 2026-12-06). Listings expired all at once every UTC hour before: at 50,000 active tenants the hour's first
-// flush wrote 51,000 summaries in full (3.5 MB, ~1 s of flush and the loop's slices behind it, 4.7 s when it
+// 20,000 and 50,000 active tenants broke the flush and stall bounds (bench/RESULTS.md, 2026-12-06).
+// Listings expired all at once every UTC hour before: at 50,000 active tenants the hour's first flush wrote
+// 51,000 summaries in full (3.5 MB, ~1 s of flush and the loop's slices behind it, 4.7 s when it
 // fell in the service's catch-up after its start); drawn per listing, about 30 keys a second are listed again.
 import type { AdmissionSummary } from '../governance/index.ts';
 import { fitsAdmissionFields } from './catalog/admissions.ts';

@@ -144,7 +144,8 @@ class SummaryTableData<Entry extends object> implements SummaryTable<Entry> {
 export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendLimitBytes'>, options: LedgerRecorderOptions = {}): Recorder {
   const { actor = 'governor', maxEntriesPerEvent = 4_000, now = Date.now, referenceKeys = false } = options;
   const keyIndex = referenceKeys ? new KeySourceIndex() : null;
-  const storeClock = referenceKeys ? new StoreClock(options.storeClockMs, now) : null;
+  // Read only where there are references to keep off a midnight; without a reader it is never known.
+  const storeClock = new StoreClock(referenceKeys ? options.storeClockMs : undefined, now);
   // Plans of batches whose append failed, by batch id, so an offer again is the same events (with references
   // only: without, a batch makes the same events every time).
   const plans = new Map<string, Plan>();
@@ -185,7 +186,7 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
   return {
     async record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[], batchId?: string) {
       const remembered = batchId !== undefined ? plans.get(batchId) : undefined;
-      storeClock?.readIfDue();
+      storeClock.readIfDue();
       const slicer = new Slicer();
       const plan = remembered ?? (await planEvents(admissions, unresolved, batchId, slicer));
       const { events, eventSizes, eventEntries } = plan;
@@ -236,7 +237,7 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
   ): Promise<Plan> {
     const plannedAtMs = now();
     const metadata = { actor, occurredAt: new Date(plannedAtMs).toISOString() };
-    const epoch = keyIndex?.advance(plannedAtMs, storeClock!.at(plannedAtMs)) ?? null;
+    const epoch = keyIndex?.advance(plannedAtMs, storeClock.at(plannedAtMs)) ?? null;
     const events: AdmissionEvent[] = [];
     const eventSizes: number[] = [];
     // The summaries each event carries, so a failure part-way can name those stored (RecordedInPart).

@@ -5,6 +5,12 @@ import { DRIFT_ALLOWANCE_MS, READ_EVERY_MS, READING_KEPT_MS, RETRY_AFTER_MS, Sto
 
 const AHEAD_MS = 3 * 60_000;
 
+/** Asks for a reading when one is due, and lets it settle (the reader answers at once). */
+async function readIfDue(clock: StoreClock): Promise<void> {
+  clock.readIfDue();
+  await new Promise((resolve) => setImmediate(resolve));
+}
+
 describe('the store clock', () => {
   it('is unknown until read, then the local clock plus the offset measured, with half the round trip and the drift allowance as its error', async () => {
     let local = 1_800_000_000_000;
@@ -22,12 +28,10 @@ describe('the store clock', () => {
     expect(clock.at(local + 5_000)).toEqual({ nowMs: local + 5_000 + AHEAD_MS, errorMs: 20 + DRIFT_ALLOWANCE_MS });
     // Not read again within a minute; read again after it.
     local += READ_EVERY_MS - 1_000;
-    clock.readIfDue();
-    await new Promise((resolve) => setImmediate(resolve));
+    await readIfDue(clock);
     expect(reads).toBe(1);
     local += 2_000;
-    clock.readIfDue();
-    await new Promise((resolve) => setImmediate(resolve));
+    await readIfDue(clock);
     expect(reads).toBe(2);
   });
 
@@ -40,21 +44,17 @@ describe('the store clock', () => {
       if (failing) throw new Error('the database does not answer');
       return local + AHEAD_MS;
     }, () => local);
-    clock.readIfDue();
-    await new Promise((resolve) => setImmediate(resolve));
+    await readIfDue(clock);
     failing = true;
     local += READ_EVERY_MS;
-    clock.readIfDue();
-    await new Promise((resolve) => setImmediate(resolve));
+    await readIfDue(clock);
     expect(reads).toBe(2);
     expect(clock.at(local).nowMs).toBe(local + AHEAD_MS);
     local += RETRY_AFTER_MS - 1;
-    clock.readIfDue();
-    await new Promise((resolve) => setImmediate(resolve));
+    await readIfDue(clock);
     expect(reads).toBe(2);
     local += 1;
-    clock.readIfDue();
-    await new Promise((resolve) => setImmediate(resolve));
+    await readIfDue(clock);
     expect(reads).toBe(3);
     local = 1_800_000_000_000 + READING_KEPT_MS + 1;
     expect(clock.at(local)).toEqual({ nowMs: local, errorMs: null });
