@@ -68,7 +68,6 @@ import { Governor } from '../src/governance/index.ts';
 import type { AdmissionSummary, LimitSource, Recorder, TenantGovernanceRecord, UnresolvedAdmissionSummary } from '../src/governance/index.ts';
 import { createServer, listen } from '../src/http-server/server.ts';
 import { createLedgerRecorder } from '../src/ledger/ledgerRecorder.ts';
-import { partitionClockMs } from '../src/ledger/postgres/summaryPartitions.ts';
 import { projectionReadiness } from '../src/ledger/projectionReadiness.ts';
 import { startProjections } from '../src/ledger/projectionSet.ts';
 import type { ProjectionIsolation } from '../src/ledger/projectionWorker.ts';
@@ -335,8 +334,8 @@ async function serveOurs(tenants: number): Promise<void> {
   await withBenchLedger(url, 10, async (db, store, schema) => {
     const stats: Stats = { warming: settleWatch(tenants), flushMs: [], merged: 0, summaries: 0, requests: 0, measuring: false };
     let allSummaries = 0;
-    // As the service's (src/service.ts): references keep to the database's midnight.
-    const ledger = createLedgerRecorder(store, { referenceKeys: true, storeClockMs: () => partitionClockMs(db) });
+    // As the service's (src/service.ts).
+    const ledger = createLedgerRecorder(store, { referenceKeys: true });
     const timed: Recorder = {
       async record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[], id?: string) {
         const started = performance.now();

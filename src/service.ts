@@ -6,7 +6,6 @@ import { openStorage, storageUnavailableIn, type Db } from './db/index.ts';
 import {
   createLedgerRecorder,
   openEventStore,
-  partitionClockMs,
   projectionQuarantineCounts,
   projectionReadiness,
   startLedgerRetention,
@@ -120,10 +119,9 @@ export async function startService(
   // One Recorder for every decision: the Governor's own tallies and the leasing clients' summaries.
   // Summaries refer to the keys stored earlier in the hour where readers can look the source up by id: the
   // ledger in the read models' database (src/ledger/catalog/summaryRefs.ts).
-  // Near a midnight they keep to the database's clock, which picks the day partition.
   const referenceKeys = !settings.eventStoreUrl;
   const recorder = fanOutRecorder(
-    createLedgerRecorder(store, { referenceKeys, storeClockMs: referenceKeys ? () => partitionClockMs(db) : undefined }),
+    createLedgerRecorder(store, { referenceKeys }),
     createMetricsRecorder(metrics),
   );
   // Quota thresholds crossed, recorded in the ledger (once each, whichever replicas notice them).

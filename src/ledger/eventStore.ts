@@ -162,6 +162,21 @@ export class WrongExpectedRevision extends Error {
   }
 }
 
+/**
+ * The ledger refused a summary reference (catalog/summaryRefs.ts) whose source it does not hold in the UTC day
+ * the reference would be recorded in: a midnight of the ledger's clock passed since the Recorder planned it
+ * (migrations/0250_ledger_summary_refs_same_day.sql). Nothing of the append was stored.
+ */
+export class ReferenceOutsideDay extends Error {
+  override readonly name = 'ReferenceOutsideDay';
+  constructor(
+    readonly stream: string,
+    cause: unknown,
+  ) {
+    super(`stream ${stream}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  }
+}
+
 /** The later of two checkpoints. */
 export function laterCheckpoint(a: Checkpoint, b: Checkpoint): Checkpoint {
   if (a === 'start') return b;

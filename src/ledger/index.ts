@@ -22,7 +22,6 @@ export { listQuarantine, countQuarantine, projectionQuarantineCounts, MAX_QUARAN
 export type { QuarantineNotice } from './projectionRunner.ts';
 export { createPostgresEventStore } from './postgres/postgresEventStore.ts';
 export { lookUpSummaryEvent } from './postgres/lookUpSummaryEvent.ts';
-export { partitionClockMs } from './postgres/summaryPartitions.ts';
 // The EventStoreDB adapter is reached through openEventStore, which loads its client only when EVENTSTORE_URL is set.
 export * from './retention/startLedgerRetention.ts';
 export { appendInTransaction, appendStreamsInTransaction, type StreamAppend } from './postgres/appendInTransaction.ts';

@@ -1,45 +1,27 @@
 // The Recorder's side of summary references (catalog/summaryRefs.ts): where each key (tenant, dimension,
 // allowance) it has stored within the last hour is listed, as (event id, row). Only events the ledger
 // acknowledged are registered, so a reference always names a stored event. A listing is referred to for
-// between half an hour and an hour (drawn per listing), then the key is listed again; the index starts empty
-// every UTC day, and holds nothing near a UTC midnight of the database's clock (which stamps recorded_at and so
-// picks the day partition), so a reference and its source lie in the same day partition (and the same archive
-// file): from a minute before it (a reference planned then is recorded before it even if its append takes two
-// query timeouts) to the moment it has surely passed, both widened by how far the Recorder's estimate of that
-// clock may be off (storeClock.ts). Without an estimate, five minutes either side of the Recorder's own
-// midnight, as before the estimate: that window wrote every summary in full for ten minutes a day, which at
-// 20,000 and 50,000 active tenants broke the flush and stall bounds (bench/RESULTS.md, 2026-12-06).
+// between half an hour and an hour (drawn per listing), then the key is listed again. A reference and its
+// source must lie in one UTC day of the database's clock (which stamps recorded_at and so picks the day
+// partition and the archive file): the database refuses a reference recorded in another day than its source
+// (migrations/0250_ledger_summary_refs_same_day.sql), and the Recorder then forgets every listing (`forget`) and
+// writes the batch in full: once a day, when the database's midnight has passed, whatever the clocks say.
+// Before, the index kept off midnights by estimated margins and wrote every summary in full within them: five
+// minutes either side of the Recorder's midnight broke the flush and stall bounds at 20,000 and 50,000 active
+// tenants (bench/RESULTS.md, 2026-12-06), and a minute with the database's clock estimated still wrote about 62
+// flushes a day in full.
 // Listings expired all at once every UTC hour before: at 50,000 active tenants the hour's first flush wrote
 // 51,000 summaries in full (3.5 MB, ~1 s of flush and the loop's slices behind it, 4.7 s when it
 // fell in the service's catch-up after its start); drawn per listing, about 30 keys a second are listed again.
 import type { AdmissionSummary } from '../governance/index.ts';
 import { fitsAdmissionFields } from './catalog/admissions.ts';
-import type { StoreTime } from './storeClock.ts';
 
 const HOUR_MS = 3_600_000;
-const DAY_MS = 86_400_000;
 /** A listing is referred to for an hour shortened by up to this share, drawn per listing. */
 const LISTING_SPREAD = 0.5;
-/** Either side of a midnight when the database's clock is not known: five minutes off the Recorder's is allowed for. */
-const MIDNIGHT_MARGIN_MS = 5 * 60_000;
-/** Before a midnight of the database's clock: two of the pool's query timeouts (src/db/postgres.ts, 30 s). */
-const BEFORE_MIDNIGHT_MS = 60_000;
 
-/** Keys the index holds at most (about 100 bytes each); past it, new keys are written out in full. */
+/** Keys the index holds at most (about 100 bytes each); past it, it starts over. */
 const MAX_KEYS = 1_000_000;
-
-/**
- * The UTC day (of the database's clock) keys may be referred to in, or null near a UTC midnight (no references
- * then). After a midnight the database's clock has passed it for sure once its estimate, less the estimate's
- * error, has: a source planned then is recorded in the new day, and so is every reference to it.
- */
-export function keyEpoch(store: StoreTime): number | null {
-  const before = store.errorMs === null ? MIDNIGHT_MARGIN_MS : BEFORE_MIDNIGHT_MS + store.errorMs;
-  const after = store.errorMs === null ? MIDNIGHT_MARGIN_MS : store.errorMs;
-  const ofDay = ((store.nowMs % DAY_MS) + DAY_MS) % DAY_MS;
-  if (ofDay < after || ofDay >= DAY_MS - before) return null;
-  return Math.floor(store.nowMs / DAY_MS);
-}
 
 /**
  * Whether a summary's counts can be written as a reference's columns: integers only. Every count field of
@@ -98,41 +80,47 @@ export class KeySourceIndex {
    */
   private places = new Map<string, ListedKey>();
   private keys = 0;
-  epoch: number | null = null;
+  /** Counts the times the index was forgotten: events planned before that are not registered. */
+  generation = 0;
   /** The time of the latest advance: listings that expired by then are not found. */
   private nowMs = 0;
 
-  /**
-   * Starts the index over when the day changed (or a midnight is near); answers the epoch in force. `nowMs` is
-   * the Recorder's clock (listings expire by it), `store` the database's as estimated (the day is its day); by
-   * default not known.
-   */
-  advance(nowMs: number, store: StoreTime = { nowMs, errorMs: null }): number | null {
-    const epoch = keyEpoch(store);
+  /** Sets the time listings expire by (the Recorder's clock, when it plans a batch); answers the generation in force. */
+  advance(nowMs: number): number {
     this.nowMs = nowMs;
-    if (epoch !== this.epoch) {
-      this.places = new Map();
-      this.keys = 0;
-      this.epoch = epoch;
-    }
-    return epoch;
+    return this.generation;
+  }
+
+  /**
+   * Forgets every listing: the ledger refused a reference to one (a midnight of its clock passed since it was
+   * stored), and every listing is of the day before. Events planned before are not registered after it.
+   */
+  forget(): void {
+    this.places = new Map();
+    this.keys = 0;
+    this.generation++;
   }
 
   /** Where the summary's key is listed, if that listing may still be referred to (as of the latest advance). */
   find(summary: AdmissionSummary): KeyPlace | undefined {
-    if (this.epoch === null) return undefined;
     const key = keyIn(this.places.get(summary.tenantId), summary);
     return key !== undefined && key.expiresAtMs > this.nowMs ? key : undefined;
   }
 
   /**
-   * Registers the rows of a stored table event, planned at `plannedAtMs` in `epoch` (ignored when the day
-   * changed since). Each listing may be referred to until a moment drawn between half an hour and an hour
-   * after `plannedAtMs`: the event was stored after it was planned, so its references are less than an hour
-   * younger than it.
+   * Registers the rows of a stored table event, planned at `plannedAtMs` in `generation` (ignored when the
+   * index was forgotten since). Each listing may be referred to until a moment drawn between half an hour and
+   * an hour after `plannedAtMs`: the event was stored after it was planned, so its references are less than an
+   * hour younger than it.
    */
-  register(epoch: number | null, eventId: string, entries: readonly AdmissionSummary[], plannedAtMs: number): void {
-    if (epoch === null || epoch !== this.epoch || this.keys + entries.length > MAX_KEYS) return;
+  register(generation: number, eventId: string, entries: readonly AdmissionSummary[], plannedAtMs: number): void {
+    if (generation !== this.generation) return;
+    // Keys of tenants gone quiet stay until a midnight's refusal forgets them; past the bound, the index
+    // starts over (its keys are written in full once more).
+    if (this.keys + entries.length > MAX_KEYS) {
+      this.places = new Map();
+      this.keys = 0;
+    }
     for (let row = 0; row < entries.length; row++) {
       const entry = entries[row]!;
       const expiresAtMs = plannedAtMs + HOUR_MS * (1 - LISTING_SPREAD * Math.random());

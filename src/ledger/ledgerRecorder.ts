@@ -16,7 +16,9 @@
 // (keySourceIndex.ts) is written as a reference to that event's row instead of a row of its own
 // (catalog/summaryRefs.ts): at 50,000 active tenants this cut the ledger's growth about tenfold. A batch
 // offered again after a failure is then offered as the same events it was first planned as, even if a
-// listing it refers to expired meanwhile.
+// listing it refers to expired meanwhile. When the ledger refuses a reference for lying in another UTC day
+// than its source (ReferenceOutsideDay: a midnight of the ledger's clock passed; nothing of that append is
+// stored), the Recorder forgets every listing and plans the batch again, in full.
 import { createHash, randomUUID } from 'node:crypto';
 import { setImmediate as yieldTurn } from 'node:timers/promises';
 import { admissionFieldsFor, ADMISSIONS_STREAM, summaryRow, UNRESOLVED_FIELDS } from './catalog/admissions.ts';
@@ -24,8 +26,7 @@ import type { AdmissionsRecordedData, SummaryRefTable, SummaryTable, UnresolvedA
 import { COUNT_FIELDS, positionsCodeOf, runLengthCodeOf } from './catalog/summaryRefs.ts';
 import { eventBytes, MAX_APPEND_BYTES, splitBySize, startsNewGroup } from './appendSize.ts';
 import { isReferable, KeySourceIndex, type KeyPlace } from './keySourceIndex.ts';
-import { StoreClock } from './storeClock.ts';
-import { WrongExpectedRevision, type EventStore, type ExpectedRevision, type NewEvent } from './eventStore.ts';
+import { ReferenceOutsideDay, WrongExpectedRevision, type EventStore, type ExpectedRevision, type NewEvent } from './eventStore.ts';
 import { RecordedInPart } from '../governance/index.ts';
 import type { AdmissionSummary, Recorder, UnresolvedAdmissionSummary } from '../governance/index.ts';
 
@@ -46,12 +47,6 @@ export interface LedgerRecorderOptions {
    * database (PostgreSQL, PGlite); off by default.
    */
   referenceKeys?: boolean;
-  /**
-   * Reads the clock that stamps summary events as they are recorded, the one that picks their day partition
-   * (summaryPartitions.ts, partitionClockMs), so references keep off that clock's midnights by a minute instead
-   * of five either side of the Recorder's own (keySourceIndex.ts, storeClock.ts). Without it the wide margin.
-   */
-  storeClockMs?: () => Promise<number>;
 }
 
 /** The events a batch was made into, kept while an append of it has an unknown outcome. */
@@ -61,7 +56,8 @@ interface Plan {
   eventEntries: (readonly AdmissionSummary[] | readonly UnresolvedAdmissionSummary[])[];
   /** Per event: the summaries it lists with their keys, which later events may refer to (null: none). */
   sources: (readonly AdmissionSummary[] | null)[];
-  epoch: number | null;
+  /** The key index's generation when the plan was made: its sources are not registered after a forget. */
+  generation: number;
   /** When the plan was made: the listings of its key sources expire within an hour of it. */
   plannedAtMs: number;
 }
@@ -144,8 +140,6 @@ class SummaryTableData<Entry extends object> implements SummaryTable<Entry> {
 export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendLimitBytes'>, options: LedgerRecorderOptions = {}): Recorder {
   const { actor = 'governor', maxEntriesPerEvent = 4_000, now = Date.now, referenceKeys = false } = options;
   const keyIndex = referenceKeys ? new KeySourceIndex() : null;
-  // Read only where there are references to keep off a midnight; without a reader it is never known.
-  const storeClock = new StoreClock(referenceKeys ? options.storeClockMs : undefined, now);
   // Plans of batches whose append failed, by batch id, so an offer again is the same events (with references
   // only: without, a batch makes the same events every time).
   const plans = new Map<string, Plan>();
@@ -167,9 +161,11 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
         if (firstId !== undefined) sentAt.delete(firstId);
         return;
       } catch (error) {
-        if (error instanceof WrongExpectedRevision) {
-          // Not stored at `at`, so not stored at all: free to go at the revision the ledger reported.
+        if (error instanceof WrongExpectedRevision || error instanceof ReferenceOutsideDay) {
+          // Not stored at `at`, so not stored at all.
           if (firstId !== undefined) sentAt.delete(firstId);
+          if (error instanceof ReferenceOutsideDay) throw error;
+          // Free to go at the revision the ledger reported.
           expected = at = error.actual;
           if (conflicts < MAX_CONFLICTS) continue;
         } else if (firstId !== undefined) {
@@ -185,42 +181,19 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
 
   return {
     async record(admissions: readonly AdmissionSummary[], unresolved: readonly UnresolvedAdmissionSummary[], batchId?: string) {
-      const remembered = batchId !== undefined ? plans.get(batchId) : undefined;
-      storeClock.readIfDue();
       const slicer = new Slicer();
-      const plan = remembered ?? (await planEvents(admissions, unresolved, batchId, slicer));
-      const { events, eventSizes, eventEntries } = plan;
-      // The events stored so far, by place: their summaries are named (RecordedInPart) only if a later append fails.
-      const storedPlaces: number[] = [];
-      const places = events.map((_, place) => place);
-      for (const append of splitBySize(places, (place) => eventSizes[place]!, maxAppendBytes)) {
-        // Each append serializes its events (prepareBatch) in one piece: a slice of its own.
-        await slicer.next();
-        try {
-          await appendAtRevision(append.map((place) => events[place]!));
-        } catch (error) {
-          if (keyIndex !== null && batchId !== undefined && storedPlaces.length === 0) {
-            plans.delete(batchId);
-            plans.set(batchId, plan);
-            if (plans.size > MAX_REMEMBERED_ATTEMPTS) plans.delete(plans.keys().next().value!);
-          }
-          if (storedPlaces.length === 0) throw error;
-          const stored = { admissions: new Set<AdmissionSummary>(), unresolved: new Set<UnresolvedAdmissionSummary>() };
-          for (const place of storedPlaces) {
-            if (events[place]!.type === 'AdmissionsRecorded') for (const entry of eventEntries[place] as AdmissionSummary[]) stored.admissions.add(entry);
-            else for (const entry of eventEntries[place] as UnresolvedAdmissionSummary[]) stored.unresolved.add(entry);
-          }
-          throw new RecordedInPart(stored.admissions, stored.unresolved, error);
-        }
-        for (const place of append) {
-          const source = plan.sources[place];
-          // A batch written in full registers every key (51,000 at 50,000 active tenants, 1-2 µs each): sliced.
-          if (keyIndex !== null && source !== null && source !== undefined) {
-            keyIndex.register(plan.epoch, events[place]!.id!, source, plan.plannedAtMs);
-            if (slicer.due(source.length)) await slicer.next();
-          }
-          storedPlaces.push(place);
-        }
+      const remembered = batchId !== undefined ? plans.get(batchId) : undefined;
+      let plan = remembered ?? (await planEvents(admissions, unresolved, batchId, slicer));
+      try {
+        await appendPlan(plan, batchId, slicer);
+      } catch (error) {
+        if (!(error instanceof ReferenceOutsideDay) || keyIndex === null) throw error;
+        // A midnight of the ledger's clock passed since the listings were stored: every one is of the day
+        // before. Planned again without them, the batch is written in full (no reference can be refused).
+        keyIndex.forget();
+        if (batchId !== undefined) plans.delete(batchId);
+        plan = await planEvents(admissions, unresolved, batchId, slicer);
+        await appendPlan(plan, batchId, slicer);
       }
       if (batchId !== undefined) plans.delete(batchId);
     },
@@ -228,6 +201,51 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
     // index keeps the keys' strings, not the summaries; the stores serialize events during the append).
     released() {},
   };
+
+  /**
+   * Appends a plan's events in appends of at most maxAppendBytes, registering the key sources of each append
+   * stored. A failure before any was stored rethrows it (the plan is kept for an offer again under the same
+   * batch id, unless the ledger refused a reference: then the caller plans again); after some were stored,
+   * RecordedInPart names their summaries.
+   */
+  async function appendPlan(plan: Plan, batchId: string | undefined, slicer: Slicer): Promise<void> {
+    const { events, eventSizes, eventEntries } = plan;
+    // The events stored so far, by place: their summaries are named (RecordedInPart) only if a later append fails.
+    const storedPlaces: number[] = [];
+    const places = events.map((_, place) => place);
+    for (const append of splitBySize(places, (place) => eventSizes[place]!, maxAppendBytes)) {
+      // Each append serializes its events (prepareBatch) in one piece: a slice of its own.
+      await slicer.next();
+      try {
+        await appendAtRevision(append.map((place) => events[place]!));
+      } catch (error) {
+        const refused = error instanceof ReferenceOutsideDay;
+        if (keyIndex !== null && batchId !== undefined && storedPlaces.length === 0 && !refused) {
+          plans.delete(batchId);
+          plans.set(batchId, plan);
+          if (plans.size > MAX_REMEMBERED_ATTEMPTS) plans.delete(plans.keys().next().value!);
+        }
+        if (storedPlaces.length === 0) throw error;
+        // The rest is offered under a new batch id and planned afresh: without the listings of the day before.
+        if (refused) keyIndex?.forget();
+        const stored = { admissions: new Set<AdmissionSummary>(), unresolved: new Set<UnresolvedAdmissionSummary>() };
+        for (const place of storedPlaces) {
+          if (events[place]!.type === 'AdmissionsRecorded') for (const entry of eventEntries[place] as AdmissionSummary[]) stored.admissions.add(entry);
+          else for (const entry of eventEntries[place] as UnresolvedAdmissionSummary[]) stored.unresolved.add(entry);
+        }
+        throw new RecordedInPart(stored.admissions, stored.unresolved, error);
+      }
+      for (const place of append) {
+        const source = plan.sources[place];
+        // A batch written in full registers every key (51,000 at 50,000 active tenants, 1-2 µs each): sliced.
+        if (keyIndex !== null && source !== null && source !== undefined) {
+          keyIndex.register(plan.generation, events[place]!.id!, source, plan.plannedAtMs);
+          if (slicer.due(source.length)) await slicer.next();
+        }
+        storedPlaces.push(place);
+      }
+    }
+  }
 
   async function planEvents(
     admissions: readonly AdmissionSummary[],
@@ -237,7 +255,7 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
   ): Promise<Plan> {
     const plannedAtMs = now();
     const metadata = { actor, occurredAt: new Date(plannedAtMs).toISOString() };
-    const epoch = keyIndex?.advance(plannedAtMs, storeClock.at(plannedAtMs)) ?? null;
+    const generation = keyIndex?.advance(plannedAtMs) ?? 0;
     const events: AdmissionEvent[] = [];
     const eventSizes: number[] = [];
     // The summaries each event carries, so a failure part-way can name those stored (RecordedInPart).
@@ -342,7 +360,7 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
         sources[before] = null;
       }
     }
-    return { events, eventSizes, eventEntries, sources, epoch, plannedAtMs };
+    return { events, eventSizes, eventEntries, sources, generation, plannedAtMs };
   }
 }
 

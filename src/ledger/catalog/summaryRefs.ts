@@ -16,9 +16,10 @@
 // data) covers it as it covers a table, and the source is itself a leaf.
 //
 // Where the source is: an earlier event of the same stream, written by the same Recorder less than an hour
-// before, never across a UTC midnight of the database's clock, which picks the day partition (the Recorder writes
-// no reference from a minute before one until it has surely passed, keySourceIndex.ts), so an archived day's
-// file holds the sources of all its references. Readers keep the sources they read
+// before, in the same UTC day of the database's clock, which picks the day partition: the database refuses a
+// reference recorded in another day than its source, or to an event it does not hold
+// (migrations/0250_ledger_summary_refs_same_day.sql), so an archived day's file holds the sources of all its
+// references. Readers keep the sources they read
 // (SummaryKeySources) and look up one they have not read (a reader that starts mid-hour) by its event id.
 import type { AdmissionSummary } from '../../governance/index.ts';
 import { ADMISSION_FIELDS, entriesOf, type AdmissionsRecordedData, type SummaryRefTable, type SummaryTable } from './admissions.ts';

@@ -1,11 +1,13 @@
 import type { Db } from '../../db/db.ts';
-import { WrongExpectedRevision, type AppendResult, type NewEvent } from '../eventStore.ts';
+import { ReferenceOutsideDay, WrongExpectedRevision, type AppendResult, type NewEvent } from '../eventStore.ts';
 import { appendBatch, appendLockedAlone } from './appendBatch.ts';
 import { appendLocked, expectedRevisionOf, type AppendOptions } from './appendInTransaction.ts';
 import { prepareBatch } from './prepareBatch.ts';
 import { isTimePartitioned } from './summaryPartitions.ts';
 
 const UNIQUE_VIOLATION = '23505';
+/** A summary reference recorded outside its source's day (migrations/0250_ledger_summary_refs_same_day.sql). */
+const REFERENCE_OUTSIDE_DAY = 'GL001';
 const MAX_LOCKED_ATTEMPTS = 10;
 
 /**
@@ -25,7 +27,8 @@ const MAX_LOCKED_ATTEMPTS = 10;
  * day partitions cannot hold UNIQUE (stream, revision) or UNIQUE (event_id) across days, so two writers
  * racing at midnight would not collide on an index; the lock numbers its revisions and the look-up finds
  * its stored ids instead. It takes it in one statement (appendLockedAlone: the Recorder appends every second,
- * and four round trips each waited for a turn of a busy event loop).
+ * and four round trips each waited for a turn of a busy event loop). A summary reference the database refuses
+ * for being outside its source's day fails as ReferenceOutsideDay, with nothing stored.
  */
 export async function appendToStream(
   db: Db,
@@ -50,11 +53,17 @@ export async function appendToStream(
         ? await appendLockedAlone(db, stream, batch, expected)
         : (await db.transaction((tx) => appendLocked(tx, [{ stream, batch, expected }])))[0]!;
     } catch (error) {
+      if (codeOf(error) === REFERENCE_OUTSIDE_DAY) throw new ReferenceOutsideDay(stream, error);
       if (attempt >= MAX_LOCKED_ATTEMPTS || !isUniqueViolation(error)) throw error;
     }
   }
 }
 
 function isUniqueViolation(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === UNIQUE_VIOLATION;
+  return codeOf(error) === UNIQUE_VIOLATION;
+}
+
+/** A database error's SQLSTATE (pg's and PGlite's errors both carry it as `code`). */
+function codeOf(error: unknown): unknown {
+  return typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
 }

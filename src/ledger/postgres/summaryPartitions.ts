@@ -19,15 +19,6 @@ export const DAYS_AHEAD = 7;
 const DAY_MS = 86_400_000;
 const PARTITION_NAME = /^gl_events_summaries_(\d{4})(\d{2})(\d{2})$/;
 
-/**
- * The clock that picks a summary's day partition (recorded_at's default, clock_timestamp()) read now, in Unix ms:
- * the database's, which may not be the service's (the Recorder's StoreClock, src/ledger/storeClock.ts).
- */
-export async function partitionClockMs(db: Queryable): Promise<number> {
-  const { rows } = await db.query<{ ms: number }>('SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS ms');
-  return Number(rows[0]!.ms);
-}
-
 /** A UTC day as `YYYY-MM-DD`. */
 export type Day = string;
 

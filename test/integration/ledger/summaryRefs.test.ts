@@ -1,20 +1,21 @@
 import { expect, it } from 'vitest';
 import { describeOnEachStorage, eventStoreForFile } from '../../support/databases.ts';
 import type { TestDb } from '../../support/databases.ts';
-import type { EventStore } from '../../../src/ledger/eventStore.ts';
+import { ReferenceOutsideDay, type EventStore } from '../../../src/ledger/eventStore.ts';
 import { ADMISSIONS_STREAM, entriesOf, type AdmissionsRecordedData } from '../../../src/ledger/catalog/admissions.ts';
 import { isSummaryRefTable, SummaryKeySources } from '../../../src/ledger/catalog/summaryRefs.ts';
 import { addSummaryDemand, DemandMinutes, EVERY_REPLAYED_SUMMARY } from '../../../src/limit-preview/index.ts';
 import { lookUpSummaryEvent } from '../../../src/ledger/postgres/lookUpSummaryEvent.ts';
-import { partitionClockMs } from '../../../src/ledger/postgres/summaryPartitions.ts';
 import { createLedgerRecorder } from '../../../src/ledger/ledgerRecorder.ts';
 import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
+import { appendInTransaction } from '../../../src/ledger/postgres/appendInTransaction.ts';
 import { listQuarantine } from '../../../src/ledger/quarantine.ts';
 import { admissionTrendsProjection } from '../../../projections/admissionTrends.ts';
 import type { AdmissionSummary } from '../../../src/governance/index.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
 
-// 08:00 UTC: far from a midnight, where the Recorder writes no references.
+// The Recorder's clock in these tests (08:00 UTC, 2027-01-15): it plans by it, and listings expire by it; the
+// day a reference is recorded in is the database's.
 const T0 = 1_800_000_000_000;
 
 describeOnEachStorage('summary references on $name', (target) => {
@@ -101,40 +102,71 @@ describeOnEachStorage('summary references on $name', (target) => {
     expect(read.reduce((sum, entry) => sum + entry.admittedUnits, 0)).toBe(3 + 4 + 3 + 4);
   });
 
-  it('writes no references within five minutes of a UTC midnight, so a reference and its source lie in one day', async () => {
-    const midnight = Math.ceil(T0 / 86_400_000) * 86_400_000;
-    let clock = midnight - 4 * 60_000;
+  /** Runs `act` with the database's clock, as it stamps recorded_at (and so picks the day partition), a day ahead. */
+  async function dayAhead<T>(act: () => Promise<T>): Promise<T> {
+    await testDb.db.query(`ALTER TABLE gl_events ALTER COLUMN recorded_at SET DEFAULT clock_timestamp() + interval '1 day'`);
+    try {
+      return await act();
+    } finally {
+      await testDb.db.query('ALTER TABLE gl_events ALTER COLUMN recorded_at SET DEFAULT clock_timestamp()');
+    }
+  }
+
+  /** The stored references whose source lies in another UTC day than they do, or is not held at all. */
+  async function referencesOutsideTheirDay(): Promise<string[]> {
+    const { rows } = await testDb.db.query<{ event_id: string }>(
+      `SELECT r.event_id::text FROM gl_events r
+        WHERE r.stream = $1 AND r.data ? 'keysOf' AND NOT EXISTS (
+          SELECT 1 FROM gl_events s WHERE s.stream = $1 AND s.event_id::text = r.data->>'keysOf'
+             AND (s.recorded_at AT TIME ZONE 'UTC')::date = (r.recorded_at AT TIME ZONE 'UTC')::date)`,
+      [ADMISSIONS_STREAM],
+    );
+    return rows.map((row) => row.event_id);
+  }
+
+  it('the ledger refuses a reference recorded in another UTC day than its source, or to an event it does not hold, and stores nothing of that append', async () => {
+    const recorder = createLedgerRecorder(store, { referenceKeys: true, now: () => T0 });
+    const [source] = await appendedBy(() => recorder.record(second(['day-a'], T0 / 1000), [], 'day-1'));
+    const [reference] = await appendedBy(() => recorder.record(second(['day-a'], T0 / 1000 + 1), [], 'day-2'));
+    expect((reference!.data as { keysOf: string }).keysOf).toBe(source!.id);
+    const refers = (keysOf: string) => ({ type: 'AdmissionsRecorded', data: { ...(reference!.data as object), keysOf } });
+    // The same reference a midnight of the database's clock later: refused, and the listing beside it not stored.
+    const refused = await appendedBy(() =>
+      dayAhead(async () => {
+        const error = await store.append(ADMISSIONS_STREAM, [{ type: 'AdmissionsRecorded', data: source!.data }, refers(source!.id)]).catch((caught: unknown) => caught);
+        expect(error).toBeInstanceOf(ReferenceOutsideDay);
+        expect((error as Error).message).toContain('does not hold in the UTC day it is recorded in');
+      }),
+    );
+    expect(refused).toEqual([]);
+    const missing = await store.append(ADMISSIONS_STREAM, [refers('00000000-0000-4000-8000-000000000000')]).catch((caught: unknown) => caught);
+    expect(missing).toBeInstanceOf(ReferenceOutsideDay);
+    const notAnId = await store.append(ADMISSIONS_STREAM, [refers('day-1')]).catch((caught: unknown) => caught);
+    expect(notAnId).toBeInstanceOf(ReferenceOutsideDay);
+    expect(await referencesOutsideTheirDay()).toEqual([]);
+  });
+
+  it('after a midnight of the database\'s clock, the Recorder writes the refused batch in full once, then refers to the new day\'s listings', async () => {
+    let clock = T0 + 5 * 3_600_000;
     const recorder = createLedgerRecorder(store, { referenceKeys: true, now: () => clock });
-    await recorder.record(second(['m'], clock / 1000), [], 'm-1');
+    const tenants = ['mid-a', 'mid-b', 'mid-c'];
+    await recorder.record(second(tenants, clock / 1000), [], 'mid-1');
     clock += 1000;
-    const events = await appendedBy(() => recorder.record(second(['m'], clock / 1000), [], 'm-2'));
-    expect(events.some((event) => isSummaryRefTable(event.data))).toBe(false);
-  });
-
-  it('with the database\'s clock read, refers to keys up to a minute before its midnight, and not within that minute', async () => {
-    const midnight = Math.ceil(T0 / 86_400_000) * 86_400_000;
-    let clock = midnight - 4 * 60_000;
-    // The database's clock as the Recorder reads it: here the test's, so its midnight is the one named.
-    const recorder = createLedgerRecorder(store, { referenceKeys: true, now: () => clock, storeClockMs: async () => clock });
-    // The first flush plans before the first reading is in (the wide margin: in full).
-    const first = await appendedBy(() => recorder.record(second(['n'], clock / 1000), [], 'n-1'));
-    expect(first.some((event) => isSummaryRefTable(event.data))).toBe(false);
-    clock += 1000;
-    await recorder.record(second(['n'], clock / 1000), [], 'n-2');
-    clock += 1000;
-    const referring = await appendedBy(() => recorder.record(second(['n'], clock / 1000), [], 'n-3'));
-    expect(referring.some((event) => isSummaryRefTable(event.data))).toBe(true);
-    clock = midnight - 59_000;
-    const inFull = await appendedBy(() => recorder.record(second(['n'], clock / 1000), [], 'n-4'));
-    expect(inFull.some((event) => isSummaryRefTable(event.data))).toBe(false);
-  });
-
-  it('reads the clock that picks the day partition off the database', async () => {
-    const before = Date.now();
-    const ms = await partitionClockMs(testDb.db);
-    // The same machine's clock: within the query's own time of ours.
-    expect(ms).toBeGreaterThanOrEqual(before - 1_000);
-    expect(ms).toBeLessThanOrEqual(Date.now() + 1_000);
+    const before = await appendedBy(() => recorder.record(second(tenants, clock / 1000), [], 'mid-2'));
+    expect(before.every((event) => isSummaryRefTable(event.data))).toBe(true);
+    await dayAhead(async () => {
+      // The Recorder's clock says nothing of it: its references are refused, and the batch goes in full.
+      clock += 1000;
+      const batch = second([...tenants, 'mid-d'], clock / 1000);
+      const inFull = await appendedBy(() => recorder.record(batch, [], 'mid-3'));
+      expect(inFull.some((event) => isSummaryRefTable(event.data))).toBe(false);
+      expect((await readBack(inFull)).map((entry) => entry.tenantId).sort()).toEqual(['mid-a', 'mid-b', 'mid-c', 'mid-d']);
+      clock += 1000;
+      const after = await appendedBy(() => recorder.record(second([...tenants, 'mid-d'], clock / 1000), [], 'mid-4'));
+      expect(after.every((event) => isSummaryRefTable(event.data))).toBe(true);
+      expect(after.map((event) => (event.data as { keysOf: string }).keysOf).every((id) => inFull.some((event) => event.id === id))).toBe(true);
+    });
+    expect(await referencesOutsideTheirDay()).toEqual([]);
   });
 
   it('the demand read model adds references up in place, each minute found by position, as it adds the tables they stand for', async () => {
@@ -185,10 +217,14 @@ describeOnEachStorage('summary references on $name', (target) => {
       await recorder.record(second(tenants, clock / 1000), [], `trend-${s}`);
       clock += 1000;
     }
-    // A reference to an event the ledger does not hold.
-    await store.append(ADMISSIONS_STREAM, [
-      { type: 'AdmissionsRecorded', data: { keysOf: '00000000-0000-4000-8000-000000000000', at: '0', columns: { fromSecond: String(clock / 1000) } } },
-    ]);
+    // A reference to an event the ledger does not hold: refused since migration 0250, so written as a ledger
+    // kept before it could hold one (the database's triggers off for the statement).
+    await testDb.db.transaction(async (tx) => {
+      await tx.query('SET LOCAL session_replication_role = replica');
+      await appendInTransaction(tx, ADMISSIONS_STREAM, [
+        { type: 'AdmissionsRecorded', data: { keysOf: '00000000-0000-4000-8000-000000000000', at: '0', columns: { fromSecond: String(clock / 1000) } } },
+      ]);
+    });
     await rebuildProjection(testDb.db, store, admissionTrendsProjection);
     const { rows } = await testDb.db.query<{ tenant_id: string; admitted_units: string; shed_units: string }>(
       `SELECT tenant_id, sum(admitted_units)::text AS admitted_units, sum(shed_units)::text AS shed_units FROM gl_admission_trends_minute WHERE tenant_id LIKE 'trend-%' GROUP BY tenant_id ORDER BY tenant_id`,
