@@ -2,9 +2,11 @@
 // more than PAUSE_MS late during which it was neither on a core nor waiting for one (Linux schedstat): nothing on
 // the machine ran it, though it was runnable. Such a gap is the machine's, not a program's: in a traced run at
 // 50,000 tenants (bench/RESULTS.md) the server's longest stall, 107-109 ms, fell on a 98.6 ms gap of this probe
-// (1.2 ms on a core, 0.8 ms waiting for one) while the host's CPU counters read the cores mostly idle; with both
-// cores kept busy by two spinning processes the probe never woke more than 10 ms late. A late wake-up it spent
-// waiting for a core is contention, and not counted. Linux only; elsewhere it reports nothing.
+// (1.2 ms on a core, 0.8 ms waiting for one) while the host's CPU counters read the cores mostly idle. On that
+// host, with both cores kept busy by two spinning processes, the probe never woke more than 10 ms late; on
+// another (2026-12-06) the same made 24 pauses of about 100 ms in 40 s, and one spinning process none: how a
+// host pauses is measured by bench/host-pauses.ts. A late wake-up it spent waiting for a core is contention, and
+// not counted. Linux only; elsewhere it reports nothing.
 import { spawn } from 'node:child_process';
 
 /** A wake-up at least this late is looked at. */
