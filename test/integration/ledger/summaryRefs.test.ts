@@ -11,7 +11,7 @@ import { rebuildProjection } from '../../../src/ledger/rebuild.ts';
 import { appendInTransaction } from '../../../src/ledger/postgres/appendInTransaction.ts';
 import { listQuarantine } from '../../../src/ledger/quarantine.ts';
 import { admissionTrendsProjection } from '../../../projections/admissionTrends.ts';
-import type { AdmissionSummary } from '../../../src/governance/index.ts';
+import { RecordedInPart, type AdmissionSummary } from '../../../src/governance/index.ts';
 import { admissionSummary } from '../../support/admissionSummaries.ts';
 
 // The Recorder's clock in these tests (08:00 UTC, 2027-01-15): it plans by it, and listings expire by it; the
@@ -166,6 +166,48 @@ describeOnEachStorage('summary references on $name', (target) => {
       expect(after.every((event) => isSummaryRefTable(event.data))).toBe(true);
       expect(after.map((event) => (event.data as { keysOf: string }).keysOf).every((id) => inFull.some((event) => event.id === id))).toBe(true);
     });
+    expect(await referencesOutsideTheirDay()).toEqual([]);
+  });
+
+  it('a batch stored in part before the database\'s midnight names what was stored, and the rest goes in full', async () => {
+    let clock = T0 + 6 * 3_600_000;
+    let turnAfterFirst = false;
+    let appends = 0;
+    let refusals = 0;
+    // An append per event: the midnight passes between the batch's first append and its second.
+    const turning: Pick<EventStore, 'append' | 'appendLimitBytes'> = {
+      async append(stream, events, options) {
+        const result = await store.append(stream, events, options).catch((error: unknown) => {
+          if (error instanceof ReferenceOutsideDay) refusals++;
+          throw error;
+        });
+        if (turnAfterFirst && ++appends === 1) await testDb.db.query(`ALTER TABLE gl_events ALTER COLUMN recorded_at SET DEFAULT clock_timestamp() + interval '1 day'`);
+        return result;
+      },
+    };
+    const recorder = createLedgerRecorder(turning, { referenceKeys: true, now: () => clock, maxEntriesPerEvent: 2, maxAppendBytes: 700 });
+    const tenants = ['part-a', 'part-b', 'part-c', 'part-d'];
+    await recorder.record(second(tenants, clock / 1000), [], 'part-1');
+    clock += 1000;
+    const batch = second(tenants, clock / 1000);
+    try {
+      turnAfterFirst = true;
+      const error = await recorder.record(batch, [], 'part-2').catch((caught: unknown) => caught);
+      expect(error).toBeInstanceOf(RecordedInPart);
+      expect((error as RecordedInPart).cause).toBeInstanceOf(ReferenceOutsideDay);
+      const stored = [...(error as RecordedInPart).admissions];
+      expect(stored.length).toBeGreaterThan(0);
+      expect(stored.length).toBeLessThan(batch.length);
+      expect(refusals).toBe(1);
+      // The Governor offers the rest under a new batch id: no listing of the day before is referred to, so
+      // nothing more is refused.
+      const rest = await appendedBy(() => recorder.record(batch.filter((entry) => !stored.includes(entry)), [], 'part-3'));
+      expect(rest.some((event) => isSummaryRefTable(event.data))).toBe(false);
+      expect(refusals).toBe(1);
+      expect([...stored, ...(await readBack(rest))].map((entry) => entry.tenantId).sort()).toEqual(tenants);
+    } finally {
+      await testDb.db.query('ALTER TABLE gl_events ALTER COLUMN recorded_at SET DEFAULT clock_timestamp()');
+    }
     expect(await referencesOutsideTheirDay()).toEqual([]);
   });
 
