@@ -8,7 +8,8 @@
 -- in full once (src/ledger/ledgerRecorder.ts): one refused append a day instead of a window of full ones.
 --
 -- The row is refused with SQLSTATE GL001 (src/ledger/postgres/appendToStream.ts makes it ReferenceOutsideDay),
--- which aborts the statement: nothing of the append is stored. Also refused: a reference whose source the
+-- which aborts the statement: nothing of the append is stored. PostgreSQL logs it as an ERROR: expect one such
+-- line a day from each replica's Recorder, just after the database's midnight. Also refused: a reference whose source the
 -- ledger does not hold at all, or whose "keysOf" is not an event id. The look-up is by the source's id within
 -- the new row's day, so it probes one partition's event_id index. A row trigger on gl_events_summaries is
 -- cloned onto every day partition, the default one and those attached later (gl_create_summary_partition). In
