@@ -38,7 +38,8 @@
 // was, 45 on average), and catchUpTimesRealTime (the run's summaries replayed into emptied trend and demand
 // tables by the service's projection set, each in its thread as after an outage, both at once, in seconds of the
 // full traffic per second). Held: no window merged, flush p99 < 500 ms, no stall > 50 ms, /readyz 200 throughout, lag <= 5 s,
-// every answer 200 / 202 / 429, and at least 95% of the traffic's summaries a second. Sizes go up; past two sizes in
+// every answer 200 / 202 / 429, and at least 95% of the traffic's summaries a second; a run's `missed` names each
+// criterion it did not meet, with its figure. Sizes go up; past two sizes in
 // a row that neither side held, the larger ones are not run (`notRun`), except in quick mode.
 //
 // Last line: JSON, `ours` and `baseline` the largest N held, ours' ledgerGbPerDay and catchUpTimesRealTime at
@@ -178,6 +179,8 @@ interface RunResult extends ServerReport {
   tenants: number;
   ingestTenants: number;
   held: boolean;
+  /** The criteria not met, each with its figure (missedCriteria); empty when held. */
+  missed: string[];
   readySamples: number;
   readyFailures: number;
   /** The measured second, status and reason of each /readyz answer other than 200. */
@@ -1097,6 +1100,7 @@ async function run(side: Side, tenants: number): Promise<{ result: RunResult; ge
       tenants,
       ingestTenants: announced.ingestKeys.length,
       held: false,
+      missed: [],
       ...report,
       readySamples,
       readyFailures,
@@ -1112,14 +1116,8 @@ async function run(side: Side, tenants: number): Promise<{ result: RunResult; ge
       hostPauseLongestMs: hostPauses.reduce((longest, pause) => Math.max(longest, pause.lateMs), 0),
       stallsOverBoundOnHostPause: report.stallsOverBound.filter((stall) => hostPauses.some((pause) => pause.atMs - pause.lateMs <= stall.toMs && pause.atMs >= stall.fromMs)).length,
     };
-    result.held =
-      result.mergedWindows === 0 &&
-      result.flushP99Ms < MAX_FLUSH_P99_MS &&
-      result.eventLoopMaxStallMs <= MAX_STALL_MS &&
-      result.readyFailures === 0 &&
-      result.lagAtEndSeconds <= MAX_LAG_SECONDS &&
-      result.loadErrors === 0 &&
-      result.summariesPerSecond >= summariesOf(tenants) * 0.95;
+    result.missed = missedCriteria(result);
+    result.held = result.missed.length === 0;
     return { result, generatorPinned: load.pinned };
   } catch (error) {
     // The server ended mid-run: its load is stopped before the next run starts.
@@ -1130,6 +1128,23 @@ async function run(side: Side, tenants: number): Promise<{ result: RunResult; ge
     }
     throw error;
   }
+}
+
+/** The criteria a run did not meet, each with its figure (empty: held). */
+function missedCriteria(result: RunResult): string[] {
+  const missed: string[] = [];
+  if (result.mergedWindows > 0) missed.push(`${result.mergedWindows} windows merged`);
+  if (result.flushP99Ms >= MAX_FLUSH_P99_MS) missed.push(`flush p99 ${result.flushP99Ms} ms >= ${MAX_FLUSH_P99_MS} ms`);
+  if (result.eventLoopMaxStallMs > MAX_STALL_MS) {
+    const over = `${result.stallsOverBound.length}${result.stallsOverBound.length >= MAX_STALLS_KEPT ? ' or more' : ''}`;
+    missed.push(`stall ${result.eventLoopMaxStallMs} ms > ${MAX_STALL_MS} ms (${over} over the bound, ${result.stallsOverBoundOnHostPause} of them on a pause of the machine)`);
+  }
+  if (result.readyFailures > 0) missed.push(`/readyz not 200 ${result.readyFailures} times`);
+  if (result.lagAtEndSeconds > MAX_LAG_SECONDS) missed.push(`trend lag ${result.lagAtEndSeconds} s > ${MAX_LAG_SECONDS} s`);
+  if (result.loadErrors > 0) missed.push(`${result.loadErrors} answers other than 200/202/429`);
+  const wanted = summariesOf(result.tenants);
+  if (result.summariesPerSecond < wanted * 0.95) missed.push(`${result.summariesPerSecond} of ${wanted} summaries a second (< 95 %)`);
+  return missed;
 }
 
 /** The host's start-time figure: the compiled service's start on PostgreSQL (median of 3), or null without dist/. */
