@@ -163,7 +163,7 @@ describe.skipIf(missing.length > 0)('MQTT redelivery after the service is killed
       // The door's own counts: whether the absent messages reached the service at all.
       const metrics = await fetch(`${baseUrl}/metrics`)
         .then((response) => response.text())
-        .then((text) => text.split('\n').filter((line) => /^(door_|governance_admitted_units_total|governance_(shed|rejected)_units_total)/.test(line)).join('\n'))
+        .then((text) => text.split('\n').filter((line) => /^devicechain_\w*?_(door_|governance_admitted_units_total|governance_(shed|rejected)_units_total)/.test(line)).join('\n'))
         .catch((failure: unknown) => `no /metrics: ${String(failure)}`);
       throw new Error(`${String(error)}; killed after ${killedAfter} of ${traffic.length} sent; absent: ${absent.join(',')}\n${metrics}\n${service.output().slice(-4000)}`);
     });
