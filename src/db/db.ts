@@ -25,3 +25,11 @@ export interface Db extends Queryable {
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
+
+/** SQLSTATE unique_violation: another writer took the key first. */
+export const UNIQUE_VIOLATION = '23505';
+
+/** A database error's SQLSTATE (pg's and PGlite's errors both carry it as `code`), or undefined. */
+export function sqlStateOf(error: unknown): unknown {
+  return typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+}

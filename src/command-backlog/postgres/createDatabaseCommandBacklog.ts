@@ -6,7 +6,7 @@
 // the stream's lock (the appends pass `lockedByCaller`). A transaction that takes several
 // tenants' guard rows (an enqueue batch of several tenants, an expiry pass) takes them in tenant id order,
 // so no two of them can deadlock.
-import type { Db, Tx } from '../../db/db.ts';
+import { sqlStateOf, UNIQUE_VIOLATION, type Db, type Tx } from '../../db/db.ts';
 import { StorageUnavailable } from '../../db/storageUnavailable.ts';
 import type { NewEvent } from '../../ledger/index.ts';
 import { MAX_APPEND_BYTES, appendInTransaction, appendStreamsInTransaction, type StreamAppend, commandsStream, SETTLEMENT_EVENT_TYPES } from '../../ledger/index.ts';
@@ -236,7 +236,6 @@ function compareIds(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-const UNIQUE_VIOLATION = '23505';
 const DEADLOCK_DETECTED = '40P01';
 const MAX_ATTEMPTS = 8;
 
@@ -250,7 +249,7 @@ export async function retryTransaction<T>(db: Db, work: (tx: Tx) => Promise<T>):
     try {
       return await db.transaction(work);
     } catch (error) {
-      const code = typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+      const code = sqlStateOf(error);
       if (attempt >= MAX_ATTEMPTS || (code !== UNIQUE_VIOLATION && code !== DEADLOCK_DETECTED)) throw error;
     }
   }

@@ -1,11 +1,10 @@
-import type { Db } from '../../db/db.ts';
+import { sqlStateOf, UNIQUE_VIOLATION, type Db } from '../../db/db.ts';
 import { ReferenceOutsideDay, WrongExpectedRevision, type AppendResult, type NewEvent } from '../eventStore.ts';
 import { appendBatch, appendLockedAlone } from './appendBatch.ts';
 import { appendLocked, expectedRevisionOf, type AppendOptions } from './appendInTransaction.ts';
 import { prepareBatch } from './prepareBatch.ts';
 import { isTimePartitioned } from './summaryPartitions.ts';
 
-const UNIQUE_VIOLATION = '23505';
 /** A summary reference recorded outside its source's day (migrations/0250_ledger_summary_refs_same_day.sql). */
 const REFERENCE_OUTSIDE_DAY = 'GL001';
 const MAX_LOCKED_ATTEMPTS = 10;
@@ -53,17 +52,12 @@ export async function appendToStream(
         ? await appendLockedAlone(db, stream, batch, expected)
         : (await db.transaction((tx) => appendLocked(tx, [{ stream, batch, expected }])))[0]!;
     } catch (error) {
-      if (codeOf(error) === REFERENCE_OUTSIDE_DAY) throw new ReferenceOutsideDay(stream, error);
+      if (sqlStateOf(error) === REFERENCE_OUTSIDE_DAY) throw new ReferenceOutsideDay(stream, error);
       if (attempt >= MAX_LOCKED_ATTEMPTS || !isUniqueViolation(error)) throw error;
     }
   }
 }
 
 function isUniqueViolation(error: unknown): boolean {
-  return codeOf(error) === UNIQUE_VIOLATION;
-}
-
-/** A database error's SQLSTATE (pg's and PGlite's errors both carry it as `code`). */
-function codeOf(error: unknown): unknown {
-  return typeof error === 'object' && error !== null ? (error as { code?: unknown }).code : undefined;
+  return sqlStateOf(error) === UNIQUE_VIOLATION;
 }
