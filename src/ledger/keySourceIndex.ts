@@ -81,7 +81,7 @@ export class KeySourceIndex {
   private places = new Map<string, ListedKey>();
   private keys = 0;
   /** Counts the times the index was forgotten: events planned before that are not registered. */
-  generation = 0;
+  private generation = 0;
   /** The time of the latest advance: listings that expired by then are not found. */
   private nowMs = 0;
 
@@ -96,9 +96,14 @@ export class KeySourceIndex {
    * stored), and every listing is of the day before. Events planned before are not registered after it.
    */
   forget(): void {
+    this.clear();
+    this.generation++;
+  }
+
+  /** Drops every listing (their keys are written in full once more). */
+  private clear(): void {
     this.places = new Map();
     this.keys = 0;
-    this.generation++;
   }
 
   /** Where the summary's key is listed, if that listing may still be referred to (as of the latest advance). */
@@ -117,10 +122,7 @@ export class KeySourceIndex {
     if (generation !== this.generation) return;
     // Keys of tenants gone quiet stay until a midnight's refusal forgets them; past the bound, the index
     // starts over (its keys are written in full once more).
-    if (this.keys + entries.length > MAX_KEYS) {
-      this.places = new Map();
-      this.keys = 0;
-    }
+    if (this.keys + entries.length > MAX_KEYS) this.clear();
     for (let row = 0; row < entries.length; row++) {
       const entry = entries[row]!;
       const expiresAtMs = plannedAtMs + HOUR_MS * (1 - LISTING_SPREAD * Math.random());

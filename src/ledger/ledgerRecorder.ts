@@ -187,10 +187,9 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
       try {
         await appendPlan(plan, batchId, slicer);
       } catch (error) {
-        if (!(error instanceof ReferenceOutsideDay) || keyIndex === null) throw error;
-        // A midnight of the ledger's clock passed since the listings were stored: every one is of the day
-        // before. Planned again without them, the batch is written in full (no reference can be refused).
-        keyIndex.forget();
+        if (!(error instanceof ReferenceOutsideDay)) throw error;
+        // Nothing of it was stored, and appendPlan forgot the listings of the day before: planned again, the
+        // batch is written in full (no reference can be refused), and a plan kept from an earlier try is dropped.
         if (batchId !== undefined) plans.delete(batchId);
         plan = await planEvents(admissions, unresolved, batchId, slicer);
         await appendPlan(plan, batchId, slicer);
@@ -206,7 +205,8 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
    * Appends a plan's events in appends of at most maxAppendBytes, registering the key sources of each append
    * stored. A failure before any was stored rethrows it (the plan is kept for an offer again under the same
    * batch id, unless the ledger refused a reference: then the caller plans again); after some were stored,
-   * RecordedInPart names their summaries.
+   * RecordedInPart names their summaries. A refused reference means a midnight of the ledger's clock passed
+   * since the listings were stored: every one is of the day before, and all are forgotten.
    */
   async function appendPlan(plan: Plan, batchId: string | undefined, slicer: Slicer): Promise<void> {
     const { events, eventSizes, eventEntries } = plan;
@@ -220,14 +220,14 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
         await appendAtRevision(append.map((place) => events[place]!));
       } catch (error) {
         const refused = error instanceof ReferenceOutsideDay;
+        if (refused) keyIndex?.forget();
         if (keyIndex !== null && batchId !== undefined && storedPlaces.length === 0 && !refused) {
           plans.delete(batchId);
           plans.set(batchId, plan);
           if (plans.size > MAX_REMEMBERED_ATTEMPTS) plans.delete(plans.keys().next().value!);
         }
         if (storedPlaces.length === 0) throw error;
-        // The rest is offered under a new batch id and planned afresh: without the listings of the day before.
-        if (refused) keyIndex?.forget();
+        // The rest is offered under a new batch id, and planned afresh.
         const stored = { admissions: new Set<AdmissionSummary>(), unresolved: new Set<UnresolvedAdmissionSummary>() };
         for (const place of storedPlaces) {
           if (events[place]!.type === 'AdmissionsRecorded') for (const entry of eventEntries[place] as AdmissionSummary[]) stored.admissions.add(entry);
