@@ -12,7 +12,7 @@
 // Last line: `ours` = pauses a minute with both cores busy, `baseline` = with one core busy, each with the longest.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
-import { probeHostPauses } from './support/hostPauses.ts';
+import { longestPauseMs, probeHostPauses } from './support/hostPauses.ts';
 
 const QUICK = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
 const SECONDS = QUICK ? 5 : 30;
@@ -40,7 +40,7 @@ async function measure(busyCores: number): Promise<Measured> {
   const to = Date.now();
   for (const spinner of spinners) spinner.kill('SIGKILL');
   const pauses = probe.stop(from, to);
-  return { busyCores, seconds: (to - from) / 1000, pauses: pauses.length, longestMs: pauses.reduce((longest, pause) => Math.max(longest, pause.lateMs), 0) };
+  return { busyCores, seconds: (to - from) / 1000, pauses: pauses.length, longestMs: longestPauseMs(pauses) };
 }
 
 const runs: Measured[] = [];

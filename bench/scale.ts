@@ -76,7 +76,7 @@ import { sessionNice, setSessionNice } from '../src/sessionPriority.ts';
 import { emptyForReplay } from '../src/ledger/rebuild.ts';
 import { childProcessesOf, processCpuMicros } from '../test/support/replicas.ts';
 import { withBenchLedger, withBenchSchema } from './support/benchSchema.ts';
-import { probeHostPauses } from './support/hostPauses.ts';
+import { longestPauseMs, probeHostPauses } from './support/hostPauses.ts';
 import { pacedHttpLoad, type PacedRequest } from './support/load.ts';
 
 const url = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -1113,7 +1113,7 @@ async function run(side: Side, tenants: number): Promise<{ result: RunResult; ge
       warmUpSeconds,
       loadAverage: round(loadavg()[0]!),
       hostPauses: hostPauses.length,
-      hostPauseLongestMs: hostPauses.reduce((longest, pause) => Math.max(longest, pause.lateMs), 0),
+      hostPauseLongestMs: longestPauseMs(hostPauses),
       stallsOverBoundOnHostPause: report.stallsOverBound.filter((stall) => hostPauses.some((pause) => pause.atMs - pause.lateMs <= stall.toMs && pause.atMs >= stall.fromMs)).length,
     };
     result.missed = missedCriteria(result);

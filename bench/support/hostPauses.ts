@@ -40,6 +40,11 @@ setInterval(() => {
 process.on('disconnect', () => process.exit(0));
 `;
 
+/** The longest of `pauses` (how late its wake-up was), ms; 0 for none. */
+export function longestPauseMs(pauses: readonly HostPause[]): number {
+  return pauses.reduce((longest, pause) => Math.max(longest, pause.lateMs), 0);
+}
+
 /** Starts the probe; `stop` ends it and answers the pauses it saw between `fromMs` and `toMs` (wall clock). */
 export function probeHostPauses(): { stop: (fromMs: number, toMs: number) => HostPause[] } {
   if (process.platform !== 'linux') return { stop: () => [] };
