@@ -72,7 +72,7 @@ import { createLedgerRecorder } from '../src/ledger/ledgerRecorder.ts';
 import { projectionReadiness } from '../src/ledger/projectionReadiness.ts';
 import { startProjections } from '../src/ledger/projectionSet.ts';
 import type { ProjectionIsolation } from '../src/ledger/projectionWorker.ts';
-import { sessionNice, setSessionNice } from '../src/sessionPriority.ts';
+import { realtimePriority, sessionNice, setRealtimePriority, setSessionNice } from '../src/sessionPriority.ts';
 import { emptyForReplay } from '../src/ledger/rebuild.ts';
 import { childProcessesOf, processCpuMicros } from '../test/support/replicas.ts';
 import { withBenchLedger, withBenchSchema } from './support/benchSchema.ts';
@@ -100,6 +100,12 @@ const TRACE = process.env.BENCH_SCALE_TRACE === '1';
  * refused, the run says so. Each line's `serverNice` is what the server ran at.
  */
 const SERVER_NICE = process.env.BENCH_SCALE_NICE === undefined ? undefined : Number(process.env.BENCH_SCALE_NICE);
+/**
+ * BENCH_SCALE_REALTIME: every server's main thread under SCHED_RR at this priority (1..99), as the service's
+ * GOVERNANCE_REALTIME_PRIORITY runs its admitting thread; unset, the normal policy. Needs CAP_SYS_NICE; refused,
+ * the run says so. Each line's `serverRealtimePriority` is what the server's main thread ran at.
+ */
+const SERVER_REALTIME = process.env.BENCH_SCALE_REALTIME === undefined ? undefined : Number(process.env.BENCH_SCALE_REALTIME);
 /**
  * BENCH_SCALE_PROFILE_MAIN=DIR: our server profiles its admitting thread alone while measuring (node:inspector,
  * a sample every 500 µs), and writes the profile there: --cpu-prof (BENCH_SCALE_PROFILE) profiles every thread,
@@ -163,6 +169,8 @@ interface ServerReport {
   workerProcessCores: number;
   /** The nice value of the server's session (BENCH_SCALE_NICE, as granted); null where there are no autogroups. */
   serverNice: number | null;
+  /** The SCHED_RR priority of the server's main thread (BENCH_SCALE_REALTIME, as granted); null: the normal policy. */
+  serverRealtimePriority: number | null;
   /** The main thread's cores (it admits and answers; the projection has a worker thread of its own). */
   mainThreadCores: number;
   /** The main thread's CPU time per HTTP request answered, in µs: less disturbed by a loaded host than the rates. */
@@ -912,6 +920,7 @@ async function serveMeasured(
     serverCores: round((cpu.user + cpu.system + childrenCpu) / 1e6 / elapsedSeconds),
     workerProcessCores: round(childrenCpu / 1e6 / elapsedSeconds),
     serverNice: sessionNice(),
+    serverRealtimePriority: realtimePriority(),
     mainThreadCores: Math.round((mainCpu / 1e6 / elapsedSeconds) * 100) / 100,
     mainThreadCpuMicrosPerRequest: stats.requests > 0 ? round(mainCpu / stats.requests) : 0,
     // Per summary recorded in the window, at the traffic's summaries a second (a loaded host may carry fewer:
@@ -1229,6 +1238,8 @@ async function measure(): Promise<void> {
       generator: `wrk (1 thread, ${CONNECTIONS} connections, paced by a Lua schedule: every second ${INGEST_SHARE * 100}% of the tenants 2 HTTP ingest requests each, the rest in admission API batches of ${ITEMS_PER_REQUEST} items) in a process of its own, ${pinned ? 'pinned to core 1 with taskset (the servers and PostgreSQL unpinned)' : 'unpinned'}`,
       // Each server's session's nice value asked for (every side alike; null: as started; each run's serverNice says what it got).
       serverNice: SERVER_NICE ?? null,
+      // Each server's main thread's SCHED_RR priority asked for (every side alike; null: the normal policy).
+      serverRealtimePriority: SERVER_REALTIME ?? null,
       ledgerGbPerDay: ofOurs((each) => each.ledgerGbPerDay),
       catchUpTimesRealTime: ofOurs((each) => each.catchUpTimesRealTime),
       warmUpSeconds: ofOurs((each) => each.warmUpSeconds),
@@ -1262,6 +1273,11 @@ if (mode === 'serve') process.once('disconnect', () => setTimeout(() => process.
 if (mode === 'serve' && SERVER_NICE !== undefined) {
   const set = await setSessionNice(SERVER_NICE);
   if (set.refused !== undefined) console.error(`bench: the server's session stays at nice ${set.nice} (BENCH_SCALE_NICE=${SERVER_NICE} refused: ${set.refused})`);
+}
+// Every server's main thread under SCHED_RR at SERVER_REALTIME, as the service runs with GOVERNANCE_REALTIME_PRIORITY.
+if (mode === 'serve' && SERVER_REALTIME !== undefined) {
+  const set = await setRealtimePriority(SERVER_REALTIME);
+  if (set.refused !== undefined) console.error(`bench: the server's main thread stays at ${set.priority ?? 'the normal policy'} (BENCH_SCALE_REALTIME=${SERVER_REALTIME} refused: ${set.refused})`);
 }
 if (mode === 'serve') await ({ ours: serveOurs, baseline: serveBaseline, floor: serveFloor }[args[0] as Side](Number(args[1])));
 else await measure();

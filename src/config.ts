@@ -1,7 +1,7 @@
 // Settings come from the environment only; the names are a contract (docs/governance-model.md) and README.md lists them.
 import { hostname } from 'node:os';
 import type { ProjectionIsolation } from './ledger/index.ts';
-import { isNiceValue } from './sessionPriority.ts';
+import { isNiceValue, isRealtimePriority } from './sessionPriority.ts';
 
 export interface Settings {
   port: number;
@@ -60,6 +60,13 @@ export interface Settings {
    * leaves it as started. A value below 0 needs CAP_SYS_NICE; refused, the service says so and runs as it was.
    */
   nice?: number;
+  /**
+   * GOVERNANCE_REALTIME_PRIORITY: on Linux, the SCHED_RR priority (1..99) the service runs its admitting thread at
+   * (src/sessionPriority.ts): it takes a core as soon as it has work, ahead of PostgreSQL, the projection workers
+   * and the rest of the host; unset leaves the normal policy. Needs CAP_SYS_NICE; refused, the service says so and
+   * runs as it was.
+   */
+  realtimePriority?: number;
   /** GOVERNANCE_REDIS_KEY_PREFIX: the prefix of every shared counter's key in Redis (default `governance:`). */
   redisKeyPrefix: string;
   /** MQTT_URL: the platform broker the MQTT doors consume from (MQTT live and backlog, Sparkplug B); off when unset. */
@@ -187,6 +194,7 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     readyMaxLagSeconds: positiveInteger(optional('GOVERNANCE_READY_MAX_LAG_SECONDS'), 30, 'GOVERNANCE_READY_MAX_LAG_SECONDS'),
     drainSeconds: wholeNumber(optional('GOVERNANCE_DRAIN_SECONDS'), 5, 'GOVERNANCE_DRAIN_SECONDS'),
     nice: niceValue(optional('GOVERNANCE_NICE')),
+    realtimePriority: realtimePriorityValue(optional('GOVERNANCE_REALTIME_PRIORITY')),
     redisKeyPrefix: redisKeyPrefix(optional('GOVERNANCE_REDIS_KEY_PREFIX') ?? 'governance:'),
     mqttUrl: optional('MQTT_URL'),
     mqttTopicRoot: topicLevel(optional('MQTT_TOPIC_ROOT') ?? 'devicechain', 'MQTT_TOPIC_ROOT'),
@@ -242,6 +250,13 @@ function niceValue(text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const value = Number(text);
   if (text.trim() === '' || !isNiceValue(value)) throw new Error(`GOVERNANCE_NICE must be a whole number from -20 to 19, not "${text}"`);
+  return value;
+}
+
+function realtimePriorityValue(text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
+  const value = Number(text);
+  if (text.trim() === '' || !isRealtimePriority(value)) throw new Error(`GOVERNANCE_REALTIME_PRIORITY must be a whole number from 1 to 99, not "${text}"`);
   return value;
 }
 

@@ -8,6 +8,14 @@
 // cores at 50,000 active tenants the admitting thread waited 50-115 ms for a core at times, beside PostgreSQL, the
 // load and the projections (bench/scale.ts, bench/RESULTS.md 2026-12-05 17:20-19:15).
 // Under systemd (a cgroup of its own, where autogroups do not apply) CPUWeight= is the same knob.
+//
+// A share is still a share: the busiest thread of the host, the admitting one, is the one a fair scheduler makes
+// wait when every core is taken. GOVERNANCE_REALTIME_PRIORITY runs that one thread (the event loop every door
+// answers on) under SCHED_RR instead, so it takes a core the moment it has work and waits only for its own work;
+// V8's and libuv's threads and the projection worker processes stay at their normal priority (the policy is set
+// with reset-on-fork, so nothing it starts inherits it), and Linux keeps 5 % of every second for the rest
+// (sched_rt_runtime_us). Set with chrt(1) from util-linux: Node has no binding for sched_setscheduler(2).
+import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 
 const AUTOGROUP = '/proc/self/autogroup';
@@ -57,4 +65,56 @@ export async function setSessionNice(nice: number): Promise<SessionNice> {
     }
   }
   return { nice: sessionNice(), refused };
+}
+
+/** What running the admitting thread under SCHED_RR came to: its real-time priority now, and why not, if refused. */
+export interface RealtimePriority {
+  /** The thread's SCHED_RR priority now; null when it runs under the normal policy (or this is not Linux). */
+  priority: number | null;
+  /** Why the priority asked for is not in force. */
+  refused?: string;
+}
+
+/** Whether `value` is a SCHED_RR priority: a whole number from 1 to 99. */
+export function isRealtimePriority(value: number): boolean {
+  return Number.isInteger(value) && value >= 1 && value <= 99;
+}
+
+const SCHED_RR = 2;
+
+/** The SCHED_RR priority of this process' thread `tid` (default: the main thread), or null under another policy. */
+export function realtimePriority(tid: number = process.pid): number | null {
+  if (process.platform !== 'linux') return null;
+  try {
+    // proc(5), /proc/[pid]/task/[tid]/stat: field 40 rt_priority, 41 policy (counted from 1, the name in parentheses is 2).
+    const fields = readFileSync(`/proc/${process.pid}/task/${tid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return Number(fields[38]) === SCHED_RR ? Number(fields[37]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Runs this process' main thread (the admitting thread) under SCHED_RR at `priority` (1..99) with reset-on-fork,
+ * on Linux. Needs CAP_SYS_NICE (and, in a cgroup with real-time group scheduling, real-time time of its own).
+ * Never throws for a refusal: the thread then runs as it was, and the answer says why.
+ */
+export async function setRealtimePriority(priority: number): Promise<RealtimePriority> {
+  if (!isRealtimePriority(priority)) throw new RangeError(`a real-time priority is a whole number from 1 to 99, not ${priority}`);
+  if (process.platform !== 'linux') return { priority: null, refused: 'SCHED_RR is set on Linux only' };
+  return new Promise((resolve) => {
+    execFile('chrt', ['--rr', '--reset-on-fork', '--pid', String(priority), String(process.pid)], { timeout: 10_000 }, (error, _stdout, stderr) => {
+      const now = realtimePriority();
+      if (!error && now === priority) return resolve({ priority: now });
+      const code = (error as NodeJS.ErrnoException | null)?.code;
+      const said = stderr.trim().split('\n').pop() ?? '';
+      const refused =
+        code === 'ENOENT'
+          ? 'chrt (util-linux) is not installed'
+          : /not permitted/i.test(said)
+            ? 'EPERM: SCHED_RR needs CAP_SYS_NICE (and real-time time for its cgroup)'
+            : said || String(error ?? `the thread runs at ${now ?? 'the normal policy'}`);
+      resolve({ priority: now, refused });
+    });
+  });
 }

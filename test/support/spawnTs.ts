@@ -2,6 +2,7 @@
 // root), for e2e suites that need a real process to kill or restart: its output is kept for failure messages.
 // The service itself is started so by serveTs; the governance CLI is run to its end by runCli.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { freePort } from './privateServers.ts';
 import { waitFor } from './waitFor.ts';
@@ -51,9 +52,12 @@ export function runCli(args: string[], env: Record<string, string> = {}): Promis
 /**
  * The settings of the service as a process of its own, over `env`: listening on free ports of 127.0.0.1 (HTTP and
  * gRPC), its data directory and JWT secret, no EventStoreDB, and logs at info (serveTs waits for "listening on").
+ * Its shared counters get a Redis key prefix of their own unless `env` names one: a child inherits the run's
+ * REDIS_URL, and under the default prefix its tenants' budgets would be those of every other suite's `acme`.
  */
 export async function serviceProcessEnv(env: Record<string, string>, dataDir: string, jwtSecret: string): Promise<Record<string, string>> {
   return {
+    GOVERNANCE_REDIS_KEY_PREFIX: `gl-test-${randomBytes(5).toString('hex')}:`,
     ...env,
     EVENTSTORE_URL: '',
     GOVERNANCE_DATA_DIR: dataDir,

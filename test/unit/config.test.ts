@@ -36,6 +36,13 @@ describe('readSettings', () => {
     for (const bad of ['-21', '20', '1.5', 'high']) expect(() => readSettings({ GOVERNANCE_NICE: bad })).toThrow(/GOVERNANCE_NICE must be a whole number from -20 to 19/);
   });
 
+  it('reads GOVERNANCE_REALTIME_PRIORITY as a whole number from 1 to 99, unset by default', () => {
+    expect(readSettings({}).realtimePriority).toBeUndefined();
+    expect(readSettings({ GOVERNANCE_REALTIME_PRIORITY: '1' }).realtimePriority).toBe(1);
+    expect(readSettings({ GOVERNANCE_REALTIME_PRIORITY: '99' }).realtimePriority).toBe(99);
+    for (const bad of ['0', '100', '1.5', 'rr']) expect(() => readSettings({ GOVERNANCE_REALTIME_PRIORITY: bad })).toThrow(/GOVERNANCE_REALTIME_PRIORITY must be a whole number from 1 to 99/);
+  });
+
   it('runs the worker projections in child processes unless GOVERNANCE_PROJECTION_WORKERS says thread or off', () => {
     expect(readSettings({}).projectionWorkers).toBe('process');
     expect(readSettings({ GOVERNANCE_PROJECTION_WORKERS: 'off' }).projectionWorkers).toBe('off');
