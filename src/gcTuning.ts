@@ -7,9 +7,21 @@
 // admitting thread 68 ms while its helpers had worked 0.9 ms of it, and another one held it 101 ms. Scavenged by
 // the admitting thread alone, a run's scavenges took 1.7 ms at the median and 6.9 ms at the 99th percentile, and
 // 3.3 s of its 175 s in all (3.6-4.9 s in parallel runs).
+//
+// V8 lets the old generation grow to up to four times what the last full collection kept before it collects it
+// again. After a start at full traffic at 50,000 active tenants it kept 120 MB and let the heap grow to 368 MB;
+// that collection, a minute and a half later, freed 280 MB, and the scavenge after it held the admitting thread
+// 41 ms (5.5 ms of it the scavenge's own work; the rest, the freed pages given back): the one stall of 30 ms or
+// more in each of two runs with the admitting thread under SCHED_RR. Grown by half at most, the heap stayed under
+// 190 MB in four runs (141-187 MB), with fewer full collections (16-18 a run against 21: V8 turns cautious after
+// such a large one) and less time in the collector (2.9-3.3 s a run against 4.2 s) (bench/RESULTS.md, 2026-12-06 05:45).
 import { setFlagsFromString } from 'node:v8';
+
+/** How much the old generation may grow, in percent of what the last full collection kept, before the next. */
+export const HEAP_GROWING_PERCENT = 50;
 
 /** Applies the tuning to this process (every thread of it); called first thing when the service starts serving. */
 export function tuneGarbageCollection(): void {
   setFlagsFromString('--no-parallel-scavenge');
+  setFlagsFromString(`--heap-growing-percent=${HEAP_GROWING_PERCENT}`);
 }
