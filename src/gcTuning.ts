@@ -12,9 +12,9 @@
 // again. After a start at full traffic at 50,000 active tenants it kept 120 MB and let the heap grow to 368 MB;
 // that collection, a minute and a half later, freed 280 MB, and the scavenge after it held the admitting thread
 // 41 ms (5.5 ms of it the scavenge's own work; the rest, the freed pages given back): the one stall of 30 ms or
-// more in each of two runs with the admitting thread under SCHED_RR. Grown by half at most, the heap stayed under
-// 190 MB in four runs (141-187 MB), with fewer full collections (16-18 a run against 21: V8 turns cautious after
-// such a large one) and less time in the collector (2.9-3.3 s a run against 4.2 s) (bench/RESULTS.md, 2026-12-06 05:45).
+// more in each of two runs with the admitting thread under SCHED_RR. Grown by half at most, the heap stayed at
+// 141-187 MB in four runs against 327-368 MB in four without, with more full collections (16-21 a run against
+// 10-21) but less time in the collector (2.9-3.7 s a run against 3.4-4.8 s) (bench/RESULTS.md, 2026-12-06 05:45).
 import { setFlagsFromString } from 'node:v8';
 
 /** How much the old generation may grow, in percent of what the last full collection kept, before the next. */
