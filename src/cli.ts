@@ -180,17 +180,18 @@ async function serve(): Promise<void> {
   // the start with its error).
   const storage = openStorage(settings, logger);
   storage.catch(() => {});
-  if (settings.nice !== undefined) {
-    const { setSessionNice } = await import('./sessionPriority.ts');
-    const set = await setSessionNice(settings.nice);
-    if (set.refused === undefined) logger.info({ nice: set.nice }, 'session priority set (GOVERNANCE_NICE)');
-    else logger.warn({ asked: settings.nice, nice: set.nice, refused: set.refused }, 'GOVERNANCE_NICE refused: the session runs at its priority as started');
-  }
-  if (settings.realtimePriority !== undefined) {
-    const { setRealtimePriority } = await import('./sessionPriority.ts');
-    const set = await setRealtimePriority(settings.realtimePriority);
-    if (set.refused === undefined) logger.info({ priority: set.priority }, 'the admitting thread runs under SCHED_RR (GOVERNANCE_REALTIME_PRIORITY)');
-    else logger.warn({ asked: settings.realtimePriority, priority: set.priority, refused: set.refused }, 'GOVERNANCE_REALTIME_PRIORITY refused: the admitting thread runs at its priority as started');
+  if (settings.nice !== undefined || settings.realtimePriority !== undefined) {
+    const { setRealtimePriority, setSessionNice } = await import('./sessionPriority.ts');
+    if (settings.nice !== undefined) {
+      const set = await setSessionNice(settings.nice);
+      if (set.refused === undefined) logger.info({ nice: set.nice }, 'session priority set (GOVERNANCE_NICE)');
+      else logger.warn({ asked: settings.nice, nice: set.nice, refused: set.refused }, 'GOVERNANCE_NICE refused: the session runs at its priority as started');
+    }
+    if (settings.realtimePriority !== undefined) {
+      const set = await setRealtimePriority(settings.realtimePriority);
+      if (set.refused === undefined) logger.info({ priority: set.priority }, 'the admitting thread runs under SCHED_RR (GOVERNANCE_REALTIME_PRIORITY)');
+      else logger.warn({ asked: settings.realtimePriority, priority: set.priority, refused: set.refused }, 'GOVERNANCE_REALTIME_PRIORITY refused: the admitting thread runs at its priority as started');
+    }
   }
   const [{ startService }, { createServer, listen }, { startRlsServer }, { endProcessOnSignalsAndCrashes }] = await Promise.all([
     import('./service.ts'),

@@ -193,8 +193,8 @@ export function readSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     commandTtlSeconds: positiveInteger(optional('GOVERNANCE_COMMAND_TTL_SECONDS'), 3600, 'GOVERNANCE_COMMAND_TTL_SECONDS'),
     readyMaxLagSeconds: positiveInteger(optional('GOVERNANCE_READY_MAX_LAG_SECONDS'), 30, 'GOVERNANCE_READY_MAX_LAG_SECONDS'),
     drainSeconds: wholeNumber(optional('GOVERNANCE_DRAIN_SECONDS'), 5, 'GOVERNANCE_DRAIN_SECONDS'),
-    nice: niceValue(optional('GOVERNANCE_NICE')),
-    realtimePriority: realtimePriorityValue(optional('GOVERNANCE_REALTIME_PRIORITY')),
+    nice: optionalWholeIn(optional('GOVERNANCE_NICE'), 'GOVERNANCE_NICE', isNiceValue, -20, 19),
+    realtimePriority: optionalWholeIn(optional('GOVERNANCE_REALTIME_PRIORITY'), 'GOVERNANCE_REALTIME_PRIORITY', isRealtimePriority, 1, 99),
     redisKeyPrefix: redisKeyPrefix(optional('GOVERNANCE_REDIS_KEY_PREFIX') ?? 'governance:'),
     mqttUrl: optional('MQTT_URL'),
     mqttTopicRoot: topicLevel(optional('MQTT_TOPIC_ROOT') ?? 'devicechain', 'MQTT_TOPIC_ROOT'),
@@ -246,17 +246,11 @@ function streamReplicas(text: string | undefined): number | undefined {
   return value;
 }
 
-function niceValue(text: string | undefined): number | undefined {
+/** An optional whole number in `from`..`to` (`isValid` holds it to them), named `name` in the error. */
+function optionalWholeIn(text: string | undefined, name: string, isValid: (value: number) => boolean, from: number, to: number): number | undefined {
   if (text === undefined) return undefined;
   const value = Number(text);
-  if (text.trim() === '' || !isNiceValue(value)) throw new Error(`GOVERNANCE_NICE must be a whole number from -20 to 19, not "${text}"`);
-  return value;
-}
-
-function realtimePriorityValue(text: string | undefined): number | undefined {
-  if (text === undefined) return undefined;
-  const value = Number(text);
-  if (text.trim() === '' || !isRealtimePriority(value)) throw new Error(`GOVERNANCE_REALTIME_PRIORITY must be a whole number from 1 to 99, not "${text}"`);
+  if (text.trim() === '' || !isValid(value)) throw new Error(`${name} must be a whole number from ${from} to ${to}, not "${text}"`);
   return value;
 }
 

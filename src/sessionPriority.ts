@@ -11,9 +11,11 @@
 //
 // A share is still a share: the busiest thread of the host, the admitting one, is the one a fair scheduler makes
 // wait when every core is taken. GOVERNANCE_REALTIME_PRIORITY runs that one thread (the event loop every door
-// answers on) under SCHED_RR instead, so it takes a core the moment it has work and waits only for its own work;
-// V8's and libuv's threads and the projection worker processes stay at their normal priority (the policy is set
-// with reset-on-fork, so nothing it starts inherits it), and Linux keeps 5 % of every second for the rest
+// answers on) under SCHED_RR instead, so it takes a core the moment it has work instead of waiting its turn (in one
+// run of six at 50,000 active tenants it still waited 44-51 ms three times with the host nearly idle, as the
+// kernel's share kept for normal threads would make it: bench/RESULTS.md, 2026-12-06 05:45). V8's and libuv's
+// threads and the projection worker processes stay at their normal priority (the policy is set with
+// reset-on-fork, so nothing it starts inherits it), and Linux keeps 5 % of every second for the rest
 // (sched_rt_runtime_us). Set with chrt(1) from util-linux: Node has no binding for sched_setscheduler(2).
 import { execFile } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
