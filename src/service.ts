@@ -314,6 +314,12 @@ export async function startService(
       onDropped: (reason) => metrics.doorDroppedMessages.inc({ door: 'sparkplug', reason }),
     });
     closers.push(() => sparkplugDoor.close({ endSession: cleanStop && settings.mqttEndSessionOnStop }));
+    metrics.useSources({
+      brokerDoors: () => [
+        { door: 'mqtt', ...mqttDoor.stats() },
+        { door: 'sparkplug', ...sparkplugDoor.stats() },
+      ],
+    });
   }
   if (settings.lwm2mEnabled) {
     const { startLwm2mDoor } = await loadLwm2mDoor();

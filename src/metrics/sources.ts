@@ -23,6 +23,21 @@ export interface QuarantineSample {
   events: number;
 }
 
+/** One broker door's consumer (src/doors/pipeline/brokerConsumer.ts), as its stats() reads now. */
+export interface BrokerDoorSample {
+  door: string;
+  connected: boolean;
+  received: number;
+  acknowledged: number;
+  handlerFaults: number;
+  inHand: number;
+  oldestInHandMs: number;
+  connects: number;
+}
+
+/** What a broker door's series show: a count since the start (a counter) or a value now (a gauge). */
+export type BrokerDoorField = 'connected' | 'received' | 'acknowledged' | 'handlerFaults' | 'inHand' | 'oldestInHandSeconds' | 'connects';
+
 export interface MetricSources {
   /** Tenants with undelivered commands (e.g. from the command backlog read model). */
   commandBacklogs?: () => Promise<Iterable<CommandBacklogSample>>;
@@ -40,6 +55,8 @@ export interface MetricSources {
   deferredRequests?: () => number;
   /** The read replica's staleness bound in seconds, null while it is not read from (src/read-replica). */
   readReplicaStaleness?: () => number | null;
+  /** Each broker door's consumer (MQTT, Sparkplug B), when the service runs them. */
+  brokerDoors?: () => Iterable<BrokerDoorSample>;
 }
 
 type SourceName = keyof MetricSources;
@@ -140,6 +157,18 @@ export function createSourcePulls(named: number, countError: (source: SourceName
         return () => gauge.set(value ?? -1);
       });
     },
+    /** One field of every broker door's consumer, a series per door (a counter's value set whole, as `total`). */
+    brokerDoor(metric: Gauge<'door'> | Counter<'door'>, field: BrokerDoorField): Promise<void> {
+      const read = all.brokerDoors;
+      if (!read) return Promise.resolve();
+      return pull('brokerDoors', async () => {
+        const samples = [...read()];
+        return () => {
+          metric.reset();
+          for (const sample of samples) metric.inc({ door: sample.door }, brokerDoorValue(sample, field));
+        };
+      });
+    },
     flag(gauge: Gauge<string>, source: 'redisCounterFallback' | 'nameOverflowInUse'): Promise<void> {
       const read = all[source];
       if (!read) return Promise.resolve();
@@ -161,4 +190,10 @@ function setBacklogs(gauge: Gauge<'tenant'>, named: number, samples: CommandBack
   if (field === 'ceiling') return;
   const folded = [...ranked.slice(named), ...samples.filter((sample) => sample.tenantId === OTHER_TENANTS)];
   if (folded.length > 0) gauge.set({ tenant: OTHER_TENANTS }, folded.reduce((sum, sample) => sum + sample.undelivered, 0));
+}
+
+function brokerDoorValue(sample: BrokerDoorSample, field: BrokerDoorField): number {
+  if (field === 'connected') return sample.connected ? 1 : 0;
+  if (field === 'oldestInHandSeconds') return sample.oldestInHandMs / 1000;
+  return sample[field];
 }

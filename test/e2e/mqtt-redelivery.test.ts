@@ -34,7 +34,7 @@ import { waitFor } from '../support/waitFor.ts';
 const JWT_SECRET = 'redelivery-suite-secret-0123456789abcdef0123456789';
 const postgresMode = serviceModes('e2e_redelivery').find((mode) => mode.name === 'PostgreSQL');
 
-const [nats, mosquitto] = postgresMode ? await Promise.all([startPrivateNats(), startPrivateMosquitto()]) : [undefined, undefined];
+const [nats, mosquitto] = postgresMode ? await Promise.all([startPrivateNats(), startPrivateMosquitto({ logEveryPacket: true })]) : [undefined, undefined];
 const missing = Object.entries({ PostgreSQL: postgresMode, 'nats-server': nats, mosquitto })
   .filter(([, server]) => !server)
   .map(([name]) => name);
@@ -165,7 +165,17 @@ describe.skipIf(missing.length > 0)('MQTT redelivery after the service is killed
         .then((response) => response.text())
         .then((text) => text.split('\n').filter((line) => /^devicechain_\w*?_(door_|governance_admitted_units_total|governance_(shed|rejected)_units_total)/.test(line)).join('\n'))
         .catch((failure: unknown) => `no /metrics: ${String(failure)}`);
-      throw new Error(`${String(error)}; killed after ${killedAfter} of ${traffic.length} sent; absent: ${absent.join(',')}\n${metrics}\n${service.output().slice(-4000)}`);
+      // The broker's side of the consumer's session: what it last sent the consumer and took from it.
+      const consumerId = `gl-redelivery-${suffix}`;
+      const brokerLines = broker
+        .log()
+        .split('\n')
+        .filter((line) => line.includes(consumerId) && !line.includes(`gl-redelivery-pub-${suffix}`))
+        .slice(-60)
+        .join('\n');
+      throw new Error(
+        `${String(error)}; killed after ${killedAfter} of ${traffic.length} sent; absent: ${absent.join(',')}\n${metrics}\n${service.output().slice(-4000)}\nthe broker, on ${consumerId}:\n${brokerLines}`,
+      );
     });
     service.child.kill('SIGTERM');
     expect(await service.exited, service.output()).toBe(0);

@@ -107,6 +107,13 @@ describe.skipIf(missing.length > 0)('the reading sink under faults (private NATS
       rejected: entries.reduce((sum, entry) => sum + entry.rejectedUnits, 0),
     };
   };
+  /** The MQTT door's consumer series on /metrics (devicechain_<service>_door_broker_<name>{door="mqtt"}). */
+  const mqttDoorSeries = async (name: string) => {
+    const text = await (await fetch(`${running.baseUrl}/metrics`)).text();
+    const line = text.split('\n').find((each) => new RegExp(`^devicechain_\\w+?_door_broker_${name}\\{door="mqtt"\\} `).test(each));
+    if (line === undefined) throw new Error(`no door_broker_${name}{door="mqtt"} on /metrics`);
+    return Number(line.slice(line.lastIndexOf(' ') + 1));
+  };
   const reading = (value: unknown) => JSON.stringify({ readings: [{ measurements: { t: value } }] });
   /** Under the body cap, but each `1e20` (5 bytes) is written back as 100000000000000000000 (22): over max_payload. */
   const growsPastMaxPayload = () => `{"readings":[{"measurements":{"t":[${Array.from({ length: 60_000 }, () => '1e20').join(',')}]}}]}`;
@@ -178,7 +185,13 @@ describe.skipIf(missing.length > 0)('the reading sink under faults (private NATS
     const unready = await readyz();
     expect(unready.body.reasons?.join('; ')).toMatch(/reading sink \(NATS JetStream at .*\) is disconnected/);
     // Held through the outage by the MQTT door, stored and charged once after it.
+    const acknowledgedBefore = await mqttDoorSeries('messages_acknowledged_total');
     await publisher.publishAsync('devicechain/calm/pump-1/telemetry', reading(4), { qos: 1 });
+    // Operators see the door holding it, and for how long, while it stays connected to the broker.
+    await waitFor(async () => (await mqttDoorSeries('oldest_in_hand_seconds')) >= 2, { timeoutMs: 20_000, intervalMs: 250, description: 'the held message on /metrics' });
+    expect(await mqttDoorSeries('messages_in_hand')).toBe(1);
+    expect(await mqttDoorSeries('connected')).toBe(1);
+    expect(await mqttDoorSeries('messages_acknowledged_total')).toBe(acknowledgedBefore);
 
     const statuses = new Map<number, number>();
     while (Date.now() - stoppedAt < OUTAGE_MS) {
@@ -214,6 +227,12 @@ describe.skipIf(missing.length > 0)('the reading sink under faults (private NATS
       description: 'the MQTT message held through the outage in the stream',
     });
     expect((await stored()).filter((batch) => batch.tenantId === 'calm').length).toBe(2);
+    await waitFor(async () => (await mqttDoorSeries('messages_acknowledged_total')) === acknowledgedBefore + 1, { timeoutMs: 10_000, description: 'the held message acknowledged' });
+    expect(await mqttDoorSeries('messages_in_hand')).toBe(0);
+    expect(await mqttDoorSeries('oldest_in_hand_seconds')).toBe(0);
+    expect(await mqttDoorSeries('messages_received_total')).toBe(await mqttDoorSeries('messages_acknowledged_total'));
+    expect(await mqttDoorSeries('connects_total')).toBe(1);
+    expect(await mqttDoorSeries('handler_faults_total')).toBe(0);
     expect(await ledger('calm', 'LIVE')).toEqual({ admitted: calmBefore.admitted + 1, rejected: 0 });
   }, OUTAGE_MS + 120_000);
 });

@@ -278,6 +278,8 @@ export interface PrivateServer {
   stop(signal?: NodeJS.Signals): Promise<void>;
   start(): Promise<void>;
   dispose(): Promise<void>;
+  /** What the server logged, for a failure report ('' for a server started without a log). */
+  log(): string;
 }
 
 /** Where `binary` is installed, or undefined after saying that suites needing it are skipped. */
@@ -292,6 +294,7 @@ async function privateProcess(
   args: (port: number, dir: string) => string[],
   scheme: string,
   port?: number,
+  logFile?: (dir: string) => string,
 ): Promise<PrivateServer | undefined> {
   const file = findBinary(binary);
   if (!file) return undefined;
@@ -320,6 +323,7 @@ async function privateProcess(
     port,
     start,
     stop: (signal) => stop(signal),
+    log: () => (logFile && existsSync(logFile(dir)) ? readFileSync(logFile(dir), 'utf8') : ''),
     async dispose() {
       await stop();
       await rm(dir, { recursive: true, force: true });
@@ -338,9 +342,11 @@ export function startPrivateNats(): Promise<PrivateServer | undefined> {
 /**
  * A Mosquitto of the suite's own, with persistence in its temporary directory: a persistent session and the
  * QoS 1 messages queued or in flight for it survive a restart of the broker (written on SIGTERM), as on a
- * production broker. Anonymous clients, 127.0.0.1 only.
+ * production broker. Anonymous clients, 127.0.0.1 only. With `logEveryPacket`, it logs every packet it takes
+ * and sends (`log()`), for a suite whose failure must say which side stopped.
  */
-export function startPrivateMosquitto(): Promise<PrivateServer | undefined> {
+export function startPrivateMosquitto(options: { logEveryPacket?: boolean } = {}): Promise<PrivateServer | undefined> {
+  const logFile = (dir: string) => path.join(dir, 'mosquitto.log');
   return privateProcess(
     'mosquitto',
     (port, dir) => {
@@ -353,6 +359,7 @@ export function startPrivateMosquitto(): Promise<PrivateServer | undefined> {
           'persistence true',
           `persistence_location ${dir}/`,
           'autosave_interval 1',
+          ...(options.logEveryPacket ? [`log_dest file ${logFile(dir)}`, 'log_type all', 'log_timestamp_format %H:%M:%S'] : []),
           // As root Mosquitto would switch to the mosquitto user, who cannot write the temporary directory.
           ...(process.getuid?.() === 0 ? ['user root'] : []),
           '',
@@ -361,6 +368,8 @@ export function startPrivateMosquitto(): Promise<PrivateServer | undefined> {
       return ['-c', conf];
     },
     'mqtt',
+    undefined,
+    options.logEveryPacket ? logFile : undefined,
   );
 }
 

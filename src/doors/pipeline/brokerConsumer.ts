@@ -44,9 +44,16 @@ export interface MqttConsumerOptions {
 
 export interface MqttConsumerStats {
   connected: boolean;
+  /** Messages the broker delivered (redeliveries included) since the consumer started. */
   received: number;
   acknowledged: number;
   handlerFaults: number;
+  /** Messages handed to the handler and not yet settled (mqtt.js hands one at a time; more only across a reconnect). */
+  inHand: number;
+  /** How long the oldest message in hand has waited for its handler (0 with none): a sink retried for long shows here. */
+  oldestInHandMs: number;
+  /** Connections made since the consumer started (1 after the first): reconnects are this less one. */
+  connects: number;
 }
 
 export interface MqttConsumer {
@@ -64,15 +71,16 @@ export interface MqttConsumer {
 export function startMqttConsumer(options: MqttConsumerOptions): MqttConsumer {
   const { logger } = options;
   const stopping = new AbortController();
-  const stats: MqttConsumerStats = { connected: false, received: 0, acknowledged: 0, handlerFaults: 0 };
+  const stats = { connected: false, received: 0, acknowledged: 0, handlerFaults: 0, connects: 0 };
   let subscribed = false;
   const waiters = new Set<() => void>();
-  // Messages handed to the handler and not yet settled, and who waits for none (a clean stop).
-  let inHand = 0;
+  // Messages handed to the handler and not yet settled (with when each was handed over), and who waits for
+  // none (a clean stop).
+  const inHand = new Map<InboundMessage, number>();
   const idleWaiters = new Set<() => void>();
-  const settledOne = () => {
-    inHand--;
-    if (inHand === 0) for (const wake of idleWaiters) wake();
+  const settledOne = (message: InboundMessage) => {
+    inHand.delete(message);
+    if (inHand.size === 0) for (const wake of idleWaiters) wake();
   };
 
   const clientOptions: IClientOptions = {
@@ -91,7 +99,6 @@ export function startMqttConsumer(options: MqttConsumerOptions): MqttConsumer {
 
   client.handleMessage = (packet: IPublishPacket, callback: (error?: Error) => void) => {
     stats.received++;
-    inHand++;
     const message: InboundMessage = {
       topic: packet.topic,
       payload: typeof packet.payload === 'string' ? Buffer.from(packet.payload) : Buffer.from(packet.payload),
@@ -101,15 +108,16 @@ export function startMqttConsumer(options: MqttConsumerOptions): MqttConsumer {
       packetId: packet.messageId,
       redelivered: packet.dup,
     };
+    inHand.set(message, Date.now());
     options.handle(message, stopping.signal).then(
       (outcome) => {
-        settledOne();
+        settledOne(message);
         if (outcome === 'abandoned' || stopping.signal.aborted) return;
         stats.acknowledged++;
         callback();
       },
       (error: unknown) => {
-        settledOne();
+        settledOne(message);
         stats.handlerFaults++;
         logger.error({ err: error, topic: message.topic }, 'MQTT message handler failed; the message is acknowledged and dropped');
         if (stopping.signal.aborted) return;
@@ -121,6 +129,7 @@ export function startMqttConsumer(options: MqttConsumerOptions): MqttConsumer {
 
   client.on('connect', (connack) => {
     stats.connected = true;
+    stats.connects++;
     logger.info({ clientId: options.clientId, sessionPresent: connack.sessionPresent }, 'MQTT consumer connected');
     // Subscribing again on a present session is harmless and repairs one whose subscriptions were lost.
     client.subscribe([...options.subscriptions], { qos: 1 }, (error, granted) => {
@@ -153,12 +162,16 @@ export function startMqttConsumer(options: MqttConsumerOptions): MqttConsumer {
         waiters.add(wake);
       });
     },
-    stats: () => ({ ...stats }),
+    stats() {
+      let oldest = Infinity;
+      for (const since of inHand.values()) oldest = Math.min(oldest, since);
+      return { ...stats, inHand: inHand.size, oldestInHandMs: inHand.size === 0 ? 0 : Math.max(0, Date.now() - oldest) };
+    },
     async close(closing) {
       if (closing?.endSession && client.connected) {
         // No new deliveries; what is in hand settles and is acknowledged; then the session ends.
         await withinMs(client.unsubscribeAsync([...options.subscriptions]), CLEAN_STOP_DRAIN_MS).catch(() => undefined);
-        if (inHand > 0) await withinMs(new Promise<void>((resolve) => idleWaiters.add(resolve)), CLEAN_STOP_DRAIN_MS).catch(() => undefined);
+        if (inHand.size > 0) await withinMs(new Promise<void>((resolve) => idleWaiters.add(resolve)), CLEAN_STOP_DRAIN_MS).catch(() => undefined);
         stopping.abort();
         const ended = await withinMs(client.endAsync(false, { properties: { sessionExpiryInterval: 0 } }), CLEAN_STOP_DRAIN_MS).then(
           () => true,

@@ -122,6 +122,31 @@ describe('metrics', () => {
     expect(sample(text, `${p}governance_read_replica_staleness_seconds`)).toBe(0.25);
   });
 
+  it("reads each broker door's consumer at scrape time, one series per door, counts as counters", async () => {
+    const metrics = createMetrics({ service: 'governance', processMetrics: false });
+    const mqtt = { door: 'mqtt', connected: true, received: 7, acknowledged: 6, handlerFaults: 0, inHand: 1, oldestInHandMs: 2_500, connects: 2 };
+    const sparkplug = { door: 'sparkplug', connected: false, received: 0, acknowledged: 0, handlerFaults: 1, inHand: 0, oldestInHandMs: 0, connects: 1 };
+    metrics.useSources({ brokerDoors: () => [mqtt, sparkplug] });
+    const p = 'devicechain_governance_door_broker_';
+    let text = await metrics.render();
+    expect(sample(text, `${p}connected{door="mqtt"}`)).toBe(1);
+    expect(sample(text, `${p}connected{door="sparkplug"}`)).toBe(0);
+    expect(sample(text, `${p}connects_total{door="mqtt"}`)).toBe(2);
+    expect(sample(text, `${p}messages_received_total{door="mqtt"}`)).toBe(7);
+    expect(sample(text, `${p}messages_acknowledged_total{door="mqtt"}`)).toBe(6);
+    expect(sample(text, `${p}handler_faults_total{door="sparkplug"}`)).toBe(1);
+    expect(sample(text, `${p}messages_in_hand{door="mqtt"}`)).toBe(1);
+    expect(sample(text, `${p}oldest_in_hand_seconds{door="mqtt"}`)).toBe(2.5);
+    expect(text).toContain(`# TYPE ${p}messages_received_total counter`);
+    expect(text).toContain(`# TYPE ${p}oldest_in_hand_seconds gauge`);
+    // The next scrape shows the values then, not their sum with the last.
+    Object.assign(mqtt, { received: 9, acknowledged: 9, inHand: 0, oldestInHandMs: 0 });
+    text = await metrics.render();
+    expect(sample(text, `${p}messages_received_total{door="mqtt"}`)).toBe(9);
+    expect(sample(text, `${p}messages_in_hand{door="mqtt"}`)).toBe(0);
+    expect(sample(text, `${p}oldest_in_hand_seconds{door="mqtt"}`)).toBe(0);
+  });
+
   it('adds the "other" sample a source folded itself to the tenants it folds, and never names it as a tenant', async () => {
     const metrics = createMetrics({ service: 'governance', namedTenants: 1, processMetrics: false });
     metrics.useSources({
