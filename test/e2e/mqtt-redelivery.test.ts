@@ -92,6 +92,13 @@ describe.skipIf(missing.length > 0)('MQTT redelivery after the service is killed
     publisher = await mqtt.connectAsync(broker.url, { protocolVersion: 5, clientId: `gl-redelivery-pub-${suffix}` });
     reader = await connect({ servers: natsServer.url, maxReconnectAttempts: -1 });
     const topic = 'devicechain/acme/pump-1/telemetry';
+    // The broker's PUBACK reason codes, by code: 16 (no matching subscribers) would say it dropped a message.
+    const pubackCodes = new Map<number, number>();
+    publisher.on('packetreceive', (packet) => {
+      if (packet.cmd !== 'puback') return;
+      const code = packet.reasonCode ?? 0;
+      pubackCodes.set(code, (pubackCodes.get(code) ?? 0) + 1);
+    });
     const publish = (t: number) => publisher!.publishAsync(topic, JSON.stringify({ readings: [{ measurements: { t } }] }), { qos: 1 });
     const storedTs = async () => {
       const jsm = await reader!.jetstreamManager();
@@ -174,7 +181,7 @@ describe.skipIf(missing.length > 0)('MQTT redelivery after the service is killed
         .slice(-60)
         .join('\n');
       throw new Error(
-        `${String(error)}; killed after ${killedAfter} of ${traffic.length} sent; absent: ${absent.join(',')}\n${metrics}\n${service.output().slice(-4000)}\nthe broker, on ${consumerId}:\n${brokerLines}`,
+        `${String(error)}; killed after ${killedAfter} of ${traffic.length} sent; absent: ${absent.join(',')}; PUBACK reason codes ${JSON.stringify([...pubackCodes])}\n${metrics}\n${service.output().slice(-4000)}\nthe broker, on ${consumerId}:\n${brokerLines}`,
       );
     });
     service.child.kill('SIGTERM');
