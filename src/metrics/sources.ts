@@ -3,6 +3,7 @@
 // takes /metrics down with it. Each pulled gauge calls one of these reads from its prom-client `collect`
 // option (metrics.ts), so this file knows gauges, not the metrics object that holds them.
 import type { Counter, Gauge } from 'prom-client';
+import type { MqttConsumerStats } from '../doors/pipeline/index.ts';
 import { OTHER_TENANTS } from './tenantLabels.ts';
 
 export interface CommandBacklogSample {
@@ -23,16 +24,9 @@ export interface QuarantineSample {
   events: number;
 }
 
-/** One broker door's consumer (src/doors/pipeline/brokerConsumer.ts), as its stats() reads now. */
-export interface BrokerDoorSample {
+/** One broker door's consumer (MQTT, Sparkplug B), as its stats() read now. */
+export interface BrokerDoorSample extends MqttConsumerStats {
   door: string;
-  connected: boolean;
-  received: number;
-  acknowledged: number;
-  handlerFaults: number;
-  inHand: number;
-  oldestInHandMs: number;
-  connects: number;
 }
 
 /** What a broker door's series show: a count since the start (a counter) or a value now (a gauge). */
