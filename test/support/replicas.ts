@@ -10,6 +10,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { BUILD_STAMP, buildInputs, buildInputsDigest } from '../../scripts/buildInputs.ts';
 import { waitFor } from './waitFor.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -17,40 +18,18 @@ export const ROOT = path.resolve(import.meta.dirname, '../..');
 const COMPILED_CLI = path.join(ROOT, 'dist/service/cli.js');
 
 /**
- * What `npm run build` turns into what bin/governance.js runs: tsc compiles src/, projections/ and schema/
- * (tsconfig.build.json), scripts/bundleService.ts bundles them with the packages of package-lock.json into
- * dist/service/ (the projection worker thread's module comes from projections/), and vite builds console/.
- * A change to any of them after the build runs stale code in the replicas.
- */
-const BUILT_FROM = ['src', 'projections', 'schema', 'console', 'scripts/bundleService.ts', 'package-lock.json', 'tsconfig.build.json'];
-// Files whose change changes the build; a README does not.
-const BUILT_FILE = /\.(ts|tsx|js|mjs|graphql|html|css|json)$/;
-
-/**
- * Why replicas cannot start from dist/ here (undefined when they can). A dist/ older than any file the build
- * is made from (BUILT_FROM) is named too: the replicas would run code other than the tree's.
+ * Why replicas cannot start from dist/ here (undefined when they can). A dist/ older than a file the build is
+ * made from (scripts/buildInputs.ts) is named too, unless the inputs' content is what the build recorded: the
+ * replicas would run code other than the tree's, while a file restored or touched unchanged changes nothing.
  */
 export function compiledServiceMissing(): string | undefined {
   if (!existsSync(COMPILED_CLI)) return 'dist/ is not built (npm run build)';
   const builtAt = statSync(COMPILED_CLI).mtimeMs;
-  const newer = newestBuildInput(BUILT_FROM.map((entry) => path.join(ROOT, entry)));
-  if (newer && newer.mtimeMs > builtAt) return `dist/ is older than ${path.relative(ROOT, newer.file)} (npm run build)`;
-  return undefined;
-}
-
-function newestBuildInput(files: string[]): { file: string; mtimeMs: number } | undefined {
-  let newest: { file: string; mtimeMs: number } | undefined;
-  for (const file of files) {
-    if (!existsSync(file)) continue;
-    const stats = statSync(file);
-    const found = stats.isDirectory()
-      ? newestBuildInput(readdirSync(file, { withFileTypes: true }).filter((entry) => entry.name !== 'node_modules').map((entry) => path.join(file, entry.name)))
-      : BUILT_FILE.test(file)
-        ? { file, mtimeMs: stats.mtimeMs }
-        : undefined;
-    if (found && (!newest || found.mtimeMs > newest.mtimeMs)) newest = found;
-  }
-  return newest;
+  const newer = buildInputs(ROOT).find((file) => statSync(path.join(ROOT, file)).mtimeMs > builtAt);
+  if (newer === undefined) return undefined;
+  const stamp = path.join(ROOT, BUILD_STAMP);
+  if (existsSync(stamp) && readFileSync(stamp, 'utf8').trim() === buildInputsDigest(ROOT)) return undefined;
+  return `dist/ is older than ${newer} (npm run build)`;
 }
 
 /** Whether something accepts TCP connections at the URL's host and port (`defaultPort` when it has none). */
