@@ -6,6 +6,7 @@
 import { execFile, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { chown, mkdtemp, rm } from 'node:fs/promises';
+import { randomInt } from 'node:crypto';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -37,13 +38,46 @@ function postgresBinaries(): string {
   return initdb ? path.dirname(initdb) : configured || path.join(debianRoot, 'bin');
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A port of 127.0.0.1 free now, below the kernel's ephemeral range (ip_local_port_range, 32768-60999 by
+ * default). A port of that range is what the kernel gives outgoing connections as their source port: one a
+ * suite frees for a moment (a server stopped to be started again on it, a service killed and restarted) can be
+ * taken by any process's next connection, and the restart then fails or answers someone else. Falls back to a
+ * port the kernel picks when none below the range is free.
+ */
+export async function freePort(): Promise<number> {
+  const below = ephemeralRangeStart();
+  if (below > LOWEST_PRIVATE_PORT + 1_000) {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const port = LOWEST_PRIVATE_PORT + randomInt(below - LOWEST_PRIVATE_PORT);
+      if ((await listenOnce(port)) !== undefined) return port;
+    }
+  }
+  const port = await listenOnce(0);
+  if (port === undefined) throw new Error('no free port on 127.0.0.1');
+  return port;
+}
+
+/** Ports the suites pick from start here: below, the well-known and registered services of a machine. */
+const LOWEST_PRIVATE_PORT = 10_000;
+
+function ephemeralRangeStart(): number {
+  try {
+    const [low] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/).map(Number);
+    return Number.isInteger(low) ? low! : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/** Listens on `port` (0: one the kernel picks) and closes again: the port, or undefined when it is taken. */
+function listenOnce(port: number): Promise<number | undefined> {
+  return new Promise((resolve) => {
     const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
+    server.once('error', () => resolve(undefined));
+    server.listen(port, '127.0.0.1', () => {
+      const { port: bound } = server.address() as net.AddressInfo;
+      server.close(() => resolve(bound));
     });
   });
 }
