@@ -4,7 +4,7 @@
 // sources the service supplies, at scrape time.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { OTHER_TENANTS, TenantLabels, type TenantLabelOptions } from './tenantLabels.ts';
-import { createSourcePulls, type MetricSources } from './sources.ts';
+import { createSourcePulls, type BrokerDoorField, type MetricSources } from './sources.ts';
 
 export interface MetricsOptions {
   /** GOVERNANCE_SERVICE: the metric prefix is devicechain_<service>_. */
@@ -68,6 +68,17 @@ export function createMetrics(options: MetricsOptions) {
   const tenantSeries = new Map<string, Map<string, TenantSeriesLabels>>();
   const rejectionSeries = new Map<string, Set<string>>();
   const pulls = createSourcePulls(tenants.options.named, (source) => metrics.collectErrors.inc({ source }));
+  /** One pulled series per broker door (`door_broker_<suffix>{door}`), read from the consumer's stats at scrape time. */
+  const brokerDoorSeries = (kind: typeof Gauge | typeof Counter, suffix: string, field: BrokerDoorField, help: string) =>
+    new kind({
+      name: `${prefix}door_broker_${suffix}`,
+      help: `${help}, by door.`,
+      labelNames: ['door'] as const,
+      registers,
+      collect(this: Gauge<'door'> | Counter<'door'>) {
+        return pulls.brokerDoor(this, field);
+      },
+    });
 
   const metrics = {
     registry,
@@ -264,69 +275,28 @@ export function createMetrics(options: MetricsOptions) {
     }),
     // The broker doors' consumers (MQTT, Sparkplug B), by door: whether each takes messages, how many it took
     // and settled, and how long the message in its hands has waited (a sink tried again and again, or a stall).
-    brokerDoorConnected: new Gauge({
-      name: `${prefix}door_broker_connected`,
-      help: 'Whether the broker door\'s consumer is connected to the MQTT broker (1) or reconnecting (0), by door.',
-      labelNames: ['door'] as const,
-      registers,
-      collect() {
-        return pulls.brokerDoor(this, 'connected');
-      },
-    }),
-    brokerDoorConnects: new Counter({
-      name: `${prefix}door_broker_connects_total`,
-      help: 'Connections the broker door\'s consumer made to the MQTT broker since the service started (the first included), by door.',
-      labelNames: ['door'] as const,
-      registers,
-      collect() {
-        return pulls.brokerDoor(this, 'connects');
-      },
-    }),
-    brokerDoorReceived: new Counter({
-      name: `${prefix}door_broker_messages_received_total`,
-      help: 'Messages the MQTT broker delivered to the door (redeliveries after a reconnect included), by door.',
-      labelNames: ['door'] as const,
-      registers,
-      collect() {
-        return pulls.brokerDoor(this, 'received');
-      },
-    }),
-    brokerDoorAcknowledged: new Counter({
-      name: `${prefix}door_broker_messages_acknowledged_total`,
-      help: 'Messages the door settled and acknowledged to the MQTT broker (stored, shed, dropped or refused), by door.',
-      labelNames: ['door'] as const,
-      registers,
-      collect() {
-        return pulls.brokerDoor(this, 'acknowledged');
-      },
-    }),
-    brokerDoorHandlerFaults: new Counter({
-      name: `${prefix}door_broker_handler_faults_total`,
-      help: 'Messages whose handling failed unexpectedly (logged, acknowledged and dropped), by door.',
-      labelNames: ['door'] as const,
-      registers,
-      collect() {
-        return pulls.brokerDoor(this, 'handlerFaults');
-      },
-    }),
-    brokerDoorInHand: new Gauge({
-      name: `${prefix}door_broker_messages_in_hand`,
-      help: 'Messages the door holds unacknowledged while it settles them (the broker keeps the rest queued for the session), by door.',
-      labelNames: ['door'] as const,
-      registers,
-      collect() {
-        return pulls.brokerDoor(this, 'inHand');
-      },
-    }),
-    brokerDoorOldestInHand: new Gauge({
-      name: `${prefix}door_broker_oldest_in_hand_seconds`,
-      help: 'How long the oldest message the door holds has waited to be settled (0 with none): the reading sink tried again and again, by door.',
-      labelNames: ['door'] as const,
-      registers,
-      collect() {
-        return pulls.brokerDoor(this, 'oldestInHandSeconds');
-      },
-    }),
+    brokerDoorConnected: brokerDoorSeries(Gauge, 'connected', 'connected', "Whether the broker door's consumer is connected to the MQTT broker (1) or reconnecting (0)"),
+    brokerDoorConnects: brokerDoorSeries(Counter, 'connects_total', 'connects', "Connections the broker door's consumer made to the MQTT broker since the service started (the first included)"),
+    brokerDoorReceived: brokerDoorSeries(Counter, 'messages_received_total', 'received', 'Messages the MQTT broker delivered to the door (redeliveries after a reconnect included)'),
+    brokerDoorAcknowledged: brokerDoorSeries(
+      Counter,
+      'messages_acknowledged_total',
+      'acknowledged',
+      'Messages the door settled and acknowledged to the MQTT broker (stored, shed, dropped or refused)',
+    ),
+    brokerDoorHandlerFaults: brokerDoorSeries(Counter, 'handler_faults_total', 'handlerFaults', 'Messages whose handling failed unexpectedly (logged, acknowledged and dropped)'),
+    brokerDoorInHand: brokerDoorSeries(
+      Gauge,
+      'messages_in_hand',
+      'inHand',
+      'Messages the door holds unacknowledged while it settles them (the broker keeps the rest queued for the session)',
+    ),
+    brokerDoorOldestInHand: brokerDoorSeries(
+      Gauge,
+      'oldest_in_hand_seconds',
+      'oldestInHandSeconds',
+      'How long the oldest message the door holds has waited to be settled (0 with none): the reading sink tried again and again',
+    ),
     collectErrors: new Counter({
       name: `${prefix}metrics_collect_errors_total`,
       help: 'Scrapes at which a metric source failed; its metric kept its last values.',
