@@ -4,7 +4,9 @@
 // busy brought pauses of about 100 ms, 24 in 40 s, and one core busy none: there, whatever keeps both cores
 // busy at once (at 50,000 active tenants: the admitting thread, wrk, PostgreSQL and a projection's page) risks a
 // stall of the whole machine twice scale.ts's 50 ms bound, whatever the program does. On another host two
-// spinning processes never made the probe wake more than 10 ms late.
+// spinning processes never made the probe wake more than 10 ms late. A core taken while the other runs on (its
+// steal) is counted beside the pauses: on a third host (2026-12-06, 15:50) steal came in pieces of 100 ms, one
+// core at a time, with both cores busy, where the probe saw two pauses a minute.
 //
 //   npx tsx bench/host-pauses.ts          # 30 s each way, alternated twice (about 2 min)
 //   BENCH_QUICK=1 npx tsx bench/host-pauses.ts
@@ -12,7 +14,7 @@
 // Last line: `ours` = pauses a minute with both cores busy, `baseline` = with one core busy, each with the longest.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
-import { longestPauseMs, probeHostPauses } from './support/hostPauses.ts';
+import { coreSteals, longestPauseMs, machinePauses, probeHostPauses, stolenMs } from './support/hostPauses.ts';
 
 const QUICK = process.argv.includes('--quick') || process.env.BENCH_QUICK === '1';
 const SECONDS = QUICK ? 5 : 30;
@@ -30,6 +32,10 @@ interface Measured {
   seconds: number;
   pauses: number;
   longestMs: number;
+  /** A core taken while the other ran on (its steal, 30 ms or more at once), and all steal, ms. */
+  coreSteals: number;
+  coreStealLongestMs: number;
+  stolenMs: number;
 }
 
 async function measure(busyCores: number): Promise<Measured> {
@@ -39,8 +45,10 @@ async function measure(busyCores: number): Promise<Measured> {
   await new Promise((resolve) => setTimeout(resolve, SECONDS * 1000));
   const to = Date.now();
   for (const spinner of spinners) spinner.kill('SIGKILL');
-  const pauses = probe.stop(from, to);
-  return { busyCores, seconds: (to - from) / 1000, pauses: pauses.length, longestMs: longestPauseMs(pauses) };
+  const probed = probe.stop(from, to);
+  const pauses = machinePauses(probed);
+  const steals = coreSteals(probed);
+  return { busyCores, seconds: (to - from) / 1000, pauses: pauses.length, longestMs: longestPauseMs(pauses), coreSteals: steals.length, coreStealLongestMs: longestPauseMs(steals), stolenMs: stolenMs(probed) };
 }
 
 const runs: Measured[] = [];
@@ -57,7 +65,14 @@ for (let round = 0; round < ROUNDS; round++) {
 const perMinute = (busy: number) => {
   const of = runs.filter((run) => run.busyCores === busy);
   const seconds = of.reduce((sum, run) => sum + run.seconds, 0);
-  return { perMinute: Math.round((of.reduce((sum, run) => sum + run.pauses, 0) / seconds) * 600) / 10, longestMs: Math.max(...of.map((run) => run.longestMs)) };
+  const aMinute = (count: number) => Math.round((count / seconds) * 600) / 10;
+  return {
+    perMinute: aMinute(of.reduce((sum, run) => sum + run.pauses, 0)),
+    longestMs: Math.max(...of.map((run) => run.longestMs)),
+    coreStealsPerMinute: aMinute(of.reduce((sum, run) => sum + run.coreSteals, 0)),
+    coreStealLongestMs: Math.max(...of.map((run) => run.coreStealLongestMs)),
+    stolenMsPerMinute: Math.round(of.reduce((sum, run) => sum + run.stolenMs, 0) / (seconds / 60)),
+  };
 };
 const all = perMinute(CORES);
 const one = perMinute(1);
@@ -72,6 +87,13 @@ console.log(
     generator: 'spinning node processes (one a busy core), unpinned, beside the probe',
     longestMsAllBusy: all.longestMs,
     longestMsOneBusy: one.longestMs,
+    // One core taken while the other ran on (30 ms or more of its steal at once), which the probe cannot see.
+    coreStealsPerMinuteAllBusy: all.coreStealsPerMinute,
+    coreStealsPerMinuteOneBusy: one.coreStealsPerMinute,
+    coreStealLongestMsAllBusy: all.coreStealLongestMs,
+    coreStealLongestMsOneBusy: one.coreStealLongestMs,
+    stolenMsPerMinuteAllBusy: all.stolenMsPerMinute,
+    stolenMsPerMinuteOneBusy: one.stolenMsPerMinute,
     cores: CORES,
     quick: QUICK,
   }),
