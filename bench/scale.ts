@@ -313,16 +313,17 @@ function postgresCpuMicros(): number {
   return total;
 }
 
-/** User + system CPU of this process's main thread (its task's times in /proc, ticks of 1/100 s), in µs. */
-/** The main thread's time runnable but waiting for a core so far (Linux schedstat), ms; 0 where unreadable. */
-function mainThreadWaitingMs(): number {
+/** The main thread's time on a core and runnable but waiting for one so far (Linux schedstat), ns; NaN where unreadable. */
+function mainThreadSchedstat(): [number, number] {
   try {
-    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
+    const [onCpu, waiting] = readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'utf8').split(' ');
+    return [Number(onCpu), Number(waiting)];
   } catch {
-    return 0;
+    return [NaN, NaN];
   }
 }
 
+/** User + system CPU of this process's main thread (its task's times in /proc, ticks of 1/100 s), in µs. */
 function mainThreadCpuMicros(): number {
   try {
     const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
@@ -754,18 +755,7 @@ async function serveMeasured(
   const loop = monitorEventLoopDelay({ resolution: STALL_RESOLUTION_MS });
   if (TRACE) {
     // A thread's time on a core and waiting for one (Linux schedstat, ns), to tell work from preemption: the main
-    // thread's (schedstat) and every busy thread's (threads, below).
-    const schedstatOf = (tid: string | number): [number, number] => {
-      const [onCpu, waiting] = readFileSync(`/proc/self/task/${tid}/schedstat`, 'utf8').split(' ');
-      return [Number(onCpu), Number(waiting)];
-    };
-    const schedstat = (): [number, number] => {
-      try {
-        return schedstatOf(process.pid);
-      } catch {
-        return [NaN, NaN];
-      }
-    };
+    // thread's (mainThreadSchedstat) and every busy thread's (threads, below).
     // This process' CPU (every thread) and the host's busy time, in ms (clock ticks of 10 ms), to tell who ran.
     const processMs = () => {
       const fields = readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ');
@@ -784,7 +774,7 @@ async function serveMeasured(
     // The monotonic clock in µs, the clock of V8's CPU profiles (BENCH_SCALE_PROFILE): a stall's samples are found by it.
     const monoMicros = () => process.hrtime.bigint() / 1000n;
     let lastMono = monoMicros();
-    let [lastOnCpu, lastWaiting] = schedstat();
+    let [lastOnCpu, lastWaiting] = mainThreadSchedstat();
     let lastProcess = processMs();
     let lastHost = hostBusyMs();
     let countersAt = last;
@@ -839,7 +829,7 @@ async function serveMeasured(
       const nowMono = monoMicros();
       const stalled = now - last > 30 + STALL_RESOLUTION_MS;
       if (stalled || now - countersAt >= COUNTERS_EVERY_MS) {
-        const [onCpu, waiting] = schedstat();
+        const [onCpu, waiting] = mainThreadSchedstat();
         const process_ = processMs();
         const host = hostBusyMs();
         const threadsNow = stalled || now - threadsAt >= THREADS_EVERY_MS ? threads() : lastThreads;
@@ -900,7 +890,8 @@ async function serveMeasured(
   const cpuBefore = process.cpuUsage();
   const childrenBefore = childrenCpuMicros();
   const mainBefore = mainThreadCpuMicros();
-  const waitingBefore = mainThreadWaitingMs();
+  // The main thread's ns runnable but not on a core (0 where schedstat is unreadable).
+  const waitingBefore = mainThreadSchedstat()[1] || 0;
   const profiler = PROFILE_MAIN_DIR ? await startMainProfile() : null;
   loop.enable();
   // The histogram read and reset every quarter second: the longest stall is the longest of the quarters, and a
@@ -930,7 +921,7 @@ async function serveMeasured(
   const cpu = process.cpuUsage(cpuBefore);
   const childrenCpu = childrenCpuSince(childrenBefore);
   const mainCpu = mainThreadCpuMicros() - mainBefore;
-  const mainWaitingMs = mainThreadWaitingMs() - waitingBefore;
+  const mainWaitingMs = ((mainThreadSchedstat()[1] || 0) - waitingBefore) / 1e6;
   const lagAtEndSeconds = await end.lagSeconds();
   const grown = (await tableBytes(db, ledgerTables)) - bytesBefore;
   const hourlyBytes = hourly ? bytesBefore - bytesAtStart : 0;

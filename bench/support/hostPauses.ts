@@ -13,7 +13,7 @@
 // then wakes on time and sees nothing, while a thread on the taken core stops as in a pause. So the probe also
 // reads each core's steal every 10 ms and reports every increase as a steal of that core (`cpu`): on one slower
 // host (2026-12-06, 15:50) steal came in pieces of 10 ms and of 100 ms, one core at a time, with the cores busy,
-// and every stall of 100-105 ms in four runs at 50,000 tenants that the probe had not seen was one of them.
+// and a stall of 100.9 ms at 50,000 tenants that the probe had not seen fell on one of them.
 import { spawn } from 'node:child_process';
 
 /** A wake-up at least this late is looked at. */
