@@ -326,6 +326,10 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
     // Summaries whose keys an event stored this hour lists go as references to it, grouped by that event.
     const bySource = new Map<string, { rows: number[]; entries: AdmissionSummary[] }>();
     const listed: AdmissionSummary[] = [];
+    // Summaries come in the order the Governor collected them, much as the source events listed them: the
+    // group of the summary before is nearly always this one's, found without a look-up.
+    let lastSource = '';
+    let lastGroup: { rows: number[]; entries: AdmissionSummary[] } | undefined;
     for (let index = 0; index < unnamed.length; index++) {
       if (slicer.due()) await slicer.next();
       const entry = unnamed[index]!;
@@ -335,8 +339,10 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
         listed.push(entry);
         continue;
       }
-      let group = bySource.get(place.eventId);
+      let group = place.eventId === lastSource ? lastGroup : bySource.get(place.eventId);
       if (group === undefined) bySource.set(place.eventId, (group = { rows: [], entries: [] }));
+      lastSource = place.eventId;
+      lastGroup = group;
       group.rows.push(place.row);
       group.entries.push(entry);
     }

@@ -5,7 +5,7 @@
 // same body and the same ledger summaries.
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createAdmissionRoutes } from '../../../../src/doors/admissions/admissionRoutes.ts';
+import { asciiJson, createAdmissionRoutes } from '../../../../src/doors/admissions/admissionRoutes.ts';
 import { readAdmissionItem } from '../../../../src/doors/admissions/admissionItem.ts';
 import { Governor, InvalidAdmission, type AdmitRequest } from '../../../../src/governance/index.ts';
 import { createServer, listen } from '../../../../src/http-server/server.ts';
@@ -55,6 +55,15 @@ function answeredByAdmit(governor: Governor, items: unknown[], nowMs: number): s
 }
 
 describe('the admission API answer', () => {
+  it('is ASCII whatever an error says: asciiJson writes the same JSON value with \\u escapes', () => {
+    for (const value of [{ error: { field: '', reason: 'plain' } }, { error: { field: 'x', reason: 'gateway-ü, 東京, 😀, \u2028, a lone \ud800' } }]) {
+      const text = asciiJson(value);
+      expect(text).toMatch(/^[\x20-\x7e]*$/);
+      expect(JSON.parse(text)).toEqual(value);
+    }
+    expect(asciiJson({ reason: 'plain' })).toBe(JSON.stringify({ reason: 'plain' }));
+  });
+
   it('is the bytes JSON.stringify wrote for admit, decision for decision, and counts what admit counts', async () => {
     const clock = { ms: NOW };
     const routed = await governorOnClock(clock);
