@@ -21,5 +21,5 @@ USER node
 EXPOSE 4000 8081
 HEALTHCHECK --interval=10s --timeout=3s --start-period=10s --retries=3 \
   CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT}/healthz`).then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-ENTRYPOINT ["node", "bin/governance.js"]
+ENTRYPOINT ["node", "--v8-pool-size=1", "bin/governance.js"]
 CMD ["serve"]

@@ -64,7 +64,7 @@ import { createTokenVerifier } from '../src/auth/verifyToken.ts';
 import { readSettings } from '../src/config.ts';
 import type { Db } from '../src/db/db.ts';
 import { createAdmissionRoutes, createServiceCallers, startDoorParts, startIngest } from '../src/doors/index.ts';
-import { tuneGarbageCollection } from '../src/gcTuning.ts';
+import { SERVICE_NODE_FLAGS, tuneGarbageCollection } from '../src/gcTuning.ts';
 import { Governor } from '../src/governance/index.ts';
 import type { AdmissionSummary, LimitSource, Recorder, TenantGovernanceRecord, UnresolvedAdmissionSummary } from '../src/governance/index.ts';
 import { createServer, listen } from '../src/http-server/server.ts';
@@ -1050,7 +1050,8 @@ function secondOfRequests(tenants: number, { token, ingestKeys }: Announced): Pa
 }
 
 async function run(side: Side, tenants: number): Promise<{ result: RunResult; generatorPinned: boolean }> {
-  const execArgv = [...process.execArgv, ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []), ...(TRACE ? ['--trace-gc-nvp'] : []), ...(process.env.BENCH_SCALE_NODE_ARGS ?? '').split(' ').filter(Boolean)];
+  // Ours with the service's node flags (src/gcTuning.ts), as `governance serve` starts; the baseline and the floor with node's own.
+  const execArgv = [...process.execArgv, ...(side === 'ours' ? SERVICE_NODE_FLAGS : []), ...(PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : []), ...(TRACE ? ['--trace-gc-nvp'] : []), ...(process.env.BENCH_SCALE_NODE_ARGS ?? '').split(' ').filter(Boolean)];
   // The server runs in a session of its own, as a service does under systemd or in a container. On Linux the
   // scheduler shares the cores fairly between sessions (autogroup) before threads: sharing the bench's session, the
   // server's threads competed one for one with wrk and this process, so the generator's CPU came out of the

@@ -16,6 +16,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { migrate } from '../src/db/migrate.ts';
+import { SERVICE_NODE_FLAGS } from '../src/gcTuning.ts';
 import { openPostgres, quoteIdent } from '../src/db/postgres.ts';
 import { freePort } from '../test/support/privateServers.ts';
 import { compiledServiceMissing, processCpuMicros, ROOT, tcpAnswers } from '../test/support/replicas.ts';
@@ -27,9 +28,9 @@ const BIN = path.join(ROOT, 'bin/governance.js');
 const TARGETS_MS = { postgresHealthz: 2_000, embeddedHealthz: 5_000, cliHelp: 1_000, cliToken: 1_000 } as const;
 type Measure = keyof typeof TARGETS_MS;
 
-/** Spawns the compiled CLI with `env` on top of a clean environment of the service's settings. */
+/** Spawns the compiled CLI as the image does (with the service's node flags), `env` on top of a clean environment of the service's settings. */
 function governance(args: string[], env: Record<string, string>) {
-  return spawn(process.execPath, [BIN, ...args], {
+  return spawn(process.execPath, [...SERVICE_NODE_FLAGS, BIN, ...args], {
     cwd: ROOT,
     env: { ...process.env, DATABASE_URL: '', REDIS_URL: '', NATS_URL: '', MQTT_URL: '', EVENTSTORE_URL: '', GOVERNANCE_RUN_SOURCES: '', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

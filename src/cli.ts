@@ -5,7 +5,7 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { readSettings } from './config.ts';
 import { formatSeconds, joinDashedValues, UsageError, oneLine, parseServiceUrl, parseTtl } from './cliSupport.ts';
-import { tuneGarbageCollection } from './gcTuning.ts';
+import { SERVICE_NODE_FLAGS, tuneGarbageCollection, v8PoolSize, V8_POOL_SIZE } from './gcTuning.ts';
 
 interface CliCommand {
   /** The synopsis line of the overall usage. */
@@ -180,6 +180,13 @@ async function serve(): Promise<void> {
   // the start with its error).
   const storage = openStorage(settings, logger);
   storage.catch(() => {});
+  const poolSize = v8PoolSize();
+  if (poolSize !== V8_POOL_SIZE) {
+    logger.warn(
+      { v8PoolSize: poolSize, wanted: V8_POOL_SIZE, flags: SERVICE_NODE_FLAGS },
+      `started without ${SERVICE_NODE_FLAGS.join(' ')} (bin/governance.js, npm start and the image pass it): a full collection's helper threads may take every core from the admitting thread (src/gcTuning.ts)`,
+    );
+  }
   if (settings.nice !== undefined || settings.realtimePriority !== undefined) {
     const { setRealtimePriority, setSessionNice } = await import('./sessionPriority.ts');
     if (settings.nice !== undefined) {

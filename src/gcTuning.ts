@@ -15,7 +15,40 @@
 // more in each of two runs with the admitting thread under SCHED_RR. Grown by half at most, the heap stayed at
 // 141-187 MB in four runs against 327-368 MB in four without, with more full collections (16-21 a run against
 // 10-21) but less time in the collector (2.9-3.7 s a run against 3.4-4.8 s) (bench/RESULTS.md, 2026-12-06 05:45).
+//
+// V8 does the rest of a full collection on helper threads of its own, its platform's pool: Node starts four. They
+// mark the heap concurrently, sweep it, and help in the collection's pause; on two cores, four of them runnable
+// at once with the admitting thread leave it waiting for a core. In traced runs of bench/scale.ts at 50,000 active
+// tenants on a slower host, each stall over 45 ms in the measured window (47-109 ms) came with a full collection,
+// the admitting thread 2-14 ms on a core and 36-163 ms waiting for one while the four helpers waited and ran beside
+// it (bench/RESULTS.md, 2026-12-06 18:00). The pool's size is fixed when the process starts, so it is a flag of
+// the command line (SERVICE_NODE_FLAGS): the bin's first line, `npm start`, the Dockerfile and the projection
+// worker processes pass it, and `serve` warns when it was started without it.
 import { setFlagsFromString } from 'node:v8';
+
+/** V8's helper threads in each process of the service: one, so a full collection takes at most one core beside it. */
+export const V8_POOL_SIZE = 1;
+
+/** The flags every process of the service starts with (node's command line; bin/governance.js's first line too). */
+export const SERVICE_NODE_FLAGS: readonly string[] = [`--v8-pool-size=${V8_POOL_SIZE}`];
+
+/** Node's own pool size, when no --v8-pool-size is given. */
+const NODE_DEFAULT_POOL_SIZE = 4;
+
+/**
+ * The size of V8's pool this process started with: the last --v8-pool-size of its command line or of
+ * NODE_OPTIONS (where node reads it too), else node's default.
+ */
+export function v8PoolSize(execArgv: readonly string[] = process.execArgv, nodeOptions: string = process.env.NODE_OPTIONS ?? ''): number {
+  let size = NODE_DEFAULT_POOL_SIZE;
+  const flags = [...nodeOptions.split(/\s+/).filter(Boolean), ...execArgv];
+  for (let i = 0; i < flags.length; i++) {
+    const flag = flags[i]!;
+    const value = flag.startsWith('--v8-pool-size=') ? flag.slice('--v8-pool-size='.length) : flag === '--v8-pool-size' ? flags[i + 1] : undefined;
+    if (value !== undefined && /^\d+$/.test(value)) size = Number(value);
+  }
+  return size;
+}
 
 /** How much the old generation may grow, in percent of what the last full collection kept, before the next. */
 export const HEAP_GROWING_PERCENT = 50;

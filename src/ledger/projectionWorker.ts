@@ -24,6 +24,7 @@ import { constants as osConstants } from 'node:os';
 import { EventEmitter } from 'node:events';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { SERVICE_NODE_FLAGS } from '../gcTuning.ts';
 import type { Db } from '../db/db.ts';
 import type { EventStore } from './eventStore.ts';
 import type { Projection } from './projection.ts';
@@ -107,7 +108,7 @@ const DIAGNOSTIC_FLAGS = process.execArgv.filter((flag) => /^--(cpu-prof|heap-pr
 function processHost(entry: URL, maxHeapMb: number, data: ProjectionWorkerData): WorkerHost {
   const loader = entry.pathname.endsWith('.ts') ? ['--import', import.meta.resolve('tsx')] : [];
   const child = fork(fileURLToPath(entry), [], {
-    execArgv: [...loader, ...DIAGNOSTIC_FLAGS, `--max-old-space-size=${maxHeapMb}`],
+    execArgv: [...loader, ...SERVICE_NODE_FLAGS, ...DIAGNOSTIC_FLAGS, `--max-old-space-size=${maxHeapMb}`],
     serialization: 'advanced',
     detached: true,
     stdio: ['ignore', 'inherit', 'pipe', 'ipc'],

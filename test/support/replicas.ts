@@ -11,6 +11,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { BUILD_STAMP, buildInputs, buildInputsDigest } from '../../scripts/buildInputs.ts';
+import { SERVICE_NODE_FLAGS } from '../../src/gcTuning.ts';
 import { waitFor } from './waitFor.ts';
 
 export const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -91,7 +92,7 @@ export async function startReplica(options: ReplicaOptions): Promise<Replica> {
 
   const launch = async () => {
     output = '';
-    child = spawn(process.execPath, [path.join(ROOT, 'bin/governance.js'), 'serve'], {
+    child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, path.join(ROOT, 'bin/governance.js'), 'serve'], {
       cwd: ROOT,
       env: {
         ...process.env,

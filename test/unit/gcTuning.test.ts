@@ -3,9 +3,11 @@
 // helpers worked on it, background.scavenge.parallel; the untuned side shows the trace can see helpers), and the
 // old generation grows by at most HEAP_GROWING_PERCENT of what a full collection kept before the next one (the
 // untuned side shows V8 lets it grow further on the same work).
+// And the service's node flags: one V8 helper thread (SERVICE_NODE_FLAGS), on every launcher the project ships.
 import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { HEAP_GROWING_PERCENT } from '../../src/gcTuning.ts';
+import { HEAP_GROWING_PERCENT, SERVICE_NODE_FLAGS, V8_POOL_SIZE, v8PoolSize } from '../../src/gcTuning.ts';
 
 const MODULE = new URL('../../src/gcTuning.ts', import.meta.url).href;
 
@@ -76,4 +78,39 @@ describe('tuneGarbageCollection', () => {
     // 1 + 50 % of the old generation, with the young generation and the marking's own allocation beside it.
     expect(Math.max(...tuned)).toBeLessThan(2);
   }, 240_000);
+});
+
+/** The threads of a node process started with `flags` (Linux: /proc/self/task). */
+function threadsWith(flags: readonly string[], env: Record<string, string> = {}): number {
+  const child = spawnSync(process.execPath, [...flags, '-e', "console.log(require('node:fs').readdirSync('/proc/self/task').length)"], { encoding: 'utf8', env: { ...process.env, NODE_OPTIONS: '', ...env } });
+  expect(child.status, child.stderr).toBe(0);
+  return Number(child.stdout.trim());
+}
+
+describe('the service\'s node flags (V8\'s pool of helper threads)', () => {
+  it(`is ${V8_POOL_SIZE} helper thread where node starts 4, on every launcher the project ships`, () => {
+    expect(SERVICE_NODE_FLAGS).toEqual([`--v8-pool-size=${V8_POOL_SIZE}`]);
+    const flags = SERVICE_NODE_FLAGS.join(' ');
+    const root = new URL('../../', import.meta.url);
+    const firstLine = readFileSync(new URL('bin/governance.js', root), 'utf8').split('\n')[0];
+    expect(firstLine).toBe(`#!/usr/bin/env -S node ${flags}`);
+    const start = (JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as { scripts: Record<string, string> }).scripts.start;
+    expect(start).toBe(`exec node ${flags} bin/governance.js serve`);
+    const entrypoint = readFileSync(new URL('Dockerfile', root), 'utf8').match(/^ENTRYPOINT (.*)$/m)?.[1];
+    expect(JSON.parse(entrypoint!)).toEqual(['node', ...SERVICE_NODE_FLAGS, 'bin/governance.js']);
+  });
+
+  it.skipIf(process.platform !== 'linux')('takes effect: a process started with them has 3 threads fewer than one without', () => {
+    expect(threadsWith([]) - threadsWith(SERVICE_NODE_FLAGS)).toBe(4 - V8_POOL_SIZE);
+    expect(threadsWith([], { NODE_OPTIONS: SERVICE_NODE_FLAGS.join(' ') })).toBe(threadsWith(SERVICE_NODE_FLAGS));
+  });
+
+  it('reads the pool size a process started with from its command line and NODE_OPTIONS, the last one given', () => {
+    expect(v8PoolSize([], '')).toBe(4);
+    expect(v8PoolSize(['--v8-pool-size=1'], '')).toBe(1);
+    expect(v8PoolSize(['--v8-pool-size', '2'], '')).toBe(2);
+    expect(v8PoolSize([], '--max-old-space-size=100 --v8-pool-size=3')).toBe(3);
+    expect(v8PoolSize(['--v8-pool-size=1'], '--v8-pool-size=3')).toBe(1);
+    expect(v8PoolSize(['--v8-pool-size=x'], '')).toBe(4);
+  });
 });
