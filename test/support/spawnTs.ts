@@ -4,6 +4,7 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
+import { SERVICE_NODE_FLAGS } from '../../src/gcTuning.ts';
 import { freePort } from './privateServers.ts';
 import { waitFor } from './waitFor.ts';
 
@@ -19,7 +20,8 @@ export interface SpawnedTs {
 
 /** Runs `args` (a .ts file relative to the repository's root, then its arguments) with `env` over this process's. */
 export function spawnTs(args: string[], env: Record<string, string>, stdin: 'pipe' | 'ignore' = 'ignore'): SpawnedTs {
-  const child = spawn(process.execPath, ['--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: [stdin, 'pipe', 'pipe'] });
+  // With the service's node flags, as its launchers start it (src/gcTuning.ts).
+  const child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, '--import', 'tsx', ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: [stdin, 'pipe', 'pipe'] });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
