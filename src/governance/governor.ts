@@ -444,7 +444,7 @@ export class Governor {
     const names = this.names;
     // The state the fast path looked up, when it did (nothing between changes the map): a tenant's first decision
     // of each second comes here (a new second voids every fast key), and a second look-up of a map of 50,000
-    // tenants was 2-3 % of the admitting thread's time at 50,000 active tenants (bench/RESULTS.md, 2026-12-06 18:00).
+    // tenants was 2-3 % of the admitting thread's time at 50,000 active tenants (bench/RESULTS.md, 2026-12-06 17:50).
     let state = lookedUp ? vouched : this.states.get(tenant);
     if (slot.allowance === 'HTTP' || untrustedName) {
       if (state === undefined) state = names.forHttp(tenant, nowMs, state);

@@ -327,7 +327,7 @@ export function createLedgerRecorder(store: Pick<EventStore, 'append' | 'appendL
     const bySource = new Map<string, { rows: number[]; entries: AdmissionSummary[] }>();
     const listed: AdmissionSummary[] = [];
     // Summaries come in the order the Governor collected them, much as the source events listed them: the
-    // group of the summary before is nearly always this one's, found without a look-up.
+    // group of the summary before is tried first, without a look-up.
     let lastSource = '';
     let lastGroup: { rows: number[]; entries: AdmissionSummary[] } | undefined;
     for (let index = 0; index < unnamed.length; index++) {
