@@ -21,9 +21,10 @@
 // at once with the admitting thread leave it waiting for a core. In a traced run of bench/scale.ts at 50,000 active
 // tenants on a slower host, the stalls over 50 ms that were not a pause of the machine (57 and 63 ms) came with a
 // full collection, the admitting thread 8-12 ms on a core and 46-57 ms waiting for one while the four helpers ran
-// and waited beside it; in the catch-up after, 163 ms (bench/RESULTS.md, 2026-12-06 17:50). The pool's size is fixed when the process starts, so it is a flag of
-// the command line (SERVICE_NODE_FLAGS): the bin's first line, `npm start`, the Dockerfile and the projection
-// worker processes pass it, and `serve` warns when it was started without it.
+// and waited beside it; in the catch-up after, 163 ms (bench/RESULTS.md, 2026-12-06 17:50). The pool's size is
+// fixed when the process starts, so it is a flag of the command line (SERVICE_NODE_FLAGS): the bin's first line,
+// `npm start`, the Dockerfile and the projection worker processes pass it, and `serve` warns when it was started
+// without it.
 import { setFlagsFromString } from 'node:v8';
 
 /** V8's helper threads in each process of the service: one, so a full collection takes at most one core beside it. */
