@@ -20,11 +20,6 @@ export function sendJsonText(res: ServerResponse, status: number, text: string, 
   send(res, status, text, text.length, headers);
 }
 
-/** sendJson for a body already written out as JSON, in any characters (its byte length is counted). */
-export function sendJsonString(res: ServerResponse, status: number, text: string, headers: HeaderPairs): void {
-  send(res, status, text, Buffer.byteLength(text), headers);
-}
-
 function send(res: ServerResponse, status: number, text: string, bytes: number, headers: HeaderPairs): void {
   headers.push('Content-Type', 'application/json', 'Content-Length', String(bytes));
   res.writeHead(status, headers);

@@ -14,7 +14,7 @@ import type { AdmitRequest, Governor } from '../../governance/index.ts';
 import type { InferenceSpendMeter } from '../../metrics/index.ts';
 import type { Route, RouteHandler } from '../../http-server/route.ts';
 import { declaresTooLarge, readBodyCapped } from '../../http-server/readBody.ts';
-import { sendJson, sendJsonString, sendJsonText } from '../../http-server/respond.ts';
+import { sendJson, sendJsonText } from '../../http-server/respond.ts';
 import { readAdmissionItem, type ItemError } from './admissionItem.ts';
 import { DecisionTexts } from './decisionText.ts';
 import type { CallerCheck, ServiceCallers } from './serviceCallers.ts';
@@ -40,7 +40,7 @@ export function createAdmissionRoutes(deps: AdmissionRoutesDeps): Route[] {
   // The decisions' texts, made once per distinct decision (decisionText.ts).
   const texts = new DecisionTexts();
 
-  const admitAll = (items: unknown[]): AsciiJson | Promise<AsciiJson> => {
+  const admitAll = (items: unknown[]): string | Promise<string> => {
     const nowMs = now();
     // With a shared budget (REDIS_URL) the batch's demand is reserved first, so the batch is admitted as far as
     // the shared tokens allow, not as far as the slice this replica happens to hold (one round trip to Redis,
@@ -58,7 +58,7 @@ export function createAdmissionRoutes(deps: AdmissionRoutesDeps): Route[] {
   // decision's text taken from `texts` (Governor.decide: no decision object per item, no object to stringify).
   // It is ASCII throughout, so its length is its byte length (no count of a 16 kB answer's bytes per batch): a
   // decision's fields are numbers and names of ASCII, and an error's text escapes whatever else (asciiJson).
-  const decideAll = (items: unknown[], nowMs: number): AsciiJson => {
+  const decideAll = (items: unknown[], nowMs: number): string => {
     const parts = new Array<string>(items.length);
     for (let i = 0; i < items.length; i++) {
       const error = readAdmissionItem(items[i], nowMs, request);
@@ -74,10 +74,10 @@ export function createAdmissionRoutes(deps: AdmissionRoutesDeps): Route[] {
         parts[i] = asciiJson({ error: { field: '', reason: fault.message } });
       }
     }
-    return new AsciiJson(`{"decisions":[${parts.join(',')}]}`);
+    return `{"decisions":[${parts.join(',')}]}`;
   };
 
-  const recordAll = (items: unknown[]): string => JSON.stringify({ results: items.map(recordOne) });
+  const recordAll = (items: unknown[]): string => asciiJson({ results: items.map(recordOne) });
   const recordOne = (raw: unknown): Record<string, unknown> => {
     const error = readUsageItem(raw);
     if (error !== null) return { error };
@@ -103,17 +103,16 @@ function itemsOf(body: unknown, singleAllowed: boolean): unknown[] | string {
   return items;
 }
 
-/** A JSON answer known to be ASCII only: its length is its byte length. */
-class AsciiJson {
-  constructor(readonly text: string) {}
-}
-
 /** JSON.stringify's text with every character past ASCII written as a \u escape (the same JSON value). */
 export function asciiJson(value: unknown): string {
   return JSON.stringify(value).replace(/[\u0080-\uffff]/g, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
-function batchRoute(deps: AdmissionRoutesDeps, read: (body: unknown) => unknown[] | string, decide: (items: unknown[]) => string | AsciiJson | Promise<string | AsciiJson>): RouteHandler {
+/**
+ * A batch route: the caller checked, the body read and parsed, its items answered by `decide`, whose answer is
+ * JSON in ASCII only (asciiJson), so its length is its byte length.
+ */
+function batchRoute(deps: AdmissionRoutesDeps, read: (body: unknown) => unknown[] | string, decide: (items: unknown[]) => string | Promise<string>): RouteHandler {
   return async (req: IncomingMessage, res: ServerResponse) => {
     if (req.method !== 'POST') {
       req.resume();
@@ -140,8 +139,7 @@ function batchRoute(deps: AdmissionRoutesDeps, read: (body: unknown) => unknown[
     }
     const decided = decide(items);
     const answer = decided instanceof Promise ? await decided : decided;
-    if (answer instanceof AsciiJson) sendJsonText(res, 200, answer.text, []);
-    else sendJsonString(res, 200, answer, []);
+    sendJsonText(res, 200, answer, []);
   };
 }
 

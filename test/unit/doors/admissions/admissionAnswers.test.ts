@@ -64,6 +64,35 @@ describe('the admission API answer', () => {
     expect(asciiJson({ reason: 'plain' })).toBe(JSON.stringify({ reason: 'plain' }));
   });
 
+  it('of /v1/inference-usage is ASCII too, with the byte length in Content-Length, whatever the meter says', async () => {
+    const clock = { ms: NOW };
+    const { governor } = await governorOnClock(clock);
+    const reason = 'over the gateway-ü budget (東京) 😀';
+    const routes = createAdmissionRoutes({
+      governor,
+      inferenceSpend: { record: (tenantId) => (tenantId === 'acme' ? { status: 'recorded' } : { status: 'invalid', field: 'tenantId', message: reason }) },
+      callers: { check: () => ({ status: 'ok', actor: { id: 'detection-engine', role: 'SERVICE' } }) },
+      now: () => clock.ms,
+    });
+    const server = createServer({ logger: pino({ level: 'silent' }), readiness: [] }, routes);
+    const { port } = await listen(server, 0, '127.0.0.1');
+    closers.push(() => new Promise((resolve) => server.close(resolve)));
+    const items = [
+      { tenantId: 'acme', inputTokens: 1, outputTokens: 2 },
+      { tenantId: 'beta', inputTokens: 1, outputTokens: 2 },
+    ];
+    const response = await fetch(`http://127.0.0.1:${port}/v1/inference-usage`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ items }),
+    });
+    expect(response.status).toBe(200);
+    const body = Buffer.from(await response.arrayBuffer());
+    expect(Number(response.headers.get('content-length'))).toBe(body.length);
+    expect(body.toString('latin1')).toMatch(/^[\x20-\x7e]*$/);
+    expect(JSON.parse(body.toString('utf8'))).toEqual({ results: [{ recorded: true }, { error: { field: 'tenantId', reason } }] });
+  });
+
   it('is the bytes JSON.stringify wrote for admit, decision for decision, and counts what admit counts', async () => {
     const clock = { ms: NOW };
     const routed = await governorOnClock(clock);
