@@ -9,6 +9,7 @@ import { asciiJson, createAdmissionRoutes } from '../../../../src/doors/admissio
 import { readAdmissionItem } from '../../../../src/doors/admissions/admissionItem.ts';
 import { Governor, InvalidAdmission, type AdmitRequest } from '../../../../src/governance/index.ts';
 import { createServer, listen } from '../../../../src/http-server/server.ts';
+import type { InferenceSpendMeter } from '../../../../src/metrics/index.ts';
 import { CollectingRecorder, MemoryLimitSource } from '../../governance/memoryLimitSource.ts';
 
 const NOW = Date.UTC(2026, 11, 3, 12, 0, 0, 250);
@@ -36,6 +37,20 @@ async function governorOnClock(clock: { ms: number }) {
   }
   await governor.loadsSettled();
   return { governor, recorder };
+}
+
+/** The admission routes over the Governor, on the clock, for a SERVICE caller, served on a port of their own. */
+async function serveRoutes(governor: Governor, clock: { ms: number }, record: InferenceSpendMeter['record']): Promise<number> {
+  const routes = createAdmissionRoutes({
+    governor,
+    inferenceSpend: { record },
+    callers: { check: () => ({ status: 'ok', actor: { id: 'detection-engine', role: 'SERVICE' } }) },
+    now: () => clock.ms,
+  });
+  const server = createServer({ logger: pino({ level: 'silent' }), readiness: [] }, routes);
+  const { port } = await listen(server, 0, '127.0.0.1');
+  closers.push(() => new Promise((resolve) => server.close(resolve)));
+  return port;
 }
 
 /** What the route answered before it wrote text: admit's objects (or the item's error), stringified whole. */
@@ -68,15 +83,7 @@ describe('the admission API answer', () => {
     const clock = { ms: NOW };
     const { governor } = await governorOnClock(clock);
     const reason = 'over the gateway-ü budget (東京) 😀';
-    const routes = createAdmissionRoutes({
-      governor,
-      inferenceSpend: { record: (tenantId) => (tenantId === 'acme' ? { status: 'recorded' } : { status: 'invalid', field: 'tenantId', message: reason }) },
-      callers: { check: () => ({ status: 'ok', actor: { id: 'detection-engine', role: 'SERVICE' } }) },
-      now: () => clock.ms,
-    });
-    const server = createServer({ logger: pino({ level: 'silent' }), readiness: [] }, routes);
-    const { port } = await listen(server, 0, '127.0.0.1');
-    closers.push(() => new Promise((resolve) => server.close(resolve)));
+    const port = await serveRoutes(governor, clock, (tenantId) => (tenantId === 'acme' ? { status: 'recorded' } : { status: 'invalid', field: 'tenantId', message: reason }));
     const items = [
       { tenantId: 'acme', inputTokens: 1, outputTokens: 2 },
       { tenantId: 'beta', inputTokens: 1, outputTokens: 2 },
@@ -97,15 +104,7 @@ describe('the admission API answer', () => {
     const clock = { ms: NOW };
     const routed = await governorOnClock(clock);
     const direct = await governorOnClock(clock);
-    const routes = createAdmissionRoutes({
-      governor: routed.governor,
-      inferenceSpend: { record: () => ({ status: 'recorded' }) },
-      callers: { check: () => ({ status: 'ok', actor: { id: 'detection-engine', role: 'SERVICE' } }) },
-      now: () => clock.ms,
-    });
-    const server = createServer({ logger: pino({ level: 'silent' }), readiness: [] }, routes);
-    const { port } = await listen(server, 0, '127.0.0.1');
-    closers.push(() => new Promise((resolve) => server.close(resolve)));
+    const port = await serveRoutes(routed.governor, clock, () => ({ status: 'recorded' }));
 
     // Admitted and refused (REJECT, SHED), never fits, past the day's quota, an unknown tenant, bad items, an
     // item with its own `at`, repeated so that kept texts are used again.
